@@ -1,0 +1,173 @@
+//! The three traits every backplane implements: [`Backend`], [`Producer`] and [`Consumer`].
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+
+use crate::{
+    CommitOffset, ConsumedRecord, PartitionOffsets, Record, Result, TopicCreation, TopicInfo,
+    TopicPartition, TopicSpec,
+};
+
+/// A durable, partitioned log: the backplane that connects streamlets.
+///
+/// Implementations: [`MemoryBackend`](crate::MemoryBackend) for tests, the embedded log
+/// (`runnel-embedded-log`) for one machine, and Kafka.
+#[async_trait]
+pub trait Backend: fmt::Debug + Send + Sync + 'static {
+    /// Creates a topic, or leaves an existing one with the same partition count alone.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::PartitionCountMismatch`](crate::Error::PartitionCountMismatch) when the topic
+    /// exists with another partition count, [`Error::InvalidTopic`](crate::Error::InvalidTopic)
+    /// for a spec the backplane cannot honour.
+    async fn create_topic(&self, spec: &TopicSpec) -> Result<TopicCreation>;
+
+    /// Describes a topic, or `None` when it does not exist.
+    async fn topic(&self, name: &str) -> Result<Option<TopicInfo>>;
+
+    /// The start and end offsets of every partition of a topic, indexed by partition.
+    async fn offsets(&self, topic: &str) -> Result<Vec<PartitionOffsets>>;
+
+    /// The offsets a consumer group committed for each partition of a topic, indexed by
+    /// partition; `None` where the group never committed.
+    async fn committed(&self, group: &str, topic: &str) -> Result<Vec<Option<u64>>>;
+
+    /// A producer that can append to any topic.
+    async fn producer(&self, config: &ProducerConfig) -> Result<Arc<dyn Producer>>;
+
+    /// Joins a consumer group and subscribes to topics.
+    async fn consumer(&self, config: &ConsumerConfig) -> Result<Arc<dyn Consumer>>;
+}
+
+/// Appends records to topics.
+#[async_trait]
+pub trait Producer: fmt::Debug + Send + Sync {
+    /// Hands a record over for appending to one partition.
+    ///
+    /// Returns once the record is accepted into the producer's bounded buffer (waiting when it
+    /// is full, which is how a slow log slows its writers down). The returned [`Receipt`]
+    /// completes when the record is acknowledged: durable according to the backplane's
+    /// policy. Records sent to one partition are appended in the order of the calls.
+    async fn send(&self, topic: &str, partition: u32, record: Record) -> Result<Receipt>;
+
+    /// Waits until every record sent so far is acknowledged.
+    async fn flush(&self) -> Result<()>;
+}
+
+/// Reads records as a member of a consumer group.
+#[async_trait]
+pub trait Consumer: fmt::Debug + Send + Sync {
+    /// Waits for records on the partitions assigned to this member and returns at most
+    /// `max_records` of them, in offset order per partition.
+    ///
+    /// Cancel safe: dropping the future before it completes loses no records. Only
+    /// acknowledged records are ever returned.
+    async fn poll(&self, max_records: usize) -> Result<Vec<ConsumedRecord>>;
+
+    /// Stores offsets for this consumer's group. Each offset is that of the next record to
+    /// read. Once this returns, a restarted member of the group resumes from there.
+    async fn commit(&self, offsets: &[CommitOffset]) -> Result<()>;
+
+    /// The partitions currently assigned to this member, with the offset of the next record
+    /// [`poll`](Consumer::poll) returns from each.
+    fn positions(&self) -> Vec<(TopicPartition, u64)>;
+
+    /// Leaves the group so its partitions move to the remaining members.
+    async fn close(&self) -> Result<()>;
+}
+
+/// Where a consumer group starts on a partition for which it has no committed offset.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StartFrom {
+    /// The oldest record still kept.
+    #[default]
+    Earliest,
+    /// Only records appended after the consumer joined.
+    Latest,
+}
+
+/// How to join a consumer group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConsumerConfig {
+    /// The consumer group; members of one group share the partitions.
+    pub group: String,
+    /// The topics to read.
+    pub topics: Vec<String>,
+    /// Where to start without a committed offset.
+    pub start_from: StartFrom,
+    /// Implementation settings, with Kafka's names (`session.timeout.ms`, ...).
+    pub settings: BTreeMap<String, String>,
+}
+
+impl ConsumerConfig {
+    /// A member of `group` reading `topics` from the earliest offset.
+    pub fn new<T: Into<String>>(
+        group: impl Into<String>,
+        topics: impl IntoIterator<Item = T>,
+    ) -> Self {
+        ConsumerConfig {
+            group: group.into(),
+            topics: topics.into_iter().map(Into::into).collect(),
+            start_from: StartFrom::Earliest,
+            settings: BTreeMap::new(),
+        }
+    }
+
+    /// Sets where to start without a committed offset.
+    pub fn start_from(mut self, start_from: StartFrom) -> Self {
+        self.start_from = start_from;
+        self
+    }
+}
+
+/// How to create a producer.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProducerConfig {
+    /// Implementation settings, with Kafka's names (`linger.ms`, `compression.type`, ...).
+    pub settings: BTreeMap<String, String>,
+}
+
+/// Completes when a sent record is acknowledged, with the offset it was given.
+///
+/// ```
+/// # async fn demo() -> runnel_backend::Result<()> {
+/// let receipt = runnel_backend::Receipt::ready(Ok(41));
+/// assert_eq!(receipt.await?, 41);
+/// # Ok(()) }
+/// ```
+#[must_use = "a receipt says when the record is durable; dropping it does not cancel the send"]
+pub struct Receipt(BoxFuture<'static, Result<u64>>);
+
+impl Receipt {
+    /// A receipt that completes when `delivery` does.
+    pub fn new(delivery: impl Future<Output = Result<u64>> + Send + 'static) -> Self {
+        Receipt(Box::pin(delivery))
+    }
+
+    /// A receipt that is already complete.
+    pub fn ready(result: Result<u64>) -> Self {
+        Receipt(Box::pin(std::future::ready(result)))
+    }
+}
+
+impl Future for Receipt {
+    type Output = Result<u64>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.0.as_mut().poll(cx)
+    }
+}
+
+impl fmt::Debug for Receipt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Receipt")
+    }
+}

@@ -1,0 +1,480 @@
+//! The backplane conformance suite: what every [`Backend`] must do, written once against the
+//! trait and run against each implementation.
+//!
+//! Every case takes a fresh handle and uses topic and group names of its own, so the suite
+//! can share one long-lived broker. Run all of it from an implementation's tests with
+//! [`conformance_tests!`](crate::conformance_tests):
+//!
+//! ```
+//! runnel_backend::conformance_tests!(async { runnel_backend::MemoryBackend::new() });
+//! ```
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::{
+    Backend, CommitOffset, ConsumedRecord, Consumer, ConsumerConfig, Error, PartitionOffsets,
+    ProducerConfig, Record, StartFrom, TopicCreation, TopicSpec,
+};
+
+/// How long one case may take before it counts as hung.
+const CASE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Generates one `#[tokio::test]` per conformance case, each calling `$make` (an expression
+/// evaluating to a future of a [`Backend`]) for a fresh backend. Attributes given before the
+/// expression, such as `#[ignore = "needs kafka"]`, go on every generated test.
+#[macro_export]
+macro_rules! conformance_tests {
+    ($(#[$meta:meta])* $make:expr) => {
+        $crate::conformance_tests!(@cases [$(#[$meta])*] $make;
+            create_topic_is_idempotent
+            appends_get_consecutive_offsets
+            records_round_trip
+            order_is_kept_per_partition
+            committed_offsets_resume_a_group
+            groups_are_independent
+            latest_skips_existing_records
+            poll_waits_for_new_records
+            unknown_topics_and_partitions_are_errors
+            flush_waits_for_every_receipt
+            members_of_a_group_share_partitions
+            closing_a_member_hands_its_partitions_over
+        );
+    };
+    (@cases $attributes:tt $make:expr; $($case:ident)*) => {
+        $( $crate::conformance_tests!(@case $attributes $make; $case); )*
+    };
+    (@case [$(#[$meta:meta])*] $make:expr; $case:ident) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        $(#[$meta])*
+        async fn $case() {
+            let backend = $make.await;
+            $crate::conformance::run(stringify!($case), $crate::conformance::$case(&backend)).await;
+        }
+    };
+}
+
+/// Runs one case with a timeout, so that a hung backplane fails instead of blocking CI.
+///
+/// # Panics
+///
+/// When the case does not finish within a minute.
+pub async fn run(name: &str, case: impl Future<Output = ()>) {
+    if tokio::time::timeout(CASE_TIMEOUT, case).await.is_err() {
+        panic!("conformance case {name} did not finish within {CASE_TIMEOUT:?}");
+    }
+}
+
+/// A name no other case or run uses, so cases can share a broker.
+pub fn unique(base: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "{base}-{nanos:x}-{}",
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+async fn topic(backend: &impl Backend, base: &str, partitions: u32) -> String {
+    let name = unique(base);
+    let created = backend
+        .create_topic(&TopicSpec::new(&name, partitions))
+        .await
+        .unwrap();
+    assert_eq!(created, TopicCreation::Created);
+    name
+}
+
+async fn produce(backend: &impl Backend, topic: &str, partition: u32, values: &[&str]) {
+    let producer = backend.producer(&ProducerConfig::default()).await.unwrap();
+    for value in values {
+        let receipt = producer
+            .send(topic, partition, Record::new(value.to_string()))
+            .await;
+        receipt.unwrap().await.unwrap();
+    }
+}
+
+/// Polls until `count` records have arrived.
+async fn consume(consumer: &dyn Consumer, count: usize) -> Vec<ConsumedRecord> {
+    let mut records = Vec::new();
+    while records.len() < count {
+        records.extend(consumer.poll(count - records.len()).await.unwrap());
+    }
+    assert_eq!(
+        records.len(),
+        count,
+        "poll returned more records than asked for"
+    );
+    records
+}
+
+fn values(records: &[ConsumedRecord]) -> Vec<String> {
+    records
+        .iter()
+        .map(|r| String::from_utf8_lossy(&r.record.value).into_owned())
+        .collect()
+}
+
+/// Creating a topic twice is harmless; asking for another partition count is an error.
+pub async fn create_topic_is_idempotent(backend: &impl Backend) {
+    let name = topic(backend, "idempotent", 3).await;
+    let again = backend
+        .create_topic(&TopicSpec::new(&name, 3))
+        .await
+        .unwrap();
+    assert_eq!(again, TopicCreation::AlreadyExists);
+    let info = backend
+        .topic(&name)
+        .await
+        .unwrap()
+        .expect("the topic exists");
+    assert_eq!(info.partitions, 3);
+    match backend.create_topic(&TopicSpec::new(&name, 5)).await {
+        Err(Error::PartitionCountMismatch {
+            requested: 5,
+            existing: 3,
+            ..
+        }) => {}
+        other => panic!("expected a partition count mismatch, got {other:?}"),
+    }
+    assert!(
+        backend
+            .topic(&unique("never-created"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+/// Receipts carry consecutive offsets from 0, and the end offset follows.
+pub async fn appends_get_consecutive_offsets(backend: &impl Backend) {
+    let name = topic(backend, "offsets", 2).await;
+    let producer = backend.producer(&ProducerConfig::default()).await.unwrap();
+    let mut offsets = Vec::new();
+    for i in 0..5 {
+        let receipt = producer
+            .send(&name, 1, Record::new(format!("r{i}")))
+            .await
+            .unwrap();
+        offsets.push(receipt.await.unwrap());
+    }
+    assert_eq!(offsets, [0, 1, 2, 3, 4]);
+    let ends = backend.offsets(&name).await.unwrap();
+    assert_eq!(
+        ends,
+        [
+            PartitionOffsets { start: 0, end: 0 },
+            PartitionOffsets { start: 0, end: 5 }
+        ]
+    );
+}
+
+/// Key, value, headers (repeated names included) and timestamp come back as they were sent.
+pub async fn records_round_trip(backend: &impl Backend) {
+    let name = topic(backend, "round-trip", 1).await;
+    let sent = [
+        Record::new("v1")
+            .with_key("k1")
+            .with_timestamp(1_700_000_000_123)
+            .with_header("a", "1"),
+        Record::new(vec![0u8, 255, 7])
+            .with_timestamp(42)
+            .with_header("x", "1")
+            .with_header("x", "2"),
+        Record::new("").with_key(vec![1u8, 2, 3]).with_timestamp(1),
+    ];
+    let producer = backend.producer(&ProducerConfig::default()).await.unwrap();
+    for record in &sent {
+        producer
+            .send(&name, 0, record.clone())
+            .await
+            .unwrap()
+            .await
+            .unwrap();
+    }
+    let consumer = backend
+        .consumer(&ConsumerConfig::new(unique("g"), [&name]))
+        .await
+        .unwrap();
+    let received = consume(&*consumer, sent.len()).await;
+    for (offset, (got, want)) in received.iter().zip(&sent).enumerate() {
+        assert_eq!(got.offset, offset as u64);
+        assert_eq!(&*got.topic, name);
+        assert_eq!(got.record.key, want.key, "key of record {offset}");
+        assert_eq!(got.record.value, want.value, "value of record {offset}");
+        assert_eq!(
+            got.record.timestamp, want.timestamp,
+            "timestamp of record {offset}"
+        );
+        let headers: Vec<_> = got
+            .record
+            .headers
+            .iter()
+            .map(|h| (&h.key, &h.value))
+            .collect();
+        let expected: Vec<_> = want.headers.iter().map(|h| (&h.key, &h.value)).collect();
+        assert_eq!(headers, expected, "headers of record {offset}");
+    }
+    consumer.close().await.unwrap();
+}
+
+/// Records interleaved over partitions come back in send order within each partition.
+pub async fn order_is_kept_per_partition(backend: &impl Backend) {
+    let name = topic(backend, "order", 3).await;
+    let producer = backend.producer(&ProducerConfig::default()).await.unwrap();
+    let mut receipts = Vec::new();
+    for i in 0..600u32 {
+        let record = Record::new(i.to_string());
+        receipts.push(producer.send(&name, i % 3, record).await.unwrap());
+    }
+    for receipt in receipts {
+        receipt.await.unwrap();
+    }
+    let consumer = backend
+        .consumer(&ConsumerConfig::new(unique("g"), [&name]))
+        .await
+        .unwrap();
+    let records = consume(&*consumer, 600).await;
+    for partition in 0..3 {
+        let seen: Vec<u32> = records
+            .iter()
+            .filter(|r| r.partition == partition)
+            .map(|r| String::from_utf8_lossy(&r.record.value).parse().unwrap())
+            .collect();
+        let expected: Vec<u32> = (0..600).filter(|i| i % 3 == partition).collect();
+        assert_eq!(seen, expected, "partition {partition}");
+        let offsets: Vec<u64> = records
+            .iter()
+            .filter(|r| r.partition == partition)
+            .map(|r| r.offset)
+            .collect();
+        assert_eq!(
+            offsets,
+            (0..200).collect::<Vec<u64>>(),
+            "offsets of partition {partition}"
+        );
+    }
+    consumer.close().await.unwrap();
+}
+
+/// A new member of a group starts where the group committed.
+pub async fn committed_offsets_resume_a_group(backend: &impl Backend) {
+    let name = topic(backend, "resume", 1).await;
+    produce(backend, &name, 0, &["a", "b", "c", "d", "e"]).await;
+    let group = unique("g");
+    let first = backend
+        .consumer(&ConsumerConfig::new(&group, [&name]))
+        .await
+        .unwrap();
+    let records = consume(&*first, 3).await;
+    assert_eq!(values(&records), ["a", "b", "c"]);
+    let commit = CommitOffset {
+        topic: name.as_str().into(),
+        partition: 0,
+        offset: 3,
+    };
+    first.commit(&[commit]).await.unwrap();
+    first.close().await.unwrap();
+    drop(first);
+    assert_eq!(backend.committed(&group, &name).await.unwrap(), [Some(3)]);
+
+    let second = backend
+        .consumer(&ConsumerConfig::new(&group, [&name]))
+        .await
+        .unwrap();
+    assert_eq!(values(&consume(&*second, 2).await), ["d", "e"]);
+    second.close().await.unwrap();
+}
+
+/// Two groups each read everything, and their commits do not mix.
+pub async fn groups_are_independent(backend: &impl Backend) {
+    let name = topic(backend, "groups", 1).await;
+    produce(backend, &name, 0, &["x", "y"]).await;
+    let (one, two) = (unique("one"), unique("two"));
+    let first = backend
+        .consumer(&ConsumerConfig::new(&one, [&name]))
+        .await
+        .unwrap();
+    consume(&*first, 2).await;
+    let commit = CommitOffset {
+        topic: name.as_str().into(),
+        partition: 0,
+        offset: 2,
+    };
+    first.commit(&[commit]).await.unwrap();
+    let second = backend
+        .consumer(&ConsumerConfig::new(&two, [&name]))
+        .await
+        .unwrap();
+    assert_eq!(values(&consume(&*second, 2).await), ["x", "y"]);
+    assert_eq!(backend.committed(&one, &name).await.unwrap(), [Some(2)]);
+    assert_eq!(backend.committed(&two, &name).await.unwrap(), [None]);
+    first.close().await.unwrap();
+    second.close().await.unwrap();
+}
+
+/// A group that starts from the latest offset sees only what is appended after it joined.
+pub async fn latest_skips_existing_records(backend: &impl Backend) {
+    let name = topic(backend, "latest", 1).await;
+    produce(backend, &name, 0, &["old"]).await;
+    let config = ConsumerConfig::new(unique("g"), [&name]).start_from(StartFrom::Latest);
+    let consumer = backend.consumer(&config).await.unwrap();
+    // The member is placed at the end before anything new arrives; wait until it is.
+    wait_for_assignment(&*consumer, 1).await;
+    produce(backend, &name, 0, &["new"]).await;
+    assert_eq!(values(&consume(&*consumer, 1).await), ["new"]);
+    consumer.close().await.unwrap();
+}
+
+/// A poll on an empty topic waits, and returns once a record arrives.
+pub async fn poll_waits_for_new_records(backend: &impl Backend) {
+    let name = topic(backend, "wait", 1).await;
+    let consumer = backend
+        .consumer(&ConsumerConfig::new(unique("g"), [&name]))
+        .await
+        .unwrap();
+    let waiting = async { consume(&*consumer, 1).await };
+    let producing = async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        produce(backend, &name, 0, &["late"]).await;
+    };
+    let (records, ()) = tokio::join!(waiting, producing);
+    assert_eq!(values(&records), ["late"]);
+    consumer.close().await.unwrap();
+}
+
+/// Sending to a topic or partition that does not exist fails with an error naming it.
+pub async fn unknown_topics_and_partitions_are_errors(backend: &impl Backend) {
+    let name = topic(backend, "known", 2).await;
+    let producer = backend.producer(&ProducerConfig::default()).await.unwrap();
+    let missing = unique("missing");
+    let sent = match producer.send(&missing, 0, Record::new("x")).await {
+        Ok(receipt) => receipt.await.map(|_| ()),
+        Err(error) => Err(error),
+    };
+    match sent {
+        Err(Error::TopicNotFound { topic }) => assert_eq!(topic, missing),
+        other => panic!("expected topic not found, got {other:?}"),
+    }
+    let sent = match producer.send(&name, 7, Record::new("x")).await {
+        Ok(receipt) => receipt.await.map(|_| ()),
+        Err(error) => Err(error),
+    };
+    match sent {
+        Err(Error::PartitionNotFound {
+            partition: 7,
+            partitions: 2,
+            ..
+        }) => {}
+        other => panic!("expected partition not found, got {other:?}"),
+    }
+    assert!(matches!(
+        backend.offsets(&missing).await,
+        Err(Error::TopicNotFound { .. })
+    ));
+}
+
+/// After `flush`, every record sent before it is acknowledged and counted in the end offset.
+pub async fn flush_waits_for_every_receipt(backend: &impl Backend) {
+    let name = topic(backend, "flush", 1).await;
+    let producer = backend.producer(&ProducerConfig::default()).await.unwrap();
+    let mut receipts = Vec::new();
+    for i in 0..1000 {
+        receipts.push(
+            producer
+                .send(&name, 0, Record::new(format!("{i}")))
+                .await
+                .unwrap(),
+        );
+    }
+    producer.flush().await.unwrap();
+    assert_eq!(backend.offsets(&name).await.unwrap()[0].end, 1000);
+    for (i, receipt) in receipts.into_iter().enumerate() {
+        assert_eq!(receipt.await.unwrap(), i as u64);
+    }
+}
+
+async fn wait_for_assignment(consumer: &dyn Consumer, partitions: usize) -> BTreeSet<u32> {
+    loop {
+        let owned: BTreeSet<u32> = consumer
+            .positions()
+            .iter()
+            .map(|(tp, _)| tp.partition)
+            .collect();
+        if owned.len() == partitions {
+            return owned;
+        }
+        // Kafka assigns partitions during a poll; other backplanes assign at once.
+        let _ = tokio::time::timeout(Duration::from_millis(100), consumer.poll(1)).await;
+    }
+}
+
+/// Two members of one group split the partitions between them, each partition owned once.
+pub async fn members_of_a_group_share_partitions(backend: &impl Backend) {
+    let name = topic(backend, "share", 4).await;
+    let group = unique("g");
+    let first = backend
+        .consumer(&ConsumerConfig::new(&group, [&name]))
+        .await
+        .unwrap();
+    let second = backend
+        .consumer(&ConsumerConfig::new(&group, [&name]))
+        .await
+        .unwrap();
+    let (a, b) = tokio::join!(
+        wait_for_assignment(&*first, 2),
+        wait_for_assignment(&*second, 2)
+    );
+    assert!(
+        a.is_disjoint(&b),
+        "both members own a partition: {a:?} and {b:?}"
+    );
+    assert_eq!(a.union(&b).count(), 4);
+    first.close().await.unwrap();
+    second.close().await.unwrap();
+}
+
+/// When a member leaves, the remaining one takes over every partition and resumes from the
+/// committed offsets.
+pub async fn closing_a_member_hands_its_partitions_over(backend: &impl Backend) {
+    let name = topic(backend, "handover", 2).await;
+    produce(backend, &name, 0, &["p0-a", "p0-b"]).await;
+    produce(backend, &name, 1, &["p1-a", "p1-b"]).await;
+    let group = unique("g");
+    let stays = backend
+        .consumer(&ConsumerConfig::new(&group, [&name]))
+        .await
+        .unwrap();
+    let leaves = backend
+        .consumer(&ConsumerConfig::new(&group, [&name]))
+        .await
+        .unwrap();
+    let (_, owned) = tokio::join!(
+        wait_for_assignment(&*stays, 1),
+        wait_for_assignment(&*leaves, 1)
+    );
+    let partition = *owned.iter().next().unwrap();
+    let read = consume(&*leaves, 1).await;
+    assert_eq!(read[0].partition, partition);
+    let commit = CommitOffset {
+        topic: name.as_str().into(),
+        partition,
+        offset: 1,
+    };
+    leaves.commit(&[commit]).await.unwrap();
+    leaves.close().await.unwrap();
+    drop(leaves);
+
+    wait_for_assignment(&*stays, 2).await;
+    let mut rest = values(&consume(&*stays, 3).await);
+    rest.sort();
+    let mut expected = vec!["p0-a", "p0-b", "p1-a", "p1-b"];
+    expected.retain(|v| *v != format!("p{partition}-a"));
+    assert_eq!(rest, expected);
+    stays.close().await.unwrap();
+}

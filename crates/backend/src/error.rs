@@ -1,0 +1,108 @@
+//! The error type shared by every backplane implementation.
+
+use std::error::Error as StdError;
+
+/// A boxed error from an implementation (I/O, librdkafka, ...), kept as the `source()`.
+pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
+
+/// What went wrong talking to a backplane.
+///
+/// Variants are named for what failed and carry the topic, partition or group involved.
+/// The cause, if any, is returned by [`source()`](StdError::source) and never repeated in the
+/// message, so `{:#}` chains read cleanly.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The topic does not exist.
+    #[error("topic '{topic}' not found")]
+    TopicNotFound {
+        /// The topic name.
+        topic: String,
+    },
+    /// The partition is not one of the topic's partitions.
+    #[error("partition {partition} of topic '{topic}' not found (the topic has {partitions})")]
+    PartitionNotFound {
+        /// The topic name.
+        topic: String,
+        /// The partition asked for.
+        partition: u32,
+        /// How many partitions the topic has.
+        partitions: u32,
+    },
+    /// A topic exists with a different partition count than the one asked for.
+    #[error("topic '{topic}' exists with {existing} partitions, but {requested} were asked for")]
+    PartitionCountMismatch {
+        /// The topic name.
+        topic: String,
+        /// The partition count in the request.
+        requested: u32,
+        /// The partition count of the existing topic.
+        existing: u32,
+    },
+    /// A topic specification is not acceptable (zero partitions, a bad name, ...).
+    #[error("invalid topic '{topic}': {reason}")]
+    InvalidTopic {
+        /// The topic name.
+        topic: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// A record could not be appended or its delivery failed.
+    #[error("producing to topic '{topic}' partition {partition} failed")]
+    Produce {
+        /// The topic name.
+        topic: String,
+        /// The partition.
+        partition: u32,
+        /// The cause.
+        #[source]
+        source: BoxError,
+    },
+    /// Reading records failed.
+    #[error("consuming from topic '{topic}' failed")]
+    Consume {
+        /// The topic name.
+        topic: String,
+        /// The cause.
+        #[source]
+        source: BoxError,
+    },
+    /// Committing offsets for a consumer group failed.
+    #[error("committing offsets of group '{group}' failed")]
+    Commit {
+        /// The consumer group.
+        group: String,
+        /// The cause.
+        #[source]
+        source: BoxError,
+    },
+    /// An administrative operation (create, describe, list offsets) failed.
+    #[error("{operation} failed")]
+    Admin {
+        /// What was attempted, for example `creating topic 'readings'`.
+        operation: String,
+        /// The cause.
+        #[source]
+        source: BoxError,
+    },
+    /// The backplane was shut down while the operation was pending.
+    #[error("the backplane is closed")]
+    Closed,
+}
+
+impl Error {
+    /// Whether retrying the same operation later may succeed (a broker that is
+    /// unreachable for a moment), as opposed to a mistake that retrying cannot fix.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            Error::Produce { .. }
+                | Error::Consume { .. }
+                | Error::Commit { .. }
+                | Error::Admin { .. }
+        )
+    }
+}
+
+/// The result type of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,48 @@
+//! The backplane of Runnel: the durable, partitioned log that connects streamlets.
+//!
+//! A backplane is anything that implements [`Backend`]: it creates topics, hands out
+//! [`Producer`]s that append [`Record`]s and report when each one is durable (a
+//! [`Receipt`]), and [`Consumer`]s that read as members of a consumer group and commit
+//! offsets. The runtime is written against these traits only, so the same streamlets run on
+//!
+//! - [`MemoryBackend`] (this crate), for tests and the streamlet test kit;
+//! - the embedded log (`runnel-embedded-log`), durable files on one machine, the default;
+//! - Kafka (`runnel-kafka`).
+//!
+//! Every implementation must pass the same [`conformance`] suite (feature `conformance`).
+//!
+//! ```
+//! use runnel_backend::{Backend, ConsumerConfig, MemoryBackend, ProducerConfig, Record, TopicSpec};
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> runnel_backend::Result<()> {
+//! let backend = MemoryBackend::new();
+//! backend.create_topic(&TopicSpec::new("readings", 2)).await?;
+//! let producer = backend.producer(&ProducerConfig::default()).await?;
+//! let offset = producer.send("readings", 1, Record::new("21.5").with_key("sensor-1")).await?.await?;
+//! assert_eq!(offset, 0);
+//! # Ok(()) }
+//! ```
+//!
+//! Start with [`Backend`]; the semantics every implementation promises are written on its
+//! methods.
+#![deny(missing_docs)]
+
+mod backend;
+mod error;
+pub mod group;
+mod memory;
+mod partitioner;
+mod record;
+mod topic;
+
+#[cfg(feature = "conformance")]
+pub mod conformance;
+
+pub use backend::{
+    Backend, Consumer, ConsumerConfig, Producer, ProducerConfig, Receipt, StartFrom,
+};
+pub use error::{BoxError, Error, Result};
+pub use memory::MemoryBackend;
+pub use partitioner::{murmur2, partition_for_key};
+pub use record::{CommitOffset, ConsumedRecord, Header, Headers, Record, TopicPartition};
+pub use topic::{PartitionOffsets, TopicCreation, TopicInfo, TopicSpec};

@@ -1,0 +1,369 @@
+//! [`MemoryBackend`]: a backplane held in memory, for tests and the streamlet test kit.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use async_trait::async_trait;
+use tokio::sync::watch;
+
+use crate::group::{GroupCoordinator, MemberId};
+use crate::{
+    Backend, CommitOffset, ConsumedRecord, Consumer, ConsumerConfig, Error, PartitionOffsets,
+    Producer, ProducerConfig, Receipt, Record, Result, StartFrom, TopicCreation, TopicInfo,
+    TopicPartition, TopicSpec,
+};
+
+/// A backplane in memory: nothing survives the process, every send is acknowledged at once.
+///
+/// ```
+/// use runnel_backend::{Backend, ConsumerConfig, MemoryBackend, ProducerConfig, Record, TopicSpec};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> runnel_backend::Result<()> {
+/// let backend = MemoryBackend::new();
+/// backend.create_topic(&TopicSpec::new("greetings", 1)).await?;
+/// let producer = backend.producer(&ProducerConfig::default()).await?;
+/// producer.send("greetings", 0, Record::new("hello")).await?.await?;
+///
+/// let consumer = backend.consumer(&ConsumerConfig::new("readers", ["greetings"])).await?;
+/// let records = consumer.poll(10).await?;
+/// assert_eq!(records[0].record.value, "hello");
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct MemoryBackend {
+    state: Arc<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    topics: Mutex<HashMap<String, Arc<Topic>>>,
+    committed: Mutex<HashMap<(String, String), Vec<Option<u64>>>>,
+    groups: GroupCoordinator,
+    /// Bumped on every append, so waiting consumers look again.
+    appended: watch::Sender<u64>,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        State {
+            topics: Mutex::default(),
+            committed: Mutex::default(),
+            groups: GroupCoordinator::default(),
+            appended: watch::Sender::new(0),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Topic {
+    name: Arc<str>,
+    partitions: Vec<Mutex<Vec<Record>>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl MemoryBackend {
+    /// An empty backplane.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Every record of a topic, partition by partition, in offset order.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TopicNotFound`] if the topic does not exist.
+    pub fn records(&self, topic: &str) -> Result<Vec<ConsumedRecord>> {
+        let topic = self.state.topic(topic)?;
+        let mut out = Vec::new();
+        for (partition, records) in topic.partitions.iter().enumerate() {
+            out.extend(
+                lock(records)
+                    .iter()
+                    .enumerate()
+                    .map(|(offset, record)| ConsumedRecord {
+                        topic: topic.name.clone(),
+                        partition: partition as u32,
+                        offset: offset as u64,
+                        record: record.clone(),
+                    }),
+            );
+        }
+        Ok(out)
+    }
+}
+
+impl State {
+    fn topic(&self, name: &str) -> Result<Arc<Topic>> {
+        lock(&self.topics)
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Error::TopicNotFound {
+                topic: name.to_owned(),
+            })
+    }
+
+    fn partitions_of(&self, name: &str) -> u32 {
+        lock(&self.topics)
+            .get(name)
+            .map_or(0, |topic| topic.partitions.len() as u32)
+    }
+
+    fn committed(&self, group: &str, topic: &str, partition: u32) -> Option<u64> {
+        lock(&self.committed)
+            .get(&(group.to_owned(), topic.to_owned()))
+            .and_then(|offsets| offsets.get(partition as usize).copied().flatten())
+    }
+}
+
+#[async_trait]
+impl Backend for MemoryBackend {
+    async fn create_topic(&self, spec: &TopicSpec) -> Result<TopicCreation> {
+        if spec.partitions == 0 {
+            return Err(Error::InvalidTopic {
+                topic: spec.name.clone(),
+                reason: "a topic needs at least one partition".into(),
+            });
+        }
+        let mut topics = lock(&self.state.topics);
+        if let Some(existing) = topics.get(&spec.name) {
+            let existing = existing.partitions.len() as u32;
+            return if existing == spec.partitions {
+                Ok(TopicCreation::AlreadyExists)
+            } else {
+                Err(Error::PartitionCountMismatch {
+                    topic: spec.name.clone(),
+                    requested: spec.partitions,
+                    existing,
+                })
+            };
+        }
+        let topic = Topic {
+            name: Arc::from(spec.name.as_str()),
+            partitions: (0..spec.partitions).map(|_| Mutex::default()).collect(),
+        };
+        topics.insert(spec.name.clone(), Arc::new(topic));
+        Ok(TopicCreation::Created)
+    }
+
+    async fn topic(&self, name: &str) -> Result<Option<TopicInfo>> {
+        Ok(lock(&self.state.topics).get(name).map(|topic| TopicInfo {
+            name: name.to_owned(),
+            partitions: topic.partitions.len() as u32,
+        }))
+    }
+
+    async fn offsets(&self, topic: &str) -> Result<Vec<PartitionOffsets>> {
+        let topic = self.state.topic(topic)?;
+        Ok(topic
+            .partitions
+            .iter()
+            .map(|records| PartitionOffsets {
+                start: 0,
+                end: lock(records).len() as u64,
+            })
+            .collect())
+    }
+
+    async fn committed(&self, group: &str, topic: &str) -> Result<Vec<Option<u64>>> {
+        let partitions = self.state.topic(topic)?.partitions.len() as u32;
+        Ok((0..partitions)
+            .map(|p| self.state.committed(group, topic, p))
+            .collect())
+    }
+
+    async fn producer(&self, _config: &ProducerConfig) -> Result<Arc<dyn Producer>> {
+        Ok(Arc::new(MemoryProducer {
+            state: self.state.clone(),
+        }))
+    }
+
+    async fn consumer(&self, config: &ConsumerConfig) -> Result<Arc<dyn Consumer>> {
+        for topic in &config.topics {
+            self.state.topic(topic)?;
+        }
+        let member = self.state.groups.join(&config.group, config.topics.clone());
+        let membership = self.state.groups.watch(&config.group);
+        Ok(Arc::new(MemoryConsumer {
+            state: self.state.clone(),
+            group: config.group.clone(),
+            start_from: config.start_from,
+            member,
+            membership: Mutex::new(membership),
+            positions: Mutex::new(Positions {
+                generation: u64::MAX,
+                of: Vec::new(),
+            }),
+            closed: std::sync::atomic::AtomicBool::new(false),
+        }))
+    }
+}
+
+#[derive(Debug)]
+struct MemoryProducer {
+    state: Arc<State>,
+}
+
+#[async_trait]
+impl Producer for MemoryProducer {
+    async fn send(&self, topic: &str, partition: u32, record: Record) -> Result<Receipt> {
+        let topic = self.state.topic(topic)?;
+        let Some(records) = topic.partitions.get(partition as usize) else {
+            return Err(Error::PartitionNotFound {
+                topic: topic.name.to_string(),
+                partition,
+                partitions: topic.partitions.len() as u32,
+            });
+        };
+        let offset = {
+            let mut records = lock(records);
+            records.push(record);
+            records.len() as u64 - 1
+        };
+        self.state.appended.send_modify(|count| *count += 1);
+        Ok(Receipt::ready(Ok(offset)))
+    }
+
+    async fn flush(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+#[derive(Debug)]
+struct Positions {
+    generation: u64,
+    of: Vec<(TopicPartition, u64)>,
+}
+
+#[derive(Debug)]
+struct MemoryConsumer {
+    state: Arc<State>,
+    group: String,
+    start_from: StartFrom,
+    member: MemberId,
+    membership: Mutex<watch::Receiver<u64>>,
+    positions: Mutex<Positions>,
+    closed: std::sync::atomic::AtomicBool,
+}
+
+impl MemoryConsumer {
+    /// Re-reads the assignment after a rebalance, keeping the position of partitions this
+    /// member still owns and starting the others from the committed offset.
+    fn refresh_assignment(&self) {
+        let generation = *lock(&self.membership).borrow_and_update();
+        let mut positions = lock(&self.positions);
+        if positions.generation == generation {
+            return;
+        }
+        let assigned = self
+            .state
+            .groups
+            .assignment(&self.group, self.member, |t| self.state.partitions_of(t));
+        let previous = std::mem::take(&mut positions.of);
+        positions.of = assigned
+            .into_iter()
+            .map(|tp| {
+                let kept = previous
+                    .iter()
+                    .find(|(owned, _)| *owned == tp)
+                    .map(|(_, at)| *at);
+                let start = kept
+                    .or_else(|| self.state.committed(&self.group, &tp.topic, tp.partition))
+                    .unwrap_or_else(|| match self.start_from {
+                        StartFrom::Earliest => 0,
+                        StartFrom::Latest => self.state.topic(&tp.topic).map_or(0, |t| {
+                            lock(&t.partitions[tp.partition as usize]).len() as u64
+                        }),
+                    });
+                (tp, start)
+            })
+            .collect();
+        positions.generation = generation;
+    }
+
+    fn take_available(&self, max_records: usize) -> Vec<ConsumedRecord> {
+        let mut positions = lock(&self.positions);
+        let mut out = Vec::new();
+        for (tp, position) in positions.of.iter_mut() {
+            let Ok(topic) = self.state.topic(&tp.topic) else {
+                continue;
+            };
+            let records = lock(&topic.partitions[tp.partition as usize]);
+            while out.len() < max_records && (*position as usize) < records.len() {
+                out.push(ConsumedRecord {
+                    topic: topic.name.clone(),
+                    partition: tp.partition,
+                    offset: *position,
+                    record: records[*position as usize].clone(),
+                });
+                *position += 1;
+            }
+        }
+        // Rotate so that a busy partition does not starve the others on the next poll.
+        if !positions.of.is_empty() {
+            positions.of.rotate_left(1);
+        }
+        out
+    }
+}
+
+#[async_trait]
+impl Consumer for MemoryConsumer {
+    async fn poll(&self, max_records: usize) -> Result<Vec<ConsumedRecord>> {
+        let mut appended = self.state.appended.subscribe();
+        loop {
+            appended.borrow_and_update();
+            self.refresh_assignment();
+            let records = self.take_available(max_records.max(1));
+            if !records.is_empty() {
+                return Ok(records);
+            }
+            let mut membership = lock(&self.membership).clone();
+            tokio::select! {
+                changed = appended.changed() => changed.map_err(|_| Error::Closed)?,
+                changed = membership.changed() => changed.map_err(|_| Error::Closed)?,
+            }
+        }
+    }
+
+    async fn commit(&self, offsets: &[CommitOffset]) -> Result<()> {
+        let mut committed = lock(&self.state.committed);
+        for offset in offsets {
+            let partitions = self.state.topic(&offset.topic)?.partitions.len();
+            if offset.partition as usize >= partitions {
+                return Err(Error::PartitionNotFound {
+                    topic: offset.topic.to_string(),
+                    partition: offset.partition,
+                    partitions: partitions as u32,
+                });
+            }
+            let slots = committed
+                .entry((self.group.clone(), offset.topic.to_string()))
+                .or_insert_with(|| vec![None; partitions]);
+            slots[offset.partition as usize] = Some(offset.offset);
+        }
+        Ok(())
+    }
+
+    fn positions(&self) -> Vec<(TopicPartition, u64)> {
+        self.refresh_assignment();
+        lock(&self.positions).of.clone()
+    }
+
+    async fn close(&self) -> Result<()> {
+        if !self.closed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            self.state.groups.leave(&self.group, self.member);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for MemoryConsumer {
+    fn drop(&mut self) {
+        if !self.closed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            self.state.groups.leave(&self.group, self.member);
+        }
+    }
+}
