@@ -37,7 +37,7 @@ pub struct MemoryBackend {
 #[derive(Debug)]
 struct State {
     topics: Mutex<HashMap<String, Arc<Topic>>>,
-    committed: Mutex<HashMap<(String, String), Vec<Option<u64>>>>,
+    committed: Mutex<HashMap<GroupTopic, Vec<Option<u64>>>>,
     groups: GroupCoordinator,
     /// Bumped on every append, so waiting consumers look again.
     appended: watch::Sender<u64>,
@@ -53,6 +53,9 @@ impl Default for State {
         }
     }
 }
+
+/// A consumer group name and a topic name.
+type GroupTopic = (String, String);
 
 #[derive(Debug)]
 struct Topic {
