@@ -1,0 +1,195 @@
+//! The app descriptor: what an app binary says about the streamlet types it contains.
+//!
+//! `app describe` prints it as JSON (the format is documented in `docs/descriptor.md`); the
+//! verifier checks a blueprint against it, in the app or standalone
+//! (`runnel verify --descriptor app.json`), so nothing needs compiling to check wiring.
+
+use serde::{Deserialize, Serialize};
+
+use crate::parameter::ParameterKind;
+
+/// The version of the descriptor format this crate writes and reads.
+pub const DESCRIPTOR_VERSION: u32 = 1;
+
+/// Every streamlet type an app binary contains.
+///
+/// ```
+/// use runnel_blueprint::descriptor::AppDescriptor;
+/// let json = r#"{"descriptor-version": 1, "app": "demo", "streamlets": []}"#;
+/// let descriptor: AppDescriptor = serde_json::from_str(json).unwrap();
+/// assert_eq!(descriptor.app, "demo");
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct AppDescriptor {
+    /// The format version, [`DESCRIPTOR_VERSION`].
+    pub descriptor_version: u32,
+    /// The app name given to `runnel::App::new`.
+    pub app: String,
+    /// The Runnel version that wrote the descriptor.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub runnel_version: String,
+    /// The registered streamlet types, in registration order.
+    pub streamlets: Vec<StreamletDescriptor>,
+}
+
+impl AppDescriptor {
+    /// The streamlet type registered under `type_name`.
+    pub fn streamlet(&self, type_name: &str) -> Option<&StreamletDescriptor> {
+        self.streamlets
+            .iter()
+            .find(|streamlet| streamlet.type_name == type_name)
+    }
+}
+
+/// One streamlet type: its ports, parameters and volume mounts.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct StreamletDescriptor {
+    /// The name the type is registered under; blueprints refer to it.
+    #[serde(rename = "type")]
+    pub type_name: String,
+    /// What the streamlet does, from its documentation.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// Input ports.
+    #[serde(default)]
+    pub inlets: Vec<InletDescriptor>,
+    /// Output ports.
+    #[serde(default)]
+    pub outlets: Vec<OutletDescriptor>,
+    /// Configuration parameters.
+    #[serde(default)]
+    pub parameters: Vec<ParameterDescriptor>,
+    /// Volumes the streamlet expects mounted (bound by the Kubernetes deployment).
+    #[serde(default)]
+    pub volume_mounts: Vec<VolumeMountDescriptor>,
+}
+
+impl StreamletDescriptor {
+    /// The inlet called `name`.
+    pub fn inlet(&self, name: &str) -> Option<&InletDescriptor> {
+        self.inlets.iter().find(|inlet| inlet.name == name)
+    }
+
+    /// The outlet called `name`.
+    pub fn outlet(&self, name: &str) -> Option<&OutletDescriptor> {
+        self.outlets.iter().find(|outlet| outlet.name == name)
+    }
+}
+
+/// An input port.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct InletDescriptor {
+    /// The port name, unique within the streamlet.
+    pub name: String,
+    /// How records on this port are encoded.
+    pub schema: SchemaDescriptor,
+    /// What happens to a record that fails to decode.
+    #[serde(default)]
+    pub bad_data: BadDataPolicy,
+}
+
+/// An output port.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct OutletDescriptor {
+    /// The port name, unique within the streamlet.
+    pub name: String,
+    /// How records on this port are encoded.
+    pub schema: SchemaDescriptor,
+    /// Whether records get a key from a key function (and so a partition by key).
+    #[serde(default)]
+    pub keyed: bool,
+}
+
+/// The encoding of a port: format and, for Avro, the schema.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct SchemaDescriptor {
+    /// The wire format.
+    pub format: Format,
+    /// The name of the record type (the Avro full name, or the Rust type for JSON).
+    pub name: String,
+    /// The Avro schema as JSON (for JSON ports, the Avro schema describing the same shape).
+    pub definition: serde_json::Value,
+    /// A fingerprint of the canonical schema (hex), to compare schemas quickly.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub fingerprint: String,
+}
+
+/// A wire format for record values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    /// Avro binary encoding of the value alone (no container, no schema id).
+    #[default]
+    Avro,
+    /// UTF-8 JSON.
+    Json,
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Format::Avro => "avro",
+            Format::Json => "json",
+        })
+    }
+}
+
+/// What an inlet does with a record whose bytes do not decode.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BadDataPolicy {
+    /// Write it to the app's dead-letter topic with the error and its origin in headers,
+    /// count it, and go on.
+    #[default]
+    DeadLetter,
+    /// Log it, count it, and go on.
+    Skip,
+    /// Fail the streamlet (it is restarted with backoff and meets the record again).
+    Fail,
+}
+
+/// A configuration parameter a streamlet declares.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ParameterDescriptor {
+    /// The key users set it by (`--set instance.key=value`).
+    pub key: String,
+    /// What it controls.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// Its type and validation.
+    #[serde(flatten)]
+    pub kind: ParameterKind,
+    /// The value used when none is set, as text in the parameter's syntax; no default makes
+    /// the parameter required.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
+}
+
+/// A volume a streamlet expects to be mounted.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct VolumeMountDescriptor {
+    /// The mount name, a DNS label.
+    pub name: String,
+    /// The absolute path inside the container.
+    pub path: String,
+    /// How the volume is accessed.
+    pub access_mode: AccessMode,
+}
+
+/// Kubernetes' volume access modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AccessMode {
+    /// Mounted read-write by one node.
+    ReadWriteOnce,
+    /// Mounted read-only by many nodes.
+    ReadOnlyMany,
+    /// Mounted read-write by many nodes.
+    ReadWriteMany,
+}

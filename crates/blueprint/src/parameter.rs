@@ -1,0 +1,226 @@
+//! Configuration parameter types and how their values are written.
+//!
+//! Values are text in every source (descriptor defaults, config files, `--set`), parsed
+//! according to the parameter's [`ParameterKind`]:
+//!
+//! | kind | examples |
+//! |---|---|
+//! | `int` | `10`, `-3` |
+//! | `double` | `0.5`, `1e3` |
+//! | `bool` | `true`, `false` |
+//! | `string` | anything |
+//! | `regex-string` | anything the whole pattern matches |
+//! | `duration` | `250ms`, `5s`, `1m 30s`, `2 minutes` |
+//! | `memory-size` | `1024`, `512k`, `64Mi`, `1G`, `2GiB` (`k`/`M`/`G`/`T` and `KB`.. are powers of 1000, `Ki`/`Mi`/`Gi`/`Ti` and `KiB`.. powers of 1024) |
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// The type of a parameter, with its validation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum ParameterKind {
+    /// A 64-bit signed integer.
+    Int,
+    /// A 64-bit float.
+    Double,
+    /// `true` or `false`.
+    Bool,
+    /// Any text.
+    String,
+    /// Text that the whole of `pattern` matches.
+    RegexString {
+        /// The regular expression (Rust `regex` syntax), anchored at both ends when checked.
+        pattern: String,
+    },
+    /// A span of time.
+    Duration,
+    /// A number of bytes.
+    MemorySize,
+}
+
+impl ParameterKind {
+    /// The name used in the descriptor and in messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ParameterKind::Int => "int",
+            ParameterKind::Double => "double",
+            ParameterKind::Bool => "bool",
+            ParameterKind::String => "string",
+            ParameterKind::RegexString { .. } => "regex-string",
+            ParameterKind::Duration => "duration",
+            ParameterKind::MemorySize => "memory-size",
+        }
+    }
+
+    /// Parses a value written as text.
+    ///
+    /// ```
+    /// use runnel_blueprint::parameter::{ParameterKind, ParameterValue};
+    /// assert_eq!(ParameterKind::MemorySize.parse("64Mi"), Ok(ParameterValue::MemorySize(64 << 20)));
+    /// assert!(ParameterKind::Int.parse("ten").is_err());
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// A lowercase reason when the text is not a value of this kind (or the pattern of a
+    /// regex string does not compile).
+    pub fn parse(&self, text: &str) -> Result<ParameterValue, String> {
+        let trimmed = text.trim();
+        match self {
+            ParameterKind::Int => trimmed
+                .parse()
+                .map(ParameterValue::Int)
+                .map_err(|_| format!("'{text}' is not an integer")),
+            ParameterKind::Double => trimmed
+                .parse::<f64>()
+                .ok()
+                .filter(|value| value.is_finite())
+                .map(ParameterValue::Double)
+                .ok_or_else(|| format!("'{text}' is not a finite number")),
+            ParameterKind::Bool => match trimmed {
+                "true" => Ok(ParameterValue::Bool(true)),
+                "false" => Ok(ParameterValue::Bool(false)),
+                _ => Err(format!("'{text}' is not true or false")),
+            },
+            ParameterKind::String => Ok(ParameterValue::String(text.to_owned())),
+            ParameterKind::RegexString { pattern } => {
+                let anchored = compile_pattern(pattern)?;
+                if anchored.is_match(text) {
+                    Ok(ParameterValue::String(text.to_owned()))
+                } else {
+                    Err(format!("'{text}' does not match the pattern '{pattern}'"))
+                }
+            }
+            ParameterKind::Duration => humantime::parse_duration(trimmed)
+                .map(ParameterValue::Duration)
+                .map_err(|_| {
+                    format!("'{text}' is not a duration (write it like 250ms, 5s or 1m 30s)")
+                }),
+            ParameterKind::MemorySize => parse_memory_size(trimmed)
+                .map(ParameterValue::MemorySize)
+                .ok_or_else(|| {
+                    format!("'{text}' is not a memory size (write it like 1024, 512k, 64Mi or 1G)")
+                }),
+        }
+    }
+}
+
+/// A parsed parameter value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ParameterValue {
+    /// An `int`.
+    Int(i64),
+    /// A `double`.
+    Double(f64),
+    /// A `bool`.
+    Bool(bool),
+    /// A `string` or `regex-string`.
+    String(String),
+    /// A `duration`.
+    Duration(Duration),
+    /// A `memory-size`, in bytes.
+    MemorySize(u64),
+}
+
+/// The most memory a compiled validation pattern may take. Generous on purpose: patterns such
+/// as `^.{1,65535}$` are valid and common, and the `regex` crate's default limit (10 MiB)
+/// refuses them.
+const PATTERN_SIZE_LIMIT: usize = 1 << 30;
+
+/// Compiles a validation pattern, anchored at both ends.
+///
+/// # Errors
+///
+/// A lowercase reason naming the pattern when it does not compile.
+pub fn compile_pattern(pattern: &str) -> Result<regex::Regex, String> {
+    regex::RegexBuilder::new(&format!("^(?:{pattern})$"))
+        .size_limit(PATTERN_SIZE_LIMIT)
+        .build()
+        .map_err(|error| format!("the pattern '{pattern}' does not compile: {error}"))
+}
+
+fn parse_memory_size(text: &str) -> Option<u64> {
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let number: u64 = digits.parse().ok()?;
+    let multiplier: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "k" | "K" | "KB" | "kB" => 1_000,
+        "M" | "MB" => 1_000_000,
+        "G" | "GB" => 1_000_000_000,
+        "T" | "TB" => 1_000_000_000_000,
+        "Ki" | "KiB" => 1 << 10,
+        "Mi" | "MiB" => 1 << 20,
+        "Gi" | "GiB" => 1 << 30,
+        "Ti" | "TiB" => 1 << 40,
+        _ => return None,
+    };
+    number.checked_mul(multiplier)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_sizes_use_decimal_and_binary_units() {
+        let parse = |text| ParameterKind::MemorySize.parse(text);
+        assert_eq!(parse("1024"), Ok(ParameterValue::MemorySize(1024)));
+        assert_eq!(parse("512k"), Ok(ParameterValue::MemorySize(512_000)));
+        assert_eq!(parse("2GiB"), Ok(ParameterValue::MemorySize(2 << 30)));
+        assert_eq!(parse("1 G"), Ok(ParameterValue::MemorySize(1_000_000_000)));
+        assert!(parse("12 parsecs").is_err());
+        assert!(
+            parse("99999999999999Ti").is_err(),
+            "overflow is an error, not a wrap"
+        );
+    }
+
+    #[test]
+    fn regex_strings_must_match_whole() {
+        let kind = ParameterKind::RegexString {
+            pattern: "[a-z]+".into(),
+        };
+        assert!(kind.parse("abc").is_ok());
+        assert!(kind.parse("abc1").is_err());
+        let large = ParameterKind::RegexString {
+            pattern: ".{1,65535}".into(),
+        };
+        assert!(
+            large.parse("x").is_ok(),
+            "large bounded repetitions are valid patterns"
+        );
+    }
+
+    #[test]
+    fn durations_accept_human_forms() {
+        let parse = |text| ParameterKind::Duration.parse(text);
+        assert_eq!(
+            parse("1m 30s"),
+            Ok(ParameterValue::Duration(Duration::from_secs(90)))
+        );
+        assert_eq!(
+            parse("250ms"),
+            Ok(ParameterValue::Duration(Duration::from_millis(250)))
+        );
+        assert!(parse("soon").is_err());
+    }
+
+    #[test]
+    fn doubles_and_bools() {
+        assert_eq!(
+            ParameterKind::Double.parse("0.5"),
+            Ok(ParameterValue::Double(0.5))
+        );
+        assert!(ParameterKind::Double.parse("NaN").is_err());
+        assert_eq!(
+            ParameterKind::Bool.parse("true"),
+            Ok(ParameterValue::Bool(true))
+        );
+        assert!(ParameterKind::Bool.parse("yes").is_err());
+    }
+}
