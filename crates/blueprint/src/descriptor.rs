@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::Error;
 use crate::parameter::ParameterKind;
 
 /// The version of the descriptor format this crate writes and reads.
@@ -34,6 +35,42 @@ pub struct AppDescriptor {
 }
 
 impl AppDescriptor {
+    /// Reads a descriptor from its JSON text (what `app describe` prints).
+    ///
+    /// ```
+    /// use runnel_blueprint::descriptor::AppDescriptor;
+    /// let descriptor = AppDescriptor::from_json(r#"{"descriptor-version": 1, "app": "demo", "streamlets": []}"#).unwrap();
+    /// assert_eq!(descriptor.app, "demo");
+    /// let error = AppDescriptor::from_json("{\n  \"app\": 1}").unwrap_err();
+    /// assert!(error.to_string().starts_with("invalid app descriptor at line 2, column"), "{error}");
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DescriptorJson`] when the text is not a descriptor, with where it went wrong;
+    /// [`Error::DescriptorVersion`] when it was written in another format version.
+    pub fn from_json(text: &str) -> Result<AppDescriptor, Error> {
+        let descriptor: AppDescriptor = serde_json::from_str(text).map_err(|error| {
+            let position = format!(" at line {} column {}", error.line(), error.column());
+            let message = error.to_string();
+            Error::DescriptorJson {
+                line: error.line(),
+                column: error.column(),
+                message: message
+                    .strip_suffix(&position)
+                    .unwrap_or(&message)
+                    .to_owned(),
+            }
+        })?;
+        if descriptor.descriptor_version != DESCRIPTOR_VERSION {
+            return Err(Error::DescriptorVersion {
+                found: descriptor.descriptor_version,
+                supported: DESCRIPTOR_VERSION,
+            });
+        }
+        Ok(descriptor)
+    }
+
     /// The streamlet type registered under `type_name`.
     pub fn streamlet(&self, type_name: &str) -> Option<&StreamletDescriptor> {
         self.streamlets

@@ -1,8 +1,77 @@
-//! Blueprints and app descriptors.
+//! Blueprints and app descriptors: parse `blueprint.toml`, verify it against the app's
+//! descriptor, and report every problem at once with its file, line and column.
 //!
-//! An app binary describes the streamlet types it contains in a [`descriptor`]; a blueprint
-//! (`blueprint.toml`) names streamlet instances and wires their ports through topics.
-#![warn(missing_docs)]
+//! An app binary describes the streamlet types it contains in a [`descriptor`] (`app
+//! describe` prints it as JSON); a blueprint names streamlet instances and wires their ports
+//! through topics. [`verify`] checks one against the other, without compiling or running
+//! anything, and returns a [`Verification`]: every [`Diagnostic`] (a stable [`Code`] named
+//! after Cloudflow's problems, a message, a [`Location`]) and, when there is no error, the
+//! checked [`Blueprint`] the runner starts.
+//!
+//! ```
+//! use std::path::Path;
+//! use runnel_blueprint::{descriptor::AppDescriptor, render_human, verify, Code};
+//!
+//! let descriptor = AppDescriptor::from_json(r#"{
+//!   "descriptor-version": 1, "app": "sensor-data",
+//!   "streamlets": [
+//!     {"type": "generator", "outlets": [{"name": "out", "schema": {"format": "avro", "name": "long", "definition": "long"}}]},
+//!     {"type": "logger", "inlets": [{"name": "in", "schema": {"format": "avro", "name": "long", "definition": "long"}}]}
+//!   ]
+//! }"#).unwrap();
+//! let text = r#"
+//! name = "sensor-data"
+//! [streamlets]
+//! gen = "generator"
+//! log = "logger"
+//! [topics.numbers]
+//! producers = ["gen.out"]
+//! consumers = ["log.inn"]
+//! "#;
+//! let verification = verify(Path::new("blueprint.toml"), text, &descriptor);
+//! assert!(verification.has_errors());
+//! let problem = &verification.diagnostics[1];
+//! assert_eq!(problem.code, Code::PortPathNotFound);
+//! assert_eq!(problem.location.as_ref().unwrap().to_string(), "blueprint.toml:8:14");
+//! println!("{}", render_human(&verification.diagnostics, text));
+//! ```
+//!
+//! Where to begin: [`verify`] (in `verify.rs`) runs the rules in order;
+//! `parse.rs` turns the text into a spanned `BlueprintFile`; each rule family has its own
+//! file under `rules/`; `avro.rs` is the schema resolution behind `IncompatibleSchema`.
+//! `docs/blueprint.md` documents the file format and every code.
+//!
+//! Design decisions:
+//!
+//! - The crate is pure: text in, diagnostics and values out; callers read the files.
+//! - One pass reports everything: the TOML parser recovers from syntax errors, each rule
+//!   skips what an earlier one already reported, and diagnostics are sorted by position so
+//!   the output is deterministic.
+//! - Problems of the descriptor itself (a bad parameter or port name) are located at the
+//!   blueprint text that declares an instance of that streamlet type, and have no location
+//!   when no instance uses it.
 
 pub mod descriptor;
+pub mod graph;
 pub mod parameter;
+
+mod avro;
+mod blueprint;
+mod code;
+mod diagnostic;
+mod error;
+mod file;
+mod names;
+mod parse;
+mod render;
+mod report;
+mod rules;
+mod suggest;
+mod verify;
+
+pub use blueprint::{Blueprint, PortPath, StreamletInstance, Topic};
+pub use code::{Code, UnknownCode};
+pub use diagnostic::{Diagnostic, Location, Severity};
+pub use error::{Error, Result};
+pub use render::{render_human, render_json};
+pub use verify::{Verification, parse, verify};

@@ -1,0 +1,140 @@
+//! The checked blueprint: what the runner starts and which topics it provisions.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// A blueprint that passed verification: every instance resolved to a streamlet type of the
+/// app, every port path valid and bound to exactly one topic.
+///
+/// Build it with [`verify`](crate::verify) (or [`parse`](crate::parse) when no descriptor is
+/// at hand, e.g. to draw the graph).
+///
+/// ```
+/// use std::path::Path;
+/// use runnel_blueprint::parse;
+/// let text = r#"
+/// name = "demo"
+/// [streamlets]
+/// gen = "generator"
+/// log = "logger"
+/// [topics.numbers]
+/// producers = ["gen.out"]
+/// consumers = ["log.in"]
+/// "#;
+/// let blueprint = parse(Path::new("blueprint.toml"), text).blueprint.unwrap();
+/// assert_eq!(blueprint.streamlet("gen").unwrap().type_name, "generator");
+/// assert_eq!(blueprint.topic_of("log", "in").unwrap().name, "numbers");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Blueprint {
+    /// The app name.
+    pub name: String,
+    /// The streamlet instances, in file order.
+    pub streamlets: Vec<StreamletInstance>,
+    /// The topics, in file order.
+    pub topics: Vec<Topic>,
+}
+
+impl Blueprint {
+    /// The instance called `name`.
+    pub fn streamlet(&self, name: &str) -> Option<&StreamletInstance> {
+        self.streamlets
+            .iter()
+            .find(|streamlet| streamlet.name == name)
+    }
+
+    /// The topic with id `id`.
+    pub fn topic(&self, id: &str) -> Option<&Topic> {
+        self.topics.iter().find(|topic| topic.id == id)
+    }
+
+    /// The topic an instance's port is bound to (as producer or consumer).
+    pub fn topic_of(&self, streamlet: &str, port: &str) -> Option<&Topic> {
+        self.topics.iter().find(|topic| {
+            topic
+                .producers
+                .iter()
+                .chain(&topic.consumers)
+                .any(|path| path.streamlet == streamlet && path.port == port)
+        })
+    }
+}
+
+/// A streamlet instance: a name and the streamlet type it runs.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct StreamletInstance {
+    /// The instance name, a DNS-1123 label.
+    pub name: String,
+    /// The streamlet type: after [`verify`](crate::verify), the type's full name as
+    /// registered in the app (a suffix reference such as `Validate` is resolved to
+    /// `sensors::Validate`); after [`parse`](crate::parse), the reference as written.
+    pub type_name: String,
+}
+
+/// A topic and the ports bound to it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Topic {
+    /// The id: the key in `[topics.<id>]`.
+    pub id: String,
+    /// The real topic name on the log; the id unless `name` is set.
+    pub name: String,
+    /// The partition count to create it with, if set.
+    pub partitions: Option<u32>,
+    /// The replication factor to create it with, if set.
+    pub replication: Option<u16>,
+    /// Whether Runnel creates the topic (`true`, the default) or expects it to exist.
+    pub managed: bool,
+    /// The named Kafka cluster the topic lives on, if not the default one.
+    pub cluster: Option<String>,
+    /// Explicit bootstrap servers for the topic's cluster.
+    pub bootstrap_servers: Option<String>,
+    /// Topic settings, with Kafka's names (`retention.ms`), values as text.
+    pub config: BTreeMap<String, String>,
+    /// Producer settings, with Kafka's names, values as text.
+    pub producer_config: BTreeMap<String, String>,
+    /// Consumer settings, with Kafka's names, values as text.
+    pub consumer_config: BTreeMap<String, String>,
+    /// The outlets that write it.
+    pub producers: Vec<PortPath>,
+    /// The inlets that read it.
+    pub consumers: Vec<PortPath>,
+}
+
+/// A port of a streamlet instance: `instance.port`.
+///
+/// ```
+/// use runnel_blueprint::PortPath;
+/// let path = PortPath::parse("metrics.in").unwrap();
+/// assert_eq!((path.streamlet.as_str(), path.port.as_str()), ("metrics", "in"));
+/// assert_eq!(path.to_string(), "metrics.in");
+/// assert_eq!(PortPath::parse("metrics"), None);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct PortPath {
+    /// The instance name.
+    pub streamlet: String,
+    /// The port name.
+    pub port: String,
+}
+
+impl PortPath {
+    /// Splits `instance.port`; `None` unless there is exactly one `.` with text on both sides
+    /// and no whitespace.
+    pub fn parse(path: &str) -> Option<PortPath> {
+        let (streamlet, port) = path.split_once('.')?;
+        let well_formed = |part: &str| {
+            !part.is_empty() && !part.contains('.') && !part.chars().any(char::is_whitespace)
+        };
+        (well_formed(streamlet) && well_formed(port)).then(|| PortPath {
+            streamlet: streamlet.to_owned(),
+            port: port.to_owned(),
+        })
+    }
+}
+
+impl std::fmt::Display for PortPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.streamlet, self.port)
+    }
+}

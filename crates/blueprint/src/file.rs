@@ -1,0 +1,88 @@
+//! `BlueprintFile`: what the user wrote in `blueprint.toml`, with the byte span of every key
+//! and value, before any check against the descriptor.
+//!
+//! [`parse`](crate::parse::parse_file) builds it from the text; the rules read it and the
+//! checked [`Blueprint`](crate::Blueprint) is built from it.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+/// A value and the byte span of the text it was read from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Located<T> {
+    pub(crate) value: T,
+    pub(crate) span: Range<usize>,
+}
+
+impl<T> Located<T> {
+    pub(crate) fn new(value: T, span: Range<usize>) -> Self {
+        Located { value, span }
+    }
+}
+
+/// The whole file, as far as it parsed.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct BlueprintFile {
+    /// The app name (`name = "..."`).
+    pub(crate) name: Option<Located<String>>,
+    /// The `[streamlets]` table; `None` when the file has none.
+    pub(crate) streamlets: Option<StreamletsSection>,
+    /// The `[topics.<id>]` tables, in file order.
+    pub(crate) topics: Vec<TopicFile>,
+    /// Whether the TOML itself had errors: what parsed may then miss parts of the file, so
+    /// rules about missing things stay quiet.
+    pub(crate) had_syntax_errors: bool,
+}
+
+/// The `[streamlets]` table.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct StreamletsSection {
+    /// The span of the `streamlets` key (in the header for a `[streamlets]` table).
+    pub(crate) span: Range<usize>,
+    /// The instances, in file order, without the duplicates the parser rejected.
+    pub(crate) entries: Vec<StreamletEntry>,
+    /// Whether `streamlets` had the wrong type (then `entries` is empty but not "empty").
+    pub(crate) malformed: bool,
+}
+
+/// `instance = "type"`.
+#[derive(Clone, Debug)]
+pub(crate) struct StreamletEntry {
+    /// The instance name (the key).
+    pub(crate) name: Located<String>,
+    /// The streamlet type reference (the value).
+    pub(crate) type_ref: Located<String>,
+}
+
+/// A `[topics.<id>]` table.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TopicFile {
+    /// The topic id (the key).
+    pub(crate) id: Located<String>,
+    /// Outlet paths, as written.
+    pub(crate) producers: Vec<Located<String>>,
+    /// Inlet paths, as written.
+    pub(crate) consumers: Vec<Located<String>>,
+    pub(crate) name: Option<Located<String>>,
+    pub(crate) partitions: Option<Located<u32>>,
+    pub(crate) replication: Option<Located<u16>>,
+    pub(crate) managed: Option<Located<bool>>,
+    pub(crate) cluster: Option<Located<String>>,
+    pub(crate) bootstrap_servers: Option<Located<String>>,
+    pub(crate) config: BTreeMap<String, String>,
+    pub(crate) producer_config: BTreeMap<String, String>,
+    pub(crate) consumer_config: BTreeMap<String, String>,
+}
+
+impl Default for Located<String> {
+    fn default() -> Self {
+        Located::new(String::new(), 0..0)
+    }
+}
+
+impl TopicFile {
+    /// The name the topic has on the log: `name` when set, else the id.
+    pub(crate) fn effective_name(&self) -> &Located<String> {
+        self.name.as_ref().unwrap_or(&self.id)
+    }
+}

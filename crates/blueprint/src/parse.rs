@@ -1,0 +1,515 @@
+//! Text to [`BlueprintFile`]: TOML parsing with spans, and the shape of the file (known keys,
+//! value types). Every problem is reported and parsing goes on with what remains.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
+
+use crate::code::Code;
+use crate::file::{BlueprintFile, Located, StreamletEntry, StreamletsSection, TopicFile};
+use crate::report::Report;
+use crate::suggest::did_you_mean;
+
+const TOP_LEVEL_KEYS: &[&str] = &["name", "streamlets", "topics"];
+const TOPIC_KEYS: &[&str] = &[
+    "producers",
+    "consumers",
+    "name",
+    "partitions",
+    "replication",
+    "managed",
+    "cluster",
+    "bootstrap-servers",
+    "config",
+    "producer-config",
+    "consumer-config",
+];
+
+/// Parses the blueprint text, reporting syntax and shape problems.
+pub(crate) fn parse_file(text: &str, report: &mut Report<'_>) -> BlueprintFile {
+    let (root, errors) = DeTable::parse_recoverable(text);
+    let mut file = BlueprintFile {
+        had_syntax_errors: !errors.is_empty(),
+        ..BlueprintFile::default()
+    };
+    let root = root.into_inner();
+
+    for error in &errors {
+        let span = error.span().unwrap_or(0..0);
+        if error.message() == "duplicate key" {
+            report_duplicate_key(text, &root, span, report);
+        } else {
+            report.at(
+                Code::BlueprintFormatError,
+                span,
+                format!("invalid toml: {}", error.message()),
+            );
+        }
+    }
+
+    let mut has_name = false;
+    for (key, value) in in_file_order(&root) {
+        if is_recovery_artefact(value) {
+            continue;
+        }
+        match key.get_ref().as_ref() {
+            "name" => {
+                has_name = true;
+                file.name = expect_string(value, "'name'", report);
+            }
+            "streamlets" => file.streamlets = Some(parse_streamlets(key.span(), value, report)),
+            "topics" => match value.get_ref() {
+                DeValue::Table(topics) => {
+                    for (id, topic) in in_file_order(topics) {
+                        if !is_recovery_artefact(topic) {
+                            file.topics.push(parse_topic(id, topic, report));
+                        }
+                    }
+                }
+                other => wrong_type(report, value.span(), "'topics'", "a table", other),
+            },
+            unknown => report.at(
+                Code::BlueprintFormatError,
+                key.span(),
+                format!(
+                    "unknown key '{unknown}' (expected name, streamlets or topics){}",
+                    did_you_mean(unknown, TOP_LEVEL_KEYS.iter().copied())
+                ),
+            ),
+        }
+    }
+
+    if !has_name && !file.had_syntax_errors {
+        report.at(
+            Code::BlueprintFormatError,
+            0..0,
+            "missing required key 'name' (the app name)",
+        );
+    }
+    file
+}
+
+fn parse_streamlets(
+    key_span: Range<usize>,
+    value: &Spanned<DeValue<'_>>,
+    report: &mut Report<'_>,
+) -> StreamletsSection {
+    let mut section = StreamletsSection {
+        span: key_span,
+        ..StreamletsSection::default()
+    };
+    let DeValue::Table(table) = value.get_ref() else {
+        wrong_type(
+            report,
+            value.span(),
+            "'streamlets'",
+            "a table",
+            value.get_ref(),
+        );
+        section.malformed = true;
+        return section;
+    };
+    for (name, type_ref) in in_file_order(table) {
+        if is_recovery_artefact(type_ref) {
+            continue;
+        }
+        let what = format!("the type of streamlet '{}'", name.get_ref());
+        if let Some(type_ref) = expect_string(type_ref, &what, report) {
+            section.entries.push(StreamletEntry {
+                name: located_key(name),
+                type_ref,
+            });
+        }
+    }
+    section
+}
+
+fn parse_topic(
+    id: &Spanned<std::borrow::Cow<'_, str>>,
+    value: &Spanned<DeValue<'_>>,
+    report: &mut Report<'_>,
+) -> TopicFile {
+    let mut topic = TopicFile {
+        id: located_key(id),
+        ..TopicFile::default()
+    };
+    let id = id.get_ref();
+    let DeValue::Table(table) = value.get_ref() else {
+        wrong_type(
+            report,
+            value.span(),
+            &format!("topic '{id}'"),
+            "a table",
+            value.get_ref(),
+        );
+        return topic;
+    };
+    for (key, value) in in_file_order(table) {
+        if is_recovery_artefact(value) {
+            continue;
+        }
+        let key_name = key.get_ref().as_ref();
+        let what = format!("'{key_name}' of topic '{id}'");
+        match key_name {
+            "producers" => topic.producers = expect_strings(value, &what, report),
+            "consumers" => topic.consumers = expect_strings(value, &what, report),
+            "name" => topic.name = expect_string(value, &what, report),
+            "cluster" => topic.cluster = expect_string(value, &what, report),
+            "bootstrap-servers" => topic.bootstrap_servers = expect_string(value, &what, report),
+            "partitions" => {
+                topic.partitions = expect_integer(value, &what, u32::MAX.into(), report);
+            }
+            "replication" => {
+                topic.replication = expect_integer(value, &what, u16::MAX.into(), report);
+            }
+            "managed" => match value.get_ref() {
+                DeValue::Boolean(managed) => {
+                    topic.managed = Some(Located::new(*managed, value.span()));
+                }
+                other => wrong_type(report, value.span(), &what, "a boolean", other),
+            },
+            "config" => topic.config = expect_settings(value, &what, report),
+            "producer-config" => topic.producer_config = expect_settings(value, &what, report),
+            "consumer-config" => topic.consumer_config = expect_settings(value, &what, report),
+            unknown => report.at(
+                Code::BlueprintFormatError,
+                key.span(),
+                format!(
+                    "unknown key '{unknown}' in topic '{id}'{}",
+                    did_you_mean(unknown, TOPIC_KEYS.iter().copied())
+                ),
+            ),
+        }
+    }
+    if let (Some(_), Some(servers)) = (&topic.cluster, &topic.bootstrap_servers) {
+        report.at(
+            Code::BlueprintFormatError,
+            servers.span.clone(),
+            format!("topic '{id}' sets both 'cluster' and 'bootstrap-servers'; set one of them"),
+        );
+    }
+    topic
+}
+
+/// The entries of a table sorted by where their key appears (the map itself is sorted by key).
+fn in_file_order<'t, 'i>(
+    table: &'t DeTable<'i>,
+) -> Vec<(
+    &'t Spanned<std::borrow::Cow<'i, str>>,
+    &'t Spanned<DeValue<'i>>,
+)> {
+    let mut entries: Vec<_> = table.iter().collect();
+    entries.sort_by_key(|(key, _)| key.span().start);
+    entries
+}
+
+/// After a syntax error the parser may fill in an empty placeholder value; it has no text.
+fn is_recovery_artefact(value: &Spanned<DeValue<'_>>) -> bool {
+    value.span().is_empty() && !matches!(value.get_ref(), DeValue::Table(_))
+}
+
+fn located_key(key: &Spanned<std::borrow::Cow<'_, str>>) -> Located<String> {
+    Located::new(key.get_ref().to_string(), key.span())
+}
+
+fn wrong_type(
+    report: &mut Report<'_>,
+    span: Range<usize>,
+    what: &str,
+    expected: &str,
+    found: &DeValue<'_>,
+) {
+    report.at(
+        Code::BlueprintFormatError,
+        span,
+        format!("{what} must be {expected}, found {}", found.type_str()),
+    );
+}
+
+fn expect_string(
+    value: &Spanned<DeValue<'_>>,
+    what: &str,
+    report: &mut Report<'_>,
+) -> Option<Located<String>> {
+    match value.get_ref() {
+        DeValue::String(text) => Some(Located::new(text.to_string(), value.span())),
+        other => {
+            wrong_type(report, value.span(), what, "a string", other);
+            None
+        }
+    }
+}
+
+fn expect_strings(
+    value: &Spanned<DeValue<'_>>,
+    what: &str,
+    report: &mut Report<'_>,
+) -> Vec<Located<String>> {
+    let DeValue::Array(items) = value.get_ref() else {
+        wrong_type(
+            report,
+            value.span(),
+            what,
+            "an array of strings",
+            value.get_ref(),
+        );
+        return Vec::new();
+    };
+    items
+        .iter()
+        .filter(|item| !is_recovery_artefact(item))
+        .filter_map(|item| expect_string(item, &format!("each of {what}"), report))
+        .collect()
+}
+
+fn expect_integer<T: TryFrom<i64>>(
+    value: &Spanned<DeValue<'_>>,
+    what: &str,
+    max: i64,
+    report: &mut Report<'_>,
+) -> Option<Located<T>> {
+    let DeValue::Integer(integer) = value.get_ref() else {
+        wrong_type(report, value.span(), what, "an integer", value.get_ref());
+        return None;
+    };
+    let parsed = i64::from_str_radix(integer.as_str(), integer.radix())
+        .ok()
+        .and_then(|number| T::try_from(number).ok());
+    if parsed.is_none() {
+        report.at(
+            Code::BlueprintFormatError,
+            value.span(),
+            format!("{what} must be between 0 and {max}"),
+        );
+    }
+    parsed.map(|number| Located::new(number, value.span()))
+}
+
+/// A free-form settings table, flattened to dotted keys (`retention.ms = 1` written without
+/// quotes is a nested table in TOML, but means the Kafka setting `retention.ms`), every value
+/// as text.
+fn expect_settings(
+    value: &Spanned<DeValue<'_>>,
+    what: &str,
+    report: &mut Report<'_>,
+) -> BTreeMap<String, String> {
+    let mut settings = BTreeMap::new();
+    match value.get_ref() {
+        DeValue::Table(table) => flatten_settings("", table, what, &mut settings, report),
+        other => wrong_type(report, value.span(), what, "a table", other),
+    }
+    settings
+}
+
+fn flatten_settings(
+    prefix: &str,
+    table: &DeTable<'_>,
+    what: &str,
+    settings: &mut BTreeMap<String, String>,
+    report: &mut Report<'_>,
+) {
+    for (key, value) in in_file_order(table) {
+        let name = format!("{prefix}{}", key.get_ref());
+        let text = match value.get_ref() {
+            DeValue::Table(nested) => {
+                flatten_settings(&format!("{name}."), nested, what, settings, report);
+                continue;
+            }
+            DeValue::String(text) => text.to_string(),
+            DeValue::Integer(integer) => {
+                match i128::from_str_radix(integer.as_str(), integer.radix()) {
+                    Ok(number) => number.to_string(),
+                    Err(_) => integer.as_str().to_owned(),
+                }
+            }
+            DeValue::Float(float) => match float.as_str().parse::<f64>() {
+                Ok(number) => number.to_string(),
+                Err(_) => float.as_str().to_owned(),
+            },
+            DeValue::Boolean(flag) => flag.to_string(),
+            other => {
+                let setting = format!("setting '{name}' in {what}");
+                wrong_type(
+                    report,
+                    value.span(),
+                    &setting,
+                    "a string, number or boolean",
+                    other,
+                );
+                continue;
+            }
+        };
+        if settings.insert(name.clone(), text).is_some() {
+            report.at(
+                Code::BlueprintFormatError,
+                key.span(),
+                format!("duplicate setting '{name}' in {what}"),
+            );
+        }
+    }
+}
+
+/// Reports a key the TOML parser found twice: a second streamlet instance of the same name is
+/// `DuplicateStreamletNamesFound`, anything else a format error.
+fn report_duplicate_key(
+    text: &str,
+    root: &DeTable<'_>,
+    span: Range<usize>,
+    report: &mut Report<'_>,
+) {
+    let key = unquote(text.get(span.clone()).unwrap_or_default());
+    let streamlets = root
+        .iter()
+        .find(|(name, _)| name.get_ref() == "streamlets")
+        .map(|(_, value)| value);
+    let in_streamlets = streamlets.is_some_and(|value| {
+        let inline = value.span().start < span.start && span.end <= value.span().end;
+        let header = enclosing_header(text, span.start)
+            .is_some_and(|header| header.starts_with("[streamlets]"));
+        matches!(value.get_ref(), DeValue::Table(_)) && (inline || header)
+    });
+    if in_streamlets {
+        let first = streamlets
+            .and_then(|value| value.get_ref().as_table())
+            .and_then(|table| table.iter().find(|(name, _)| name.get_ref() == key))
+            .map(|(name, _)| name.span().start);
+        let first_line = first
+            .map(|offset| format!(" (first declared on line {})", line_of(text, offset)))
+            .unwrap_or_default();
+        report.at(
+            Code::DuplicateStreamletNamesFound,
+            span,
+            format!("duplicate streamlet instance name '{key}'{first_line}"),
+        );
+    } else {
+        report.at(
+            Code::BlueprintFormatError,
+            span,
+            format!("duplicate key '{key}'"),
+        );
+    }
+}
+
+/// The last `[table]` header line before `offset`, without spaces.
+fn enclosing_header(text: &str, offset: usize) -> Option<String> {
+    text[..offset.min(text.len())]
+        .lines()
+        .rev()
+        .map(str::trim_start)
+        .find(|line| line.starts_with('['))
+        .map(|line| line.chars().filter(|c| !c.is_whitespace()).collect())
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+fn unquote(key: &str) -> &str {
+    key.trim_matches(|c| c == '"' || c == '\'')
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn parse(text: &str) -> (BlueprintFile, Vec<crate::Diagnostic>) {
+        let mut report = Report::new(Path::new("b.toml"), text);
+        let file = parse_file(text, &mut report);
+        (file, report.finish())
+    }
+
+    #[test]
+    fn reads_streamlets_and_topics_in_file_order() {
+        let (file, diagnostics) = parse(
+            "name = \"app\"\n[streamlets]\nz = \"t1\"\na = \"t2\"\n\
+             [topics.t]\nproducers = [\"z.out\"]\nconsumers = [\"a.in\"]\npartitions = 3\n",
+        );
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        let names: Vec<_> = file
+            .streamlets
+            .unwrap()
+            .entries
+            .into_iter()
+            .map(|e| e.name.value)
+            .collect();
+        assert_eq!(names, ["z", "a"]);
+        assert_eq!(file.topics[0].partitions.as_ref().map(|p| p.value), Some(3));
+        assert_eq!(file.topics[0].producers[0].value, "z.out");
+    }
+
+    #[test]
+    fn flattens_dotted_settings_and_stringifies_values() {
+        let (file, diagnostics) = parse(
+            "name = \"app\"\n[streamlets]\na = \"t\"\n[topics.t.config]\nretention.ms = 86_400_000\n\
+             \"cleanup.policy\" = \"compact\"\n\"min.insync.replicas\" = 2\nratio = 0.5\nflag = true\n",
+        );
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        let config = &file.topics[0].config;
+        assert_eq!(config["retention.ms"], "86400000");
+        assert_eq!(config["cleanup.policy"], "compact");
+        assert_eq!(config["min.insync.replicas"], "2");
+        assert_eq!(config["ratio"], "0.5");
+        assert_eq!(config["flag"], "true");
+    }
+
+    #[test]
+    fn a_duplicate_instance_is_its_own_code_and_other_duplicates_are_format_errors() {
+        let (_, diagnostics) = parse(
+            "name = \"app\"\n[streamlets]\na = \"t\"\n\"a\" = \"u\"\n[topics.t]\nx = 1\n[topics.t]\n",
+        );
+        let codes: Vec<_> = diagnostics.iter().map(|d| d.code).collect();
+        assert!(
+            codes.contains(&Code::DuplicateStreamletNamesFound),
+            "{diagnostics:?}"
+        );
+        assert!(
+            codes.contains(&Code::BlueprintFormatError),
+            "{diagnostics:?}"
+        );
+        let duplicate = diagnostics
+            .iter()
+            .find(|d| d.code == Code::DuplicateStreamletNamesFound)
+            .unwrap();
+        assert_eq!(duplicate.location.as_ref().unwrap().line, 4);
+        assert!(
+            duplicate.message.contains("first declared on line 3"),
+            "{}",
+            duplicate.message
+        );
+    }
+
+    #[test]
+    fn keeps_going_after_syntax_errors() {
+        let (file, diagnostics) = parse(
+            "name = \"app\"\n[streamlets]\na = \"t\"\n[topics.t]\nproducers = [\"a.out\"\nbad key\n",
+        );
+        assert!(
+            diagnostics
+                .iter()
+                .all(|d| d.code == Code::BlueprintFormatError)
+        );
+        assert!(!diagnostics.is_empty());
+        assert_eq!(file.streamlets.unwrap().entries.len(), 1);
+    }
+
+    #[test]
+    fn wrong_types_and_unknown_keys_point_at_the_text() {
+        let text =
+            "name = 3\n[streamlets]\na = \"t\"\n[topics.t]\npartition = 3\nreplication = -1\n";
+        let (_, diagnostics) = parse(text);
+        let messages: Vec<_> = diagnostics.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(
+            messages,
+            [
+                "'name' must be a string, found integer",
+                "unknown key 'partition' in topic 't'; did you mean 'partitions'?",
+                "'replication' of topic 't' must be between 0 and 65535",
+            ]
+        );
+        assert_eq!(diagnostics[0].location.as_ref().unwrap().span, 7..8);
+    }
+}

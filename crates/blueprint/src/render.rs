@@ -1,0 +1,7 @@
+//! Reports for people ([`render_human`], rustc style) and for tools ([`render_json`]).
+
+mod human;
+mod json;
+
+pub use human::render_human;
+pub use json::render_json;

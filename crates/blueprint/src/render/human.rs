@@ -1,0 +1,106 @@
+//! The rustc-style report: each problem with its location, source line and underline.
+
+use std::fmt::Write as _;
+
+use crate::diagnostic::{Diagnostic, Location, Severity};
+
+/// Renders diagnostics for a terminal, like rustc: a header `error[Code]: message`, the
+/// location ` --> file:line:column`, the quoted source line with the offending text
+/// underlined, and a summary line at the end.
+///
+/// `text` is the blueprint text the diagnostics were found in.
+///
+/// ```
+/// use std::path::Path;
+/// use runnel_blueprint::{descriptor::AppDescriptor, render_human, verify};
+/// let text = "name = \"Demo\"\n[streamlets]\n";
+/// let verification = verify(Path::new("blueprint.toml"), text, &AppDescriptor::default());
+/// let report = render_human(&verification.diagnostics, text);
+/// assert!(report.starts_with("error[InvalidAppName]: invalid app name 'Demo'"));
+/// assert!(report.contains(" --> blueprint.toml:1:8\n  |\n1 | name = \"Demo\"\n  |        ^^^^^^\n"));
+/// assert!(report.ends_with("verification failed: 3 errors\n"), "{report}");
+/// ```
+pub fn render_human(diagnostics: &[Diagnostic], text: &str) -> String {
+    let width = diagnostics
+        .iter()
+        .filter_map(|d| d.location.as_ref())
+        .map(|location| location.line.to_string().len())
+        .max()
+        .unwrap_or(1);
+    let mut out = String::new();
+    for diagnostic in diagnostics {
+        let _ = writeln!(out, "{diagnostic}");
+        if let Some(location) = &diagnostic.location {
+            let _ = writeln!(out, "{:width$}--> {location}", "");
+            quote(&mut out, location, text, width);
+        }
+        out.push('\n');
+    }
+    out.push_str(&summary(diagnostics));
+    out.push('\n');
+    out
+}
+
+/// The quoted line and the underline of the span's part on that line.
+fn quote(out: &mut String, location: &Location, text: &str, width: usize) {
+    let line_start: usize = text
+        .split_inclusive('\n')
+        .take(location.line - 1)
+        .map(str::len)
+        .sum();
+    let Some(line) = text.get(line_start..).and_then(|rest| rest.lines().next()) else {
+        return;
+    };
+    let start = location
+        .span
+        .start
+        .saturating_sub(line_start)
+        .min(line.len());
+    let end = location
+        .span
+        .end
+        .saturating_sub(line_start)
+        .clamp(start, line.len());
+    let (Some(before), Some(marked)) = (line.get(..start), line.get(start..end)) else {
+        return;
+    };
+    let columns = |part: &str| {
+        part.chars()
+            .map(|c| if c == '\t' { 4 } else { 1 })
+            .sum::<usize>()
+    };
+    let gutter = format!("{:width$} |", "");
+    let _ = writeln!(out, "{gutter}");
+    let _ = writeln!(
+        out,
+        "{:>width$} | {}",
+        location.line,
+        line.replace('\t', "    ")
+    );
+    let _ = writeln!(
+        out,
+        "{gutter} {}{}",
+        " ".repeat(columns(before)),
+        "^".repeat(columns(marked).max(1))
+    );
+}
+
+fn summary(diagnostics: &[Diagnostic]) -> String {
+    let count = |severity| {
+        diagnostics
+            .iter()
+            .filter(|d| d.severity == severity)
+            .count()
+    };
+    let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+    match (count(Severity::Error), count(Severity::Warning)) {
+        (0, 0) => "verification passed: no problems found".into(),
+        (0, warnings) => format!("verification passed with {}", plural(warnings, "warning")),
+        (errors, 0) => format!("verification failed: {}", plural(errors, "error")),
+        (errors, warnings) => format!(
+            "verification failed: {}, {}",
+            plural(errors, "error"),
+            plural(warnings, "warning")
+        ),
+    }
+}

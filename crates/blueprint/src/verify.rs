@@ -1,0 +1,164 @@
+//! The entry points: [`verify`] a blueprint against an app descriptor, or [`parse`] it alone.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::blueprint::{Blueprint, PortPath, StreamletInstance, Topic};
+use crate::descriptor::AppDescriptor;
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::parse::parse_file;
+use crate::report::Report;
+use crate::rules::{self, Context};
+
+/// The outcome of checking a blueprint: every problem found, and the checked blueprint when
+/// none of them is an error.
+///
+/// ```
+/// use std::path::Path;
+/// use runnel_blueprint::{descriptor::AppDescriptor, verify};
+/// let verification = verify(Path::new("blueprint.toml"), "name = \"demo\"\n[streamlets]\n", &AppDescriptor::default());
+/// assert!(verification.has_errors());
+/// assert!(verification.blueprint.is_none());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Verification {
+    /// Every problem, sorted by position in the file (problems without a location last).
+    pub diagnostics: Vec<Diagnostic>,
+    /// The checked blueprint; `Some` if and only if no diagnostic is an error.
+    pub blueprint: Option<Blueprint>,
+}
+
+impl Verification {
+    /// Whether any diagnostic is an error.
+    pub fn has_errors(&self) -> bool {
+        self.count(Severity::Error) > 0
+    }
+
+    /// Whether any diagnostic is a warning.
+    pub fn has_warnings(&self) -> bool {
+        self.count(Severity::Warning) > 0
+    }
+
+    /// How many diagnostics have this severity.
+    pub fn count(&self, severity: Severity) -> usize {
+        self.diagnostics
+            .iter()
+            .filter(|d| d.severity == severity)
+            .count()
+    }
+}
+
+/// Checks a blueprint against the app descriptor and reports every problem at once.
+///
+/// `file` names the blueprint in locations; `text` is its content (this crate does no I/O).
+///
+/// ```
+/// use std::path::Path;
+/// use runnel_blueprint::{descriptor::AppDescriptor, verify, Code};
+/// let descriptor: AppDescriptor = serde_json::from_str(r#"{
+///   "descriptor-version": 1, "app": "demo",
+///   "streamlets": [{"type": "generator", "outlets": [{"name": "out",
+///       "schema": {"format": "avro", "name": "long", "definition": "long"}}]}]
+/// }"#).unwrap();
+/// let text = "name = \"demo\"\n[streamlets]\ngen = \"generator\"\n[topics.numbers]\nproducers = [\"gen.output\"]\n";
+/// let verification = verify(Path::new("blueprint.toml"), text, &descriptor);
+/// let codes: Vec<_> = verification.diagnostics.iter().map(|d| d.code).collect();
+/// assert_eq!(codes, [Code::UnconnectedOutlets, Code::TopicWithoutConsumers, Code::PortPathNotFound]);
+/// assert!(verification.diagnostics[2].message.ends_with("did you mean 'gen.out'?"));
+/// ```
+pub fn verify(file: &Path, text: &str, descriptor: &AppDescriptor) -> Verification {
+    check(file, text, Some(descriptor))
+}
+
+/// Checks what can be checked without the app descriptor: the file's format, names, port path
+/// syntax and instances, topics, cycles. The blueprint's `type_name`s are the references as
+/// written. Use it to draw a graph, or for a quick check before the app is built.
+///
+/// ```
+/// use std::path::Path;
+/// use runnel_blueprint::parse;
+/// let text = "name = \"demo\"\n[streamlets]\ngen = \"generator\"\n";
+/// let verification = parse(Path::new("blueprint.toml"), text);
+/// assert!(!verification.has_errors());
+/// assert_eq!(verification.blueprint.unwrap().streamlets[0].type_name, "generator");
+/// ```
+pub fn parse(file: &Path, text: &str) -> Verification {
+    check(file, text, None)
+}
+
+fn check(file: &Path, text: &str, descriptor: Option<&AppDescriptor>) -> Verification {
+    let mut report = Report::new(file, text);
+    let parsed = parse_file(text, &mut report);
+    let mut cx = Context::new(&parsed, descriptor);
+    rules::app::check(&cx, &mut report);
+    rules::streamlets::check(&mut cx, &mut report);
+    rules::port_names::check(&cx, &mut report);
+    rules::parameters::check(&cx, &mut report);
+    rules::volumes::check(&cx, &mut report);
+    rules::topics::check(&cx, &mut report);
+    rules::ports::check(&mut cx, &mut report);
+    rules::schemas::check(&cx, &mut report);
+    rules::cycles::check(&cx, &mut report);
+    let diagnostics = report.finish();
+    let blueprint = if diagnostics.iter().any(Diagnostic::is_error) {
+        None
+    } else {
+        Some(build(&cx))
+    };
+    Verification {
+        diagnostics,
+        blueprint,
+    }
+}
+
+/// The checked blueprint, built once the rules found no error.
+fn build(cx: &Context<'_>) -> Blueprint {
+    let file = cx.file;
+    let streamlets = cx
+        .instances
+        .iter()
+        .map(|instance| StreamletInstance {
+            name: instance.entry.name.value.clone(),
+            type_name: instance
+                .streamlet
+                .map_or(&instance.entry.type_ref.value, |streamlet| {
+                    &streamlet.type_name
+                })
+                .clone(),
+        })
+        .collect();
+    let paths = |written: &[crate::file::Located<String>]| {
+        written
+            .iter()
+            .filter_map(|path| PortPath::parse(&path.value))
+            .collect()
+    };
+    let topics = file
+        .topics
+        .iter()
+        .map(|topic| Topic {
+            id: topic.id.value.clone(),
+            name: topic.effective_name().value.clone(),
+            partitions: topic.partitions.as_ref().map(|p| p.value),
+            replication: topic.replication.as_ref().map(|r| r.value),
+            managed: topic.managed.as_ref().is_none_or(|managed| managed.value),
+            cluster: topic.cluster.as_ref().map(|c| c.value.clone()),
+            bootstrap_servers: topic.bootstrap_servers.as_ref().map(|b| b.value.clone()),
+            config: topic.config.clone(),
+            producer_config: topic.producer_config.clone(),
+            consumer_config: topic.consumer_config.clone(),
+            producers: paths(&topic.producers),
+            consumers: paths(&topic.consumers),
+        })
+        .collect();
+    Blueprint {
+        name: file
+            .name
+            .as_ref()
+            .map(|name| name.value.clone())
+            .unwrap_or_default(),
+        streamlets,
+        topics,
+    }
+}
