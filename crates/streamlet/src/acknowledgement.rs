@@ -1,0 +1,227 @@
+//! At-least-once bookkeeping: an input offset is committed only after every output sent
+//! before its commit is acknowledged by the log.
+//!
+//! Every send and every commit of one streamlet instance goes, in program order, into one
+//! queue. The [`Committer`] takes events in that order: it waits for each send's receipt,
+//! and stages each commit, which is then safe because everything sent before it is durable.
+//! Staged offsets are written to the consumer groups in batches (every commit interval, and
+//! at the end), monotonically per partition. Two semaphores bound the queue: one counts
+//! unacknowledged sends, the other messages handed to the streamlet and not yet committed,
+//! so a slow log slows the streamlet instead of growing memory.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use runnel_backend::{CommitOffset, Consumer, Receipt};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::time::Instant;
+
+use crate::InstanceMetrics;
+
+/// One entry of the acknowledgement queue.
+#[derive(Debug)]
+pub(crate) enum Event {
+    /// A record was handed to the producer.
+    Sent {
+        receipt: Receipt,
+        _permit: OwnedSemaphorePermit,
+    },
+    /// The streamlet is done with an input record (and everything before it on its
+    /// partition).
+    Commit {
+        inlet: usize,
+        partition: u32,
+        offset: u64,
+        _permit: OwnedSemaphorePermit,
+    },
+    /// The streamlet returned: commit what is staged and stop.
+    Finish,
+}
+
+/// The sending side of the queue, cloned into every inlet, outlet and message.
+#[derive(Clone, Debug)]
+pub(crate) struct Acknowledgements {
+    events: mpsc::UnboundedSender<Event>,
+    sends: Arc<Semaphore>,
+    messages: Arc<Semaphore>,
+}
+
+impl Acknowledgements {
+    pub(crate) fn new(
+        max_unacknowledged_sends: usize,
+        max_uncommitted_messages: usize,
+    ) -> (Self, mpsc::UnboundedReceiver<Event>) {
+        let (events, receiver) = mpsc::unbounded_channel();
+        let acknowledgements = Acknowledgements {
+            events,
+            sends: Arc::new(Semaphore::new(max_unacknowledged_sends.max(1))),
+            messages: Arc::new(Semaphore::new(max_uncommitted_messages.max(1))),
+        };
+        (acknowledgements, receiver)
+    }
+
+    /// Waits for room for one more unacknowledged send.
+    pub(crate) async fn send_permit(&self) -> OwnedSemaphorePermit {
+        self.sends
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the send semaphore is never closed")
+    }
+
+    /// Waits for room for one more uncommitted message.
+    pub(crate) async fn message_permit(&self) -> OwnedSemaphorePermit {
+        self.messages
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the message semaphore is never closed")
+    }
+
+    pub(crate) fn sent(&self, receipt: Receipt, permit: OwnedSemaphorePermit) {
+        // A closed queue means the instance is finishing; the record is still appended and
+        // simply not waited for, which can only delay commits, never lose data.
+        let _ = self.events.send(Event::Sent {
+            receipt,
+            _permit: permit,
+        });
+    }
+
+    pub(crate) fn commit(
+        &self,
+        inlet: usize,
+        partition: u32,
+        offset: u64,
+        permit: OwnedSemaphorePermit,
+    ) {
+        let _ = self.events.send(Event::Commit {
+            inlet,
+            partition,
+            offset,
+            _permit: permit,
+        });
+    }
+
+    pub(crate) fn finish(&self) {
+        let _ = self.events.send(Event::Finish);
+    }
+}
+
+/// Why committing stopped.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CommitError {
+    /// A sent record was never acknowledged.
+    #[error("an output record was not acknowledged by the log")]
+    Delivery(#[source] runnel_backend::Error),
+    /// The consumer group refused the offsets.
+    #[error("committing input offsets failed")]
+    Commit(#[source] runnel_backend::Error),
+}
+
+/// An inlet's consumer and the topic it reads.
+#[derive(Debug)]
+pub(crate) struct CommitTarget {
+    pub(crate) consumer: Arc<dyn Consumer>,
+    pub(crate) topic: Arc<str>,
+}
+
+/// Drains the acknowledgement queue and commits offsets.
+#[derive(Debug)]
+pub(crate) struct Committer {
+    targets: Vec<CommitTarget>,
+    interval: Duration,
+    /// Per inlet: partition -> next offset to read, staged but not yet written.
+    staged: Vec<BTreeMap<u32, u64>>,
+    /// Per inlet: partition -> the last offset written, to keep commits monotonic.
+    written: Vec<BTreeMap<u32, u64>>,
+    metrics: Arc<InstanceMetrics>,
+}
+
+impl Committer {
+    pub(crate) fn new(
+        targets: Vec<CommitTarget>,
+        interval: Duration,
+        metrics: Arc<InstanceMetrics>,
+    ) -> Self {
+        let inlets = targets.len();
+        Committer {
+            targets,
+            interval,
+            staged: vec![BTreeMap::new(); inlets],
+            written: vec![BTreeMap::new(); inlets],
+            metrics,
+        }
+    }
+
+    /// Runs until [`Event::Finish`] (or every sender is gone), then commits what is staged.
+    pub(crate) async fn run(
+        mut self,
+        mut events: mpsc::UnboundedReceiver<Event>,
+    ) -> Result<(), CommitError> {
+        let mut deadline: Option<Instant> = None;
+        loop {
+            let event = match deadline {
+                Some(at) => tokio::select! {
+                    biased;
+                    event = events.recv() => event,
+                    () = tokio::time::sleep_until(at) => {
+                        self.write().await?;
+                        deadline = None;
+                        continue;
+                    }
+                },
+                None => events.recv().await,
+            };
+            match event {
+                None | Some(Event::Finish) => return self.write().await,
+                Some(Event::Sent { receipt, _permit }) => {
+                    receipt.await.map_err(CommitError::Delivery)?;
+                }
+                Some(Event::Commit {
+                    inlet,
+                    partition,
+                    offset,
+                    _permit,
+                }) => {
+                    let next = offset + 1;
+                    let staged = self.staged[inlet].entry(partition).or_insert(next);
+                    *staged = (*staged).max(next);
+                    self.metrics.count_committed(1);
+                    deadline.get_or_insert_with(|| Instant::now() + self.interval);
+                }
+            }
+        }
+    }
+
+    async fn write(&mut self) -> Result<(), CommitError> {
+        for (inlet, target) in self.targets.iter().enumerate() {
+            let staged = std::mem::take(&mut self.staged[inlet]);
+            let offsets: Vec<CommitOffset> = staged
+                .into_iter()
+                .filter(|(partition, offset)| {
+                    self.written[inlet]
+                        .get(partition)
+                        .is_none_or(|written| offset > written)
+                })
+                .map(|(partition, offset)| CommitOffset {
+                    topic: target.topic.clone(),
+                    partition,
+                    offset,
+                })
+                .collect();
+            if offsets.is_empty() {
+                continue;
+            }
+            target
+                .consumer
+                .commit(&offsets)
+                .await
+                .map_err(CommitError::Commit)?;
+            for offset in offsets {
+                self.written[inlet].insert(offset.partition, offset.offset);
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,236 @@
+//! Encoding record values: Avro (the default, schema derived from the Rust type) or JSON.
+//!
+//! Avro values are the binary encoding of the value alone, with no container header and no
+//! schema id in the payload. Runnel adds a header, [`SCHEMA_HEADER`], holding the hex Rabin
+//! fingerprint of the writer's schema, so a reader whose schema evolved can resolve records
+//! written with an older (compatible) schema. Records without that header, from plain Kafka
+//! clients for example, are read with the reader's own schema.
+
+use apache_avro::rabin::Rabin;
+use apache_avro::{AvroSchema, Schema};
+use bytes::Bytes;
+use runnel_blueprint::descriptor::{Format, SchemaDescriptor};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// The header that carries the fingerprint of the schema a value was written with.
+pub const SCHEMA_HEADER: &str = "runnel.schema";
+
+/// A type that can travel through a port: a serde type with a derived Avro schema.
+///
+/// Implemented for every type that derives `Serialize`, `Deserialize` and `AvroSchema`:
+///
+/// ```
+/// use runnel_streamlet::prelude::*;
+///
+/// /// A temperature reading.
+/// #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+/// pub struct Reading {
+///     pub sensor: String,
+///     pub celsius: f64,
+/// }
+///
+/// fn assert_data<T: Data>() {}
+/// assert_data::<Reading>();
+/// ```
+pub trait Data: Serialize + DeserializeOwned + AvroSchema + Send + Sync + 'static {}
+
+impl<T> Data for T where T: Serialize + DeserializeOwned + AvroSchema + Send + Sync + 'static {}
+
+/// Why a value could not be encoded or decoded.
+#[derive(Debug, thiserror::Error)]
+#[error("{reason}")]
+pub struct CodecError {
+    reason: String,
+}
+
+impl CodecError {
+    fn new(reason: impl Into<String>) -> Self {
+        CodecError {
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Encodes and decodes the values of one port.
+#[derive(Debug)]
+pub(crate) struct Codec<T> {
+    format: Format,
+    schema: Schema,
+    fingerprint: Bytes,
+    /// Schemas other producers of the topic write with, by fingerprint.
+    writers: Vec<(Bytes, Schema)>,
+    _type: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T: Data> Codec<T> {
+    pub(crate) fn new(format: Format) -> Self {
+        let schema = T::get_schema();
+        let fingerprint = Bytes::from(schema.fingerprint::<Rabin>().to_string());
+        Codec {
+            format,
+            schema,
+            fingerprint,
+            writers: Vec::new(),
+            _type: std::marker::PhantomData,
+        }
+    }
+
+    /// Adds a schema that some producer of the topic writes with, so its records resolve.
+    pub(crate) fn with_writer_schema(mut self, definition: &serde_json::Value) -> Self {
+        if let Ok(schema) = Schema::parse(definition) {
+            let fingerprint = Bytes::from(schema.fingerprint::<Rabin>().to_string());
+            if fingerprint != self.fingerprint {
+                self.writers.push((fingerprint, schema));
+            }
+        }
+        self
+    }
+
+    pub(crate) fn format(&self) -> Format {
+        self.format
+    }
+
+    /// The fingerprint to put in [`SCHEMA_HEADER`], for Avro values.
+    pub(crate) fn fingerprint(&self) -> Option<&Bytes> {
+        (self.format == Format::Avro).then_some(&self.fingerprint)
+    }
+
+    pub(crate) fn encode(&self, value: &T) -> Result<Vec<u8>, CodecError> {
+        match self.format {
+            Format::Avro => {
+                let mut buffer = Vec::with_capacity(64);
+                apache_avro::write_avro_datum_ref(&self.schema, value, &mut buffer)
+                    .map_err(|error| CodecError::new(format!("avro encoding failed: {error}")))?;
+                Ok(buffer)
+            }
+            Format::Json => serde_json::to_vec(value)
+                .map_err(|error| CodecError::new(format!("json encoding failed: {error}"))),
+        }
+    }
+
+    pub(crate) fn decode(&self, bytes: &[u8], writer: Option<&[u8]>) -> Result<T, CodecError> {
+        match self.format {
+            Format::Avro => self.decode_avro(bytes, writer),
+            Format::Json => serde_json::from_slice(bytes)
+                .map_err(|error| CodecError::new(format!("invalid json: {error}"))),
+        }
+    }
+
+    fn decode_avro(&self, bytes: &[u8], writer: Option<&[u8]>) -> Result<T, CodecError> {
+        let known_writer = writer
+            .filter(|fingerprint| *fingerprint != self.fingerprint)
+            .and_then(|fingerprint| self.writers.iter().find(|(f, _)| f == fingerprint));
+        let mut remaining = bytes;
+        let value = match known_writer {
+            Some((_, writer_schema)) => {
+                apache_avro::from_avro_datum(writer_schema, &mut remaining, Some(&self.schema))
+            }
+            None => apache_avro::from_avro_datum(&self.schema, &mut remaining, None),
+        }
+        .map_err(|error| {
+            CodecError::new(format!("invalid avro for {}: {error}", self.type_name()))
+        })?;
+        if !remaining.is_empty() {
+            return Err(CodecError::new(format!(
+                "invalid avro for {}: {} bytes left over after the value",
+                self.type_name(),
+                remaining.len()
+            )));
+        }
+        apache_avro::from_value(&value).map_err(|error| {
+            CodecError::new(format!(
+                "avro value does not fit {}: {error}",
+                self.type_name()
+            ))
+        })
+    }
+
+    fn type_name(&self) -> String {
+        self.schema.name().map_or_else(
+            || std::any::type_name::<T>().to_owned(),
+            |n| n.fullname(None),
+        )
+    }
+}
+
+/// The descriptor entry for values of `T` in `format`.
+pub(crate) fn schema_descriptor<T: Data>(format: Format) -> SchemaDescriptor {
+    let schema = T::get_schema();
+    SchemaDescriptor {
+        format,
+        name: schema.name().map_or_else(
+            || std::any::type_name::<T>().to_owned(),
+            |n| n.fullname(None),
+        ),
+        definition: serde_json::to_value(&schema).unwrap_or(serde_json::Value::Null),
+        fingerprint: schema.fingerprint::<Rabin>().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize, AvroSchema)]
+    struct V1 {
+        id: String,
+    }
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize, AvroSchema)]
+    #[avro(name = "V1")]
+    #[serde(rename = "V1")]
+    struct V2 {
+        id: String,
+        #[avro(default = "0")]
+        #[serde(default)]
+        count: i64,
+    }
+
+    #[test]
+    fn avro_round_trips() {
+        let codec = Codec::<V1>::new(Format::Avro);
+        let bytes = codec.encode(&V1 { id: "a".into() }).unwrap();
+        assert_eq!(
+            codec
+                .decode(&bytes, codec.fingerprint().map(|f| &f[..]))
+                .unwrap()
+                .id,
+            "a"
+        );
+    }
+
+    #[test]
+    fn readers_resolve_records_of_an_older_writer() {
+        let old = Codec::<V1>::new(Format::Avro);
+        let bytes = old.encode(&V1 { id: "a".into() }).unwrap();
+        let definition = schema_descriptor::<V1>(Format::Avro).definition;
+        let new = Codec::<V2>::new(Format::Avro).with_writer_schema(&definition);
+        let value = new
+            .decode(&bytes, old.fingerprint().map(|f| &f[..]))
+            .unwrap();
+        assert_eq!(
+            value,
+            V2 {
+                id: "a".into(),
+                count: 0
+            }
+        );
+    }
+
+    #[test]
+    fn garbage_is_a_decoding_error_not_a_panic() {
+        let codec = Codec::<V1>::new(Format::Avro);
+        let error = codec
+            .decode(&[0xff, 0xff, 0xff, 0xff, 0x0f], None)
+            .unwrap_err();
+        assert!(
+            error.to_string().starts_with("invalid avro for V1"),
+            "{error}"
+        );
+        let json = Codec::<V1>::new(Format::Json);
+        assert!(json.decode(b"{\"id\": 3}", None).is_err());
+        assert_eq!(json.decode(b"{\"id\": \"x\"}", None).unwrap().id, "x");
+    }
+}

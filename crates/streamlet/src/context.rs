@@ -1,0 +1,135 @@
+//! [`Context`]: what a running streamlet gets from the runtime.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use runnel_blueprint::parameter::ParameterValue;
+use tokio_util::sync::CancellationToken;
+
+use crate::clock::Clock;
+use crate::inlet::InletParts;
+use crate::outlet::OutletParts;
+use crate::parameter::ParameterType;
+use crate::port::Direction;
+use crate::{Data, Inlet, InletStream, Outlet, OutletSender, Parameter, Shape};
+
+/// The running streamlet's access to its ports, parameters, clock and shutdown signal.
+///
+/// Ports and parameters must be the ones declared in the streamlet's [`Shape`]; asking for
+/// anything else is a bug and panics, which the test kit shows on the first run.
+#[derive(Debug)]
+pub struct Context {
+    instance: Arc<str>,
+    shape: Shape,
+    inlets: HashMap<&'static str, InletParts>,
+    outlets: HashMap<&'static str, OutletParts>,
+    parameters: HashMap<String, ParameterValue>,
+    clock: Arc<dyn Clock>,
+    shutdown: CancellationToken,
+}
+
+impl Context {
+    pub(crate) fn new(
+        instance: Arc<str>,
+        shape: Shape,
+        inlets: HashMap<&'static str, InletParts>,
+        outlets: HashMap<&'static str, OutletParts>,
+        parameters: HashMap<String, ParameterValue>,
+        clock: Arc<dyn Clock>,
+        shutdown: CancellationToken,
+    ) -> Self {
+        Context {
+            instance,
+            shape,
+            inlets,
+            outlets,
+            parameters,
+            clock,
+            shutdown,
+        }
+    }
+
+    /// The instance name from the blueprint.
+    pub fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    /// Takes the stream of an inlet. Each inlet can be taken once.
+    ///
+    /// # Panics
+    ///
+    /// If the inlet is not in the shape, has another type there, or was already taken.
+    pub fn inlet<T: Data>(&mut self, inlet: Inlet<T>) -> InletStream<T> {
+        let port = self.shape.expect_port::<T>(Direction::Inlet, inlet.name());
+        let format = port.format;
+        let parts = self.inlets.remove(inlet.name()).unwrap_or_else(|| {
+            panic!(
+                "inlet '{}' was already taken from the context",
+                inlet.name()
+            )
+        });
+        InletStream::new(parts, format)
+    }
+
+    /// A sender for an outlet. May be called several times; the senders share one topic.
+    ///
+    /// # Panics
+    ///
+    /// If the outlet is not in the shape or has another type there.
+    pub fn outlet<T: Data>(&self, outlet: Outlet<T>) -> OutletSender<T> {
+        let port = self
+            .shape
+            .expect_port::<T>(Direction::Outlet, outlet.name());
+        let parts = &self.outlets[outlet.name()];
+        let parts = OutletParts {
+            port: parts.port,
+            topic: parts.topic.clone(),
+            partitions: parts.partitions,
+            producer: parts.producer.clone(),
+            acknowledgements: parts.acknowledgements.clone(),
+            clock: parts.clock.clone(),
+            metrics: parts.metrics.clone(),
+        };
+        OutletSender::new(parts, port.format, outlet.key_function())
+    }
+
+    /// The checked value of a parameter.
+    ///
+    /// # Panics
+    ///
+    /// If the parameter is not in the shape.
+    pub fn parameter<T: ParameterType>(&self, parameter: Parameter<T>) -> T {
+        let value = self.parameters.get(parameter.key()).unwrap_or_else(|| {
+            panic!(
+                "the streamlet asked for parameter '{}', which is not in its shape()",
+                parameter.key()
+            )
+        });
+        T::from_value(value).unwrap_or_else(|| {
+            panic!(
+                "parameter '{}' was read with another type than declared",
+                parameter.key()
+            )
+        })
+    }
+
+    /// The processing-time clock.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// Whether the streamlet has been asked to stop.
+    pub fn is_stopping(&self) -> bool {
+        self.shutdown.is_cancelled()
+    }
+
+    /// Completes when the streamlet is asked to stop; sources select on it.
+    pub async fn stopped(&self) {
+        self.shutdown.cancelled().await;
+    }
+
+    /// The shutdown signal, for tasks the streamlet spawns.
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.shutdown.clone()
+    }
+}

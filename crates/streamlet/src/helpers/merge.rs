@@ -1,0 +1,91 @@
+//! [`Merge`]: several inlets of one type into one outlet.
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
+
+use crate::{
+    Context, Data, Inlet, InletStream, Message, Outgoing, Outlet, Result, Shape, Streamlet,
+};
+
+/// A streamlet that forwards every value of several inlets to one outlet, keeping each
+/// value's key and event timestamp. Values of one inlet stay in order; inlets interleave.
+///
+/// ```
+/// use runnel_streamlet::prelude::*;
+///
+/// #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+/// pub struct Reading { pub celsius: f64 }
+///
+/// pub const NORTH: Inlet<Reading> = Inlet::new("north");
+/// pub const SOUTH: Inlet<Reading> = Inlet::new("south");
+/// pub const ALL: Outlet<Reading> = Outlet::new("all");
+///
+/// pub fn both() -> impl Streamlet {
+///     Merge::new([NORTH, SOUTH], ALL)
+/// }
+/// # let _ = both();
+/// ```
+#[derive(Debug)]
+pub struct Merge<T> {
+    inlets: Vec<Inlet<T>>,
+    outlet: Outlet<T>,
+    description: &'static str,
+}
+
+impl<T: Data> Merge<T> {
+    /// A merge of `inlets` into `outlet`.
+    pub fn new(inlets: impl IntoIterator<Item = Inlet<T>>, outlet: Outlet<T>) -> Self {
+        Merge {
+            inlets: inlets.into_iter().collect(),
+            outlet,
+            description: "",
+        }
+    }
+
+    /// Says what the merge does (shown by `describe`).
+    pub fn describe(mut self, description: &'static str) -> Self {
+        self.description = description;
+        self
+    }
+}
+
+fn messages<T: Data>(inlet: InletStream<T>) -> BoxStream<'static, Result<Message<T>>> {
+    futures::stream::unfold(inlet, |mut inlet| async move {
+        match inlet.next().await {
+            Ok(Some(message)) => Some((Ok(message), inlet)),
+            Ok(None) => None,
+            Err(error) => Some((Err(error), inlet)),
+        }
+    })
+    .boxed()
+}
+
+impl<T: Data> Streamlet for Merge<T> {
+    fn shape(&self) -> Shape {
+        let shape = Shape::new().describe(self.description);
+        self.inlets
+            .iter()
+            .fold(shape, |shape, inlet| shape.inlet(*inlet))
+            .outlet(self.outlet)
+    }
+
+    async fn run(self, mut ctx: Context) -> Result<()> {
+        let output = ctx.outlet(self.outlet);
+        let streams: Vec<_> = self
+            .inlets
+            .iter()
+            .map(|inlet| messages(ctx.inlet(*inlet)))
+            .collect();
+        let mut merged = futures::stream::select_all(streams);
+        while let Some(message) = merged.next().await {
+            let message = message?;
+            let mut outgoing = Outgoing::new(message.value()).timestamp(message.timestamp());
+            if let Some(key) = message.key() {
+                outgoing = outgoing.key(key.to_vec());
+            }
+            output.send_record(outgoing).await?;
+            message.commit();
+        }
+        Ok(())
+    }
+}

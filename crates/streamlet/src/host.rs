@@ -1,0 +1,238 @@
+//! Running one streamlet instance against a backplane: the single code path shared by the
+//! local runner, pod mode and the test kit.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use runnel_backend::{Backend, ConsumerConfig, ProducerConfig};
+use runnel_blueprint::parameter::ParameterValue;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::acknowledgement::{Acknowledgements, CommitTarget, Committer};
+use crate::clock::Clock;
+use crate::dead_letter::DeadLetters;
+use crate::inlet::InletParts;
+use crate::outlet::OutletParts;
+use crate::port::Direction;
+use crate::{Context, DynStreamlet, Error, InstanceMetrics, Result};
+
+/// Where one instance's ports are connected, and its checked parameter values.
+#[derive(Debug)]
+pub struct Wiring {
+    /// The app name.
+    pub app: String,
+    /// The instance name.
+    pub instance: String,
+    /// One entry per inlet of the shape.
+    pub inlets: Vec<InletWiring>,
+    /// One entry per outlet of the shape.
+    pub outlets: Vec<OutletWiring>,
+    /// Where records that fail to decode go (it must exist).
+    pub dead_letter_topic: String,
+    /// Parameter values, checked with [`resolve_parameters`](crate::resolve_parameters).
+    pub parameters: HashMap<String, ParameterValue>,
+    /// Buffer sizes and intervals.
+    pub settings: HostSettings,
+}
+
+/// The topic and consumer group of one inlet.
+#[derive(Debug)]
+pub struct InletWiring {
+    /// The inlet name.
+    pub port: String,
+    /// The topic it reads.
+    pub topic: String,
+    /// Its consumer group.
+    pub group: String,
+    /// The Avro schemas the topic's producers write with, so evolved readers resolve them.
+    pub writer_schemas: Vec<serde_json::Value>,
+    /// Becomes `true` once nothing more will be appended to the topic (every producer
+    /// finished); the inlet then ends after reading everything. Keep the sender alive while
+    /// the input is unbounded.
+    pub end_of_input: watch::Receiver<bool>,
+    /// Consumer settings passed to the backplane.
+    pub consumer_settings: BTreeMap<String, String>,
+}
+
+/// The topic of one outlet.
+#[derive(Clone, Debug)]
+pub struct OutletWiring {
+    /// The outlet name.
+    pub port: String,
+    /// The topic it appends to.
+    pub topic: String,
+}
+
+/// Buffer sizes and intervals of a streamlet host.
+#[derive(Clone, Debug)]
+pub struct HostSettings {
+    /// How often committed offsets are written to the consumer groups.
+    pub commit_interval: Duration,
+    /// Sends that may be waiting for acknowledgement before `send` waits.
+    pub max_unacknowledged_sends: usize,
+    /// Messages handed to the streamlet and not committed before `next` waits.
+    pub max_uncommitted_messages: usize,
+    /// Records asked for per poll.
+    pub poll_batch: usize,
+    /// Producer settings passed to the backplane.
+    pub producer: ProducerConfig,
+}
+
+impl Default for HostSettings {
+    fn default() -> Self {
+        HostSettings {
+            commit_interval: Duration::from_millis(200),
+            max_unacknowledged_sends: 16_384,
+            max_uncommitted_messages: 16_384,
+            poll_batch: 1024,
+            producer: ProducerConfig::default(),
+        }
+    }
+}
+
+/// Runs one instance of `streamlet` until it returns or `shutdown` fires and it drains.
+///
+/// Connects every port of the shape as `wiring` says, runs the streamlet, and commits input
+/// offsets after their outputs are acknowledged; when the streamlet returns (successfully or
+/// not) everything acknowledged is committed before this returns.
+///
+/// # Errors
+///
+/// The streamlet's own error, or an [`ErrorKind::External`](crate::ErrorKind::External)
+/// error when the backplane fails (a port's topic is missing, a send is not acknowledged, a
+/// commit is refused).
+pub async fn run_instance(
+    streamlet: Box<dyn DynStreamlet>,
+    backend: Arc<dyn Backend>,
+    wiring: Wiring,
+    clock: Arc<dyn Clock>,
+    metrics: Arc<InstanceMetrics>,
+    shutdown: CancellationToken,
+) -> Result<()> {
+    let shape = streamlet.shape();
+    let settings = wiring.settings.clone();
+    let instance: Arc<str> = Arc::from(wiring.instance.as_str());
+    let producer = backend
+        .producer(&settings.producer)
+        .await
+        .map_err(Error::external)?;
+    let (acknowledgements, events) = Acknowledgements::new(
+        settings.max_unacknowledged_sends,
+        settings.max_uncommitted_messages,
+    );
+    let dead_letters = Arc::new(DeadLetters {
+        producer: producer.clone(),
+        topic: Arc::from(wiring.dead_letter_topic.as_str()),
+        instance: instance.clone(),
+        acknowledgements: acknowledgements.clone(),
+    });
+
+    let mut inlets = HashMap::new();
+    let mut targets = Vec::new();
+    let mut inlet_wirings = wiring.inlets;
+    for (index, port) in shape.ports_in(Direction::Inlet).enumerate() {
+        let position = inlet_wirings
+            .iter()
+            .position(|inlet| inlet.port == port.name);
+        let Some(position) = position else {
+            return Err(not_connected(&instance, "inlet", port.name));
+        };
+        let inlet = inlet_wirings.swap_remove(position);
+        let mut config = ConsumerConfig::new(inlet.group, [inlet.topic.clone()]);
+        config.settings = inlet.consumer_settings;
+        let consumer = backend.consumer(&config).await.map_err(Error::external)?;
+        let topic: Arc<str> = Arc::from(inlet.topic.as_str());
+        targets.push(CommitTarget {
+            consumer: consumer.clone(),
+            topic: topic.clone(),
+        });
+        let parts = InletParts {
+            index,
+            port: port.name,
+            topic,
+            consumer,
+            backend: backend.clone(),
+            writer_schemas: inlet.writer_schemas,
+            end_of_input: inlet.end_of_input,
+            policy: port.bad_data,
+            metrics: metrics.inlet(port.name),
+            instance_metrics: metrics.clone(),
+            acknowledgements: acknowledgements.clone(),
+            dead_letters: dead_letters.clone(),
+            shutdown: shutdown.clone(),
+            poll_batch: settings.poll_batch,
+        };
+        inlets.insert(port.name, parts);
+    }
+
+    let mut outlets = HashMap::new();
+    for port in shape.ports_in(Direction::Outlet) {
+        let Some(outlet) = wiring
+            .outlets
+            .iter()
+            .find(|outlet| outlet.port == port.name)
+        else {
+            return Err(not_connected(&instance, "outlet", port.name));
+        };
+        let info = backend
+            .topic(&outlet.topic)
+            .await
+            .map_err(Error::external)?;
+        let Some(info) = info else {
+            return Err(Error::external(runnel_backend::Error::TopicNotFound {
+                topic: outlet.topic.clone(),
+            }));
+        };
+        let parts = OutletParts {
+            port: port.name,
+            topic: Arc::from(outlet.topic.as_str()),
+            partitions: info.partitions,
+            producer: producer.clone(),
+            acknowledgements: acknowledgements.clone(),
+            clock: clock.clone(),
+            metrics: metrics.outlet(port.name),
+        };
+        outlets.insert(port.name, parts);
+    }
+
+    let committer = Committer::new(targets, settings.commit_interval, metrics.clone());
+    let mut committing = tokio::spawn(committer.run(events));
+    let ctx = Context::new(
+        instance.clone(),
+        shape,
+        inlets,
+        outlets,
+        wiring.parameters,
+        clock,
+        shutdown,
+    );
+    let running = streamlet.run_boxed(ctx);
+    tokio::pin!(running);
+    let outcome = tokio::select! {
+        outcome = &mut running => outcome,
+        committed = &mut committing => {
+            // The committer only stops early on a failure; the streamlet cannot go on.
+            return Err(match committed {
+                Ok(Err(error)) => Error::external(error),
+                Ok(Ok(())) => Error::msg("the committer stopped before the streamlet"),
+                Err(join) => Error::msg(format!("the committer panicked: {join}")),
+            });
+        }
+    };
+    acknowledgements.finish();
+    drop(acknowledgements);
+    let committed = match committing.await {
+        Ok(result) => result.map_err(Error::external),
+        Err(join) => Err(Error::msg(format!("the committer panicked: {join}"))),
+    };
+    let flushed = producer.flush().await.map_err(Error::external);
+    outcome.and(committed).and(flushed)
+}
+
+fn not_connected(instance: &str, kind: &str, port: &str) -> Error {
+    Error::msg(format!(
+        "{kind} '{port}' of streamlet '{instance}' is not connected to a topic"
+    ))
+}

@@ -1,0 +1,235 @@
+//! [`InletStream`]: the records of one inlet, decoded, one [`Message`] at a time.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use runnel_backend::{Backend, ConsumedRecord, Consumer};
+use runnel_blueprint::descriptor::BadDataPolicy;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::acknowledgement::Acknowledgements;
+use crate::codec::{Codec, SCHEMA_HEADER};
+use crate::dead_letter::DeadLetters;
+use crate::message::CommitToken;
+use crate::metrics::PortMetrics;
+use crate::{Data, Error, InstanceMetrics, Message, Result};
+
+/// Everything an inlet needs except its value type; the host prepares it.
+#[derive(Debug)]
+pub(crate) struct InletParts {
+    pub(crate) index: usize,
+    pub(crate) port: &'static str,
+    pub(crate) topic: Arc<str>,
+    pub(crate) consumer: Arc<dyn Consumer>,
+    pub(crate) backend: Arc<dyn Backend>,
+    pub(crate) writer_schemas: Vec<serde_json::Value>,
+    pub(crate) end_of_input: watch::Receiver<bool>,
+    pub(crate) policy: BadDataPolicy,
+    pub(crate) metrics: Arc<PortMetrics>,
+    pub(crate) instance_metrics: Arc<InstanceMetrics>,
+    pub(crate) acknowledgements: Acknowledgements,
+    pub(crate) dead_letters: Arc<DeadLetters>,
+    pub(crate) shutdown: CancellationToken,
+    pub(crate) poll_batch: usize,
+}
+
+/// The records arriving on one inlet, decoded.
+///
+/// [`next`](InletStream::next) returns `None` when the streamlet is asked to stop, and when
+/// the input is bounded and fully read (every producer of the topic finished, in local runs).
+/// Records that fail to decode never reach the streamlet: the inlet's [`BadDataPolicy`]
+/// sends them to the dead-letter topic (the default), skips them, or fails the streamlet.
+pub struct InletStream<T> {
+    parts: InletParts,
+    codec: Codec<T>,
+    buffer: VecDeque<ConsumedRecord>,
+    input_may_end: bool,
+}
+
+/// A record that failed to decode, under the `fail` policy.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "record at offset {offset} of {topic}/{partition} on inlet '{inlet}' does not decode: {reason}"
+)]
+pub struct UndecodableRecord {
+    /// The inlet.
+    pub inlet: String,
+    /// The topic.
+    pub topic: String,
+    /// The partition.
+    pub partition: u32,
+    /// The offset.
+    pub offset: u64,
+    /// Why it does not decode.
+    pub reason: String,
+}
+
+impl<T: Data> InletStream<T> {
+    pub(crate) fn new(parts: InletParts, format: runnel_blueprint::descriptor::Format) -> Self {
+        let codec = parts
+            .writer_schemas
+            .iter()
+            .fold(Codec::new(format), |codec, definition| {
+                codec.with_writer_schema(definition)
+            });
+        InletStream {
+            parts,
+            codec,
+            buffer: VecDeque::new(),
+            input_may_end: true,
+        }
+    }
+
+    /// The next decoded message, waiting for one if necessary; `None` at the end.
+    ///
+    /// Cancel safe: if the future is dropped before it completes, no record is lost; the
+    /// next call delivers it.
+    ///
+    /// # Errors
+    ///
+    /// When the log cannot be read, or a record does not decode and the inlet's policy is
+    /// [`BadDataPolicy::Fail`].
+    pub async fn next(&mut self) -> Result<Option<Message<T>>> {
+        loop {
+            while !self.buffer.is_empty() {
+                if let Some(message) = self.deliver_front().await? {
+                    return Ok(Some(message));
+                }
+            }
+            if self.parts.shutdown.is_cancelled() || self.read_everything().await? {
+                return Ok(None);
+            }
+            let watching_end = self.input_may_end && !*self.parts.end_of_input.borrow();
+            tokio::select! {
+                biased;
+                () = self.parts.shutdown.cancelled() => return Ok(None),
+                polled = self.parts.consumer.poll(self.parts.poll_batch) => {
+                    self.buffer.extend(polled.map_err(Error::external)?);
+                }
+                changed = self.parts.end_of_input.changed(), if watching_end => {
+                    // A dropped sender means nobody will ever declare the end.
+                    self.input_may_end = changed.is_ok();
+                }
+            }
+        }
+    }
+
+    /// Whether the input is bounded and this member has read all of its partitions.
+    async fn read_everything(&self) -> Result<bool> {
+        if !*self.parts.end_of_input.borrow() {
+            return Ok(false);
+        }
+        let ends = self
+            .parts
+            .backend
+            .offsets(&self.parts.topic)
+            .await
+            .map_err(Error::external)?;
+        Ok(self
+            .parts
+            .consumer
+            .positions()
+            .iter()
+            .all(|(partition, position)| {
+                ends.get(partition.partition as usize)
+                    .is_none_or(|offsets| *position >= offsets.end)
+            }))
+    }
+
+    /// Decodes the first buffered record; one that does not decode is handled by the
+    /// bad-data policy and yields `None`. Cancel safe: the record leaves the buffer only
+    /// once it is delivered or handled.
+    async fn deliver_front(&mut self) -> Result<Option<Message<T>>> {
+        let permit = self.parts.acknowledgements.message_permit().await;
+        let front = self
+            .buffer
+            .front()
+            .expect("deliver_front is called with a buffered record");
+        let writer = front
+            .record
+            .headers
+            .get(SCHEMA_HEADER)
+            .map(|value| &value[..]);
+        let reason = match self.codec.decode(&front.record.value, writer) {
+            Ok(value) => {
+                let consumed = self.buffer.pop_front().expect("the front record exists");
+                self.parts.metrics.record(consumed.record.value.len());
+                let commit = CommitToken::new(
+                    self.parts.acknowledgements.clone(),
+                    self.parts.index,
+                    consumed.partition,
+                    consumed.offset,
+                    permit,
+                );
+                let record = consumed.record;
+                return Ok(Some(Message::new(
+                    value,
+                    record.key,
+                    record.headers,
+                    record.timestamp,
+                    consumed.topic,
+                    consumed.partition,
+                    consumed.offset,
+                    commit,
+                )));
+            }
+            Err(error) => error.to_string(),
+        };
+        let (topic, partition, offset) = (front.topic.clone(), front.partition, front.offset);
+        match self.parts.policy {
+            BadDataPolicy::DeadLetter => {
+                tracing::warn!(
+                    inlet = self.parts.port,
+                    %topic,
+                    partition,
+                    offset,
+                    "sending an undecodable record to the dead-letter topic '{}': {reason}",
+                    self.parts.dead_letters.topic
+                );
+                let copy = front.clone();
+                self.parts
+                    .dead_letters
+                    .send(self.parts.port, copy, &reason)
+                    .await
+                    .map_err(Error::external)?;
+                self.parts.instance_metrics.count_dead_lettered();
+            }
+            BadDataPolicy::Skip => {
+                tracing::warn!(
+                    inlet = self.parts.port,
+                    %topic,
+                    partition,
+                    offset,
+                    "skipping an undecodable record: {reason}"
+                );
+                self.parts.instance_metrics.count_skipped();
+            }
+            BadDataPolicy::Fail => {
+                return Err(Error::bad_data(UndecodableRecord {
+                    inlet: self.parts.port.to_owned(),
+                    topic: topic.to_string(),
+                    partition,
+                    offset,
+                    reason,
+                }));
+            }
+        }
+        let consumed = self.buffer.pop_front().expect("the front record exists");
+        self.parts.metrics.record(consumed.record.value.len());
+        self.parts
+            .acknowledgements
+            .commit(self.parts.index, partition, offset, permit);
+        Ok(None)
+    }
+}
+
+impl<T> std::fmt::Debug for InletStream<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InletStream")
+            .field("port", &self.parts.port)
+            .field("topic", &self.parts.topic)
+            .field("buffered", &self.buffer.len())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,80 @@
+//! The streamlet author API of Runnel.
+//!
+//! A streamlet is a unit of business logic with typed [`Inlet`]s and [`Outlet`]s, declared
+//! once as constants. The common shapes are closures ([`Processor`], [`Egress`],
+//! [`Splitter`], [`Merge`], [`AsyncMap`]); anything else implements [`Streamlet`]: a
+//! [`Shape`] and an async `run` over a [`Context`]. Values are plain serde types with a
+//! derived Avro schema ([`Data`]).
+//!
+//! ```
+//! use runnel_streamlet::prelude::*;
+//!
+//! /// A temperature reading.
+//! #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+//! pub struct Reading {
+//!     pub sensor: String,
+//!     pub celsius: f64,
+//! }
+//!
+//! pub const IN: Inlet<Reading> = Inlet::new("in");
+//! pub const OUT: Outlet<Reading> = Outlet::new("out").keyed_by(|r| r.sensor.clone());
+//!
+//! /// Drops readings outside -50..=150 °C.
+//! pub fn plausible() -> impl Streamlet {
+//!     Processor::new(IN, OUT, |r: Reading| (-50.0..=150.0).contains(&r.celsius).then_some(r))
+//! }
+//! # let _ = plausible();
+//! ```
+//!
+//! Delivery is at-least-once: an input is committed only after every output sent before its
+//! commit is acknowledged by the log. Test a streamlet with [`testkit::TestRun`].
+//!
+//! Where to start: [`Streamlet`] for the trait, [`helpers`] for the closures,
+//! [`testkit`] for tests. Runtime crates use [`run_instance`] to host a streamlet.
+#![deny(missing_docs)]
+
+mod acknowledgement;
+mod clock;
+mod codec;
+mod config;
+mod context;
+pub mod dead_letter;
+mod error;
+pub mod helpers;
+mod host;
+mod inlet;
+mod message;
+mod metrics;
+mod outlet;
+mod parameter;
+mod port;
+mod shape;
+mod streamlet;
+pub mod testkit;
+
+pub use clock::{Clock, SystemClock};
+pub use codec::{CodecError, Data, SCHEMA_HEADER};
+pub use config::{ParameterError, resolve_parameters};
+pub use context::Context;
+pub use error::{BoxError, Error, ErrorKind, Result};
+pub use helpers::{AsyncMap, Egress, Either, Merge, Processor, Splitter};
+pub use host::{HostSettings, InletWiring, OutletWiring, Wiring, run_instance};
+pub use inlet::{InletStream, UndecodableRecord};
+pub use message::{CommitToken, Message};
+pub use metrics::{InstanceMetrics, PortMetrics};
+pub use outlet::{Outgoing, OutletSender};
+pub use parameter::{MemorySize, Parameter, ParameterType};
+pub use port::{Inlet, KeyFunction, Outlet};
+pub use shape::Shape;
+pub use streamlet::{DynStreamlet, Streamlet};
+
+/// Everything a streamlet file needs, in one import.
+pub mod prelude {
+    pub use crate::{
+        AsyncMap, Context, Data, Egress, Either, Error, Inlet, Merge, Message, Outgoing, Outlet,
+        Parameter, Processor, Result, Shape, Splitter, Streamlet,
+    };
+    pub use apache_avro::{self, AvroSchema};
+    pub use runnel_blueprint::descriptor::{AccessMode, BadDataPolicy};
+    pub use serde::{Deserialize, Serialize};
+}

@@ -1,0 +1,119 @@
+//! Counters a running streamlet instance keeps, read by the runner's live view and status.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::Shape;
+
+/// Records and bytes through one port.
+#[derive(Debug, Default)]
+pub struct PortMetrics {
+    records: AtomicU64,
+    bytes: AtomicU64,
+}
+
+impl PortMetrics {
+    pub(crate) fn record(&self, bytes: usize) {
+        self.records.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    /// Records so far.
+    pub fn records(&self) -> u64 {
+        self.records.load(Ordering::Relaxed)
+    }
+
+    /// Value bytes so far.
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+}
+
+/// Everything one streamlet instance counts, across restarts.
+///
+/// ```
+/// use runnel_streamlet::{InstanceMetrics, Shape};
+/// let metrics = InstanceMetrics::for_shape(&Shape::new());
+/// assert_eq!(metrics.records_in(), 0);
+/// ```
+#[derive(Debug, Default)]
+pub struct InstanceMetrics {
+    inlets: BTreeMap<String, Arc<PortMetrics>>,
+    outlets: BTreeMap<String, Arc<PortMetrics>>,
+    dead_lettered: AtomicU64,
+    skipped: AtomicU64,
+    committed: AtomicU64,
+}
+
+impl InstanceMetrics {
+    /// Counters for every port of `shape`.
+    pub fn for_shape(shape: &Shape) -> Self {
+        InstanceMetrics {
+            inlets: shape
+                .inlet_names()
+                .map(|name| (name.to_owned(), Arc::default()))
+                .collect(),
+            outlets: shape
+                .outlet_names()
+                .map(|name| (name.to_owned(), Arc::default()))
+                .collect(),
+            ..InstanceMetrics::default()
+        }
+    }
+
+    /// The counters of each inlet, by name.
+    pub fn inlets(&self) -> &BTreeMap<String, Arc<PortMetrics>> {
+        &self.inlets
+    }
+
+    /// The counters of each outlet, by name.
+    pub fn outlets(&self) -> &BTreeMap<String, Arc<PortMetrics>> {
+        &self.outlets
+    }
+
+    /// Records read on all inlets (delivered to the streamlet, bad ones included).
+    pub fn records_in(&self) -> u64 {
+        self.inlets.values().map(|port| port.records()).sum()
+    }
+
+    /// Records sent on all outlets.
+    pub fn records_out(&self) -> u64 {
+        self.outlets.values().map(|port| port.records()).sum()
+    }
+
+    /// Records that failed to decode and went to the dead-letter topic.
+    pub fn dead_lettered(&self) -> u64 {
+        self.dead_lettered.load(Ordering::Relaxed)
+    }
+
+    /// Records that failed to decode and were skipped.
+    pub fn skipped(&self) -> u64 {
+        self.skipped.load(Ordering::Relaxed)
+    }
+
+    /// Input records whose offsets were committed.
+    pub fn committed(&self) -> u64 {
+        self.committed.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn inlet(&self, name: &str) -> Arc<PortMetrics> {
+        self.inlets.get(name).cloned().unwrap_or_default()
+    }
+
+    pub(crate) fn outlet(&self, name: &str) -> Arc<PortMetrics> {
+        self.outlets.get(name).cloned().unwrap_or_default()
+    }
+
+    pub(crate) fn count_dead_lettered(&self) {
+        self.dead_lettered.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn count_skipped(&self) {
+        self.skipped.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn count_committed(&self, records: u64) {
+        self.committed.fetch_add(records, Ordering::Relaxed);
+    }
+}

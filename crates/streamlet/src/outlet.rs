@@ -1,0 +1,181 @@
+//! [`OutletSender`]: encodes values and appends them to an outlet's topic.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use bytes::Bytes;
+use runnel_backend::{Headers, Producer, Record, partition_for_key};
+
+use crate::acknowledgement::Acknowledgements;
+use crate::clock::Clock;
+use crate::codec::{Codec, SCHEMA_HEADER};
+use crate::metrics::PortMetrics;
+use crate::port::KeyFunction;
+use crate::{Data, Error, Result};
+
+/// Everything an outlet needs except its value type; the host prepares it.
+#[derive(Debug)]
+pub(crate) struct OutletParts {
+    pub(crate) port: &'static str,
+    pub(crate) topic: Arc<str>,
+    pub(crate) partitions: u32,
+    pub(crate) producer: Arc<dyn Producer>,
+    pub(crate) acknowledgements: Acknowledgements,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) metrics: Arc<PortMetrics>,
+}
+
+/// Sends values to one outlet. Cheap to clone; clones share the topic and the partitioning.
+pub struct OutletSender<T> {
+    inner: Arc<Inner<T>>,
+}
+
+struct Inner<T> {
+    parts: OutletParts,
+    codec: Codec<T>,
+    key: Option<KeyFunction<T>>,
+    next_partition: AtomicU32,
+}
+
+/// A value to send with a key, headers or an event timestamp of its own.
+///
+/// ```
+/// # use runnel_streamlet::Outgoing;
+/// let reading = 21.5_f64;
+/// let outgoing = Outgoing::new(&reading).key("sensor-1").timestamp(1_700_000_000_000).header("unit", "celsius");
+/// # let _ = outgoing;
+/// ```
+#[derive(Debug)]
+pub struct Outgoing<'a, T> {
+    value: &'a T,
+    key: Option<Bytes>,
+    timestamp: Option<i64>,
+    headers: Headers,
+}
+
+impl<'a, T> Outgoing<'a, T> {
+    /// The value, with the outlet's key function (if any) and the current time.
+    pub fn new(value: &'a T) -> Self {
+        Outgoing {
+            value,
+            key: None,
+            timestamp: None,
+            headers: Headers::new(),
+        }
+    }
+
+    /// Sets the key, overriding the outlet's key function.
+    pub fn key(mut self, key: impl Into<Bytes>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
+
+    /// Sets the event timestamp, in milliseconds since the Unix epoch.
+    pub fn timestamp(mut self, timestamp: i64) -> Self {
+        self.timestamp = Some(timestamp);
+        self
+    }
+
+    /// Adds a header.
+    pub fn header(mut self, key: impl Into<String>, value: impl Into<Bytes>) -> Self {
+        self.headers.push(key, value);
+        self
+    }
+}
+
+impl<T: Data> OutletSender<T> {
+    pub(crate) fn new(
+        parts: OutletParts,
+        format: runnel_blueprint::descriptor::Format,
+        key: Option<KeyFunction<T>>,
+    ) -> Self {
+        OutletSender {
+            inner: Arc::new(Inner {
+                parts,
+                codec: Codec::new(format),
+                key,
+                next_partition: AtomicU32::new(0),
+            }),
+        }
+    }
+
+    /// Sends a value, keyed by the outlet's key function and stamped with the current time.
+    ///
+    /// Returns once the record is handed to the log; it is acknowledged later, and input
+    /// commits wait for that. Waits when too many sends are unacknowledged.
+    ///
+    /// # Errors
+    ///
+    /// When the value cannot be encoded or the log refuses it.
+    pub async fn send(&self, value: &T) -> Result<()> {
+        self.send_record(Outgoing::new(value)).await
+    }
+
+    /// Sends a value with its own key, timestamp or headers.
+    ///
+    /// # Errors
+    ///
+    /// When the value cannot be encoded or the log refuses it.
+    pub async fn send_record(&self, outgoing: Outgoing<'_, T>) -> Result<()> {
+        let inner = &*self.inner;
+        let parts = &inner.parts;
+        let encoded = inner.codec.encode(outgoing.value)?;
+        let key = outgoing.key.or_else(|| {
+            inner
+                .key
+                .map(|key| Bytes::from(key(outgoing.value).into_bytes()))
+        });
+        let partition = match &key {
+            Some(key) => partition_for_key(key, parts.partitions),
+            None => inner.next_partition.fetch_add(1, Ordering::Relaxed) % parts.partitions,
+        };
+        let mut headers = outgoing.headers;
+        if let Some(fingerprint) = inner.codec.fingerprint() {
+            headers.push(SCHEMA_HEADER, fingerprint.clone());
+        }
+        parts.metrics.record(encoded.len());
+        let record = Record {
+            key,
+            value: Bytes::from(encoded),
+            headers,
+            timestamp: outgoing
+                .timestamp
+                .unwrap_or_else(|| parts.clock.now_millis()),
+        };
+        let permit = parts.acknowledgements.send_permit().await;
+        let receipt = parts
+            .producer
+            .send(&parts.topic, partition, record)
+            .await
+            .map_err(Error::external)?;
+        parts.acknowledgements.sent(receipt, permit);
+        Ok(())
+    }
+
+    /// The outlet's topic.
+    pub fn topic(&self) -> &str {
+        &self.inner.parts.topic
+    }
+
+    /// The wire format.
+    pub fn format(&self) -> runnel_blueprint::descriptor::Format {
+        self.inner.codec.format()
+    }
+}
+
+impl<T> Clone for OutletSender<T> {
+    fn clone(&self) -> Self {
+        OutletSender {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for OutletSender<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OutletSender")
+            .field("port", &self.inner.parts.port)
+            .field("topic", &self.inner.parts.topic)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,219 @@
+//! Typed ports: [`Inlet`] and [`Outlet`] constants, declared once and used by the logic, the
+//! tests and the blueprint check.
+
+use std::any::TypeId;
+use std::fmt;
+use std::marker::PhantomData;
+
+use runnel_blueprint::descriptor::{BadDataPolicy, Format};
+
+use crate::Data;
+
+/// An input port receiving values of `T`.
+///
+/// Ports are constants: a name, a format and, for inlets, what to do with records that do
+/// not decode.
+///
+/// ```
+/// use runnel_streamlet::prelude::*;
+/// # #[derive(Serialize, Deserialize, AvroSchema)] struct Reading { celsius: f64 }
+/// /// Readings from any ingress, Avro encoded.
+/// pub const IN: Inlet<Reading> = Inlet::new("in");
+/// /// The same, as JSON, failing the streamlet on a record that does not parse.
+/// pub const RAW: Inlet<Reading> = Inlet::new("raw").json().on_bad_data(BadDataPolicy::Fail);
+/// assert_eq!(RAW.name(), "raw");
+/// ```
+pub struct Inlet<T> {
+    name: &'static str,
+    format: Format,
+    bad_data: BadDataPolicy,
+    _type: PhantomData<fn() -> T>,
+}
+
+impl<T> Inlet<T> {
+    /// An Avro inlet that sends undecodable records to the dead-letter topic.
+    pub const fn new(name: &'static str) -> Self {
+        Inlet {
+            name,
+            format: Format::Avro,
+            bad_data: BadDataPolicy::DeadLetter,
+            _type: PhantomData,
+        }
+    }
+
+    /// Reads JSON instead of Avro.
+    pub const fn json(mut self) -> Self {
+        self.format = Format::Json;
+        self
+    }
+
+    /// Sets what happens to records that do not decode.
+    pub const fn on_bad_data(mut self, policy: BadDataPolicy) -> Self {
+        self.bad_data = policy;
+        self
+    }
+
+    /// The port name.
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The wire format.
+    pub const fn format(&self) -> Format {
+        self.format
+    }
+
+    /// What happens to records that do not decode.
+    pub const fn bad_data(&self) -> BadDataPolicy {
+        self.bad_data
+    }
+}
+
+/// A function giving a value's key; the key picks the partition.
+pub type KeyFunction<T> = fn(&T) -> String;
+
+/// An output port sending values of `T`.
+///
+/// Without a key function, values go round robin over the topic's partitions; with one, the
+/// key (UTF-8) is set on every record and picks the partition as Kafka's default partitioner
+/// does, so all values with one key stay in order on one partition.
+///
+/// ```
+/// use runnel_streamlet::prelude::*;
+/// # #[derive(Serialize, Deserialize, AvroSchema)] struct Reading { sensor: String, celsius: f64 }
+/// /// Readings, partitioned by sensor.
+/// pub const OUT: Outlet<Reading> = Outlet::new("out").keyed_by(|reading| reading.sensor.clone());
+/// assert!(OUT.is_keyed());
+/// ```
+pub struct Outlet<T> {
+    name: &'static str,
+    format: Format,
+    key: Option<KeyFunction<T>>,
+    _type: PhantomData<fn() -> T>,
+}
+
+impl<T> Outlet<T> {
+    /// An Avro outlet without a key function.
+    pub const fn new(name: &'static str) -> Self {
+        Outlet {
+            name,
+            format: Format::Avro,
+            key: None,
+            _type: PhantomData,
+        }
+    }
+
+    /// Writes JSON instead of Avro.
+    pub const fn json(mut self) -> Self {
+        self.format = Format::Json;
+        self
+    }
+
+    /// Keys every value with `key`.
+    pub const fn keyed_by(mut self, key: KeyFunction<T>) -> Self {
+        self.key = Some(key);
+        self
+    }
+
+    /// The port name.
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The wire format.
+    pub const fn format(&self) -> Format {
+        self.format
+    }
+
+    /// Whether values get a key.
+    pub const fn is_keyed(&self) -> bool {
+        self.key.is_some()
+    }
+
+    pub(crate) fn key_function(&self) -> Option<KeyFunction<T>> {
+        self.key
+    }
+}
+
+// Manual impls: ports are copyable whatever `T` is.
+impl<T> Clone for Inlet<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Inlet<T> {}
+impl<T> Clone for Outlet<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Outlet<T> {}
+
+impl<T> fmt::Debug for Inlet<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Inlet")
+            .field("name", &self.name)
+            .field("type", &std::any::type_name::<T>())
+            .field("format", &self.format)
+            .finish()
+    }
+}
+
+impl<T> fmt::Debug for Outlet<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Outlet")
+            .field("name", &self.name)
+            .field("type", &std::any::type_name::<T>())
+            .field("format", &self.format)
+            .field("keyed", &self.key.is_some())
+            .finish()
+    }
+}
+
+/// Whether a port is an inlet or an outlet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Direction {
+    Inlet,
+    Outlet,
+}
+
+/// A port with its type erased, as a [`Shape`](crate::Shape) keeps it.
+#[derive(Clone, Debug)]
+pub(crate) struct PortSpec {
+    pub(crate) name: &'static str,
+    pub(crate) direction: Direction,
+    pub(crate) format: Format,
+    pub(crate) bad_data: BadDataPolicy,
+    pub(crate) keyed: bool,
+    pub(crate) type_id: TypeId,
+    pub(crate) type_name: &'static str,
+    pub(crate) schema: fn(Format) -> runnel_blueprint::descriptor::SchemaDescriptor,
+}
+
+impl PortSpec {
+    pub(crate) fn of_inlet<T: Data>(inlet: Inlet<T>) -> Self {
+        PortSpec {
+            name: inlet.name,
+            direction: Direction::Inlet,
+            format: inlet.format,
+            bad_data: inlet.bad_data,
+            keyed: false,
+            type_id: TypeId::of::<T>(),
+            type_name: std::any::type_name::<T>(),
+            schema: crate::codec::schema_descriptor::<T>,
+        }
+    }
+
+    pub(crate) fn of_outlet<T: Data>(outlet: Outlet<T>) -> Self {
+        PortSpec {
+            name: outlet.name,
+            direction: Direction::Outlet,
+            format: outlet.format,
+            bad_data: BadDataPolicy::default(),
+            keyed: outlet.key.is_some(),
+            type_id: TypeId::of::<T>(),
+            type_name: std::any::type_name::<T>(),
+            schema: crate::codec::schema_descriptor::<T>,
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! [`Shape`]: the ports, parameters and volume mounts of a streamlet.
+
+use runnel_blueprint::descriptor::{
+    AccessMode, InletDescriptor, OutletDescriptor, ParameterDescriptor, StreamletDescriptor,
+    VolumeMountDescriptor,
+};
+
+use crate::port::{Direction, PortSpec};
+use crate::{Data, Inlet, Outlet, Parameter};
+
+/// What a streamlet exposes: inlets, outlets, configuration parameters, volume mounts and a
+/// description. The runtime connects exactly these ports, and `describe` prints them.
+///
+/// ```
+/// use runnel_streamlet::prelude::*;
+/// # #[derive(Serialize, Deserialize, AvroSchema)] struct Reading { celsius: f64 }
+/// const IN: Inlet<Reading> = Inlet::new("in");
+/// const OUT: Outlet<Reading> = Outlet::new("out");
+/// const LIMIT: Parameter<f64> = Parameter::double("limit").default("100.0");
+///
+/// let shape = Shape::new()
+///     .describe("drops readings above a limit")
+///     .inlet(IN)
+///     .outlet(OUT)
+///     .parameter(LIMIT);
+/// assert_eq!(shape.descriptor("filter").inlets[0].name, "in");
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Shape {
+    description: &'static str,
+    ports: Vec<PortSpec>,
+    parameters: Vec<ParameterDescriptor>,
+    volume_mounts: Vec<VolumeMountDescriptor>,
+}
+
+impl Shape {
+    /// A shape with no ports.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Says what the streamlet does.
+    pub fn describe(mut self, description: &'static str) -> Self {
+        self.description = description;
+        self
+    }
+
+    /// Adds an inlet.
+    pub fn inlet<T: Data>(mut self, inlet: Inlet<T>) -> Self {
+        self.ports.push(PortSpec::of_inlet(inlet));
+        self
+    }
+
+    /// Adds an outlet.
+    pub fn outlet<T: Data>(mut self, outlet: Outlet<T>) -> Self {
+        self.ports.push(PortSpec::of_outlet(outlet));
+        self
+    }
+
+    /// Adds a configuration parameter.
+    pub fn parameter<T>(mut self, parameter: Parameter<T>) -> Self {
+        self.parameters.push(parameter.descriptor());
+        self
+    }
+
+    /// Asks for a volume mounted at an absolute `path` (bound by the Kubernetes deployment).
+    pub fn volume_mount(mut self, name: &str, path: &str, access_mode: AccessMode) -> Self {
+        self.volume_mounts.push(VolumeMountDescriptor {
+            name: name.to_owned(),
+            path: path.to_owned(),
+            access_mode,
+        });
+        self
+    }
+
+    /// The inlet names, in declaration order.
+    pub fn inlet_names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.ports_in(Direction::Inlet).map(|port| port.name)
+    }
+
+    /// The outlet names, in declaration order.
+    pub fn outlet_names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.ports_in(Direction::Outlet).map(|port| port.name)
+    }
+
+    /// The declared parameters.
+    pub fn parameters(&self) -> &[ParameterDescriptor] {
+        &self.parameters
+    }
+
+    /// The descriptor entry for this shape registered as `type_name`.
+    pub fn descriptor(&self, type_name: &str) -> StreamletDescriptor {
+        StreamletDescriptor {
+            type_name: type_name.to_owned(),
+            description: self.description.to_owned(),
+            inlets: self
+                .ports_in(Direction::Inlet)
+                .map(|port| InletDescriptor {
+                    name: port.name.to_owned(),
+                    schema: (port.schema)(port.format),
+                    bad_data: port.bad_data,
+                })
+                .collect(),
+            outlets: self
+                .ports_in(Direction::Outlet)
+                .map(|port| OutletDescriptor {
+                    name: port.name.to_owned(),
+                    schema: (port.schema)(port.format),
+                    keyed: port.keyed,
+                })
+                .collect(),
+            parameters: self.parameters.clone(),
+            volume_mounts: self.volume_mounts.clone(),
+        }
+    }
+
+    pub(crate) fn ports_in(&self, direction: Direction) -> impl Iterator<Item = &PortSpec> + '_ {
+        self.ports
+            .iter()
+            .filter(move |port| port.direction == direction)
+    }
+
+    /// The declared port called `name` in `direction`.
+    ///
+    /// # Panics
+    ///
+    /// If there is none, or it carries another type than `T`: asking for a port that is not
+    /// in the shape is a bug in the streamlet, and the test kit hits it on the first run.
+    pub(crate) fn expect_port<T: Data>(&self, direction: Direction, name: &str) -> &PortSpec {
+        let kind = match direction {
+            Direction::Inlet => "inlet",
+            Direction::Outlet => "outlet",
+        };
+        let port = self
+            .ports_in(direction)
+            .find(|port| port.name == name)
+            .unwrap_or_else(|| {
+                panic!("the streamlet asked for {kind} '{name}', which is not in its shape()")
+            });
+        assert!(
+            port.type_id == std::any::TypeId::of::<T>(),
+            "the streamlet asked for {kind} '{name}' as {}, but its shape() declares {}",
+            std::any::type_name::<T>(),
+            port.type_name
+        );
+        port
+    }
+}

@@ -1,0 +1,8 @@
+//! Integration tests of the streamlet API, through its public interface.
+
+mod acknowledgement; // outputs are durable before inputs are committed; bounded in-flight sends
+mod bad_data; // dead-letter, skip and fail policies
+mod helpers; // processor, splitter, merge, async map, egress
+mod model; // the record types the tests use
+mod parameters; // typed parameters, defaults, validation
+mod testkit; // what the test kit itself reports
