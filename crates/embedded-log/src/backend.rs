@@ -1,0 +1,356 @@
+//! [`EmbeddedBackend`]: the log directory opened by this process, as a
+//! [`runnel_backend::Backend`].
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use async_trait::async_trait;
+use runnel_backend::group::GroupCoordinator;
+use runnel_backend::{
+    Backend, Consumer, ConsumerConfig, PartitionOffsets, Producer, ProducerConfig, TopicCreation,
+    TopicInfo, TopicSpec,
+};
+use tokio::sync::watch;
+
+use crate::config::LogConfig;
+use crate::consumer::EmbeddedConsumer;
+use crate::error::{Error, Result};
+use crate::files;
+use crate::lock::DirectoryLock;
+use crate::offset_store::OffsetStore;
+use crate::partition::{Partition, PartitionLimits, PartitionStatus, lock};
+use crate::producer::EmbeddedProducer;
+use crate::topic_settings::{METADATA_FILE, TopicMetadata};
+use crate::{retention, writer};
+
+/// A durable, partitioned log in a local directory: Runnel's default backplane.
+///
+/// Cloning is cheap and shares the open log. The log stays open while any clone, producer
+/// or consumer exists; when the last one is dropped, each partition's writer appends and
+/// syncs what it already accepted, and the directory lock is released. Dropping blocks for
+/// that long.
+///
+/// ```
+/// use runnel_backend::{Backend, ConsumerConfig, ProducerConfig, Record, TopicSpec};
+/// use runnel_embedded_log::{EmbeddedBackend, LogConfig};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let directory = tempfile::tempdir()?;
+/// let backend = EmbeddedBackend::open(directory.path(), LogConfig::default())?;
+/// backend.create_topic(&TopicSpec::new("readings", 2)).await?;
+/// let producer = backend.producer(&ProducerConfig::default()).await?;
+/// let offset = producer.send("readings", 0, Record::new("21.5")).await?.await?;
+/// assert_eq!(offset, 0);
+/// assert_eq!(backend.partition_status("readings", 0)?.end, 1);
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct EmbeddedBackend {
+    shared: Arc<Shared>,
+}
+
+/// Everything the backend, its producers and its consumers share.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) directory: PathBuf,
+    config: LogConfig,
+    topics: RwLock<HashMap<String, Arc<TopicLog>>>,
+    /// Serializes topic creation.
+    creating: Mutex<()>,
+    pub(crate) offsets: OffsetStore,
+    pub(crate) groups: GroupCoordinator,
+    /// Bumped whenever records become visible; consumers wait on it.
+    pub(crate) appended: Arc<watch::Sender<u64>>,
+    /// Dropped last, after the writers stopped.
+    _lock: DirectoryLock,
+}
+
+/// A topic's partitions.
+#[derive(Debug)]
+pub(crate) struct TopicLog {
+    pub(crate) partitions: Vec<Arc<Partition>>,
+}
+
+impl EmbeddedBackend {
+    /// Opens the log in `directory`, creating it if needed, and locks it for this process.
+    ///
+    /// Every topic is recovered: a torn tail of each partition's last segment is truncated
+    /// (with a warning), indexes are rebuilt where needed, and corruption anywhere else is
+    /// an error.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DirectoryLocked`] when another process (or another open backend in this one)
+    /// has the directory; [`Error::CorruptBatch`] naming the file and byte position of
+    /// corruption recovery must not repair; I/O errors naming the file.
+    pub fn open(directory: impl AsRef<Path>, config: LogConfig) -> Result<EmbeddedBackend> {
+        let directory = directory.as_ref().to_owned();
+        files::create_directory(&directory)?;
+        let directory_lock = DirectoryLock::acquire(&directory)?;
+        let topics_directory = directory.join("topics");
+        files::create_directory(&topics_directory)?;
+        let appended = Arc::new(watch::Sender::new(0));
+        let mut topics = HashMap::new();
+        for path in files::list_directory(&topics_directory)? {
+            let Some(name) = path.file_name().and_then(|name| name.to_str()) else {
+                continue;
+            };
+            if !path.join(METADATA_FILE).exists() {
+                tracing::warn!(directory = %path.display(), "ignoring a topic directory without metadata (its creation was interrupted)");
+                continue;
+            }
+            let metadata = TopicMetadata::load(&path)?;
+            let topic = open_topic(&path, name, &metadata, &config, &appended)?;
+            topics.insert(name.to_owned(), Arc::new(topic));
+        }
+        let offsets = OffsetStore::open(directory.join("groups"))?;
+        let shared = Arc::new(Shared {
+            directory,
+            config,
+            topics: RwLock::new(topics),
+            creating: Mutex::new(()),
+            offsets,
+            groups: GroupCoordinator::default(),
+            appended,
+            _lock: directory_lock,
+        });
+        // Writers start only once everything opened, so a failed open leaves none running.
+        for topic in shared
+            .topics
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+        {
+            for partition in &topic.partitions {
+                writer::start(partition)?;
+            }
+        }
+        Ok(EmbeddedBackend { shared })
+    }
+
+    /// The data directory.
+    pub fn directory(&self) -> &Path {
+        &self.shared.directory
+    }
+
+    /// The settings the log was opened with.
+    pub fn config(&self) -> &LogConfig {
+        &self.shared.config
+    }
+
+    /// The state of one partition: offsets, segments, bytes and the pending buffer.
+    ///
+    /// # Errors
+    ///
+    /// [`TopicNotFound`](runnel_backend::Error::TopicNotFound) or
+    /// [`PartitionNotFound`](runnel_backend::Error::PartitionNotFound).
+    pub fn partition_status(
+        &self,
+        topic: &str,
+        partition: u32,
+    ) -> runnel_backend::Result<PartitionStatus> {
+        Ok(self.shared.partition(topic, partition)?.status())
+    }
+
+    /// Applies retention to every partition now instead of at the next periodic check;
+    /// returns how many segments were deleted.
+    ///
+    /// # Errors
+    ///
+    /// When a segment file could not be inspected or removed.
+    pub fn enforce_retention(&self) -> Result<usize> {
+        let now = std::time::SystemTime::now();
+        let mut deleted = 0;
+        for partition in self.shared.all_partitions() {
+            deleted += retention::enforce(&partition, now)?;
+        }
+        Ok(deleted)
+    }
+}
+
+impl Shared {
+    /// The topic called `name`.
+    pub(crate) fn topic(&self, name: &str) -> runnel_backend::Result<Arc<TopicLog>> {
+        self.topics
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(name)
+            .cloned()
+            .ok_or_else(|| runnel_backend::Error::TopicNotFound {
+                topic: name.to_owned(),
+            })
+    }
+
+    /// One partition of a topic.
+    pub(crate) fn partition(
+        &self,
+        topic: &str,
+        partition: u32,
+    ) -> runnel_backend::Result<Arc<Partition>> {
+        let log = self.topic(topic)?;
+        log.partitions
+            .get(partition as usize)
+            .cloned()
+            .ok_or_else(|| runnel_backend::Error::PartitionNotFound {
+                topic: topic.to_owned(),
+                partition,
+                partitions: log.partitions.len() as u32,
+            })
+    }
+
+    /// The number of partitions of a topic, 0 when it does not exist.
+    pub(crate) fn partitions_of(&self, topic: &str) -> u32 {
+        self.topic(topic)
+            .map_or(0, |log| log.partitions.len() as u32)
+    }
+
+    /// Every partition of every topic.
+    pub(crate) fn all_partitions(&self) -> Vec<Arc<Partition>> {
+        let topics = self.topics.read().unwrap_or_else(PoisonError::into_inner);
+        topics
+            .values()
+            .flat_map(|topic| topic.partitions.iter().cloned())
+            .collect()
+    }
+
+    /// Creates a topic on disk and starts its writers. Blocks on disk I/O.
+    fn create_topic(
+        &self,
+        spec: &TopicSpec,
+        metadata: TopicMetadata,
+    ) -> runnel_backend::Result<TopicCreation> {
+        let _creating = lock(&self.creating);
+        if let Ok(existing) = self.topic(&spec.name) {
+            let existing = existing.partitions.len() as u32;
+            return if existing == spec.partitions {
+                Ok(TopicCreation::AlreadyExists)
+            } else {
+                Err(runnel_backend::Error::PartitionCountMismatch {
+                    topic: spec.name.clone(),
+                    requested: spec.partitions,
+                    existing,
+                })
+            };
+        }
+        let operation = || format!("creating topic '{}'", spec.name);
+        let path = self.directory.join("topics").join(&spec.name);
+        let created = (|| {
+            if path.exists() {
+                // Left by an interrupted creation: no records were ever acknowledged in it.
+                std::fs::remove_dir_all(&path).map_err(|source| Error::Remove {
+                    path: path.clone(),
+                    source,
+                })?;
+            }
+            files::create_directory(&path)?;
+            let topic = open_topic(&path, &spec.name, &metadata, &self.config, &self.appended)?;
+            // The metadata file is written last: its presence marks the topic as complete.
+            metadata.store(&path)?;
+            if let Err(error) = topic.partitions.iter().try_for_each(writer::start) {
+                topic
+                    .partitions
+                    .iter()
+                    .for_each(|partition| partition.shut_down());
+                return Err(error);
+            }
+            Ok::<_, Error>(topic)
+        })()
+        .map_err(|error| error.into_admin(operation()))?;
+        self.topics
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(spec.name.clone(), Arc::new(created));
+        Ok(TopicCreation::Created)
+    }
+}
+
+fn open_topic(
+    path: &Path,
+    name: &str,
+    metadata: &TopicMetadata,
+    config: &LogConfig,
+    appended: &Arc<watch::Sender<u64>>,
+) -> Result<TopicLog> {
+    let limits = PartitionLimits::new(metadata.settings(config), config);
+    let name: Arc<str> = Arc::from(name);
+    let partitions = (0..metadata.partitions)
+        .map(|number| {
+            let directory = path.join(number.to_string());
+            Partition::open(directory, name.clone(), number, limits, appended.clone()).map(Arc::new)
+        })
+        .collect::<Result<_>>()?;
+    Ok(TopicLog { partitions })
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        for partition in self.all_partitions() {
+            partition.shut_down();
+        }
+    }
+}
+
+#[async_trait]
+impl Backend for EmbeddedBackend {
+    async fn create_topic(&self, spec: &TopicSpec) -> runnel_backend::Result<TopicCreation> {
+        let metadata = TopicMetadata::from_spec(spec)?;
+        if let Ok(existing) = self.shared.topic(&spec.name)
+            && existing.partitions.len() as u32 == spec.partitions
+        {
+            return Ok(TopicCreation::AlreadyExists);
+        }
+        let shared = self.shared.clone();
+        let spec = spec.clone();
+        tokio::task::spawn_blocking(move || shared.create_topic(&spec, metadata))
+            .await
+            .map_err(|_| runnel_backend::Error::Closed)?
+    }
+
+    async fn topic(&self, name: &str) -> runnel_backend::Result<Option<TopicInfo>> {
+        Ok(self.shared.topic(name).ok().map(|topic| TopicInfo {
+            name: name.to_owned(),
+            partitions: topic.partitions.len() as u32,
+        }))
+    }
+
+    async fn offsets(&self, topic: &str) -> runnel_backend::Result<Vec<PartitionOffsets>> {
+        let topic = self.shared.topic(topic)?;
+        Ok(topic
+            .partitions
+            .iter()
+            .map(|partition| PartitionOffsets {
+                start: partition.start(),
+                end: partition.end(),
+            })
+            .collect())
+    }
+
+    async fn committed(
+        &self,
+        group: &str,
+        topic: &str,
+    ) -> runnel_backend::Result<Vec<Option<u64>>> {
+        let partitions = self.shared.topic(topic)?.partitions.len() as u32;
+        Ok((0..partitions)
+            .map(|partition| self.shared.offsets.committed(group, topic, partition))
+            .collect())
+    }
+
+    async fn producer(
+        &self,
+        _config: &ProducerConfig,
+    ) -> runnel_backend::Result<Arc<dyn Producer>> {
+        Ok(Arc::new(EmbeddedProducer::new(self.shared.clone())))
+    }
+
+    async fn consumer(&self, config: &ConsumerConfig) -> runnel_backend::Result<Arc<dyn Consumer>> {
+        for topic in &config.topics {
+            self.shared.topic(topic)?;
+        }
+        Ok(Arc::new(EmbeddedConsumer::join(
+            self.shared.clone(),
+            config,
+        )))
+    }
+}

@@ -1,0 +1,321 @@
+//! The record batch: the unit the writer appends, syncs and checksums, and the reader
+//! verifies. The layout is described in the crate documentation; all integers are
+//! little-endian.
+
+use bytes::Bytes;
+use runnel_backend::{Header, Headers, Record};
+
+/// The first four bytes of every batch.
+pub(crate) const MAGIC: [u8; 4] = *b"RNB1";
+/// The size of the batch header.
+pub(crate) const HEADER_LEN: usize = 32;
+/// The bytes a record takes besides its key, value and headers.
+const RECORD_OVERHEAD: usize = 8 + 4 + 4 + 4;
+/// The bytes a header takes besides its name and value.
+const HEADER_OVERHEAD: usize = 4 + 4;
+
+/// The fixed fields at the start of a batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BatchHeader {
+    /// The whole batch's length in bytes, header included.
+    pub(crate) length: u32,
+    /// The offset of the first record.
+    pub(crate) base_offset: u64,
+    /// How many records follow the header.
+    pub(crate) record_count: u32,
+    /// The largest record timestamp in the batch.
+    pub(crate) max_timestamp: i64,
+}
+
+impl BatchHeader {
+    /// The offset after the batch's last record.
+    pub(crate) fn next_offset(&self) -> u64 {
+        self.base_offset + u64::from(self.record_count)
+    }
+}
+
+/// Why bytes at a position are not a good batch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum BatchProblem {
+    /// The bytes end before the batch does (a torn write, or a read that was too short).
+    Incomplete {
+        /// The batch length its header claims, if the header itself was complete.
+        claimed: Option<u32>,
+    },
+    /// The bytes are not a valid batch.
+    Invalid(String),
+}
+
+/// The encoded size of a record.
+pub(crate) fn encoded_len(record: &Record) -> usize {
+    RECORD_OVERHEAD
+        + record.key.as_ref().map_or(0, Bytes::len)
+        + record.value.len()
+        + record
+            .headers
+            .iter()
+            .map(|header| HEADER_OVERHEAD + header.key.len() + header.value.len())
+            .sum::<usize>()
+}
+
+/// Appends one encoded record to a batch being built.
+pub(crate) fn encode_record(buffer: &mut Vec<u8>, record: &Record) {
+    buffer.reserve(encoded_len(record));
+    buffer.extend_from_slice(&record.timestamp.to_le_bytes());
+    match &record.key {
+        Some(key) => {
+            buffer.extend_from_slice(&(key.len() as i32).to_le_bytes());
+            buffer.extend_from_slice(key);
+        }
+        None => buffer.extend_from_slice(&(-1i32).to_le_bytes()),
+    }
+    buffer.extend_from_slice(&(record.value.len() as u32).to_le_bytes());
+    buffer.extend_from_slice(&record.value);
+    buffer.extend_from_slice(&(record.headers.len() as u32).to_le_bytes());
+    for header in &record.headers {
+        buffer.extend_from_slice(&(header.key.len() as u32).to_le_bytes());
+        buffer.extend_from_slice(header.key.as_bytes());
+        buffer.extend_from_slice(&(header.value.len() as u32).to_le_bytes());
+        buffer.extend_from_slice(&header.value);
+    }
+}
+
+/// Fills in the header of a batch whose records follow [`HEADER_LEN`] reserved bytes, and
+/// its checksum.
+///
+/// # Panics
+///
+/// If `batch` is shorter than a header or longer than `u32::MAX` bytes (the writer bounds
+/// batches far below that).
+pub(crate) fn seal(batch: &mut [u8], base_offset: u64, record_count: u32, max_timestamp: i64) {
+    let length = u32::try_from(batch.len()).expect("batches are bounded far below 4 GiB");
+    batch[0..4].copy_from_slice(&MAGIC);
+    batch[4..8].copy_from_slice(&length.to_le_bytes());
+    batch[12..20].copy_from_slice(&base_offset.to_le_bytes());
+    batch[20..24].copy_from_slice(&record_count.to_le_bytes());
+    batch[24..32].copy_from_slice(&max_timestamp.to_le_bytes());
+    let crc = checksum(batch);
+    batch[8..12].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// CRC-32C over the whole batch except the checksum field itself.
+fn checksum(batch: &[u8]) -> u32 {
+    crc32c::crc32c_append(crc32c::crc32c(&batch[0..8]), &batch[12..])
+}
+
+/// Reads the header at the start of `bytes` without checking the records.
+pub(crate) fn read_header(bytes: &[u8]) -> Result<BatchHeader, BatchProblem> {
+    if bytes.len() < HEADER_LEN {
+        return Err(BatchProblem::Incomplete { claimed: None });
+    }
+    if bytes[0..4] != MAGIC {
+        return Err(BatchProblem::Invalid(format!(
+            "expected the batch marker {MAGIC:?}, found {:?}",
+            &bytes[0..4]
+        )));
+    }
+    let header = BatchHeader {
+        length: u32_at(bytes, 4),
+        base_offset: u64::from_le_bytes(bytes[12..20].try_into().unwrap_or_default()),
+        record_count: u32_at(bytes, 20),
+        max_timestamp: i64::from_le_bytes(bytes[24..32].try_into().unwrap_or_default()),
+    };
+    if (header.length as usize) < HEADER_LEN {
+        return Err(BatchProblem::Invalid(format!(
+            "batch length {} is shorter than its header",
+            header.length
+        )));
+    }
+    Ok(header)
+}
+
+/// Checks the batch at the start of `bytes`: header, length and checksum.
+pub(crate) fn check(bytes: &[u8]) -> Result<BatchHeader, BatchProblem> {
+    let header = read_header(bytes)?;
+    let Some(batch) = bytes.get(..header.length as usize) else {
+        return Err(BatchProblem::Incomplete {
+            claimed: Some(header.length),
+        });
+    };
+    let stored = u32_at(batch, 8);
+    let computed = checksum(batch);
+    if stored != computed {
+        return Err(BatchProblem::Invalid(format!(
+            "checksum mismatch (stored {stored:#010x}, computed {computed:#010x})"
+        )));
+    }
+    Ok(header)
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or_default())
+}
+
+/// Decodes the records of one checked batch, sharing its bytes: keys and values are slices
+/// of the batch, not copies.
+#[derive(Debug)]
+pub(crate) struct RecordCursor {
+    batch: Bytes,
+    position: usize,
+    next_offset: u64,
+    remaining: u32,
+}
+
+impl RecordCursor {
+    /// A cursor over a batch that [`check`] accepted.
+    pub(crate) fn new(batch: Bytes, header: &BatchHeader) -> Self {
+        RecordCursor {
+            batch,
+            position: HEADER_LEN,
+            next_offset: header.base_offset,
+            remaining: header.record_count,
+        }
+    }
+
+    /// The next record and its offset, `Ok(None)` after the last one, or what is wrong with
+    /// the encoding.
+    pub(crate) fn next(&mut self) -> Result<Option<(u64, Record)>, String> {
+        if self.remaining == 0 {
+            if self.position != self.batch.len() {
+                return Err(format!(
+                    "{} bytes follow the last record",
+                    self.batch.len() - self.position
+                ));
+            }
+            return Ok(None);
+        }
+        let timestamp = i64::from_le_bytes(self.take(8)?.as_ref().try_into().unwrap_or_default());
+        let key_length = i32::from_le_bytes(self.take(4)?.as_ref().try_into().unwrap_or_default());
+        let key = match key_length {
+            -1 => None,
+            length if length >= 0 => Some(self.take(length as usize)?),
+            length => return Err(format!("invalid key length {length}")),
+        };
+        let value_length = self.take_u32()? as usize;
+        let value = self.take(value_length)?;
+        let header_count = self.take_u32()?;
+        let mut headers = Vec::with_capacity(header_count.min(64) as usize);
+        for _ in 0..header_count {
+            let name_length = self.take_u32()? as usize;
+            let name = self.take(name_length)?;
+            let name = String::from_utf8(name.to_vec())
+                .map_err(|_| "a header name is not UTF-8".to_owned())?;
+            let value_length = self.take_u32()? as usize;
+            headers.push(Header {
+                key: name,
+                value: self.take(value_length)?,
+            });
+        }
+        let offset = self.next_offset;
+        self.next_offset += 1;
+        self.remaining -= 1;
+        let record = Record {
+            key,
+            value,
+            headers: Headers::from_iter(headers),
+            timestamp,
+        };
+        Ok(Some((offset, record)))
+    }
+
+    fn take_u32(&mut self) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(
+            self.take(4)?.as_ref().try_into().unwrap_or_default(),
+        ))
+    }
+
+    fn take(&mut self, length: usize) -> Result<Bytes, String> {
+        let end = self
+            .position
+            .checked_add(length)
+            .filter(|end| *end <= self.batch.len())
+            .ok_or_else(|| {
+                format!(
+                    "record at offset {} runs past the end of the batch",
+                    self.next_offset
+                )
+            })?;
+        let bytes = self.batch.slice(self.position..end);
+        self.position = end;
+        Ok(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch_of(records: &[Record], base_offset: u64) -> Vec<u8> {
+        let mut buffer = vec![0; HEADER_LEN];
+        for record in records {
+            encode_record(&mut buffer, record);
+        }
+        let max = records
+            .iter()
+            .map(|r| r.timestamp)
+            .max()
+            .unwrap_or(i64::MIN);
+        seal(&mut buffer, base_offset, records.len() as u32, max);
+        buffer
+    }
+
+    #[test]
+    fn records_round_trip_through_a_batch() {
+        let records = [
+            Record::new("v")
+                .with_key("k")
+                .with_timestamp(-5)
+                .with_header("h", "1")
+                .with_header("h", "2"),
+            Record::new(Bytes::new()).with_key(Bytes::new()),
+            Record::new(vec![0u8; 300]).with_timestamp(i64::MAX),
+        ];
+        let bytes = batch_of(&records, 7);
+        assert_eq!(
+            bytes.len(),
+            HEADER_LEN + records.iter().map(encoded_len).sum::<usize>()
+        );
+        let header = check(&bytes).unwrap();
+        assert_eq!(
+            (
+                header.base_offset,
+                header.record_count,
+                header.max_timestamp
+            ),
+            (7, 3, i64::MAX)
+        );
+        let mut cursor = RecordCursor::new(Bytes::from(bytes), &header);
+        for (offset, want) in (7..).zip(&records) {
+            assert_eq!(cursor.next().unwrap(), Some((offset, want.clone())));
+        }
+        assert_eq!(cursor.next().unwrap(), None);
+    }
+
+    #[test]
+    fn any_flipped_byte_fails_the_check() {
+        let bytes = batch_of(&[Record::new("hello").with_key("k")], 0);
+        for at in 0..bytes.len() {
+            let mut damaged = bytes.clone();
+            damaged[at] ^= 0x10;
+            assert!(
+                check(&damaged).is_err(),
+                "flipping byte {at} went unnoticed"
+            );
+        }
+    }
+
+    #[test]
+    fn a_short_read_is_incomplete_not_invalid() {
+        let bytes = batch_of(&[Record::new("hello")], 0);
+        assert_eq!(
+            check(&bytes[..bytes.len() - 1]),
+            Err(BatchProblem::Incomplete {
+                claimed: Some(bytes.len() as u32)
+            })
+        );
+        assert_eq!(
+            check(&bytes[..10]),
+            Err(BatchProblem::Incomplete { claimed: None })
+        );
+    }
+}

@@ -1,0 +1,203 @@
+//! The embedded log's [`Consumer`]: a member of a consumer group, reading its assigned
+//! partitions with one [`PartitionReader`] each.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use runnel_backend::group::MemberId;
+use runnel_backend::{
+    CommitOffset, ConsumedRecord, Consumer, ConsumerConfig, StartFrom, TopicPartition,
+};
+use tokio::sync::watch;
+
+use crate::backend::Shared;
+use crate::partition::{Partition, lock};
+use crate::reader::PartitionReader;
+
+/// How many records a poll makes room for up front.
+const INITIAL_CAPACITY: usize = 4096;
+
+/// A member of a consumer group of an [`EmbeddedBackend`](crate::EmbeddedBackend).
+#[derive(Debug)]
+pub(crate) struct EmbeddedConsumer {
+    shared: Arc<Shared>,
+    group: String,
+    start_from: StartFrom,
+    member: MemberId,
+    membership: Mutex<watch::Receiver<u64>>,
+    assignment: Mutex<Assignment>,
+    closed: AtomicBool,
+}
+
+#[derive(Debug)]
+struct Assignment {
+    /// The group generation this assignment was computed for.
+    generation: Option<u64>,
+    readers: Vec<(TopicPartition, PartitionReader)>,
+}
+
+impl EmbeddedConsumer {
+    /// Joins the group of `config`; the topics were checked to exist.
+    pub(crate) fn join(shared: Arc<Shared>, config: &ConsumerConfig) -> Self {
+        let member = shared.groups.join(&config.group, config.topics.clone());
+        let membership = shared.groups.watch(&config.group);
+        EmbeddedConsumer {
+            shared,
+            group: config.group.clone(),
+            start_from: config.start_from,
+            member,
+            membership: Mutex::new(membership),
+            assignment: Mutex::new(Assignment {
+                generation: None,
+                readers: Vec::new(),
+            }),
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    /// Re-reads the assignment after a rebalance: partitions this member keeps keep their
+    /// position, new ones start at the committed offset or per `start_from`.
+    fn refresh_assignment(&self) {
+        let generation = *lock(&self.membership).borrow_and_update();
+        let mut assignment = lock(&self.assignment);
+        if assignment.generation == Some(generation) {
+            return;
+        }
+        let owned = self
+            .shared
+            .groups
+            .assignment(&self.group, self.member, |topic| {
+                self.shared.partitions_of(topic)
+            });
+        let mut previous = std::mem::take(&mut assignment.readers);
+        for topic_partition in owned {
+            let kept = previous
+                .iter()
+                .position(|(owned, _)| *owned == topic_partition)
+                .map(|at| previous.swap_remove(at));
+            if let Some(kept) = kept {
+                assignment.readers.push(kept);
+                continue;
+            }
+            let Ok(partition) = self
+                .shared
+                .partition(&topic_partition.topic, topic_partition.partition)
+            else {
+                continue;
+            };
+            let position = self.start_position(&partition);
+            assignment
+                .readers
+                .push((topic_partition, PartitionReader::new(partition, position)));
+        }
+        assignment.generation = Some(generation);
+    }
+
+    fn start_position(&self, partition: &Partition) -> u64 {
+        let (start, end) = (partition.start(), partition.end());
+        let committed =
+            self.shared
+                .offsets
+                .committed(&self.group, &partition.topic, partition.number);
+        match committed {
+            Some(offset) if offset > end => {
+                tracing::warn!(
+                    group = %self.group, topic = %partition.topic, partition = partition.number,
+                    committed = offset, end,
+                    "the committed offset is past the end of the log; starting at the end"
+                );
+                end
+            }
+            // Below the start is handled by the reader, which moves up with a warning.
+            Some(offset) => offset,
+            None => match self.start_from {
+                StartFrom::Earliest => start,
+                StartFrom::Latest => end,
+            },
+        }
+    }
+
+    /// Reads what is available from the assigned partitions, rotating which goes first so
+    /// that a busy partition does not starve the others.
+    fn take_available(&self, max_records: usize) -> runnel_backend::Result<Vec<ConsumedRecord>> {
+        let mut assignment = lock(&self.assignment);
+        let mut out = Vec::with_capacity(max_records.min(INITIAL_CAPACITY));
+        let mut failure = None;
+        for (topic_partition, reader) in assignment.readers.iter_mut() {
+            if out.len() >= max_records {
+                break;
+            }
+            if let Err(error) = reader.read(max_records - out.len(), &mut out) {
+                failure = Some(error.into_consume(&topic_partition.topic));
+                break;
+            }
+        }
+        if !assignment.readers.is_empty() {
+            assignment.readers.rotate_left(1);
+        }
+        // Records already read are returned; the error comes again on the next poll.
+        match failure {
+            Some(error) if out.is_empty() => Err(error),
+            _ => Ok(out),
+        }
+    }
+}
+
+#[async_trait]
+impl Consumer for EmbeddedConsumer {
+    async fn poll(&self, max_records: usize) -> runnel_backend::Result<Vec<ConsumedRecord>> {
+        let mut appended = self.shared.appended.subscribe();
+        loop {
+            appended.borrow_and_update();
+            self.refresh_assignment();
+            let records = self.take_available(max_records.max(1))?;
+            if !records.is_empty() {
+                return Ok(records);
+            }
+            let mut membership = lock(&self.membership).clone();
+            tokio::select! {
+                changed = appended.changed() => changed.map_err(|_| runnel_backend::Error::Closed)?,
+                changed = membership.changed() => changed.map_err(|_| runnel_backend::Error::Closed)?,
+            }
+        }
+    }
+
+    async fn commit(&self, offsets: &[CommitOffset]) -> runnel_backend::Result<()> {
+        let mut entries = Vec::with_capacity(offsets.len());
+        for offset in offsets {
+            self.shared.partition(&offset.topic, offset.partition)?;
+            entries.push((offset.topic.to_string(), offset.partition, offset.offset));
+        }
+        let shared = self.shared.clone();
+        let group = self.group.clone();
+        tokio::task::spawn_blocking(move || shared.offsets.commit(&group, &entries))
+            .await
+            .map_err(|_| runnel_backend::Error::Closed)?
+            .map_err(|error| error.into_commit(&self.group))
+    }
+
+    fn positions(&self) -> Vec<(TopicPartition, u64)> {
+        self.refresh_assignment();
+        lock(&self.assignment)
+            .readers
+            .iter()
+            .map(|(topic_partition, reader)| (topic_partition.clone(), reader.position()))
+            .collect()
+    }
+
+    async fn close(&self) -> runnel_backend::Result<()> {
+        if !self.closed.swap(true, Ordering::SeqCst) {
+            self.shared.groups.leave(&self.group, self.member);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for EmbeddedConsumer {
+    fn drop(&mut self) {
+        if !self.closed.swap(true, Ordering::SeqCst) {
+            self.shared.groups.leave(&self.group, self.member);
+        }
+    }
+}

@@ -1,0 +1,292 @@
+//! [`Partition`]: one partition's log as producers, the writer and readers share it: the
+//! segments, the pending buffer and the acknowledged end.
+
+use std::path::{Path, PathBuf};
+use std::pin::pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
+use std::thread::JoinHandle;
+
+use runnel_backend::Record;
+use tokio::sync::{Notify, watch};
+
+use crate::batch;
+use crate::config::{FsyncPolicy, LogConfig};
+use crate::error::{Error, Result};
+use crate::files;
+use crate::pending::{Accepted, Pending, Refusal};
+use crate::recovery::{self, SegmentRole};
+use crate::segment::{self, INDEX_EXTENSION, LOG_EXTENSION, Segment};
+use crate::topic_settings::TopicSettings;
+
+/// What a partition looks like now; see [`EmbeddedBackend::partition_status`].
+///
+/// [`EmbeddedBackend::partition_status`]: crate::EmbeddedBackend::partition_status
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PartitionStatus {
+    /// The offset of the oldest record kept.
+    pub start: u64,
+    /// The offset the next record will get; everything before it is acknowledged.
+    pub end: u64,
+    /// How many segment files the partition has, the active one included.
+    pub segments: usize,
+    /// Bytes of acknowledged batches in all segments.
+    pub bytes: u64,
+    /// Records accepted by `send` and not yet taken by the writer.
+    pub pending_records: u32,
+    /// Encoded bytes of those records.
+    pub pending_bytes: usize,
+    /// The most bytes that were ever pending at once since the log was opened; at most
+    /// [`LogConfig::max_pending_bytes`] unless a single record is larger.
+    pub peak_pending_bytes: usize,
+}
+
+/// The limits and policies the writer and producers of a partition follow.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PartitionLimits {
+    pub(crate) settings: TopicSettings,
+    pub(crate) fsync: FsyncPolicy,
+    pub(crate) max_pending_bytes: usize,
+    pub(crate) max_record_bytes: usize,
+    pub(crate) retention_check_interval: std::time::Duration,
+}
+
+impl PartitionLimits {
+    /// The limits of a topic with `settings` in a log configured by `config`.
+    pub(crate) fn new(settings: TopicSettings, config: &LogConfig) -> Self {
+        PartitionLimits {
+            settings,
+            fsync: config.fsync,
+            max_pending_bytes: config.max_pending_bytes,
+            max_record_bytes: config.max_record_bytes,
+            retention_check_interval: config.retention_check_interval,
+        }
+    }
+}
+
+/// One partition of a topic.
+#[derive(Debug)]
+pub(crate) struct Partition {
+    /// The topic's name.
+    pub(crate) topic: Arc<str>,
+    /// The partition number.
+    pub(crate) number: u32,
+    /// The directory of the partition's segments.
+    pub(crate) directory: PathBuf,
+    pub(crate) limits: PartitionLimits,
+    pub(crate) pending: Mutex<Pending>,
+    /// Wakes the writer when records arrive in an empty buffer, or at shutdown.
+    pub(crate) writer_wakeup: Condvar,
+    /// Wakes producers waiting for space in the pending buffer.
+    pub(crate) space: Notify,
+    segments: RwLock<Vec<Arc<Segment>>>,
+    start: AtomicU64,
+    end: AtomicU64,
+    /// Bumped whenever acknowledged records become visible anywhere in the log.
+    appended: Arc<watch::Sender<u64>>,
+    writer: Mutex<Option<JoinHandle<()>>>,
+}
+
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Partition {
+    /// Opens (or creates) the partition in `directory`, recovering its segments. The writer
+    /// is not running yet: see [`writer::start`](crate::writer::start).
+    pub(crate) fn open(
+        directory: PathBuf,
+        topic: Arc<str>,
+        number: u32,
+        limits: PartitionLimits,
+        appended: Arc<watch::Sender<u64>>,
+    ) -> Result<Partition> {
+        files::create_directory(&directory)?;
+        let segments = open_segments(&directory)?;
+        let start = segments.first().map_or(0, |segment| segment.base_offset);
+        let end = segments
+            .last()
+            .map_or(0, |segment| segment.acknowledged_end());
+        Ok(Partition {
+            topic,
+            number,
+            directory,
+            limits,
+            pending: Mutex::default(),
+            writer_wakeup: Condvar::new(),
+            space: Notify::new(),
+            segments: RwLock::new(segments),
+            start: AtomicU64::new(start),
+            end: AtomicU64::new(end),
+            appended,
+            writer: Mutex::new(None),
+        })
+    }
+
+    /// Accepts a record into the pending buffer, waiting while it is full.
+    ///
+    /// Cancel safe: a record is either accepted or not, and waiting holds no space.
+    pub(crate) async fn append(&self, record: &Record) -> Result<Accepted> {
+        let size = batch::encoded_len(record);
+        if size > self.limits.max_record_bytes {
+            return Err(Error::RecordTooLarge {
+                size,
+                limit: self.limits.max_record_bytes,
+            });
+        }
+        loop {
+            let mut space = pin!(self.space.notified());
+            space.as_mut().enable();
+            let pushed = lock(&self.pending).try_push(record, size, self.limits.max_pending_bytes);
+            match pushed {
+                Ok(Some(accepted)) => {
+                    if accepted.wake_writer {
+                        self.writer_wakeup.notify_one();
+                    }
+                    return Ok(accepted);
+                }
+                Ok(None) => space.await,
+                Err(Refusal::Failed(source)) => {
+                    return Err(Error::PartitionFailed {
+                        path: self.directory.clone(),
+                        source,
+                    });
+                }
+                Err(Refusal::Closed) => return Err(Error::Closed),
+            }
+        }
+    }
+
+    /// The offset of the oldest record kept.
+    pub(crate) fn start(&self) -> u64 {
+        self.start.load(Ordering::Acquire)
+    }
+
+    /// The offset after the last acknowledged record.
+    pub(crate) fn end(&self) -> u64 {
+        self.end.load(Ordering::Acquire)
+    }
+
+    /// Makes records up to `end` visible and wakes waiting consumers.
+    pub(crate) fn publish_end(&self, end: u64) {
+        self.end.store(end, Ordering::Release);
+        self.appended
+            .send_modify(|count| *count = count.wrapping_add(1));
+    }
+
+    /// Every segment, oldest first.
+    pub(crate) fn segments(&self) -> Vec<Arc<Segment>> {
+        self.segments
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The segment that holds `offset`: the last one starting at or before it.
+    pub(crate) fn segment_for(&self, offset: u64) -> Option<Arc<Segment>> {
+        let segments = self.segments.read().unwrap_or_else(PoisonError::into_inner);
+        let after = segments.partition_point(|segment| segment.base_offset <= offset);
+        after.checked_sub(1).map(|at| segments[at].clone())
+    }
+
+    /// Adds a new active segment.
+    pub(crate) fn push_segment(&self, segment: Arc<Segment>) {
+        self.segments
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(segment);
+    }
+
+    /// Removes the oldest sealed segments that `expired` picks (given the sealed segments,
+    /// oldest first, and the active one, it returns how many to drop) from the list, moves
+    /// the start offset, and returns them for their files to be removed.
+    pub(crate) fn drop_oldest_segments(
+        &self,
+        expired: impl FnOnce(&[Arc<Segment>], &Segment) -> usize,
+    ) -> Vec<Arc<Segment>> {
+        let mut segments = self
+            .segments
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let Some((active, sealed)) = segments.split_last() else {
+            return Vec::new();
+        };
+        let count = expired(sealed, active).min(sealed.len());
+        let removed: Vec<Arc<Segment>> = segments.drain(..count).collect();
+        if let Some(first) = segments.first() {
+            self.start.store(first.base_offset, Ordering::Release);
+        }
+        removed
+    }
+
+    /// A snapshot of the partition's state.
+    pub(crate) fn status(&self) -> PartitionStatus {
+        let segments = self.segments();
+        let pending = lock(&self.pending);
+        PartitionStatus {
+            start: self.start(),
+            end: self.end(),
+            segments: segments.len(),
+            bytes: segments
+                .iter()
+                .map(|segment| segment.acknowledged_len())
+                .sum(),
+            pending_records: pending.records(),
+            pending_bytes: pending.bytes(),
+            peak_pending_bytes: pending.peak_bytes,
+        }
+    }
+
+    /// Remembers the writer thread, to join it at shutdown.
+    pub(crate) fn set_writer(&self, handle: JoinHandle<()>) {
+        *lock(&self.writer) = Some(handle);
+    }
+
+    /// Stops accepting records, lets the writer append and sync what it already accepted,
+    /// and waits for it to finish.
+    pub(crate) fn shut_down(&self) {
+        lock(&self.pending).shutdown = true;
+        self.writer_wakeup.notify_all();
+        self.space.notify_waiters();
+        if let Some(writer) = lock(&self.writer).take()
+            && writer.join().is_err()
+        {
+            tracing::error!(directory = %self.directory.display(), "the partition writer panicked");
+        }
+    }
+}
+
+/// Opens every segment of a partition directory, or creates the first one.
+fn open_segments(directory: &Path) -> Result<Vec<Arc<Segment>>> {
+    let entries = files::list_directory(directory)?;
+    let mut bases: Vec<u64> = entries
+        .iter()
+        .filter_map(|path| segment::base_offset_of(path))
+        .collect();
+    bases.sort_unstable();
+    for path in &entries {
+        // An index whose segment is gone was left by retention interrupted by a crash.
+        let orphan = path
+            .extension()
+            .is_some_and(|extension| extension == INDEX_EXTENSION)
+            && !path.with_extension(LOG_EXTENSION).exists();
+        if orphan {
+            files::remove_file(path)?;
+        }
+    }
+    if bases.is_empty() {
+        return Ok(vec![Arc::new(Segment::create(directory, 0)?)]);
+    }
+    let mut segments = Vec::with_capacity(bases.len());
+    for (at, base) in bases.iter().enumerate() {
+        let role = match bases.get(at + 1) {
+            Some(next_base) => SegmentRole::Sealed {
+                next_base: *next_base,
+            },
+            None => SegmentRole::Active,
+        };
+        segments.push(Arc::new(recovery::open_segment(directory, *base, role)?));
+    }
+    Ok(segments)
+}

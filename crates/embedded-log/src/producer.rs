@@ -1,0 +1,71 @@
+//! The embedded log's [`Producer`]: hands records to partitions' pending buffers and returns
+//! receipts that complete when the writer acknowledges their batch.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use runnel_backend::{Producer, Receipt, Record};
+
+use crate::backend::Shared;
+use crate::partition::lock;
+
+/// Appends to any topic of an [`EmbeddedBackend`](crate::EmbeddedBackend).
+///
+/// `send` returns as soon as the record is encoded into the partition's pending buffer; it
+/// waits only while that buffer is full. The receipt completes once the batch holding the
+/// record is acknowledged under the log's [`FsyncPolicy`](crate::FsyncPolicy).
+#[derive(Debug)]
+pub(crate) struct EmbeddedProducer {
+    shared: Arc<Shared>,
+}
+
+impl EmbeddedProducer {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        EmbeddedProducer { shared }
+    }
+}
+
+#[async_trait]
+impl Producer for EmbeddedProducer {
+    async fn send(
+        &self,
+        topic: &str,
+        partition: u32,
+        record: Record,
+    ) -> runnel_backend::Result<Receipt> {
+        let log = self.shared.partition(topic, partition)?;
+        let accepted = log
+            .append(&record)
+            .await
+            .map_err(|error| error.into_produce(topic, partition))?;
+        let topic = log.topic.clone();
+        Ok(Receipt::new(async move {
+            match accepted.completion.wait().await {
+                Ok(base_offset) => Ok(base_offset + u64::from(accepted.index)),
+                Err(error) => Err(runnel_backend::Error::Produce {
+                    topic: topic.to_string(),
+                    partition,
+                    source: Box::new(error),
+                }),
+            }
+        }))
+    }
+
+    /// Waits for the last batch of every partition in the log, which holds or follows every
+    /// record sent before the call (by this producer or any other).
+    async fn flush(&self) -> runnel_backend::Result<()> {
+        for partition in self.shared.all_partitions() {
+            let last = lock(&partition.pending).last_completion();
+            if let Some(completion) = last
+                && let Err(error) = completion.wait().await
+            {
+                return Err(runnel_backend::Error::Produce {
+                    topic: partition.topic.to_string(),
+                    partition: partition.number,
+                    source: Box::new(error),
+                });
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,193 @@
+//! [`PartitionReader`]: reads one partition for a consumer, from a position up to the
+//! acknowledged end, in large sequential reads, checking every batch's checksum and handing
+//! out records whose keys and values are slices of the read buffer.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use runnel_backend::ConsumedRecord;
+
+use crate::batch::{self, BatchProblem, RecordCursor};
+use crate::error::{Error, Result};
+use crate::partition::Partition;
+use crate::recovery;
+use crate::segment::Segment;
+
+/// How much one read takes at least (more when a batch is larger).
+const READ_CHUNK: usize = 1 << 20;
+
+/// A consumer's read position in one partition, with what it has read ahead.
+#[derive(Debug)]
+pub(crate) struct PartitionReader {
+    partition: Arc<Partition>,
+    /// The offset of the next record to return.
+    position: u64,
+    /// Where reading continues; `None` until the position is located.
+    cursor: Option<SegmentCursor>,
+}
+
+#[derive(Debug)]
+struct SegmentCursor {
+    segment: Arc<Segment>,
+    /// Bytes read from the segment but not yet split into batches.
+    chunk: Bytes,
+    /// The file position of `chunk[0]`.
+    chunk_position: u64,
+    /// The offset the next batch must start at.
+    expected_offset: u64,
+    /// The batch being returned record by record.
+    batch: Option<RecordCursor>,
+    /// The file position of that batch, for errors.
+    batch_position: u64,
+}
+
+impl PartitionReader {
+    /// A reader that returns records from `position` on.
+    pub(crate) fn new(partition: Arc<Partition>, position: u64) -> Self {
+        PartitionReader {
+            partition,
+            position,
+            cursor: None,
+        }
+    }
+
+    /// The offset of the next record [`read`](Self::read) returns.
+    pub(crate) fn position(&self) -> u64 {
+        self.position
+    }
+
+    /// Appends up to `max_records` acknowledged records to `out`; none when the reader is
+    /// at the end.
+    pub(crate) fn read(&mut self, max_records: usize, out: &mut Vec<ConsumedRecord>) -> Result<()> {
+        let start = self.partition.start();
+        if self.position < start {
+            tracing::warn!(
+                topic = %self.partition.topic,
+                partition = self.partition.number,
+                position = self.position,
+                start,
+                "retention deleted records before they were read; skipping to the log start"
+            );
+            self.position = start;
+            self.cursor = None;
+        }
+        let end = self.partition.end();
+        let wanted = out.len() + max_records;
+        while out.len() < wanted && self.position < end {
+            if self.cursor.is_none() {
+                self.cursor = self.locate();
+            }
+            let Some(cursor) = self.cursor.as_mut() else {
+                return Ok(());
+            };
+            if let Some(records) = cursor.batch.as_mut() {
+                match records.next() {
+                    Ok(Some((offset, record))) => {
+                        if offset >= self.position {
+                            out.push(ConsumedRecord {
+                                topic: self.partition.topic.clone(),
+                                partition: self.partition.number,
+                                offset,
+                                record,
+                            });
+                            self.position = offset + 1;
+                        }
+                    }
+                    Ok(None) => cursor.batch = None,
+                    Err(problem) => {
+                        return Err(Error::CorruptBatch {
+                            path: cursor.segment.log_path.clone(),
+                            position: cursor.batch_position,
+                            problem,
+                        });
+                    }
+                }
+                continue;
+            }
+            if !cursor.next_batch(&self.partition, self.position)? {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// Finds the segment and indexed batch to start reading `position` from.
+    fn locate(&self) -> Option<SegmentCursor> {
+        let segment = self.partition.segment_for(self.position)?;
+        let entry = segment.index_lookup(self.position);
+        Some(SegmentCursor {
+            chunk: Bytes::new(),
+            chunk_position: u64::from(entry.position),
+            expected_offset: segment.base_offset + u64::from(entry.relative_offset),
+            batch: None,
+            batch_position: 0,
+            segment,
+        })
+    }
+}
+
+impl SegmentCursor {
+    /// Moves to the next batch that holds records at or after `position`; `false` when no
+    /// acknowledged batch follows yet.
+    fn next_batch(&mut self, partition: &Partition, position: u64) -> Result<bool> {
+        loop {
+            let acknowledged = self.segment.acknowledged_len();
+            if self.chunk_position >= acknowledged {
+                let Some(next) = partition.segment_for(self.expected_offset) else {
+                    return Ok(false);
+                };
+                if Arc::ptr_eq(&next, &self.segment) {
+                    return Ok(false);
+                }
+                if next.base_offset != self.expected_offset {
+                    return Err(Error::CorruptBatch {
+                        path: self.segment.log_path.clone(),
+                        position: acknowledged,
+                        problem: format!(
+                            "the segment ends at offset {} but the next one starts at offset {}",
+                            self.expected_offset, next.base_offset
+                        ),
+                    });
+                }
+                self.segment = next;
+                self.chunk = Bytes::new();
+                self.chunk_position = 0;
+                continue;
+            }
+            let mut checked = batch::check(&self.chunk);
+            if let Err(BatchProblem::Incomplete { claimed }) = checked {
+                let wanted = READ_CHUNK.max(claimed.unwrap_or(0) as usize);
+                let available = (acknowledged - self.chunk_position) as usize;
+                self.chunk = self
+                    .segment
+                    .read(self.chunk_position, wanted.min(available))?;
+                checked = batch::check(&self.chunk);
+            }
+            let header = checked.map_err(|problem| {
+                recovery::corrupt(&self.segment.log_path, self.chunk_position, &problem)
+            })?;
+            if header.base_offset != self.expected_offset {
+                return Err(Error::CorruptBatch {
+                    path: self.segment.log_path.clone(),
+                    position: self.chunk_position,
+                    problem: format!(
+                        "the batch starts at offset {}, expected {}",
+                        header.base_offset, self.expected_offset
+                    ),
+                });
+            }
+            let length = header.length as usize;
+            let bytes = self.chunk.slice(..length);
+            self.chunk = self.chunk.slice(length..);
+            self.batch_position = self.chunk_position;
+            self.chunk_position += length as u64;
+            self.expected_offset = header.next_offset();
+            // Batches entirely before the position (after an index lookup) are skipped
+            // without decoding, but only after their checksum passed.
+            if header.next_offset() > position {
+                self.batch = Some(RecordCursor::new(bytes, &header));
+                return Ok(true);
+            }
+        }
+    }
+}

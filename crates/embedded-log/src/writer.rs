@@ -1,0 +1,237 @@
+//! The writer of a partition: a dedicated thread that takes the pending buffer as one batch,
+//! appends it to the active segment, syncs it per the [`FsyncPolicy`], publishes it to
+//! readers and completes its receipts (group commit). It also seals segments and runs
+//! retention.
+//!
+//! While the writer writes and syncs one batch, producers fill the pending buffer with the
+//! next, so the batch size adapts to the disk: the slower the sync, the larger the batch.
+//! Any failed write or sync stops the partition (every waiting and later append fails)
+//! until the log is reopened and recovery has run: after a failed `fsync` the state of the
+//! file is unknown, so guessing would risk acknowledging lost data.
+
+use std::fs::File;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::batch;
+use crate::config::FsyncPolicy;
+use crate::error::{Error, Result, SharedError};
+use crate::files;
+use crate::partition::{Partition, lock};
+use crate::pending::TakenBatch;
+use crate::retention;
+use crate::segment::Segment;
+
+/// Starts the writer thread of a partition that was just opened.
+pub(crate) fn start(partition: &Arc<Partition>) -> Result<()> {
+    let active = partition
+        .segments()
+        .pop()
+        .expect("an open partition has an active segment");
+    let index_file = files::open_read_write(&active.index_path, false)?;
+    let writer = Writer {
+        written_len: active.acknowledged_len(),
+        next_offset: active.acknowledged_end(),
+        partition: partition.clone(),
+        active,
+        index_file,
+        unsynced_since: None,
+        spare: Vec::new(),
+        next_retention_check: Instant::now(),
+    };
+    let name = format!("runnel-log-{}-{}", partition.topic, partition.number);
+    let handle = std::thread::Builder::new()
+        .name(name)
+        .spawn(move || writer.run())
+        .map_err(|source| Error::OpenFile {
+            path: partition.directory.clone(),
+            source,
+        })?;
+    partition.set_writer(handle);
+    Ok(())
+}
+
+struct Writer {
+    partition: Arc<Partition>,
+    active: Arc<Segment>,
+    index_file: File,
+    /// Bytes written to the active segment.
+    written_len: u64,
+    /// The offset the next record gets.
+    next_offset: u64,
+    /// When the first write not yet synced happened (policy `Interval` and `Never`).
+    unsynced_since: Option<Instant>,
+    /// The buffer of the last batch, reused for the next to save allocations.
+    spare: Vec<u8>,
+    next_retention_check: Instant,
+}
+
+impl Writer {
+    fn run(mut self) {
+        loop {
+            let batch = match self.next_batch() {
+                Ok(Some(batch)) => batch,
+                Ok(None) => break,
+                Err(error) => return self.stop(error),
+            };
+            let completion = batch.completion.clone();
+            match self.append(batch) {
+                Ok(base_offset) => completion.complete(Ok(base_offset)),
+                Err(error) => {
+                    let error = SharedError(Arc::new(error));
+                    completion.complete(Err(error.clone()));
+                    return self.stop_shared(error);
+                }
+            }
+        }
+        if self.unsynced_since.is_some()
+            && let Err(error) = self.active.sync()
+        {
+            tracing::error!(error = %error, "syncing a partition at shutdown failed");
+        }
+    }
+
+    /// Waits for records, running timed work (interval syncs, retention) meanwhile; `None`
+    /// at shutdown once everything accepted was taken.
+    fn next_batch(&mut self) -> Result<Option<TakenBatch>> {
+        let partition = self.partition.clone();
+        let mut pending = lock(&partition.pending);
+        loop {
+            if pending.records() > 0 {
+                let batch = pending.take(std::mem::take(&mut self.spare));
+                drop(pending);
+                partition.space.notify_waiters();
+                return Ok(batch);
+            }
+            if pending.shutdown {
+                return Ok(None);
+            }
+            let now = Instant::now();
+            let deadline = self.next_deadline();
+            if deadline <= now {
+                drop(pending);
+                self.run_timers(now)?;
+                pending = lock(&partition.pending);
+                continue;
+            }
+            pending.writer_idle = true;
+            pending = partition
+                .writer_wakeup
+                .wait_timeout(pending, deadline - now)
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
+            pending.writer_idle = false;
+        }
+    }
+
+    fn next_deadline(&self) -> Instant {
+        let sync = match (self.partition.limits.fsync, self.unsynced_since) {
+            (FsyncPolicy::Interval(interval), Some(since)) => since + interval,
+            _ => self.next_retention_check,
+        };
+        sync.min(self.next_retention_check)
+    }
+
+    fn run_timers(&mut self, now: Instant) -> Result<()> {
+        if let (FsyncPolicy::Interval(interval), Some(since)) =
+            (self.partition.limits.fsync, self.unsynced_since)
+            && now >= since + interval
+        {
+            self.active.sync()?;
+            self.unsynced_since = None;
+        }
+        if now >= self.next_retention_check {
+            self.enforce_retention();
+        }
+        Ok(())
+    }
+
+    fn enforce_retention(&mut self) {
+        self.next_retention_check = Instant::now()
+            + self
+                .partition
+                .limits
+                .retention_check_interval
+                .max(Duration::from_millis(1));
+        if let Err(error) = retention::enforce(&self.partition, SystemTime::now()) {
+            tracing::warn!(error = %error, "enforcing retention failed; trying again later");
+        }
+    }
+
+    /// Appends one batch, returning its base offset once it is acknowledged per the policy.
+    fn append(&mut self, mut batch: TakenBatch) -> Result<u64> {
+        let length = batch.buffer.len() as u64;
+        if self.written_len > 0
+            && self.written_len + length > self.partition.limits.settings.segment_bytes
+        {
+            self.roll()?;
+        }
+        let base_offset = self.next_offset;
+        batch::seal(
+            &mut batch.buffer,
+            base_offset,
+            batch.records,
+            batch.max_timestamp,
+        );
+        let position = self.written_len;
+        if let Err(error) = self.write_and_sync(&batch.buffer, base_offset, position) {
+            // Best effort: cut the unacknowledged batch off; recovery does it otherwise.
+            let _ = self.active.truncate(position);
+            self.active.forget_index_from(position);
+            return Err(error);
+        }
+        self.written_len += length;
+        self.next_offset += u64::from(batch.records);
+        self.active.acknowledge(self.written_len, self.next_offset);
+        self.partition.publish_end(self.next_offset);
+        if batch.buffer.capacity() <= 2 * self.partition.limits.max_pending_bytes {
+            self.spare = batch.buffer;
+        }
+        Ok(base_offset)
+    }
+
+    fn write_and_sync(&mut self, bytes: &[u8], base_offset: u64, position: u64) -> Result<()> {
+        self.active.write(position, bytes)?;
+        self.active
+            .index_batch(&self.index_file, base_offset, position)?;
+        match self.partition.limits.fsync {
+            FsyncPolicy::Always => self.active.sync(),
+            FsyncPolicy::Interval(_) | FsyncPolicy::Never => {
+                self.unsynced_since.get_or_insert_with(Instant::now);
+                Ok(())
+            }
+        }
+    }
+
+    /// Seals the active segment (synced whatever the policy, so sealed segments are whole)
+    /// and starts a new one at the next offset.
+    fn roll(&mut self) -> Result<()> {
+        self.active.sync()?;
+        self.unsynced_since = None;
+        let segment = Arc::new(Segment::create(
+            &self.partition.directory,
+            self.next_offset,
+        )?);
+        self.index_file = files::open_read_write(&segment.index_path, false)?;
+        self.partition.push_segment(segment.clone());
+        self.active = segment;
+        self.written_len = 0;
+        self.enforce_retention();
+        Ok(())
+    }
+
+    fn stop(self, error: Error) {
+        self.stop_shared(SharedError(Arc::new(error)));
+    }
+
+    /// Fails everything waiting and refuses new records.
+    fn stop_shared(self, error: SharedError) {
+        tracing::error!(
+            directory = %self.partition.directory.display(),
+            error = %error,
+            "the partition stopped accepting records after a failure; reopen the log to recover"
+        );
+        lock(&self.partition.pending).fail(error);
+        self.partition.space.notify_waiters();
+    }
+}

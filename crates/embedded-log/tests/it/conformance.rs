@@ -1,0 +1,5 @@
+//! The backplane conformance suite against a fresh embedded log in a temporary directory.
+
+use crate::support::TemporaryBackend;
+
+runnel_backend::conformance_tests!(async { TemporaryBackend::new() });
