@@ -191,8 +191,18 @@ pub enum BadDataPolicy {
 }
 
 /// A configuration parameter a streamlet declares.
+///
+/// ```
+/// use runnel_blueprint::descriptor::ParameterDescriptor;
+/// use runnel_blueprint::parameter::ParameterKind;
+/// let json = r#"{"key": "name", "type": "regex-string", "pattern": "[a-z]+", "default": "x"}"#;
+/// let parameter: ParameterDescriptor = serde_json::from_str(json).unwrap();
+/// assert_eq!(parameter.kind, ParameterKind::RegexString { pattern: "[a-z]+".into() });
+/// ```
+// No `deny_unknown_fields` here: serde does not support it together with `flatten` (every
+// parameter was refused), so unknown fields of a parameter are ignored.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[serde(rename_all = "kebab-case")]
 pub struct ParameterDescriptor {
     /// The key users set it by (`--set instance.key=value`).
     pub key: String,
@@ -229,4 +239,26 @@ pub enum AccessMode {
     ReadOnlyMany,
     /// Mounted read-write by many nodes.
     ReadWriteMany,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_round_trip_through_json() {
+        let json = serde_json::json!({
+            "descriptor-version": 1, "app": "demo",
+            "streamlets": [{"type": "t", "parameters": [
+                {"key": "window", "description": "how long", "type": "duration", "default": "5s"},
+                {"key": "name", "type": "regex-string", "pattern": "^.{1,65535}$"},
+            ]}]
+        });
+        let descriptor: AppDescriptor = serde_json::from_value(json.clone()).unwrap();
+        let parameters = &descriptor.streamlets[0].parameters;
+        assert_eq!(parameters[0].kind, ParameterKind::Duration);
+        assert_eq!(parameters[0].default.as_deref(), Some("5s"));
+        let written = serde_json::to_string(&descriptor).unwrap();
+        assert_eq!(AppDescriptor::from_json(&written).unwrap(), descriptor);
+    }
 }
