@@ -13,6 +13,8 @@
 //! | `duration` | `250ms`, `5s`, `1m 30s`, `2 minutes` |
 //! | `memory-size` | `1024`, `512k`, `64Mi`, `1G`, `2GiB` (`k`/`M`/`G`/`T` and `KB`.. are powers of 1000, `Ki`/`Mi`/`Gi`/`Ti` and `KiB`.. powers of 1024) |
 
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -131,15 +133,46 @@ const PATTERN_SIZE_LIMIT: usize = 1 << 30;
 
 /// Compiles a validation pattern, anchored at both ends.
 ///
+/// Compiled patterns are remembered for the life of the process (up to
+/// [`PATTERN_CACHE_CAPACITY`] of them): a large bounded repetition takes a noticeable time to
+/// compile, and a descriptor's pattern is checked once for itself and again for every value.
+///
 /// # Errors
 ///
 /// A lowercase reason naming the pattern when it does not compile.
 pub fn compile_pattern(pattern: &str) -> Result<regex::Regex, String> {
-    regex::RegexBuilder::new(&format!("^(?:{pattern})$"))
+    static CACHE: OnceLock<Mutex<HashMap<String, Result<regex::Regex, String>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Mutex::default);
+    if let Some(compiled) = cache
+        .lock()
+        .ok()
+        .and_then(|cache| cache.get(pattern).cloned())
+    {
+        return compiled;
+    }
+    // Compiled outside the lock, so other patterns are not held up behind a slow one.
+    let compiled = regex::RegexBuilder::new(&format!("^(?:{pattern})$"))
         .size_limit(PATTERN_SIZE_LIMIT)
         .build()
-        .map_err(|error| format!("the pattern '{pattern}' does not compile: {error}"))
+        .map_err(|error| {
+            // A syntax error's text spans several lines (the pattern with a caret under the
+            // problem); the last one says what is wrong.
+            let text = error.to_string();
+            let reason = text.lines().last().unwrap_or_default().trim();
+            let reason = reason.strip_prefix("error: ").unwrap_or(reason);
+            format!("the pattern '{pattern}' does not compile: {reason}")
+        });
+    if let Ok(mut cache) = cache.lock() {
+        if cache.len() >= PATTERN_CACHE_CAPACITY {
+            cache.clear();
+        }
+        cache.insert(pattern.to_owned(), compiled.clone());
+    }
+    compiled
 }
+
+/// How many compiled patterns [`compile_pattern`] keeps.
+pub const PATTERN_CACHE_CAPACITY: usize = 64;
 
 fn parse_memory_size(text: &str) -> Option<u64> {
     let split = text
