@@ -10,7 +10,7 @@ use std::ops::Range;
 
 use crate::code::Code;
 use crate::report::Report;
-use crate::rules::{Context, Role};
+use crate::rules::{Binding, Context, Role};
 
 /// An edge: records flow from one instance to another through a topic.
 #[derive(Clone, Debug)]
@@ -50,10 +50,12 @@ pub(crate) fn check(cx: &Context<'_>, report: &mut Report<'_>) {
 
 /// The edges leaving each instance, in file order.
 fn edges(cx: &Context<'_>) -> BTreeMap<usize, Vec<Edge>> {
+    // With a descriptor, only ports that resolved in the right direction carry records.
+    let wired = |binding: &&Binding<'_>| binding.port.is_some() || cx.descriptor.is_none();
+    let bindings: Vec<&Binding<'_>> = cx.bindings.iter().filter(wired).collect();
     let mut edges: BTreeMap<usize, Vec<Edge>> = BTreeMap::new();
-    for producer in cx.bindings.iter().filter(|b| b.role == Role::Producer) {
-        for consumer in cx
-            .bindings
+    for producer in bindings.iter().filter(|b| b.role == Role::Producer) {
+        for consumer in bindings
             .iter()
             .filter(|b| b.role == Role::Consumer && b.topic == producer.topic)
         {

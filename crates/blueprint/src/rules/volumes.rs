@@ -35,16 +35,16 @@ pub(crate) fn check(cx: &Context<'_>, report: &mut Report<'_>) {
                 );
             }
             let path_problem = if path.trim().is_empty() {
-                Some((Code::EmptyVolumeMountPath, "has an empty path".to_owned()))
+                Some((Code::EmptyVolumeMountPath, "the path is empty".to_owned()))
             } else if !path.starts_with('/') {
                 Some((
                     Code::NonAbsoluteVolumeMountPath,
-                    format!("path '{path}' is not absolute"),
+                    format!("the path '{path}' is not absolute"),
                 ))
             } else if path.split('/').any(|component| component == "..") {
                 Some((
                     Code::BacktrackingVolumeMountPath,
-                    format!("path '{path}' contains '..'"),
+                    format!("the path '{path}' contains '..'"),
                 ))
             } else {
                 None
@@ -53,7 +53,7 @@ pub(crate) fn check(cx: &Context<'_>, report: &mut Report<'_>) {
                 Some((code, problem)) => report.maybe_at(
                     code,
                     at.clone(),
-                    format!("volume mount '{name}' of streamlet type '{type_name}' {problem}"),
+                    format!("volume mount '{name}' of streamlet type '{type_name}': {problem}"),
                 ),
                 None => {
                     let normalized = path.trim_end_matches('/');

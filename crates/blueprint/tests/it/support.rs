@@ -1,0 +1,49 @@
+//! Helpers shared by the integration tests.
+
+use std::path::{Path, PathBuf};
+
+use runnel_blueprint::descriptor::AppDescriptor;
+
+/// `tests/fixtures`.
+pub(crate) fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// A descriptor from `tests/fixtures/descriptors`.
+pub(crate) fn descriptor(name: &str) -> AppDescriptor {
+    let path = fixtures().join("descriptors").join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    AppDescriptor::from_json(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The descriptor a fixture is checked against: `<case>.json` beside it, else the one named
+/// by a `# descriptor: NAME` comment, else `app.json`.
+pub(crate) fn descriptor_for(blueprint: &Path, text: &str) -> AppDescriptor {
+    let sibling = blueprint.with_extension("json");
+    if sibling.exists() {
+        let json = std::fs::read_to_string(&sibling).unwrap();
+        return AppDescriptor::from_json(&json)
+            .unwrap_or_else(|e| panic!("{}: {e}", sibling.display()));
+    }
+    let named = text
+        .lines()
+        .find_map(|line| line.strip_prefix("# descriptor: "))
+        .unwrap_or("app.json");
+    descriptor(named.trim())
+}
+
+/// The `.toml` files of a fixture directory, sorted.
+pub(crate) fn blueprints_in(directory: &str) -> Vec<PathBuf> {
+    let mut paths: Vec<_> = std::fs::read_dir(fixtures().join(directory))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
+        .collect();
+    paths.sort();
+    paths
+}
+
+/// A descriptor built from JSON text, for tests that define their own.
+pub(crate) fn descriptor_json(json: serde_json::Value) -> AppDescriptor {
+    serde_json::from_value(json).unwrap()
+}
