@@ -155,13 +155,19 @@ impl SegmentCursor {
                 continue;
             }
             let mut checked = batch::check(&self.chunk);
-            if let Err(BatchProblem::Incomplete { claimed }) = checked {
-                let wanted = READ_CHUNK.max(claimed.unwrap_or(0) as usize);
+            // Read again from this batch until it is whole: the first read may not even
+            // have held its header, so it can take two reads to learn its length.
+            while let Err(BatchProblem::Incomplete { claimed }) = checked {
                 let available = (acknowledged - self.chunk_position) as usize;
-                self.chunk = self
-                    .segment
-                    .read(self.chunk_position, wanted.min(available))?;
+                let wanted = READ_CHUNK.max(claimed.unwrap_or(0) as usize).min(available);
+                if wanted <= self.chunk.len() {
+                    break;
+                }
+                self.chunk = self.segment.read(self.chunk_position, wanted)?;
                 checked = batch::check(&self.chunk);
+                if self.chunk.len() < wanted {
+                    break;
+                }
             }
             let header = checked.map_err(|problem| {
                 recovery::corrupt(&self.segment.log_path, self.chunk_position, &problem)

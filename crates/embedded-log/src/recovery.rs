@@ -169,17 +169,20 @@ fn scan(
         }
         let within = (position - chunk_start) as usize;
         let mut checked = batch::check(chunk.get(within..).unwrap_or_default());
-        if let Err(BatchProblem::Incomplete { claimed }) = checked {
-            // Read again from this batch, enough for all of it.
-            let wanted = SCAN_CHUNK.max(claimed.unwrap_or(0) as usize);
-            chunk = read_at(
-                file,
-                path,
-                position,
-                wanted.min((file_len - position) as usize),
-            )?;
+        // Read again from this batch until it is whole or the file ends: the first read may
+        // not even have held its header, so it can take two reads to learn its length.
+        while let Err(BatchProblem::Incomplete { claimed }) = checked {
+            let available = (file_len - position) as usize;
+            let wanted = SCAN_CHUNK.max(claimed.unwrap_or(0) as usize).min(available);
+            if position == chunk_start && wanted <= chunk.len() {
+                break;
+            }
+            chunk = read_at(file, path, position, wanted)?;
             chunk_start = position;
             checked = batch::check(&chunk);
+            if chunk.len() < wanted {
+                break;
+            }
         }
         let header = match checked {
             Ok(header) if header.base_offset == next_offset => header,
