@@ -194,16 +194,27 @@ async fn acknowledged_records_survive_a_killed_process() {
 #[tokio::test]
 async fn batches_larger_than_one_read_are_read_and_recovered_whole() {
     let directory = tempfile::tempdir().unwrap();
-    let big = |fill: u8| "x".repeat(1_500_000).replace('x', &(fill as char).to_string());
+    let big = |fill: u8| {
+        "x".repeat(1_500_000)
+            .replace('x', &(fill as char).to_string())
+    };
     let sent = [big(b'a'), "small".to_owned(), big(b'b')];
     let backend = EmbeddedBackend::open(directory.path(), LogConfig::default()).unwrap();
     backend.create_topic(&TopicSpec::new("t", 1)).await.unwrap();
     assert_eq!(produce(&backend, "t", 0, &sent).await, [0, 1, 2]);
-    let expected: Vec<(u32, u64, String)> = sent.iter().enumerate().map(|(i, v)| (0, i as u64, v.clone())).collect();
+    let expected: Vec<(u32, u64, String)> = sent
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (0, i as u64, v.clone()))
+        .collect();
     assert_eq!(read_to_end(&backend, "before", "t").await, expected);
     drop(backend);
 
     let reopened = EmbeddedBackend::open(directory.path(), LogConfig::default()).unwrap();
-    assert_eq!(reopened.partition_status("t", 0).unwrap().end, 3, "recovery kept every batch");
+    assert_eq!(
+        reopened.partition_status("t", 0).unwrap().end,
+        3,
+        "recovery kept every batch"
+    );
     assert_eq!(read_to_end(&reopened, "after", "t").await, expected);
 }
