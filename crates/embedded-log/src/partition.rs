@@ -55,11 +55,21 @@ pub(crate) struct PartitionLimits {
 impl PartitionLimits {
     /// The limits of a topic with `settings` in a log configured by `config`.
     pub(crate) fn new(settings: TopicSettings, config: &LogConfig) -> Self {
+        // The fields of `LogConfig` are public, so the bounds its setters keep are enforced
+        // again here: byte positions in a segment must fit in 32 bits.
+        let mut settings = settings;
+        settings.segment_bytes = settings
+            .segment_bytes
+            .clamp(1, LogConfig::MAX_SEGMENT_BYTES);
         PartitionLimits {
             settings,
             fsync: config.fsync,
-            max_pending_bytes: config.max_pending_bytes,
-            max_record_bytes: config.max_record_bytes,
+            max_pending_bytes: config
+                .max_pending_bytes
+                .clamp(1, LogConfig::MAX_BUFFER_BYTES),
+            max_record_bytes: config
+                .max_record_bytes
+                .clamp(1, LogConfig::MAX_BUFFER_BYTES),
             retention_check_interval: config.retention_check_interval,
         }
     }

@@ -59,22 +59,13 @@ impl PartitionReader {
     /// Appends up to `max_records` acknowledged records to `out`; none when the reader is
     /// at the end.
     pub(crate) fn read(&mut self, max_records: usize, out: &mut Vec<ConsumedRecord>) -> Result<()> {
-        let start = self.partition.start();
-        if self.position < start {
-            tracing::warn!(
-                topic = %self.partition.topic,
-                partition = self.partition.number,
-                position = self.position,
-                start,
-                "retention deleted records before they were read; skipping to the log start"
-            );
-            self.position = start;
-            self.cursor = None;
-        }
+        self.skip_deleted();
         let end = self.partition.end();
         let wanted = out.len() + max_records;
         while out.len() < wanted && self.position < end {
             if self.cursor.is_none() {
+                // Retention may have run since the check above.
+                self.skip_deleted();
                 self.cursor = self.locate();
             }
             let Some(cursor) = self.cursor.as_mut() else {
@@ -109,6 +100,22 @@ impl PartitionReader {
             }
         }
         Ok(())
+    }
+
+    /// Moves the position up to the log start if retention deleted the records at it.
+    fn skip_deleted(&mut self) {
+        let start = self.partition.start();
+        if self.position < start {
+            tracing::warn!(
+                topic = %self.partition.topic,
+                partition = self.partition.number,
+                position = self.position,
+                start,
+                "retention deleted records before they were read; skipping to the log start"
+            );
+            self.position = start;
+            self.cursor = None;
+        }
     }
 
     /// Finds the segment and indexed batch to start reading `position` from.

@@ -97,6 +97,16 @@ impl Writer {
         let partition = self.partition.clone();
         let mut pending = lock(&partition.pending);
         loop {
+            // Timers run between batches too, so a steady stream of appends neither delays
+            // an interval sync nor retention.
+            let now = Instant::now();
+            let deadline = self.next_deadline();
+            if deadline <= now {
+                drop(pending);
+                self.run_timers(now)?;
+                pending = lock(&partition.pending);
+                continue;
+            }
             if pending.records() > 0 {
                 let batch = pending.take(std::mem::take(&mut self.spare));
                 drop(pending);
@@ -105,14 +115,6 @@ impl Writer {
             }
             if pending.shutdown {
                 return Ok(None);
-            }
-            let now = Instant::now();
-            let deadline = self.next_deadline();
-            if deadline <= now {
-                drop(pending);
-                self.run_timers(now)?;
-                pending = lock(&partition.pending);
-                continue;
             }
             pending.writer_idle = true;
             pending = partition

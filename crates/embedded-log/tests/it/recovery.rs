@@ -50,9 +50,21 @@ async fn a_garbage_tail_is_cut_and_the_valid_prefix_kept() {
     file.write_all(&[0; 100]).unwrap();
     file.write_all(b"RNB1\xff\xff\x00\x00junk").unwrap();
 
-    let backend = EmbeddedBackend::open(directory.path(), LogConfig::default()).unwrap();
+    let (backend, logged) =
+        capture_logs(|| EmbeddedBackend::open(directory.path(), LogConfig::default()));
+    let backend = backend.unwrap();
     assert_eq!(read_to_end(&backend, "g", "t").await, expected(0..10));
     assert_eq!(std::fs::metadata(segment).unwrap().len(), 10 * BATCH_LEN);
+    assert!(logged.contains("WARN"), "{logged}");
+    assert!(
+        logged.contains(&format!("file={}", segment.display())),
+        "{logged}"
+    );
+    assert!(
+        logged.contains(&format!("position={}", 10 * BATCH_LEN)),
+        "{logged}"
+    );
+    assert!(logged.contains("dropped_bytes=112"), "{logged}");
 }
 
 #[tokio::test]
@@ -171,4 +183,28 @@ fn flip_byte(path: &std::path::Path, position: u64) {
     let mut byte = [0u8];
     file.read_exact_at(&mut byte, position).unwrap();
     file.write_all_at(&[byte[0] ^ 0x01], position).unwrap();
+}
+
+/// Runs `work` with log events of this thread written to a string, and returns both.
+fn capture_logs<T>(work: impl FnOnce() -> T) -> (T, String) {
+    #[derive(Clone, Default)]
+    struct Buffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl Write for Buffer {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let buffer = Buffer::default();
+    let writer = buffer.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let result = tracing::subscriber::with_default(subscriber, work);
+    let logged = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+    (result, logged)
 }
