@@ -84,6 +84,16 @@ impl EmbeddedBackend {
     /// [`Error::DirectoryLocked`] when another process (or another open backend in this one)
     /// has the directory; [`Error::CorruptBatch`] naming the file and byte position of
     /// corruption recovery must not repair; I/O errors naming the file.
+    ///
+    /// ```
+    /// use runnel_embedded_log::{EmbeddedBackend, Error, LogConfig};
+    /// # let directory = tempfile::tempdir()?;
+    /// let backend = EmbeddedBackend::open(directory.path(), LogConfig::default())?;
+    /// assert_eq!(backend.directory(), directory.path());
+    /// let second = EmbeddedBackend::open(directory.path(), LogConfig::default());
+    /// assert!(matches!(second, Err(Error::DirectoryLocked { .. })));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn open(directory: impl AsRef<Path>, config: LogConfig) -> Result<EmbeddedBackend> {
         let directory = directory.as_ref().to_owned();
         files::create_directory(&directory)?;
@@ -159,6 +169,19 @@ impl EmbeddedBackend {
     /// # Errors
     ///
     /// When a segment file could not be inspected or removed.
+    ///
+    /// ```
+    /// use runnel_backend::{Backend, TopicSpec};
+    /// use runnel_embedded_log::{EmbeddedBackend, LogConfig};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let directory = tempfile::tempdir()?;
+    /// let backend = EmbeddedBackend::open(directory.path(), LogConfig::default())?;
+    /// backend.create_topic(&TopicSpec::new("t", 1).with_config("retention.bytes", "0")).await?;
+    /// // Nothing is sealed yet, and the active segment is never deleted.
+    /// assert_eq!(backend.enforce_retention()?, 0);
+    /// # Ok(()) }
+    /// ```
     pub fn enforce_retention(&self) -> Result<usize> {
         let now = std::time::SystemTime::now();
         let mut deleted = 0;

@@ -12,6 +12,16 @@ use std::sync::Arc;
 /// Variants are named for what failed and carry the path and, where it matters, the byte
 /// position in the file. An I/O cause is returned by `source()` and not repeated in the
 /// message.
+///
+/// ```
+/// use std::error::Error as _;
+/// let error = runnel_embedded_log::Error::Sync {
+///     path: "/data/topics/t/0/00000000000000000000.log".into(),
+///     source: std::io::Error::other("input/output error"),
+/// };
+/// assert_eq!(error.to_string(), "syncing '/data/topics/t/0/00000000000000000000.log' to disk failed");
+/// assert_eq!(error.source().unwrap().to_string(), "input/output error");
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -170,7 +180,14 @@ fn holder(pid: Option<u32>) -> String {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// An [`Error`] shared by everyone waiting on the same batch: its message and cause are the
-/// shared error's own.
+/// shared error's own. Receipts of a failed batch carry it as their `source()`.
+///
+/// ```
+/// use std::sync::Arc;
+/// use runnel_embedded_log::{Error, SharedError};
+/// let shared = SharedError(Arc::new(Error::Closed));
+/// assert_eq!(shared.to_string(), "the embedded log is closed");
+/// ```
 #[derive(Clone, Debug)]
 pub struct SharedError(pub Arc<Error>);
 

@@ -21,6 +21,21 @@ use crate::topic_settings::TopicSettings;
 
 /// What a partition looks like now; see [`EmbeddedBackend::partition_status`].
 ///
+/// ```
+/// use runnel_backend::{Backend, ProducerConfig, Record, TopicSpec};
+/// use runnel_embedded_log::{EmbeddedBackend, LogConfig};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let directory = tempfile::tempdir()?;
+/// let backend = EmbeddedBackend::open(directory.path(), LogConfig::default())?;
+/// backend.create_topic(&TopicSpec::new("t", 1)).await?;
+/// let producer = backend.producer(&ProducerConfig::default()).await?;
+/// producer.send("t", 0, Record::new("x")).await?.await?;
+/// let status = backend.partition_status("t", 0)?;
+/// assert_eq!((status.start, status.end, status.segments, status.pending_records), (0, 1, 1, 0));
+/// # Ok(()) }
+/// ```
+///
 /// [`EmbeddedBackend::partition_status`]: crate::EmbeddedBackend::partition_status
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
