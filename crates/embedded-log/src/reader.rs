@@ -192,6 +192,10 @@ impl SegmentCursor {
             let length = header.length as usize;
             let bytes = self.chunk.slice(..length);
             self.chunk = self.chunk.slice(length..);
+            if self.chunk.is_empty() {
+                // An empty slice would still keep the whole read buffer alive.
+                self.chunk = Bytes::new();
+            }
             self.batch_position = self.chunk_position;
             self.chunk_position += length as u64;
             self.expected_offset = header.next_offset();
