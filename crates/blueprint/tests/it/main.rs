@@ -1,5 +1,7 @@
 //! Integration tests of `runnel-blueprint`, through its public API only, as one binary.
 
+/// The docs list every code and the JSON Schema every key.
+mod docs;
 /// The golden fixtures: valid blueprints verify clean, each invalid one gives exactly its
 /// expected diagnostics.
 mod fixtures;

@@ -1,0 +1,55 @@
+//! The documentation stays in step with the code: every code is in the table of
+//! `docs/blueprint.md`, and the JSON Schema knows the keys the parser knows.
+
+use std::path::Path;
+
+use runnel_blueprint::Code;
+
+fn docs(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn every_code_is_documented_with_its_severity() {
+    let text = docs("blueprint.md");
+    for code in Code::ALL {
+        let row = format!("| `{code}` | {} |", code.severity());
+        assert!(
+            text.contains(&row),
+            "docs/blueprint.md lacks the row starting {row}"
+        );
+    }
+}
+
+#[test]
+fn the_json_schema_knows_every_key() {
+    let schema: serde_json::Value = serde_json::from_str(&docs("blueprint.schema.json")).unwrap();
+    let keys = |value: &serde_json::Value| {
+        let mut keys: Vec<String> = value.as_object().unwrap().keys().cloned().collect();
+        keys.sort();
+        keys
+    };
+    assert_eq!(
+        keys(&schema["properties"]),
+        ["name", "streamlets", "topics"]
+    );
+    assert_eq!(
+        keys(&schema["definitions"]["topic"]["properties"]),
+        [
+            "bootstrap-servers",
+            "cluster",
+            "config",
+            "consumer-config",
+            "consumers",
+            "managed",
+            "name",
+            "partitions",
+            "producer-config",
+            "producers",
+            "replication",
+        ]
+    );
+}
