@@ -345,3 +345,52 @@ fn named_types(schema: &Schema) -> HashMap<String, &Schema> {
     walk(schema, &mut names);
     names
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn check(writer: serde_json::Value, reader: serde_json::Value) -> Result<(), String> {
+        can_read(
+            &Schema::parse(&writer).unwrap(),
+            &Schema::parse(&reader).unwrap(),
+        )
+    }
+
+    #[test]
+    fn primitives_promote_only_upwards() {
+        assert!(check(json!("int"), json!("long")).is_ok());
+        assert!(check(json!("long"), json!("double")).is_ok());
+        assert!(check(json!("bytes"), json!("string")).is_ok());
+        assert_eq!(
+            check(json!("double"), json!("float")),
+            Err("the writer's double cannot be read as float".into())
+        );
+    }
+
+    #[test]
+    fn logical_types_resolve_as_their_underlying_type() {
+        let date = json!({"type": "int", "logicalType": "date"});
+        let millis = json!({"type": "long", "logicalType": "timestamp-millis"});
+        assert!(check(date.clone(), json!("int")).is_ok());
+        assert!(check(date, json!("long")).is_ok());
+        assert!(check(millis, json!("int")).is_err());
+    }
+
+    #[test]
+    fn nested_paths_name_the_field() {
+        let outer = |inner_type: &str| {
+            json!({"type": "record", "name": "Outer", "fields": [
+                {"name": "inner", "type": {"type": "record", "name": "Inner", "fields": [
+                    {"name": "items", "type": {"type": "array", "items": inner_type}}
+                ]}}
+            ]})
+        };
+        assert_eq!(
+            check(outer("string"), outer("int")),
+            Err("at 'Outer.inner.items[]': the writer's string cannot be read as int".into())
+        );
+    }
+}

@@ -129,3 +129,40 @@ fn group_of(start: usize, edges: &BTreeMap<usize, Vec<Edge>>) -> BTreeSet<usize>
     let backward = reachable(start, false);
     forward.intersection(&backward).copied().collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn graph(edges: &[(usize, usize)]) -> BTreeMap<usize, Vec<Edge>> {
+        let mut graph: BTreeMap<usize, Vec<Edge>> = BTreeMap::new();
+        for (topic, &(from, to)) in edges.iter().enumerate() {
+            graph.entry(from).or_default().push(Edge {
+                to,
+                topic,
+                span: topic..topic + 1,
+            });
+        }
+        graph
+    }
+
+    fn nodes(cycle: &[Edge]) -> Vec<usize> {
+        cycle.iter().map(|edge| edge.to).collect()
+    }
+
+    #[test]
+    fn finds_the_shortest_cycle_back_to_the_start() {
+        // 0 -> 1 -> 2 -> 0 and a shortcut 1 -> 0.
+        let edges = graph(&[(0, 1), (1, 2), (2, 0), (1, 0)]);
+        assert_eq!(nodes(&shortest_cycle(0, &edges).unwrap()), [1, 0]);
+        assert_eq!(group_of(0, &edges), BTreeSet::from([0, 1, 2]));
+    }
+
+    #[test]
+    fn self_loops_are_cycles_and_chains_are_not() {
+        assert_eq!(nodes(&shortest_cycle(3, &graph(&[(3, 3)])).unwrap()), [3]);
+        let chain = graph(&[(0, 1), (1, 2)]);
+        assert!(shortest_cycle(0, &chain).is_none());
+        assert_eq!(group_of(1, &chain), BTreeSet::from([1]));
+    }
+}

@@ -185,3 +185,30 @@ proptest! {
         prop_assert_eq!(spans_of(&mutated, &app.descriptor(), Code::InvalidProducerPortPath), vec![span]);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Whatever the text, verification reports and never panics, and every location points
+    /// inside the text.
+    #[test]
+    fn any_text_verifies_without_panicking(app in apps(), cuts in prop::collection::vec((any::<Index>(), "[\\[\\]\"=.,a-z\\n ]{0,3}"), 0..4)) {
+        let (mut text, _) = render(&app);
+        for (at, insert) in cuts {
+            let mut position = at.index(text.len() + 1);
+            while !text.is_char_boundary(position) {
+                position -= 1;
+            }
+            let end = (position + 2).min(text.len());
+            let end = if text.is_char_boundary(end) { end } else { position };
+            text.replace_range(position..end, &insert);
+        }
+        let verification = verify(Path::new("random.toml"), &text, &app.descriptor());
+        for diagnostic in &verification.diagnostics {
+            if let Some(location) = &diagnostic.location {
+                prop_assert!(location.span.end <= text.len(), "{diagnostic:?}");
+            }
+        }
+        let _ = runnel_blueprint::render_human(&verification.diagnostics, &text);
+    }
+}
