@@ -34,6 +34,9 @@ pub(crate) struct Segment {
     /// The offset after the last acknowledged record.
     acknowledged_end: AtomicU64,
     index: RwLock<Vec<IndexEntry>>,
+    /// Makes the next syncs fail, to test how the writer handles a failing disk.
+    #[cfg(test)]
+    pub(crate) fail_syncs: std::sync::atomic::AtomicBool,
 }
 
 /// The path of a segment's file with `extension` in a partition directory: the base offset in
@@ -94,6 +97,8 @@ impl Segment {
             acknowledged_len: AtomicU64::new(length),
             acknowledged_end: AtomicU64::new(end),
             index: RwLock::new(index),
+            #[cfg(test)]
+            fail_syncs: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -151,6 +156,13 @@ impl Segment {
 
     /// Syncs the segment's data to disk.
     pub(crate) fn sync(&self) -> Result<()> {
+        #[cfg(test)]
+        if self.fail_syncs.load(Ordering::SeqCst) {
+            return Err(Error::Sync {
+                path: self.log_path.clone(),
+                source: std::io::Error::other("injected failure"),
+            });
+        }
         self.file.sync_data().map_err(|source| Error::Sync {
             path: self.log_path.clone(),
             source,

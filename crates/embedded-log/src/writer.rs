@@ -237,3 +237,80 @@ impl Writer {
         self.partition.space.notify_waiters();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use runnel_backend::Record;
+    use tokio::sync::watch;
+
+    use super::*;
+    use crate::LogConfig;
+    use crate::partition::PartitionLimits;
+    use crate::topic_settings::TopicSettings;
+
+    fn open_partition(directory: &std::path::Path) -> Arc<Partition> {
+        let config = LogConfig::default();
+        let settings = TopicSettings {
+            segment_bytes: config.segment_bytes,
+            retention_bytes: None,
+            retention: None,
+        };
+        let partition = Partition::open(
+            directory.to_owned(),
+            Arc::from("t"),
+            0,
+            PartitionLimits::new(settings, &config),
+            Arc::new(watch::Sender::new(0)),
+        )
+        .unwrap();
+        Arc::new(partition)
+    }
+
+    #[test]
+    fn a_failed_sync_fails_the_batch_stops_the_partition_and_loses_nothing_acknowledged() {
+        let directory = tempfile::tempdir().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let partition = open_partition(directory.path());
+        start(&partition).unwrap();
+        runtime.block_on(async {
+            let first = partition.append(&Record::new("kept")).await.unwrap();
+            assert_eq!(first.completion.wait().await.unwrap(), 0);
+
+            partition.segments()[0]
+                .fail_syncs
+                .store(true, Ordering::SeqCst);
+            let second = partition.append(&Record::new("lost")).await.unwrap();
+            let error = second.completion.wait().await.unwrap_err();
+            assert_eq!(
+                error.to_string(),
+                format!(
+                    "syncing '{}' to disk failed",
+                    partition.segments()[0].log_path.display()
+                )
+            );
+            assert_eq!(partition.end(), 1, "the failed batch never became visible");
+
+            let refused = partition.append(&Record::new("refused")).await.unwrap_err();
+            assert!(
+                matches!(refused, Error::PartitionFailed { .. }),
+                "{refused}"
+            );
+        });
+        partition.shut_down();
+        drop(partition);
+
+        // The unacknowledged batch was cut off; reopening finds only the acknowledged one.
+        let reopened = open_partition(directory.path());
+        assert_eq!((reopened.start(), reopened.end()), (0, 1));
+        assert_eq!(
+            reopened.segments()[0].acknowledged_len(),
+            std::fs::metadata(&reopened.segments()[0].log_path)
+                .unwrap()
+                .len()
+        );
+    }
+}
