@@ -130,6 +130,17 @@ impl<T> Outlet<T> {
         self.key.is_some()
     }
 
+    /// An inlet with the same name, type and format, for a streamlet reading what this
+    /// outlet writes.
+    pub const fn as_inlet(&self) -> Inlet<T> {
+        Inlet {
+            name: self.name,
+            format: self.format,
+            bad_data: BadDataPolicy::DeadLetter,
+            _type: PhantomData,
+        }
+    }
+
     pub(crate) fn key_function(&self) -> Option<KeyFunction<T>> {
         self.key
     }

@@ -1,0 +1,51 @@
+//! The runtime's error type.
+
+use std::time::Duration;
+
+/// Why a run could not start or did not end cleanly.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// A managed topic could not be created.
+    #[error("creating topic '{topic}' failed")]
+    CreateTopic {
+        /// The topic name.
+        topic: String,
+        /// The cause.
+        #[source]
+        source: runnel_backend::Error,
+    },
+    /// A topic marked `managed = false` does not exist.
+    #[error(
+        "topic '{topic}' does not exist, and the blueprint says it is not managed by runnel (managed = false)"
+    )]
+    MissingTopic {
+        /// The topic name.
+        topic: String,
+    },
+    /// Looking up a topic failed.
+    #[error("looking up topic '{topic}' failed")]
+    DescribeTopic {
+        /// The topic name.
+        topic: String,
+        /// The cause.
+        #[source]
+        source: runnel_backend::Error,
+    },
+    /// `run-streamlet` named an instance the blueprint does not have.
+    #[error("'{name}' is not a streamlet of the blueprint; it has: {}", known.join(", "))]
+    UnknownInstance {
+        /// The name asked for.
+        name: String,
+        /// The instances of the blueprint.
+        known: Vec<String>,
+    },
+    /// Streamlets kept running after a shutdown request for longer than allowed.
+    #[error("streamlets {} did not stop within {timeout:?} of the shutdown request", pending.join(", "))]
+    DrainTimeout {
+        /// How long the run waited.
+        timeout: Duration,
+        /// The instances still running.
+        pending: Vec<String>,
+    },
+}

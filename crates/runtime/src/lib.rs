@@ -1,0 +1,48 @@
+//! The Runnel runtime: runs the streamlets of a blueprint.
+//!
+//! A [`Registry`] holds the app's streamlet types; [`plan`] combines it with a checked
+//! blueprint and the [`LocalConfig`] values into a [`Plan`], finding every configuration
+//! problem before anything starts; [`run`] provisions topics and runs each instance under a
+//! supervisor that restarts it with backoff after failures, tracks when bounded inputs end,
+//! samples a [`StatusBoard`] for the live view, and drains on shutdown. The same code runs
+//! the whole graph in one process (`app run`) or a single instance (`app run-streamlet`).
+//!
+//! ```no_run
+//! # async fn demo(plan: runnel_runtime::Plan, backend: std::sync::Arc<dyn runnel_backend::Backend>) -> Result<(), runnel_runtime::RunError> {
+//! use runnel_runtime::{Console, RunOptions, run, stop_on_signals};
+//! use tokio_util::sync::CancellationToken;
+//!
+//! let console = Console::stdout(true);
+//! let shutdown = CancellationToken::new();
+//! stop_on_signals(shutdown.clone(), console.clone());
+//! let report = run(plan, backend, RunOptions::default(), console, shutdown).await?;
+//! println!("{} instances ran", report.outcomes.len());
+//! # Ok(()) }
+//! ```
+//!
+//! Where to begin: `runner.rs` for the order of events, `supervisor.rs` for restarts,
+//! `end_of_input.rs` for bounded runs, `status.rs` and `view.rs` for what users see.
+#![warn(missing_docs)]
+
+mod console;
+mod end_of_input;
+mod error;
+mod local_config;
+mod plan;
+mod registry;
+mod runner;
+mod shutdown;
+mod status;
+mod supervisor;
+mod view;
+
+pub use console::{Console, ConsoleLine};
+pub use error::RunError;
+pub use local_config::{ConfigError, LocalConfig};
+pub use plan::{InletPlan, InstancePlan, Plan, PlanError, TopicPlan, plan};
+pub use registry::{Factory, Registry};
+pub use runner::{RunOptions, RunReport, provision, run};
+pub use shutdown::{INTERRUPTED_EXIT_CODE, stop_on_signals};
+pub use status::{InstanceSnapshot, InstanceState, InstanceStatus, Snapshot, StatusBoard};
+pub use supervisor::{Outcome, RestartPolicy};
+pub use view::{ViewMode, render_lines, render_table};

@@ -1,0 +1,176 @@
+//! [`LocalConfig`]: parameter values for a run, from a config file and `--set`.
+//!
+//! The file is TOML, one table per streamlet instance:
+//!
+//! ```toml
+//! [streamlets.generator]
+//! records-per-second = 100
+//! count = 1000
+//!
+//! [streamlets.validate]
+//! max-celsius = 150.0
+//! ```
+//!
+//! Values may be strings, integers, floats or booleans; they are checked against each
+//! parameter's kind before anything starts. `--set generator.count=10` overrides the file.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// Why a config file or a `--set` could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file is not valid TOML or has an unexpected shape.
+    #[error("invalid config file {}: {message}", path.display())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message, with line and column.
+        message: String,
+    },
+    /// A value is an array or a table.
+    #[error("invalid config file {}: {instance}.{key} must be a string, number or boolean", path.display())]
+    ValueType {
+        /// The file.
+        path: PathBuf,
+        /// The streamlet instance.
+        instance: String,
+        /// The key.
+        key: String,
+    },
+    /// A `--set` that is not `instance.key=value`.
+    #[error("--set expects instance.key=value, got '{0}'")]
+    Assignment(String),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    #[serde(default)]
+    streamlets: BTreeMap<String, BTreeMap<String, toml::Value>>,
+}
+
+/// Parameter values per streamlet instance, as text.
+///
+/// ```
+/// use runnel_runtime::LocalConfig;
+/// let mut config = LocalConfig::parse(std::path::Path::new("local.toml"), "[streamlets.gen]\ncount = 5\n")?;
+/// config.set("gen.count=7")?;
+/// assert_eq!(config.values_for("gen")["count"], "7");
+/// # Ok::<(), runnel_runtime::ConfigError>(())
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LocalConfig {
+    values: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+impl LocalConfig {
+    /// Reads the text of a config file; `path` is for messages.
+    ///
+    /// # Errors
+    ///
+    /// When the text is not TOML of the shape above.
+    pub fn parse(path: &Path, text: &str) -> Result<Self, ConfigError> {
+        let file: ConfigFile = toml::from_str(text).map_err(|error| ConfigError::File {
+            path: path.to_owned(),
+            message: error.to_string(),
+        })?;
+        let mut values = BTreeMap::new();
+        for (instance, keys) in file.streamlets {
+            let mut texts = BTreeMap::new();
+            for (key, value) in keys {
+                let text = match value {
+                    toml::Value::String(text) => text,
+                    toml::Value::Integer(number) => number.to_string(),
+                    toml::Value::Float(number) => number.to_string(),
+                    toml::Value::Boolean(flag) => flag.to_string(),
+                    toml::Value::Datetime(datetime) => datetime.to_string(),
+                    toml::Value::Array(_) | toml::Value::Table(_) => {
+                        return Err(ConfigError::ValueType {
+                            path: path.to_owned(),
+                            instance,
+                            key,
+                        });
+                    }
+                };
+                texts.insert(key, text);
+            }
+            values.insert(instance, texts);
+        }
+        Ok(LocalConfig { values })
+    }
+
+    /// Applies one `instance.key=value` assignment.
+    ///
+    /// # Errors
+    ///
+    /// When the assignment does not have that form.
+    pub fn set(&mut self, assignment: &str) -> Result<(), ConfigError> {
+        let malformed = || ConfigError::Assignment(assignment.to_owned());
+        let (path, value) = assignment.split_once('=').ok_or_else(malformed)?;
+        let (instance, key) = path.trim().split_once('.').ok_or_else(malformed)?;
+        if instance.is_empty() || key.is_empty() {
+            return Err(malformed());
+        }
+        self.values
+            .entry(instance.to_owned())
+            .or_default()
+            .insert(key.to_owned(), value.to_owned());
+        Ok(())
+    }
+
+    /// The values given for one instance.
+    pub fn values_for(&self, instance: &str) -> BTreeMap<String, String> {
+        self.values.get(instance).cloned().unwrap_or_default()
+    }
+
+    /// The instances that have values.
+    pub fn instances(&self) -> impl Iterator<Item = &str> {
+        self.values.keys().map(String::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_and_booleans_become_text() {
+        let text = "[streamlets.g]\nrate = 1.5\non = true\nname = \"x\"\n";
+        let config = LocalConfig::parse(Path::new("c.toml"), text).unwrap();
+        let values = config.values_for("g");
+        assert_eq!(
+            (
+                values["rate"].as_str(),
+                values["on"].as_str(),
+                values["name"].as_str()
+            ),
+            ("1.5", "true", "x")
+        );
+    }
+
+    #[test]
+    fn bad_files_and_assignments_say_where() {
+        let error = LocalConfig::parse(Path::new("c.toml"), "[streamlet.g]\n").unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("invalid config file c.toml: "),
+            "{error}"
+        );
+        let error =
+            LocalConfig::parse(Path::new("c.toml"), "[streamlets.g]\nx = [1]\n").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "invalid config file c.toml: g.x must be a string, number or boolean"
+        );
+        let mut config = LocalConfig::default();
+        assert!(config.set("no-dot=1").is_err());
+        assert!(config.set("g.x").is_err());
+        config.set("g.url=http://h/?a=b").unwrap();
+        assert_eq!(config.values_for("g")["url"], "http://h/?a=b");
+    }
+}

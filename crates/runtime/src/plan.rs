@@ -1,0 +1,230 @@
+//! [`Plan`]: what a run starts, derived from a checked blueprint, the app's streamlet types
+//! and the config values; every parameter problem is found here, before anything starts.
+
+use std::collections::{BTreeMap, HashMap};
+
+use runnel_backend::TopicSpec;
+use runnel_blueprint::Blueprint;
+use runnel_blueprint::descriptor::AppDescriptor;
+use runnel_blueprint::parameter::ParameterValue;
+use runnel_streamlet::{ParameterError, resolve_parameters};
+
+use crate::{Factory, LocalConfig, Registry};
+
+/// Why a blueprint cannot be planned.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlanError {
+    /// Parameter values are missing, unknown or invalid.
+    #[error("invalid configuration:\n{}", list(.0))]
+    Parameters(Vec<ParameterError>),
+    /// The config sets values for an instance the blueprint does not have.
+    #[error(
+        "the configuration sets parameters for '{0}', which is not a streamlet of the blueprint"
+    )]
+    UnknownInstance(String),
+    /// The blueprint uses a type the app does not register (verification prevents this).
+    #[error("streamlet '{instance}' has type '{type_name}', which this app does not register")]
+    UnknownType {
+        /// The instance.
+        instance: String,
+        /// The type.
+        type_name: String,
+    },
+}
+
+fn list(errors: &[ParameterError]) -> String {
+    errors
+        .iter()
+        .map(|error| format!("  {error}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Everything a run starts.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The app name.
+    pub app: String,
+    /// The streamlet instances.
+    pub instances: Vec<InstancePlan>,
+    /// The topics of the blueprint.
+    pub topics: Vec<TopicPlan>,
+    /// Where undecodable records go: `<app>.dead-letter`.
+    pub dead_letter_topic: String,
+}
+
+/// One streamlet instance and how its ports connect.
+#[derive(Clone)]
+pub struct InstancePlan {
+    /// The instance name.
+    pub name: String,
+    /// The streamlet type.
+    pub type_name: String,
+    /// Makes the streamlet at every start.
+    pub factory: Factory,
+    /// Checked parameter values.
+    pub parameters: HashMap<String, ParameterValue>,
+    /// The inlets with their topics.
+    pub inlets: Vec<InletPlan>,
+    /// The outlets with their topic names.
+    pub outlets: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for InstancePlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InstancePlan")
+            .field("name", &self.name)
+            .field("type_name", &self.type_name)
+            .field("inlets", &self.inlets)
+            .field("outlets", &self.outlets)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One inlet: its topic, consumer group and the schemas its producers write with.
+#[derive(Clone, Debug)]
+pub struct InletPlan {
+    /// The inlet name.
+    pub port: String,
+    /// The topic name.
+    pub topic: String,
+    /// The consumer group: `<app>.<instance>.<inlet>`.
+    pub group: String,
+    /// The Avro schemas of the topic's producers.
+    pub writer_schemas: Vec<serde_json::Value>,
+    /// Consumer settings from the blueprint.
+    pub consumer_settings: BTreeMap<String, String>,
+}
+
+/// A topic to create (or expect) and who writes it.
+#[derive(Clone, Debug)]
+pub struct TopicPlan {
+    /// The id in the blueprint.
+    pub id: String,
+    /// What to create.
+    pub spec: TopicSpec,
+    /// Whether Runnel creates it.
+    pub managed: bool,
+    /// The instances writing it.
+    pub producers: Vec<String>,
+}
+
+/// Plans a run of `blueprint` (already verified against `descriptor`).
+///
+/// # Errors
+///
+/// Every parameter problem of every instance at once, or config for unknown instances.
+pub fn plan(
+    blueprint: &Blueprint,
+    descriptor: &AppDescriptor,
+    registry: &Registry,
+    config: &LocalConfig,
+) -> Result<Plan, PlanError> {
+    if let Some(unknown) = config
+        .instances()
+        .find(|name| blueprint.streamlet(name).is_none())
+    {
+        return Err(PlanError::UnknownInstance(unknown.to_owned()));
+    }
+    let mut instances = Vec::new();
+    let mut errors = Vec::new();
+    for streamlet in &blueprint.streamlets {
+        let unknown_type = || PlanError::UnknownType {
+            instance: streamlet.name.clone(),
+            type_name: streamlet.type_name.clone(),
+        };
+        let factory = registry
+            .factory(&streamlet.type_name)
+            .ok_or_else(unknown_type)?;
+        let described = descriptor
+            .streamlet(&streamlet.type_name)
+            .ok_or_else(unknown_type)?;
+        let provided = config.values_for(&streamlet.name);
+        let parameters = match resolve_parameters(&streamlet.name, &described.parameters, &provided)
+        {
+            Ok(values) => values,
+            Err(problems) => {
+                errors.extend(problems);
+                HashMap::new()
+            }
+        };
+        let inlets = described
+            .inlets
+            .iter()
+            .filter_map(|inlet| {
+                let topic = blueprint.topic_of(&streamlet.name, &inlet.name)?;
+                Some(InletPlan {
+                    port: inlet.name.clone(),
+                    topic: topic.name.clone(),
+                    group: format!("{}.{}.{}", blueprint.name, streamlet.name, inlet.name),
+                    writer_schemas: writer_schemas(blueprint, descriptor, topic),
+                    consumer_settings: topic.consumer_config.clone(),
+                })
+            })
+            .collect();
+        let outlets = described
+            .outlets
+            .iter()
+            .filter_map(|outlet| {
+                let topic = blueprint.topic_of(&streamlet.name, &outlet.name)?;
+                Some((outlet.name.clone(), topic.name.clone()))
+            })
+            .collect();
+        instances.push(InstancePlan {
+            name: streamlet.name.clone(),
+            type_name: streamlet.type_name.clone(),
+            factory: factory.clone(),
+            parameters,
+            inlets,
+            outlets,
+        });
+    }
+    if !errors.is_empty() {
+        return Err(PlanError::Parameters(errors));
+    }
+    let topics = blueprint
+        .topics
+        .iter()
+        .map(|topic| TopicPlan {
+            id: topic.id.clone(),
+            spec: TopicSpec {
+                name: topic.name.clone(),
+                partitions: topic.partitions.unwrap_or(1),
+                replication: topic.replication,
+                config: topic.config.clone(),
+            },
+            managed: topic.managed,
+            producers: topic
+                .producers
+                .iter()
+                .map(|path| path.streamlet.clone())
+                .collect(),
+        })
+        .collect();
+    Ok(Plan {
+        app: blueprint.name.clone(),
+        instances,
+        topics,
+        dead_letter_topic: format!("{}.dead-letter", blueprint.name),
+    })
+}
+
+/// The schemas every producer of `topic` writes with.
+fn writer_schemas(
+    blueprint: &Blueprint,
+    descriptor: &AppDescriptor,
+    topic: &runnel_blueprint::Topic,
+) -> Vec<serde_json::Value> {
+    topic
+        .producers
+        .iter()
+        .filter_map(|path| {
+            let instance = blueprint.streamlet(&path.streamlet)?;
+            let outlet = descriptor
+                .streamlet(&instance.type_name)?
+                .outlet(&path.port)?;
+            Some(outlet.schema.definition.clone())
+        })
+        .collect()
+}

@@ -1,0 +1,208 @@
+//! Keeping a streamlet instance running: restart with exponential backoff after a failure,
+//! report every failure, stop on shutdown.
+
+use std::any::Any;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use runnel_backend::Backend;
+use runnel_streamlet::{
+    HostSettings, InletWiring, OutletWiring, SystemClock, Wiring, run_instance,
+};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::end_of_input::EndOfInput;
+use crate::plan::InstancePlan;
+use crate::status::{InstanceState, InstanceStatus};
+
+/// When to restart a failed streamlet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RestartPolicy {
+    /// The wait before the first restart.
+    pub initial_backoff: Duration,
+    /// The longest wait; each failure doubles the wait up to this.
+    pub max_backoff: Duration,
+    /// A run that lasted this long resets the wait to the initial one.
+    pub reset_after: Duration,
+}
+
+impl Default for RestartPolicy {
+    fn default() -> Self {
+        RestartPolicy {
+            initial_backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(30),
+            reset_after: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The waits between restarts.
+#[derive(Debug)]
+pub(crate) struct Backoff {
+    policy: RestartPolicy,
+    next: Duration,
+}
+
+impl Backoff {
+    pub(crate) fn new(policy: RestartPolicy) -> Self {
+        Backoff {
+            policy,
+            next: policy.initial_backoff,
+        }
+    }
+
+    /// The wait before restarting a run that failed after running for `ran_for`.
+    pub(crate) fn after_failure(&mut self, ran_for: Duration) -> Duration {
+        if ran_for >= self.policy.reset_after {
+            self.next = self.policy.initial_backoff;
+        }
+        let wait = self.next;
+        self.next = (self.next * 2).min(self.policy.max_backoff);
+        wait
+    }
+}
+
+/// How a supervised instance ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// It returned on its own.
+    Finished,
+    /// It was asked to stop.
+    Stopped,
+}
+
+/// What a supervisor needs besides the instance plan.
+#[derive(Clone, Debug)]
+pub(crate) struct Supervision {
+    pub(crate) app: String,
+    pub(crate) backend: Arc<dyn Backend>,
+    pub(crate) dead_letter_topic: String,
+    pub(crate) settings: HostSettings,
+    pub(crate) restart: RestartPolicy,
+    pub(crate) end_of_input: Arc<EndOfInput>,
+}
+
+/// Runs an instance until it finishes or `shutdown` fires, restarting it after failures.
+pub(crate) async fn supervise(
+    instance: InstancePlan,
+    supervision: Supervision,
+    status: Arc<InstanceStatus>,
+    shutdown: CancellationToken,
+) -> Outcome {
+    let mut backoff = Backoff::new(supervision.restart);
+    loop {
+        status.set_state(InstanceState::Running);
+        let started = Instant::now();
+        let span = tracing::info_span!("streamlet", name = %instance.name);
+        let running = tokio::spawn(
+            run_instance(
+                (instance.factory)(),
+                supervision.backend.clone(),
+                wiring(&instance, &supervision),
+                Arc::new(SystemClock),
+                status.metrics.clone(),
+                shutdown.clone(),
+            )
+            .instrument(span),
+        );
+        let failure = match running.await {
+            Ok(Ok(())) if shutdown.is_cancelled() => {
+                status.set_state(InstanceState::Stopped);
+                return Outcome::Stopped;
+            }
+            Ok(Ok(())) => {
+                status.set_state(InstanceState::Finished);
+                return Outcome::Finished;
+            }
+            Ok(Err(error)) => format!("{} error: {error:#}", error.kind().label()),
+            Err(join) if join.is_panic() => {
+                format!("panicked: {}", panic_message(join.into_panic()))
+            }
+            Err(join) => format!("was aborted: {join}"),
+        };
+        status.record_failure(failure.clone());
+        if shutdown.is_cancelled() {
+            tracing::error!(streamlet = %instance.name, "streamlet '{}' failed while stopping: {failure}", instance.name);
+            status.set_state(InstanceState::Stopped);
+            return Outcome::Stopped;
+        }
+        let wait = backoff.after_failure(started.elapsed());
+        tracing::error!(
+            streamlet = %instance.name,
+            restarts = status.restarts(),
+            "streamlet '{}' failed: {failure}; restarting in {wait:?}",
+            instance.name
+        );
+        status.set_state(InstanceState::Restarting);
+        tokio::select! {
+            () = shutdown.cancelled() => {
+                status.set_state(InstanceState::Stopped);
+                return Outcome::Stopped;
+            }
+            () = tokio::time::sleep(wait) => {}
+        }
+    }
+}
+
+fn wiring(instance: &InstancePlan, supervision: &Supervision) -> Wiring {
+    Wiring {
+        app: supervision.app.clone(),
+        instance: instance.name.clone(),
+        inlets: instance
+            .inlets
+            .iter()
+            .map(|inlet| InletWiring {
+                port: inlet.port.clone(),
+                topic: inlet.topic.clone(),
+                group: inlet.group.clone(),
+                writer_schemas: inlet.writer_schemas.clone(),
+                end_of_input: supervision.end_of_input.receiver(&inlet.topic),
+                consumer_settings: inlet.consumer_settings.clone(),
+            })
+            .collect(),
+        outlets: instance
+            .outlets
+            .iter()
+            .map(|(port, topic)| OutletWiring {
+                port: port.clone(),
+                topic: topic.clone(),
+            })
+            .collect(),
+        dead_letter_topic: supervision.dead_letter_topic.clone(),
+        parameters: instance.parameters.clone(),
+        settings: supervision.settings.clone(),
+    }
+}
+
+fn panic_message(payload: Box<dyn Any + Send>) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|text| (*text).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a non-text panic payload".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_the_maximum_and_resets_after_a_long_run() {
+        let policy = RestartPolicy {
+            initial_backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(5),
+            reset_after: Duration::from_secs(60),
+        };
+        let mut backoff = Backoff::new(policy);
+        let quick = Duration::from_millis(10);
+        let waits: Vec<u64> = (0..5)
+            .map(|_| backoff.after_failure(quick).as_secs())
+            .collect();
+        assert_eq!(waits, [1, 2, 4, 5, 5]);
+        assert_eq!(
+            backoff.after_failure(Duration::from_secs(61)),
+            Duration::from_secs(1)
+        );
+    }
+}

@@ -1,0 +1,190 @@
+//! The live view of a run: a compact table per streamlet (state, records in and out per
+//! second, lag, restarts) redrawn every second on a terminal, or plain log lines
+//! periodically when output goes elsewhere.
+
+use std::fmt::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::console::Console;
+use crate::status::{Snapshot, StatusBoard};
+
+/// How a run shows its progress.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ViewMode {
+    /// A live table on a terminal, plain lines otherwise.
+    #[default]
+    Auto,
+    /// Plain log lines.
+    Plain,
+    /// Nothing but the streamlets' own logs.
+    Off,
+}
+
+/// Shows the board's snapshots until `stop` fires.
+pub(crate) async fn show(
+    board: Arc<StatusBoard>,
+    console: Console,
+    mode: ViewMode,
+    plain_every: Duration,
+    footer: String,
+    stop: CancellationToken,
+) {
+    let mut latest = board.latest();
+    let live = mode == ViewMode::Auto && console.is_interactive();
+    let period = if live {
+        Duration::from_secs(1)
+    } else {
+        plain_every
+    };
+    if mode == ViewMode::Off {
+        return;
+    }
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => break,
+            () = tokio::time::sleep(period) => {}
+        }
+        let snapshot = latest.borrow_and_update().clone();
+        if live {
+            console.show(&render_table(&snapshot, &footer));
+        } else {
+            for line in render_lines(&snapshot) {
+                tracing::info!(target: "runnel::status", "{line}");
+            }
+        }
+    }
+    if live {
+        console.show(&render_table(&latest.borrow().clone(), &footer));
+        console.release();
+    }
+}
+
+/// The live table.
+pub fn render_table(snapshot: &Snapshot, footer: &str) -> String {
+    let width = snapshot
+        .instances
+        .iter()
+        .map(|i| i.name.len())
+        .max()
+        .unwrap_or(0)
+        .max(9);
+    let type_width = snapshot
+        .instances
+        .iter()
+        .map(|i| i.type_name.len())
+        .max()
+        .unwrap_or(0)
+        .max(4);
+    let mut table = String::new();
+    let _ = writeln!(
+        table,
+        "{:<width$}  {:<type_width$}  {:<10}  {:>9}  {:>9}  {:>9}  {:>8}",
+        "streamlet", "type", "state", "in/s", "out/s", "lag", "restarts"
+    );
+    for instance in &snapshot.instances {
+        let _ = writeln!(
+            table,
+            "{:<width$}  {:<type_width$}  {:<10}  {:>9}  {:>9}  {:>9}  {:>8}",
+            instance.name,
+            instance.type_name,
+            instance.state.label(),
+            grouped(instance.rate_in.round() as u64),
+            grouped(instance.rate_out.round() as u64),
+            grouped(instance.lag),
+            instance.restarts,
+        );
+    }
+    let _ = writeln!(table, "{footer}");
+    table
+}
+
+/// One plain line per instance.
+pub fn render_lines(snapshot: &Snapshot) -> Vec<String> {
+    snapshot
+        .instances
+        .iter()
+        .map(|i| {
+            format!(
+                "streamlet={} state={} in={}/s out={}/s lag={} restarts={} total_in={} total_out={}",
+                i.name,
+                i.state.label(),
+                i.rate_in.round(),
+                i.rate_out.round(),
+                i.lag,
+                i.restarts,
+                i.records_in,
+                i.records_out
+            )
+        })
+        .collect()
+}
+
+/// `1234567` as `1,234,567`.
+fn grouped(number: u64) -> String {
+    let digits = number.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::{InstanceSnapshot, InstanceState};
+
+    fn instance(name: &str, rate: f64, lag: u64) -> InstanceSnapshot {
+        InstanceSnapshot {
+            name: name.into(),
+            type_name: "logger".into(),
+            state: InstanceState::Running,
+            restarts: 1,
+            records_in: 10,
+            records_out: 0,
+            rate_in: rate,
+            rate_out: 0.0,
+            lag,
+            dead_lettered: 0,
+            last_error: None,
+        }
+    }
+
+    #[test]
+    fn the_table_has_a_row_per_instance_with_grouped_numbers() {
+        let snapshot = Snapshot {
+            app: "a".into(),
+            instances: vec![instance("valid-log", 12_345.4, 1_000_000)],
+        };
+        let table = render_table(&snapshot, "Ctrl-C to stop");
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(
+            lines[1].starts_with("valid-log  logger  running"),
+            "{table}"
+        );
+        assert!(
+            lines[1].contains("12,345") && lines[1].contains("1,000,000"),
+            "{table}"
+        );
+        assert_eq!(lines[2], "Ctrl-C to stop");
+    }
+
+    #[test]
+    fn plain_lines_carry_rates_and_totals() {
+        let snapshot = Snapshot {
+            app: "a".into(),
+            instances: vec![instance("log", 2.6, 4)],
+        };
+        assert_eq!(
+            render_lines(&snapshot),
+            ["streamlet=log state=running in=3/s out=0/s lag=4 restarts=1 total_in=10 total_out=0"]
+        );
+    }
+}
