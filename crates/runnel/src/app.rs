@@ -1,0 +1,149 @@
+//! [`App`]: the `main` of every Runnel app binary.
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use clap::Parser;
+use runnel_runtime::{Console, Registry};
+use runnel_streamlet::Streamlet;
+use tracing_subscriber::EnvFilter;
+
+use crate::AppError;
+use crate::cli::{Cli, Command};
+use crate::commands;
+
+/// A Runnel application: its name and streamlet types, and the command line that runs them.
+///
+/// ```no_run
+/// use runnel::prelude::*;
+///
+/// # #[derive(Debug, Clone, Serialize, Deserialize, AvroSchema)] struct Reading { celsius: f64 }
+/// # const IN: Inlet<Reading> = Inlet::new("in");
+/// # const OUT: Outlet<Reading> = Outlet::new("out");
+/// fn main() -> std::process::ExitCode {
+///     runnel::App::new("sensor-data")
+///         .streamlet("plausible", || Processor::new(IN, OUT, |r: Reading| (r.celsius < 150.0).then_some(r)))
+///         .streamlet("printer", || Egress::new(OUT.as_inlet(), |r: Reading| async move {
+///             println!("{r:?}");
+///             Ok(())
+///         }))
+///         .main()
+/// }
+/// ```
+///
+/// The binary then understands `describe`, `verify [BLUEPRINT]`, `run [BLUEPRINT]` and
+/// `run-streamlet INSTANCE [BLUEPRINT]`; `--help` lists their options.
+#[derive(Debug)]
+pub struct App {
+    name: String,
+    registry: Registry,
+}
+
+impl App {
+    /// An app called `name` (the `name` of its blueprint) with no streamlet types yet.
+    pub fn new(name: &str) -> Self {
+        App {
+            name: name.to_owned(),
+            registry: Registry::new(),
+        }
+    }
+
+    /// Registers a streamlet type under `type_name`, the name blueprints use. `factory` makes
+    /// a fresh streamlet for every start and restart of an instance.
+    pub fn streamlet<S, F>(mut self, type_name: &str, factory: F) -> Self
+    where
+        S: Streamlet,
+        F: Fn() -> S + Send + Sync + 'static,
+    {
+        self.registry = self.registry.register(type_name, factory);
+        self
+    }
+
+    /// The registered streamlet types.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// Parses the process's arguments and runs the command; returns the exit code:
+    /// 0 on success, 1 when the command failed, 2 for usage errors.
+    pub fn main(self) -> ExitCode {
+        self.main_with_args(std::env::args_os())
+    }
+
+    /// [`App::main`] with explicit arguments (the first one is the program name).
+    pub fn main_with_args<I, T>(self, args: I) -> ExitCode
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        let cli = match Cli::try_parse_from(args) {
+            Ok(cli) => cli,
+            Err(error) => {
+                let _ = error.print();
+                return if error.use_stderr() {
+                    ExitCode::from(2)
+                } else {
+                    ExitCode::SUCCESS
+                };
+            }
+        };
+        let console = Console::stdout(commands::interactive());
+        tracing_subscriber::fmt()
+            .with_env_filter(
+                EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+            )
+            .with_writer(console.clone())
+            .with_target(false)
+            .with_ansi(console.is_interactive())
+            .init();
+        match self.execute(cli.command, console) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(AppError::VerificationFailed) => ExitCode::FAILURE,
+            Err(error) => {
+                eprintln!("error: {}", chain(&error));
+                ExitCode::FAILURE
+            }
+        }
+    }
+
+    fn execute(self, command: Command, console: Console) -> Result<(), AppError> {
+        match command {
+            Command::Describe => commands::describe(&self.name, &self.registry),
+            Command::Verify(args) => commands::verify_command(&self.name, &self.registry, &args),
+            Command::Run(args) => runtime().block_on(commands::run_command(
+                &self.name,
+                &self.registry,
+                &args,
+                None,
+                console,
+            )),
+            Command::RunStreamlet { instance, run } => runtime().block_on(commands::run_command(
+                &self.name,
+                &self.registry,
+                &run,
+                Some(instance),
+                console,
+            )),
+        }
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("runnel-worker")
+        .build()
+        .expect("starting the Tokio runtime")
+}
+
+/// An error and its causes, `: `-separated, each printed once.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,116 @@
+//! The command line every app binary understands.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// The command line of a Runnel app.
+#[derive(Debug, Parser)]
+#[command(
+    about = "A Runnel streaming application",
+    long_about = "A Runnel streaming application: streamlets wired by a blueprint.\n\nRun the whole graph on this machine with `run`; check the wiring first with `verify`."
+)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Print the app descriptor (every streamlet type with ports, schemas and parameters) as JSON.
+    Describe,
+    /// Check a blueprint against this app's streamlets; report every problem with its location.
+    Verify(VerifyArgs),
+    /// Run every streamlet of the blueprint on this machine.
+    Run(RunArgs),
+    /// Run one streamlet instance of the blueprint (one process per instance, as in a pod).
+    RunStreamlet {
+        /// The instance name from the blueprint.
+        instance: String,
+        #[command(flatten)]
+        run: RunArgs,
+    },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct VerifyArgs {
+    /// The blueprint file.
+    #[arg(default_value = "blueprint.toml")]
+    pub(crate) blueprint: PathBuf,
+    /// How to print problems.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
+    pub(crate) format: ReportFormat,
+    /// Fail on warnings too.
+    #[arg(long)]
+    pub(crate) deny_warnings: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ReportFormat {
+    /// Messages with the offending source line, as rustc prints them.
+    Human,
+    /// A JSON list of {code, severity, message, file, line, column}.
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// The blueprint file.
+    #[arg(default_value = "blueprint.toml")]
+    pub(crate) blueprint: PathBuf,
+    /// Parameter values ([streamlets.<instance>] tables); default: local.toml beside the
+    /// blueprint, if present.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// Set a parameter, overriding the config file (repeatable).
+    #[arg(long = "set", value_name = "INSTANCE.KEY=VALUE")]
+    pub(crate) sets: Vec<String>,
+    /// Where the embedded log keeps its files; default: .runnel beside the blueprint.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) data_dir: Option<PathBuf>,
+    /// When the embedded log syncs to disk: `always` (acknowledged means durable), `never`
+    /// (the OS decides), or a duration such as `100ms` (at most that long after a write).
+    #[arg(long, default_value = "always", value_parser = parse_fsync)]
+    pub(crate) fsync: Fsync,
+    /// How progress is shown: a live table on a terminal (`auto`), `plain` log lines, or `off`.
+    #[arg(long, value_enum, default_value_t = View::Auto)]
+    pub(crate) view: View,
+    /// How often `plain` status lines are printed.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub(crate) status_every: Duration,
+    /// How often committed input offsets are written.
+    #[arg(long, default_value = "200ms", value_parser = parse_duration)]
+    pub(crate) commit_interval: Duration,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum View {
+    /// A live table on a terminal, plain lines otherwise.
+    Auto,
+    /// Plain status lines every few seconds.
+    Plain,
+    /// Only the streamlets' own logs.
+    Off,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fsync {
+    Always,
+    Never,
+    Every(Duration),
+}
+
+fn parse_fsync(text: &str) -> Result<Fsync, String> {
+    match text {
+        "always" => Ok(Fsync::Always),
+        "never" => Ok(Fsync::Never),
+        other => parse_duration(other)
+            .map(Fsync::Every)
+            .map_err(|_| format!("'{other}' is not always, never, or a duration such as 100ms")),
+    }
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text).map_err(|error| format!("'{text}' is not a duration: {error}"))
+}

@@ -1,0 +1,198 @@
+//! What each subcommand does.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use runnel_blueprint::{Blueprint, render_human, render_json, verify};
+use runnel_embedded_log::{EmbeddedBackend, FsyncPolicy, LogConfig};
+use runnel_runtime::{Console, LocalConfig, Outcome, Registry, RunOptions, ViewMode};
+use tokio_util::sync::CancellationToken;
+
+use crate::AppError;
+use crate::cli::{Fsync, ReportFormat, RunArgs, VerifyArgs, View};
+
+/// The default name of the config file beside the blueprint.
+const LOCAL_CONFIG: &str = "local.toml";
+
+pub(crate) fn describe(app: &str, registry: &Registry) -> Result<(), AppError> {
+    let json =
+        serde_json::to_string_pretty(&registry.descriptor(app)).map_err(AppError::Describe)?;
+    println!("{json}");
+    Ok(())
+}
+
+fn read(path: &Path) -> Result<String, AppError> {
+    std::fs::read_to_string(path).map_err(|source| AppError::Read {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+pub(crate) fn verify_command(
+    app: &str,
+    registry: &Registry,
+    args: &VerifyArgs,
+) -> Result<(), AppError> {
+    let text = read(&args.blueprint)?;
+    let verification = verify(&args.blueprint, &text, &registry.descriptor(app));
+    match args.format {
+        ReportFormat::Json => println!("{}", render_json(&verification.diagnostics)),
+        ReportFormat::Human if verification.diagnostics.is_empty() => {
+            if let Some(blueprint) = &verification.blueprint {
+                println!(
+                    "{}: ok ({} streamlets, {} topics)",
+                    args.blueprint.display(),
+                    blueprint.streamlets.len(),
+                    blueprint.topics.len()
+                );
+            }
+        }
+        ReportFormat::Human => print!("{}", render_human(&verification.diagnostics, &text)),
+    }
+    if verification.has_errors() || (args.deny_warnings && verification.has_warnings()) {
+        return Err(AppError::VerificationFailed);
+    }
+    Ok(())
+}
+
+/// Verifies the blueprint for a run; prints the report and refuses to go on with errors.
+fn checked_blueprint(app: &str, registry: &Registry, path: &Path) -> Result<Blueprint, AppError> {
+    let text = read(path)?;
+    let verification = verify(path, &text, &registry.descriptor(app));
+    if !verification.diagnostics.is_empty() {
+        eprint!("{}", render_human(&verification.diagnostics, &text));
+    }
+    verification
+        .blueprint
+        .ok_or_else(|| AppError::InvalidBlueprint(path.to_owned()))
+}
+
+fn local_config(args: &RunArgs) -> Result<LocalConfig, AppError> {
+    let path = match &args.config {
+        Some(path) => Some(path.clone()),
+        None => Some(beside(&args.blueprint, LOCAL_CONFIG)).filter(|path| path.exists()),
+    };
+    let mut config = match path {
+        Some(path) => LocalConfig::parse(&path, &read(&path)?)?,
+        None => LocalConfig::default(),
+    };
+    for assignment in &args.sets {
+        config.set(assignment)?;
+    }
+    Ok(config)
+}
+
+/// `name` in the directory of `blueprint`.
+fn beside(blueprint: &Path, name: &str) -> PathBuf {
+    blueprint
+        .parent()
+        .map_or_else(|| PathBuf::from(name), |directory| directory.join(name))
+}
+
+pub(crate) async fn run_command(
+    app: &str,
+    registry: &Registry,
+    args: &RunArgs,
+    only: Option<String>,
+    console: Console,
+) -> Result<(), AppError> {
+    let blueprint = checked_blueprint(app, registry, &args.blueprint)?;
+    if blueprint.name != app {
+        tracing::warn!(
+            "the blueprint is named '{}' but this app is '{app}'",
+            blueprint.name
+        );
+    }
+    let config = local_config(args)?;
+    let plan = runnel_runtime::plan(&blueprint, &registry.descriptor(app), registry, &config)?;
+    let data_dir = args
+        .data_dir
+        .clone()
+        .unwrap_or_else(|| beside(&args.blueprint, ".runnel"));
+    let fsync = match args.fsync {
+        Fsync::Always => FsyncPolicy::Always,
+        Fsync::Never => FsyncPolicy::Never,
+        Fsync::Every(interval) => FsyncPolicy::Interval(interval),
+    };
+    let backend = EmbeddedBackend::open(&data_dir, LogConfig::default().with_fsync(fsync))
+        .map_err(|source| AppError::OpenLog {
+            path: data_dir.clone(),
+            source,
+        })?;
+
+    console.print(&banner(&blueprint, &plan, &data_dir, only.as_deref()));
+    let shutdown = CancellationToken::new();
+    runnel_runtime::stop_on_signals(shutdown.clone(), console.clone());
+    let options = RunOptions {
+        only,
+        host: runnel_streamlet::HostSettings {
+            commit_interval: args.commit_interval,
+            ..runnel_streamlet::HostSettings::default()
+        },
+        view: match args.view {
+            View::Auto => ViewMode::Auto,
+            View::Plain => ViewMode::Plain,
+            View::Off => ViewMode::Off,
+        },
+        plain_every: args.status_every,
+        footer: format!(
+            "{} · data in {} · Ctrl-C to stop",
+            plan.app,
+            data_dir.display()
+        ),
+        ..RunOptions::default()
+    };
+    let report = runnel_runtime::run(
+        plan,
+        Arc::new(backend.clone()),
+        options,
+        console.clone(),
+        shutdown,
+    )
+    .await;
+    // Dropping the last handle stops the log's writers after a final sync.
+    drop(backend);
+    let report = report?;
+    let finished = report
+        .outcomes
+        .iter()
+        .filter(|(_, outcome)| *outcome == Outcome::Finished)
+        .count();
+    console.print(&format!(
+        "{}: {} streamlets finished, {} stopped; offsets committed\n",
+        app,
+        finished,
+        report.outcomes.len() - finished
+    ));
+    Ok(())
+}
+
+fn banner(
+    blueprint: &Blueprint,
+    plan: &runnel_runtime::Plan,
+    data_dir: &Path,
+    only: Option<&str>,
+) -> String {
+    let mut text = format!("runnel: running '{}'", plan.app);
+    if let Some(instance) = only {
+        text.push_str(&format!(" (only streamlet '{instance}')"));
+    }
+    text.push_str("\n\n");
+    text.push_str(&runnel_blueprint::graph::render_text(blueprint));
+    text.push_str(&format!(
+        "dead letters go to topic {}\n",
+        plan.dead_letter_topic
+    ));
+    text.push_str(&format!(
+        "\ndata: {} (the embedded log; a restart resumes from committed offsets)\n",
+        data_dir.display()
+    ));
+    text.push_str("stop: Ctrl-C or SIGTERM drains in-flight records and commits; a second signal exits at once\n\n");
+    text
+}
+
+/// Whether standard output is a terminal that can show the live table.
+pub(crate) fn interactive() -> bool {
+    std::io::stdout().is_terminal() && std::env::var_os("TERM").is_some_and(|term| term != "dumb")
+}

@@ -1,0 +1,45 @@
+//! Why an app command failed.
+
+use std::path::PathBuf;
+
+/// A failed app command; printed with its causes by [`App::main`](crate::App::main).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AppError {
+    /// A file could not be read.
+    #[error("reading {} failed", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The blueprint has errors (already reported).
+    #[error("{0} has errors; nothing was started")]
+    InvalidBlueprint(PathBuf),
+    /// Verification found problems (already reported).
+    #[error("verification failed")]
+    VerificationFailed,
+    /// The config file or a `--set` is malformed.
+    #[error(transparent)]
+    Config(#[from] runnel_runtime::ConfigError),
+    /// Parameter values are missing or invalid.
+    #[error(transparent)]
+    Plan(#[from] runnel_runtime::PlanError),
+    /// The embedded log could not be opened.
+    #[error("opening the embedded log in {} failed", path.display())]
+    OpenLog {
+        /// The data directory.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: runnel_embedded_log::Error,
+    },
+    /// The run failed.
+    #[error(transparent)]
+    Run(#[from] runnel_runtime::RunError),
+    /// Printing the descriptor failed.
+    #[error("writing the descriptor failed")]
+    Describe(#[source] serde_json::Error),
+}

@@ -1,0 +1,47 @@
+//! Runnel: build streaming applications from small, typed streamlets wired by a blueprint.
+//!
+//! Write streamlets with the [`prelude`] (typed [`Inlet`](prelude::Inlet)s and
+//! [`Outlet`](prelude::Outlet)s, closures for the common shapes, the
+//! [`Streamlet`](prelude::Streamlet) trait for the rest), register them in an [`App`], and
+//! the binary can `describe` itself, `verify` a blueprint and `run` the whole graph on this
+//! machine on a durable embedded log, with at-least-once delivery, a live view and graceful
+//! shutdown. Test streamlets with [`testkit::TestRun`].
+//!
+//! ```no_run
+//! use runnel::prelude::*;
+//!
+//! /// A temperature reading.
+//! #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+//! pub struct Reading { pub sensor: String, pub celsius: f64 }
+//!
+//! pub const IN: Inlet<Reading> = Inlet::new("in");
+//! pub const OUT: Outlet<Reading> = Outlet::new("out").keyed_by(|r| r.sensor.clone());
+//!
+//! fn main() -> std::process::ExitCode {
+//!     runnel::App::new("thermometers")
+//!         .streamlet("plausible", || Processor::new(IN, OUT, |r: Reading| (r.celsius < 150.0).then_some(r)))
+//!         .main()
+//! }
+//! ```
+//!
+//! Where to begin: the sensor-data example (`examples/sensor-data`), then
+//! [`prelude`] and [`App`].
+#![deny(missing_docs)]
+
+mod app;
+mod cli;
+mod commands;
+mod error;
+
+pub use app::App;
+pub use error::AppError;
+pub use runnel_streamlet::{
+    AsyncMap, Clock, CommitToken, Context, Data, Egress, Either, Error, ErrorKind, Inlet,
+    InletStream, Merge, Message, Outgoing, Outlet, OutletSender, Parameter, Processor, Result,
+    Shape, Splitter, Streamlet, SystemClock, dead_letter, testkit,
+};
+
+/// Everything a streamlet file needs, in one import.
+pub mod prelude {
+    pub use runnel_streamlet::prelude::*;
+}
