@@ -1,0 +1,5 @@
+//! The sensor-data app binary: `describe`, `verify`, `run`, `run-streamlet`.
+
+fn main() -> std::process::ExitCode {
+    sensor_data::app().main()
+}

@@ -1,0 +1,114 @@
+//! `generator`: an ingress producing readings of simulated wind turbines at a steady rate.
+
+use std::time::{Duration, Instant};
+
+use runnel::prelude::*;
+
+use crate::model::{Measurements, SensorData};
+
+/// The readings, keyed by device so each device's readings stay in order.
+pub const OUT: Outlet<SensorData> = Outlet::new("out").keyed_by(|data| data.device_id.clone());
+
+/// Readings per second; 0 generates as fast as the log takes them.
+pub const RATE: Parameter<i64> = Parameter::int("records-per-second")
+    .describe("readings generated per second; 0 means as fast as possible")
+    .default("5");
+/// How many readings to generate before finishing; negative means endless.
+pub const COUNT: Parameter<i64> = Parameter::int("count")
+    .describe("readings to generate before finishing; negative means endless")
+    .default("-1");
+/// How many devices take turns.
+pub const DEVICES: Parameter<i64> = Parameter::int("devices")
+    .describe("number of simulated devices")
+    .default("4");
+/// Every n-th reading carries a faulty (negative) rotor speed; 0 never.
+pub const INVALID_EVERY: Parameter<i64> = Parameter::int("invalid-every")
+    .describe("every n-th reading has a faulty negative rotor speed; 0 means never")
+    .default("7");
+
+/// Generates readings.
+#[derive(Debug)]
+pub struct Generator;
+
+/// The reading with running number `sequence`: deterministic, so tests can predict it.
+pub fn reading(sequence: i64, devices: i64, invalid_every: i64, timestamp: i64) -> SensorData {
+    let wave = (sequence as f64 / 10.0).sin();
+    let faulty = invalid_every > 0 && sequence % invalid_every == invalid_every - 1;
+    SensorData {
+        device_id: format!("device-{}", sequence % devices.max(1)),
+        timestamp,
+        sequence,
+        measurements: Measurements {
+            power: 1_500.0 + 500.0 * wave,
+            rotor_speed: if faulty { -1.0 } else { 12.0 + 3.0 * wave },
+            wind_speed: 8.0 + 2.0 * wave,
+        },
+    }
+}
+
+impl Streamlet for Generator {
+    fn shape(&self) -> Shape {
+        Shape::new()
+            .describe("generates wind-turbine readings at a steady rate")
+            .outlet(OUT)
+            .parameter(RATE)
+            .parameter(COUNT)
+            .parameter(DEVICES)
+            .parameter(INVALID_EVERY)
+    }
+
+    async fn run(self, ctx: Context) -> Result<()> {
+        let out = ctx.outlet(OUT);
+        let (rate, count) = (ctx.parameter(RATE), ctx.parameter(COUNT));
+        let (devices, invalid_every) = (ctx.parameter(DEVICES), ctx.parameter(INVALID_EVERY));
+        let started = Instant::now();
+        let mut sequence = 0;
+        while !ctx.is_stopping() && (count < 0 || sequence < count) {
+            // Catch up to where the rate says we should be, then wait a little.
+            let due = if rate > 0 {
+                (started.elapsed().as_secs_f64() * rate as f64) as i64 + 1
+            } else {
+                sequence + 1024
+            };
+            while sequence < due && (count < 0 || sequence < count) {
+                let now = ctx.clock().now_millis();
+                out.send(&reading(sequence, devices, invalid_every, now))
+                    .await?;
+                sequence += 1;
+            }
+            if rate > 0 {
+                tokio::select! {
+                    () = ctx.stopped() => break,
+                    () = tokio::time::sleep(Duration::from_millis(5)) => {}
+                }
+            }
+        }
+        tracing::info!(readings = sequence, "generator finished");
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use runnel::testkit::TestRun;
+
+    #[tokio::test]
+    async fn generates_the_configured_count_with_faulty_readings_at_the_interval()
+    -> anyhow::Result<()> {
+        let run = TestRun::new(Generator)
+            .parameter("count", "14")
+            .parameter("records-per-second", "0")
+            .run()
+            .await?;
+        let readings = run.output(OUT);
+        assert_eq!(readings.len(), 14);
+        let faulty: Vec<i64> = readings
+            .iter()
+            .filter(|r| r.measurements.rotor_speed < 0.0)
+            .map(|r| r.sequence)
+            .collect();
+        assert_eq!(faulty, [6, 13]);
+        Ok(())
+    }
+}

@@ -1,0 +1,9 @@
+//! End-to-end tests: the sensor-data binary driven through its command line, as a user runs
+//! it, with the topics read back from the embedded log afterwards.
+
+mod bad_input; // undecodable records go to the dead-letter topic; the pipeline goes on
+mod bounded_run; // a bounded run routes every metric and exits on its own
+mod crash; // kill -9 mid-stream, run again: nothing acknowledged is lost
+mod refusals; // bad blueprints and parameters stop the run before it starts
+mod shutdown; // SIGTERM drains, commits and exits 0
+mod support; // running the binary and reading topics back
