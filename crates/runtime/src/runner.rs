@@ -117,6 +117,7 @@ pub async fn run(
     console: Console,
     shutdown: CancellationToken,
 ) -> Result<RunReport, RunError> {
+    let started = std::time::Instant::now();
     provision(&plan, &*backend).await?;
     let instances: Vec<_> = match &options.only {
         None => plan.instances.clone(),
@@ -181,7 +182,27 @@ pub async fn run(
         settings: options.host.clone(),
         restart: options.restart,
         end_of_input: end_of_input.clone(),
+        started: Arc::new(tokio::sync::Notify::new()),
     };
+    let announce_ready = tokio::spawn({
+        let (statuses, notify) = (statuses.clone(), supervision.started.clone());
+        async move {
+            loop {
+                notify.notified().await;
+                if statuses
+                    .iter()
+                    .all(|status| status.state() != crate::InstanceState::Starting)
+                {
+                    tracing::info!(
+                        "ready: {} streamlets running, {} ms after start",
+                        statuses.len(),
+                        started.elapsed().as_millis()
+                    );
+                    return;
+                }
+            }
+        }
+    });
     let mut running = JoinSet::new();
     for (index, (instance, status)) in instances.iter().zip(&statuses).enumerate() {
         let task = supervise(
@@ -220,6 +241,7 @@ pub async fn run(
         }
     }
     drop(drained);
+    announce_ready.abort();
     stop_sampler.cancel();
     let _ = sampler.await;
     let status = board.sample(None).await;

@@ -81,6 +81,8 @@ pub(crate) struct Supervision {
     pub(crate) settings: HostSettings,
     pub(crate) restart: RestartPolicy,
     pub(crate) end_of_input: Arc<EndOfInput>,
+    /// Notified whenever an instance has connected its ports and started running.
+    pub(crate) started: Arc<tokio::sync::Notify>,
 }
 
 /// Runs an instance until it finishes or `shutdown` fires, restarting it after failures.
@@ -92,20 +94,29 @@ pub(crate) async fn supervise(
 ) -> Outcome {
     let mut backoff = Backoff::new(supervision.restart);
     loop {
-        status.set_state(InstanceState::Running);
+        status.set_state(InstanceState::Starting);
         let started = Instant::now();
         let span = tracing::info_span!("streamlet", name = %instance.name);
+        let (ready, connected) = tokio::sync::oneshot::channel();
         let running = tokio::spawn(
             run_instance(
                 (instance.factory)(),
                 supervision.backend.clone(),
-                wiring(&instance, &supervision),
+                wiring(&instance, &supervision, ready),
                 Arc::new(SystemClock),
                 status.metrics.clone(),
                 shutdown.clone(),
             )
             .instrument(span),
         );
+        let running = async {
+            // Running once its ports are connected; a failure before that skips the wait.
+            if connected.await.is_ok() {
+                status.set_state(InstanceState::Running);
+                supervision.started.notify_one();
+            }
+            running.await
+        };
         let failure = match running.await {
             Ok(Ok(())) if shutdown.is_cancelled() => {
                 status.set_state(InstanceState::Stopped);
@@ -145,7 +156,11 @@ pub(crate) async fn supervise(
     }
 }
 
-fn wiring(instance: &InstancePlan, supervision: &Supervision) -> Wiring {
+fn wiring(
+    instance: &InstancePlan,
+    supervision: &Supervision,
+    ready: tokio::sync::oneshot::Sender<()>,
+) -> Wiring {
     Wiring {
         app: supervision.app.clone(),
         instance: instance.name.clone(),
@@ -172,6 +187,7 @@ fn wiring(instance: &InstancePlan, supervision: &Supervision) -> Wiring {
         dead_letter_topic: supervision.dead_letter_topic.clone(),
         parameters: instance.parameters.clone(),
         settings: supervision.settings.clone(),
+        ready: Some(ready),
     }
 }
 

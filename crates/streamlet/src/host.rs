@@ -35,6 +35,8 @@ pub struct Wiring {
     pub parameters: HashMap<String, ParameterValue>,
     /// Buffer sizes and intervals.
     pub settings: HostSettings,
+    /// Told once every port is connected, just before the streamlet starts running.
+    pub ready: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 /// The topic and consumer group of one inlet.
@@ -208,6 +210,9 @@ pub async fn run_instance(
         clock,
         shutdown,
     );
+    if let Some(ready) = wiring.ready {
+        let _ = ready.send(());
+    }
     let running = streamlet.run_boxed(ctx);
     tokio::pin!(running);
     let outcome = tokio::select! {

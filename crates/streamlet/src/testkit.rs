@@ -321,6 +321,7 @@ impl TestRun {
             dead_letter_topic: DEAD_LETTER_TOPIC.to_owned(),
             parameters,
             settings: HostSettings::default(),
+            ready: None,
         };
 
         let metrics = Arc::new(InstanceMetrics::for_shape(&shape));

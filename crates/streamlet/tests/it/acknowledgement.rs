@@ -141,6 +141,7 @@ async fn start(inputs: usize, settings: HostSettings) -> Fixture {
         dead_letter_topic: "dead".into(),
         parameters: HashMap::new(),
         settings,
+        ready: None,
     };
     let streamlet = Processor::new(IN, OUT, Some);
     let metrics = Arc::new(InstanceMetrics::for_shape(&Streamlet::shape(&streamlet)));

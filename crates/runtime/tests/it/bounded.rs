@@ -1,0 +1,48 @@
+use std::sync::Arc;
+use std::time::Duration;
+
+use runnel_backend::Backend;
+use runnel_runtime::{LocalConfig, Outcome, run};
+use tokio_util::sync::CancellationToken;
+
+use crate::support::{blueprint_text, console, memory, options, planned, registry};
+
+#[tokio::test]
+async fn a_finished_source_drains_the_graph_and_the_run_returns() -> anyhow::Result<()> {
+    let registry = registry(Arc::default());
+    let mut config = LocalConfig::default();
+    config.set("numbers.count=500")?;
+    let plan = planned(&registry, &blueprint_text("copy"), &config)?;
+    let (memory, backend) = memory();
+    let report = tokio::time::timeout(
+        Duration::from_secs(20),
+        run(
+            plan,
+            backend,
+            options(),
+            console(),
+            CancellationToken::new(),
+        ),
+    )
+    .await??;
+    assert!(
+        report
+            .outcomes
+            .iter()
+            .all(|(_, outcome)| *outcome == Outcome::Finished),
+        "{report:?}"
+    );
+    assert_eq!(memory.records("second")?.len(), 500);
+    assert_eq!(
+        memory.committed("test.sink.in", "second").await?,
+        [Some(500)]
+    );
+    let sink = report
+        .status
+        .instances
+        .iter()
+        .find(|i| i.name == "sink")
+        .unwrap();
+    assert_eq!((sink.records_in, sink.lag), (500, 0));
+    Ok(())
+}
