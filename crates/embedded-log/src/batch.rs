@@ -184,26 +184,27 @@ impl RecordCursor {
             }
             return Ok(None);
         }
-        let timestamp = i64::from_le_bytes(self.take(8)?.as_ref().try_into().unwrap_or_default());
-        let key_length = i32::from_le_bytes(self.take(4)?.as_ref().try_into().unwrap_or_default());
+        let timestamp = i64::from_le_bytes(self.take_array()?);
+        let key_length = i32::from_le_bytes(self.take_array()?);
         let key = match key_length {
             -1 => None,
-            length if length >= 0 => Some(self.take(length as usize)?),
+            length if length >= 0 => Some(self.take_bytes(length as usize)?),
             length => return Err(format!("invalid key length {length}")),
         };
-        let value_length = self.take_u32()? as usize;
-        let value = self.take(value_length)?;
-        let header_count = self.take_u32()?;
+        let value_length = u32::from_le_bytes(self.take_array()?) as usize;
+        let value = self.take_bytes(value_length)?;
+        let header_count = u32::from_le_bytes(self.take_array()?);
         let mut headers = Vec::with_capacity(header_count.min(64) as usize);
         for _ in 0..header_count {
-            let name_length = self.take_u32()? as usize;
-            let name = self.take(name_length)?;
-            let name = String::from_utf8(name.to_vec())
-                .map_err(|_| "a header name is not UTF-8".to_owned())?;
-            let value_length = self.take_u32()? as usize;
+            let name_length = u32::from_le_bytes(self.take_array()?) as usize;
+            let name = self.advance(name_length)?;
+            let name = std::str::from_utf8(&self.batch[name])
+                .map_err(|_| "a header name is not UTF-8".to_owned())?
+                .to_owned();
+            let value_length = u32::from_le_bytes(self.take_array()?) as usize;
             headers.push(Header {
                 key: name,
-                value: self.take(value_length)?,
+                value: self.take_bytes(value_length)?,
             });
         }
         let offset = self.next_offset;
@@ -218,15 +219,25 @@ impl RecordCursor {
         Ok(Some((offset, record)))
     }
 
-    fn take_u32(&mut self) -> Result<u32, String> {
-        Ok(u32::from_le_bytes(
-            self.take(4)?.as_ref().try_into().unwrap_or_default(),
-        ))
+    /// The next `N` bytes, copied: integers are read without touching the shared buffer's
+    /// reference count.
+    fn take_array<const N: usize>(&mut self) -> Result<[u8; N], String> {
+        let range = self.advance(N)?;
+        let mut array = [0; N];
+        array.copy_from_slice(&self.batch[range]);
+        Ok(array)
     }
 
-    fn take(&mut self, length: usize) -> Result<Bytes, String> {
-        let end = self
-            .position
+    /// The next `length` bytes as a slice of the batch (no copy).
+    fn take_bytes(&mut self, length: usize) -> Result<Bytes, String> {
+        let range = self.advance(length)?;
+        Ok(self.batch.slice(range))
+    }
+
+    /// Moves past the next `length` bytes, returning where they are.
+    fn advance(&mut self, length: usize) -> Result<std::ops::Range<usize>, String> {
+        let start = self.position;
+        let end = start
             .checked_add(length)
             .filter(|end| *end <= self.batch.len())
             .ok_or_else(|| {
@@ -235,9 +246,8 @@ impl RecordCursor {
                     self.next_offset
                 )
             })?;
-        let bytes = self.batch.slice(self.position..end);
         self.position = end;
-        Ok(bytes)
+        Ok(start..end)
     }
 }
 
