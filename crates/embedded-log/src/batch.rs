@@ -262,7 +262,7 @@ mod tests {
         }
         let max = records
             .iter()
-            .map(|r| r.timestamp)
+            .map(|record| record.timestamp)
             .max()
             .unwrap_or(i64::MIN);
         seal(&mut buffer, base_offset, records.len() as u32, max);

@@ -99,7 +99,7 @@ mod tests {
     #[test]
     fn parse_accepts_what_was_written_and_refuses_nonsense() {
         let entries = [entry(0, 0), entry(10, 5000)];
-        let bytes: Vec<u8> = entries.iter().flat_map(|e| e.to_bytes()).collect();
+        let bytes: Vec<u8> = entries.iter().flat_map(|entry| entry.to_bytes()).collect();
         assert_eq!(parse(&bytes, 6000).unwrap(), entries);
         assert!(
             parse(&bytes, 5000).is_none(),
@@ -108,7 +108,7 @@ mod tests {
         assert!(parse(&bytes[..12], 6000).is_none(), "a torn entry");
         let backwards: Vec<u8> = [entry(0, 0), entry(10, 5000), entry(5, 6000)]
             .iter()
-            .flat_map(|e| e.to_bytes())
+            .flat_map(|entry| entry.to_bytes())
             .collect();
         assert!(parse(&backwards, 9000).is_none());
     }

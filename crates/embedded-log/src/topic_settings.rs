@@ -60,10 +60,10 @@ pub(crate) fn check_topic_name(name: &str) -> Result<(), runnel_backend::Error> 
         Some("'.' and '..' are not allowed".to_owned())
     } else {
         name.chars()
-            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
-            .map(|c| {
+            .find(|character| !(character.is_ascii_alphanumeric() || matches!(character, '.' | '_' | '-')))
+            .map(|character| {
                 format!(
-                    "the name contains {c:?}; only letters, digits, '.', '_' and '-' are allowed"
+                    "the name contains {character:?}; only letters, digits, '.', '_' and '-' are allowed"
                 )
             })
     };

@@ -78,9 +78,12 @@ impl Writer {
             match self.append(batch) {
                 Ok(base_offset) => completion.complete(Ok(base_offset)),
                 Err(error) => {
+                    // The partition is marked failed first, so whoever sees this batch fail
+                    // also finds later appends refused.
                     let error = SharedError(Arc::new(error));
-                    completion.complete(Err(error.clone()));
-                    return self.stop_shared(error);
+                    self.stop_shared(error.clone());
+                    completion.complete(Err(error));
+                    return;
                 }
             }
         }

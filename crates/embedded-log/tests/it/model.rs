@@ -166,13 +166,20 @@ async fn run(config: LogConfig, actions: Vec<Action>) {
 
 async fn check_offsets(backend: &EmbeddedBackend, model: &Model) {
     let offsets = backend.offsets("t").await.unwrap();
-    let ends: Vec<u64> = offsets.iter().map(|o| o.end).collect();
-    let expected: Vec<u64> = model.partitions.iter().map(|p| p.len() as u64).collect();
+    let ends: Vec<u64> = offsets.iter().map(|partition| partition.end).collect();
+    let expected: Vec<u64> = model
+        .partitions
+        .iter()
+        .map(|records| records.len() as u64)
+        .collect();
     assert_eq!(ends, expected);
-    assert!(offsets.iter().all(|o| o.start == 0), "nothing was deleted");
+    assert!(
+        offsets.iter().all(|partition| partition.start == 0),
+        "nothing was deleted"
+    );
     let committed = backend.committed("model", "t").await.unwrap();
     let expected: Vec<Option<u64>> = (0..PARTITIONS)
-        .map(|p| model.committed.get(&p).copied())
+        .map(|partition| model.committed.get(&partition).copied())
         .collect();
     assert_eq!(committed, expected);
 }

@@ -129,7 +129,7 @@ async fn damage_that_appears_while_open_is_an_error_on_read() {
     let mut good = Vec::new();
     let error = loop {
         match consumer.poll(100).await {
-            Ok(records) => good.extend(records.into_iter().map(|r| r.offset)),
+            Ok(records) => good.extend(records.into_iter().map(|consumed| consumed.offset)),
             Err(error) => break error,
         }
     };

@@ -50,7 +50,7 @@ async fn size_retention_keeps_the_newest_segments_and_consumers_skip_forward() {
 
     // The group committed offset 0, which is gone: it resumes at the log start.
     let read = read_to_end(&backend, "slow", "t").await;
-    assert_eq!(read.first().map(|r| r.1), Some(6));
+    assert_eq!(read.first().map(|(_, offset, _)| *offset), Some(6));
     assert_eq!(read.len(), 4);
 }
 
@@ -79,7 +79,10 @@ async fn age_retention_deletes_sealed_segments_last_written_too_long_ago() {
     let status = backend.partition_status("t", 0).unwrap();
     assert_eq!((status.start, status.end, status.segments), (4, 7, 2));
     assert_eq!(
-        read_to_end(&backend, "g", "t").await.first().map(|r| r.1),
+        read_to_end(&backend, "g", "t")
+            .await
+            .first()
+            .map(|(_, offset, _)| *offset),
         Some(4)
     );
 

@@ -95,9 +95,9 @@ pub(crate) async fn read_to_end(
     let mut records = Vec::new();
     loop {
         let positions = consumer.positions();
-        let done = positions
-            .iter()
-            .all(|(tp, position)| *position >= ends[tp.partition as usize].end);
+        let done = positions.iter().all(|(topic_partition, position)| {
+            *position >= ends[topic_partition.partition as usize].end
+        });
         if done && positions.len() == ends.len() {
             break;
         }
