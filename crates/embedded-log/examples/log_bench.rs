@@ -74,6 +74,13 @@ async fn measure(records: u64) -> Result<(Duration, Duration), Box<dyn std::erro
     let append = started.elapsed();
     let last_offset = last.expect("at least one record").await?;
     assert_eq!(last_offset, records - 1);
+    let status = backend.partition_status("bench", 0)?;
+    println!(
+        "  {} batches, {} syncs, {:.0} records per sync",
+        status.batches_written,
+        status.syncs,
+        records as f64 / status.syncs.max(1) as f64
+    );
 
     let consumer = backend
         .consumer(&ConsumerConfig::new("bench", ["bench"]))

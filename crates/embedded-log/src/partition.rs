@@ -55,6 +55,11 @@ pub struct PartitionStatus {
     /// The most bytes that were ever pending at once since the log was opened; at most
     /// [`LogConfig::max_pending_bytes`] unless a single record is larger.
     pub peak_pending_bytes: usize,
+    /// Batches the writer appended since the log was opened: with many records per batch,
+    /// the group commit is at work.
+    pub batches_written: u64,
+    /// Times the writer synced the partition to disk since the log was opened.
+    pub syncs: u64,
 }
 
 /// The limits and policies the writer and producers of a partition follow.
@@ -108,6 +113,9 @@ pub(crate) struct Partition {
     segments: RwLock<Vec<Arc<Segment>>>,
     start: AtomicU64,
     end: AtomicU64,
+    /// Counters for [`PartitionStatus`].
+    batches_written: AtomicU64,
+    syncs: AtomicU64,
     /// Bumped whenever acknowledged records become visible anywhere in the log.
     appended: Arc<watch::Sender<u64>>,
     writer: Mutex<Option<JoinHandle<()>>>,
@@ -144,6 +152,8 @@ impl Partition {
             segments: RwLock::new(segments),
             start: AtomicU64::new(start),
             end: AtomicU64::new(end),
+            batches_written: AtomicU64::new(0),
+            syncs: AtomicU64::new(0),
             appended,
             writer: Mutex::new(None),
         })
@@ -195,9 +205,15 @@ impl Partition {
 
     /// Makes records up to `end` visible and wakes waiting consumers.
     pub(crate) fn publish_end(&self, end: u64) {
+        self.batches_written.fetch_add(1, Ordering::Relaxed);
         self.end.store(end, Ordering::Release);
         self.appended
             .send_modify(|count| *count = count.wrapping_add(1));
+    }
+
+    /// Counts a sync of the partition's data.
+    pub(crate) fn count_sync(&self) {
+        self.syncs.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Every segment, oldest first.
@@ -260,6 +276,8 @@ impl Partition {
             pending_records: pending.records(),
             pending_bytes: pending.bytes(),
             peak_pending_bytes: pending.peak_bytes,
+            batches_written: self.batches_written.load(Ordering::Relaxed),
+            syncs: self.syncs.load(Ordering::Relaxed),
         }
     }
 

@@ -88,7 +88,7 @@ impl Writer {
             }
         }
         if self.unsynced_since.is_some()
-            && let Err(error) = self.active.sync()
+            && let Err(error) = self.sync()
         {
             tracing::error!(error = %error, "syncing a partition at shutdown failed");
         }
@@ -142,7 +142,7 @@ impl Writer {
             (self.partition.limits.fsync, self.unsynced_since)
             && now >= since + interval
         {
-            self.active.sync()?;
+            self.sync()?;
             self.unsynced_since = None;
         }
         if now >= self.next_retention_check {
@@ -200,7 +200,7 @@ impl Writer {
         self.active
             .index_batch(&self.index_file, base_offset, position)?;
         match self.partition.limits.fsync {
-            FsyncPolicy::Always => self.active.sync(),
+            FsyncPolicy::Always => self.sync(),
             FsyncPolicy::Interval(_) | FsyncPolicy::Never => {
                 self.unsynced_since.get_or_insert_with(Instant::now);
                 Ok(())
@@ -211,7 +211,7 @@ impl Writer {
     /// Seals the active segment (synced whatever the policy, so sealed segments are whole)
     /// and starts a new one at the next offset.
     fn roll(&mut self) -> Result<()> {
-        self.active.sync()?;
+        self.sync()?;
         self.unsynced_since = None;
         let segment = Arc::new(Segment::create(
             &self.partition.directory,
@@ -222,6 +222,12 @@ impl Writer {
         self.active = segment;
         self.written_len = 0;
         self.enforce_retention();
+        Ok(())
+    }
+
+    fn sync(&self) -> Result<()> {
+        self.active.sync()?;
+        self.partition.count_sync();
         Ok(())
     }
 

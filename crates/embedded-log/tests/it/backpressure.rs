@@ -61,6 +61,9 @@ async fn pipelined_sends_never_buffer_more_than_the_bound() {
         "the buffer was used: {}",
         status.peak_pending_bytes
     );
+    // At most 9 records fit in a batch; under `FsyncPolicy::Always` each batch is synced.
+    assert!(status.batches_written >= 4000 / 9, "{status:?}");
+    assert!(status.syncs >= status.batches_written, "{status:?}");
     assert_eq!(read_to_end(&backend, "g", "t").await.len(), 4000);
 }
 
