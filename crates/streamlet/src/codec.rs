@@ -58,6 +58,8 @@ pub(crate) struct Codec<T> {
     format: Format,
     schema: Schema,
     fingerprint: Bytes,
+    /// The named types of `schema`, for the direct decoder.
+    names: crate::avro_decode::Names,
     /// Schemas other producers of the topic write with, by fingerprint.
     writers: Vec<(Bytes, Schema)>,
     _type: std::marker::PhantomData<fn() -> T>,
@@ -67,10 +69,12 @@ impl<T: Data> Codec<T> {
     pub(crate) fn new(format: Format) -> Self {
         let schema = T::get_schema();
         let fingerprint = Bytes::from(schema.fingerprint::<Rabin>().to_string());
+        let names = crate::avro_decode::names(&schema);
         Codec {
             format,
             schema,
             fingerprint,
+            names,
             writers: Vec::new(),
             _type: std::marker::PhantomData,
         }
@@ -100,9 +104,14 @@ impl<T: Data> Codec<T> {
         match self.format {
             Format::Avro => {
                 let mut buffer = Vec::with_capacity(64);
-                apache_avro::write_avro_datum_ref(&self.schema, value, &mut buffer)
+                if crate::avro_encode::encode(&self.schema, &self.names, value, &mut buffer).is_ok()
+                {
+                    return Ok(buffer);
+                }
+                let value = apache_avro::to_value(value)
                     .map_err(|error| CodecError::new(format!("avro encoding failed: {error}")))?;
-                Ok(buffer)
+                apache_avro::to_avro_datum(&self.schema, value)
+                    .map_err(|error| CodecError::new(format!("avro encoding failed: {error}")))
             }
             Format::Json => serde_json::to_vec(value)
                 .map_err(|error| CodecError::new(format!("json encoding failed: {error}"))),
@@ -121,6 +130,11 @@ impl<T: Data> Codec<T> {
         let known_writer = writer
             .filter(|fingerprint| *fingerprint != self.fingerprint)
             .and_then(|fingerprint| self.writers.iter().find(|(f, _)| f == fingerprint));
+        if known_writer.is_none()
+            && let Ok(value) = crate::avro_decode::decode(&self.schema, &self.names, bytes)
+        {
+            return Ok(value);
+        }
         let mut remaining = bytes;
         let value = match known_writer {
             Some((_, writer_schema)) => {

@@ -34,6 +34,8 @@
 #![deny(missing_docs)]
 
 mod acknowledgement;
+mod avro_decode;
+mod avro_encode;
 mod clock;
 mod codec;
 mod config;
