@@ -60,8 +60,6 @@ pub(crate) struct Shared {
     creating: Mutex<()>,
     pub(crate) offsets: OffsetStore,
     pub(crate) groups: GroupCoordinator,
-    /// Bumped whenever records become visible; consumers wait on it.
-    pub(crate) appended: Arc<watch::Sender<u64>>,
     /// Dropped last, after the writers stopped.
     _lock: DirectoryLock,
 }
@@ -70,6 +68,9 @@ pub(crate) struct Shared {
 #[derive(Debug)]
 pub(crate) struct TopicLog {
     pub(crate) partitions: Vec<Arc<Partition>>,
+    /// Bumped whenever records of this topic become visible; its consumers wait on it, so
+    /// an append wakes only the readers of its own topic.
+    pub(crate) appended: Arc<watch::Sender<u64>>,
 }
 
 impl EmbeddedBackend {
@@ -100,7 +101,6 @@ impl EmbeddedBackend {
         let directory_lock = DirectoryLock::acquire(&directory)?;
         let topics_directory = directory.join("topics");
         files::create_directory(&topics_directory)?;
-        let appended = Arc::new(watch::Sender::new(0));
         let mut topics = HashMap::new();
         for path in files::list_directory(&topics_directory)? {
             let Some(name) = path.file_name().and_then(|name| name.to_str()) else {
@@ -111,7 +111,7 @@ impl EmbeddedBackend {
                 continue;
             }
             let metadata = TopicMetadata::load(&path)?;
-            let topic = open_topic(&path, name, &metadata, &config, &appended)?;
+            let topic = open_topic(&path, name, &metadata, &config)?;
             topics.insert(name.to_owned(), Arc::new(topic));
         }
         let offsets = OffsetStore::open(directory.join("groups"))?;
@@ -122,7 +122,6 @@ impl EmbeddedBackend {
             creating: Mutex::new(()),
             offsets,
             groups: GroupCoordinator::default(),
-            appended,
             _lock: directory_lock,
         });
         // Writers start only once everything opened, so a failed open leaves none running.
@@ -267,7 +266,7 @@ impl Shared {
                 })?;
             }
             files::create_directory(&path)?;
-            let topic = open_topic(&path, &spec.name, &metadata, &self.config, &self.appended)?;
+            let topic = open_topic(&path, &spec.name, &metadata, &self.config)?;
             // The metadata file is written last: its presence marks the topic as complete.
             metadata.store(&path)?;
             if let Err(error) = topic.partitions.iter().try_for_each(writer::start) {
@@ -293,8 +292,8 @@ fn open_topic(
     name: &str,
     metadata: &TopicMetadata,
     config: &LogConfig,
-    appended: &Arc<watch::Sender<u64>>,
 ) -> Result<TopicLog> {
+    let appended = Arc::new(watch::Sender::new(0));
     let limits = PartitionLimits::new(metadata.settings(config), config);
     let name: Arc<str> = Arc::from(name);
     let partitions = (0..metadata.partitions)
@@ -303,7 +302,10 @@ fn open_topic(
             Partition::open(directory, name.clone(), number, limits, appended.clone()).map(Arc::new)
         })
         .collect::<Result<_>>()?;
-    Ok(TopicLog { partitions })
+    Ok(TopicLog {
+        partitions,
+        appended,
+    })
 }
 
 impl Drop for Shared {

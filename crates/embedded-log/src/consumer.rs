@@ -23,6 +23,7 @@ const INITIAL_CAPACITY: usize = 4096;
 pub(crate) struct EmbeddedConsumer {
     shared: Arc<Shared>,
     group: String,
+    topics: Vec<String>,
     start_from: StartFrom,
     member: MemberId,
     membership: Mutex<watch::Receiver<u64>>,
@@ -45,6 +46,7 @@ impl EmbeddedConsumer {
         EmbeddedConsumer {
             shared,
             group: config.group.clone(),
+            topics: config.topics.clone(),
             start_from: config.start_from,
             member,
             membership: Mutex::new(membership),
@@ -147,17 +149,31 @@ impl EmbeddedConsumer {
 #[async_trait]
 impl Consumer for EmbeddedConsumer {
     async fn poll(&self, max_records: usize) -> runnel_backend::Result<Vec<ConsumedRecord>> {
-        let mut appended = self.shared.appended.subscribe();
+        let mut appended = Vec::with_capacity(self.topics.len());
+        for topic in &self.topics {
+            appended.push(self.shared.topic(topic)?.appended.subscribe());
+        }
         loop {
-            appended.borrow_and_update();
+            for receiver in &mut appended {
+                receiver.borrow_and_update();
+            }
             self.refresh_assignment();
             let records = self.take_available(max_records.max(1))?;
             if !records.is_empty() {
                 return Ok(records);
             }
             let mut membership = lock(&self.membership).clone();
+            // `select_all` panics on no futures; a consumer of no topics only watches the group.
+            let any_appended = async {
+                if appended.is_empty() {
+                    std::future::pending::<()>().await;
+                }
+                futures::future::select_all(appended.iter_mut().map(|r| Box::pin(r.changed())))
+                    .await
+                    .0
+            };
             tokio::select! {
-                changed = appended.changed() => changed.map_err(|_| runnel_backend::Error::Closed)?,
+                changed = any_appended => changed.map_err(|_| runnel_backend::Error::Closed)?,
                 changed = membership.changed() => changed.map_err(|_| runnel_backend::Error::Closed)?,
             }
         }

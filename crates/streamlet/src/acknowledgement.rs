@@ -19,6 +19,9 @@ use tokio::time::Instant;
 
 use crate::InstanceMetrics;
 
+/// How many queued events the committer takes per wake-up.
+const EVENTS_PER_WAKE_UP: usize = 512;
+
 /// One entry of the acknowledgement queue.
 #[derive(Debug)]
 pub(crate) enum Event {
@@ -160,35 +163,42 @@ impl Committer {
         mut events: mpsc::UnboundedReceiver<Event>,
     ) -> Result<(), CommitError> {
         let mut deadline: Option<Instant> = None;
+        let mut batch = Vec::with_capacity(EVENTS_PER_WAKE_UP);
         loop {
-            let event = match deadline {
+            let received = match deadline {
                 Some(at) => tokio::select! {
                     biased;
-                    event = events.recv() => event,
+                    received = events.recv_many(&mut batch, EVENTS_PER_WAKE_UP) => received,
                     () = tokio::time::sleep_until(at) => {
                         self.write().await?;
                         deadline = None;
                         continue;
                     }
                 },
-                None => events.recv().await,
+                None => events.recv_many(&mut batch, EVENTS_PER_WAKE_UP).await,
             };
-            match event {
-                None | Some(Event::Finish) => return self.write().await,
-                Some(Event::Sent { receipt, _permit }) => {
-                    receipt.await.map_err(CommitError::Delivery)?;
-                }
-                Some(Event::Commit {
-                    inlet,
-                    partition,
-                    offset,
-                    _permit,
-                }) => {
-                    let next = offset + 1;
-                    let staged = self.staged[inlet].entry(partition).or_insert(next);
-                    *staged = (*staged).max(next);
-                    self.metrics.count_committed(1);
-                    deadline.get_or_insert_with(|| Instant::now() + self.interval);
+            if received == 0 {
+                // Every sender is gone.
+                return self.write().await;
+            }
+            for event in batch.drain(..) {
+                match event {
+                    Event::Finish => return self.write().await,
+                    Event::Sent { receipt, _permit } => {
+                        receipt.await.map_err(CommitError::Delivery)?;
+                    }
+                    Event::Commit {
+                        inlet,
+                        partition,
+                        offset,
+                        _permit,
+                    } => {
+                        let next = offset + 1;
+                        let staged = self.staged[inlet].entry(partition).or_insert(next);
+                        *staged = (*staged).max(next);
+                        self.metrics.count_committed(1);
+                        deadline.get_or_insert_with(|| Instant::now() + self.interval);
+                    }
                 }
             }
         }
