@@ -133,7 +133,12 @@ async fn once(records: i64) -> f64 {
     let plan = runnel_runtime::plan(&blueprint, &descriptor, &registry, &config).unwrap();
     let directory =
         tempfile::tempdir_in(std::env::var("BENCH_DIR").unwrap_or_else(|_| ".".into())).unwrap();
-    let backend = EmbeddedBackend::open(directory.path(), LogConfig::default()).unwrap();
+    let fsync = match std::env::var("BENCH_FSYNC").as_deref() {
+        Ok("never") => runnel_embedded_log::FsyncPolicy::Never,
+        _ => runnel_embedded_log::FsyncPolicy::Always,
+    };
+    let backend =
+        EmbeddedBackend::open(directory.path(), LogConfig::default().with_fsync(fsync)).unwrap();
     let options = RunOptions {
         view: ViewMode::Off,
         ..RunOptions::default()

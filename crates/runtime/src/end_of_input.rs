@@ -7,7 +7,7 @@ use std::sync::Mutex;
 
 use tokio::sync::watch;
 
-use crate::plan::Plan;
+use crate::plan::{OutletPlan, Plan};
 
 /// Per topic: how many producing ports are still running, and the flag readers watch.
 #[derive(Debug)]
@@ -54,13 +54,13 @@ impl EndOfInput {
 
     /// Records that an instance finished: each topic it writes loses one producing port per
     /// outlet bound to it, and ends when none is left.
-    pub(crate) fn finished(&self, outlet_topics: &[(String, String)]) {
+    pub(crate) fn finished(&self, outlets: &[OutletPlan]) {
         let mut topics = self
             .topics
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        for (_, topic) in outlet_topics {
-            if let Some((remaining, ended)) = topics.get_mut(topic)
+        for outlet in outlets {
+            if let Some((remaining, ended)) = topics.get_mut(&outlet.topic)
                 && *remaining != usize::MAX
             {
                 *remaining = remaining.saturating_sub(1);

@@ -39,7 +39,7 @@ mod view;
 pub use console::{Console, ConsoleLine};
 pub use error::RunError;
 pub use local_config::{ConfigError, LocalConfig};
-pub use plan::{InletPlan, InstancePlan, Plan, PlanError, TopicPlan, plan};
+pub use plan::{InletPlan, InstancePlan, OutletPlan, Plan, PlanError, TopicPlan, plan};
 pub use registry::{Factory, Registry};
 pub use runner::{RunOptions, RunReport, provision, run};
 pub use shutdown::{INTERRUPTED_EXIT_CODE, stop_on_signals};

@@ -67,8 +67,8 @@ pub struct InstancePlan {
     pub parameters: HashMap<String, ParameterValue>,
     /// The inlets with their topics.
     pub inlets: Vec<InletPlan>,
-    /// The outlets with their topic names.
-    pub outlets: Vec<(String, String)>,
+    /// The outlets with their topics.
+    pub outlets: Vec<OutletPlan>,
 }
 
 impl std::fmt::Debug for InstancePlan {
@@ -80,6 +80,18 @@ impl std::fmt::Debug for InstancePlan {
             .field("outlets", &self.outlets)
             .finish_non_exhaustive()
     }
+}
+
+/// One outlet and its topic.
+#[derive(Clone, Debug)]
+pub struct OutletPlan {
+    /// The outlet name.
+    pub port: String,
+    /// The topic name.
+    pub topic: String,
+    /// Whether records name their writer schema in a header: the topic's producers write
+    /// with different schemas.
+    pub tag_schema: bool,
 }
 
 /// One inlet: its topic, consumer group and the schemas its producers write with.
@@ -168,7 +180,16 @@ pub fn plan(
             .iter()
             .filter_map(|outlet| {
                 let topic = blueprint.topic_of(&streamlet.name, &outlet.name)?;
-                Some((outlet.name.clone(), topic.name.clone()))
+                let schemas = writer_schemas(blueprint, descriptor, topic);
+                let distinct = schemas
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, s)| !schemas[..*i].contains(s));
+                Some(OutletPlan {
+                    port: outlet.name.clone(),
+                    topic: topic.name.clone(),
+                    tag_schema: distinct.count() > 1,
+                })
             })
             .collect();
         instances.push(InstancePlan {

@@ -179,9 +179,10 @@ fn wiring(
         outlets: instance
             .outlets
             .iter()
-            .map(|(port, topic)| OutletWiring {
-                port: port.clone(),
-                topic: topic.clone(),
+            .map(|outlet| OutletWiring {
+                port: outlet.port.clone(),
+                topic: outlet.topic.clone(),
+                tag_schema: outlet.tag_schema,
             })
             .collect(),
         dead_letter_topic: supervision.dead_letter_topic.clone(),

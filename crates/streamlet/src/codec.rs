@@ -1,10 +1,13 @@
 //! Encoding record values: Avro (the default, schema derived from the Rust type) or JSON.
 //!
 //! Avro values are the binary encoding of the value alone, with no container header and no
-//! schema id in the payload. Runnel adds a header, [`SCHEMA_HEADER`], holding the hex Rabin
-//! fingerprint of the writer's schema, so a reader whose schema evolved can resolve records
-//! written with an older (compatible) schema. Records without that header, from plain Kafka
-//! clients for example, are read with the reader's own schema.
+//! schema id in the payload. A reader knows the schemas the topic's producers write with
+//! (from the blueprint and the descriptor): when there is one, every record is read as
+//! written with it, resolved to the reader's own schema if they differ. When producers of one
+//! topic write with different (compatible) schemas, they add a header, [`SCHEMA_HEADER`],
+//! holding the hex Rabin fingerprint of their schema, and readers resolve each record by it.
+//! Records from writers nobody told the reader about (plain Kafka clients, say) are read
+//! with the reader's own schema.
 
 use apache_avro::rabin::Rabin;
 use apache_avro::{AvroSchema, Schema};
@@ -60,7 +63,7 @@ pub(crate) struct Codec<T> {
     fingerprint: Bytes,
     /// The named types of `schema`, for the direct decoder.
     names: crate::avro_decode::Names,
-    /// Schemas other producers of the topic write with, by fingerprint.
+    /// The distinct schemas the topic's producers write with, by fingerprint.
     writers: Vec<(Bytes, Schema)>,
     _type: std::marker::PhantomData<fn() -> T>,
 }
@@ -84,7 +87,7 @@ impl<T: Data> Codec<T> {
     pub(crate) fn with_writer_schema(mut self, definition: &serde_json::Value) -> Self {
         if let Ok(schema) = Schema::parse(definition) {
             let fingerprint = Bytes::from(schema.fingerprint::<Rabin>().to_string());
-            if fingerprint != self.fingerprint {
+            if !self.writers.iter().any(|(known, _)| *known == fingerprint) {
                 self.writers.push((fingerprint, schema));
             }
         }
@@ -95,7 +98,7 @@ impl<T: Data> Codec<T> {
         self.format
     }
 
-    /// The fingerprint to put in [`SCHEMA_HEADER`], for Avro values.
+    /// The fingerprint to put in [`SCHEMA_HEADER`] when tagging, for Avro values.
     pub(crate) fn fingerprint(&self) -> Option<&Bytes> {
         (self.format == Format::Avro).then_some(&self.fingerprint)
     }
@@ -127,6 +130,11 @@ impl<T: Data> Codec<T> {
     }
 
     fn decode_avro(&self, bytes: &[u8], writer: Option<&[u8]>) -> Result<T, CodecError> {
+        // The writer's schema: named by the record, or the topic's only one.
+        let writer = writer.or_else(|| match self.writers.as_slice() {
+            [(only, _)] => Some(&only[..]),
+            _ => None,
+        });
         let known_writer = writer
             .filter(|fingerprint| *fingerprint != self.fingerprint)
             .and_then(|fingerprint| self.writers.iter().find(|(f, _)| f == fingerprint));
@@ -231,6 +239,33 @@ mod tests {
                 count: 0
             }
         );
+    }
+
+    #[test]
+    fn records_without_a_header_resolve_with_the_topics_only_writer_schema() {
+        let old = Codec::<V1>::new(Format::Avro);
+        let bytes = old.encode(&V1 { id: "a".into() }).unwrap();
+        let definition = schema_descriptor::<V1>(Format::Avro).definition;
+        let new = Codec::<V2>::new(Format::Avro).with_writer_schema(&definition);
+        assert_eq!(
+            new.decode(&bytes, None).unwrap(),
+            V2 {
+                id: "a".into(),
+                count: 0
+            }
+        );
+        // With two writer schemas and no header the reader cannot tell; it uses its own.
+        let own = schema_descriptor::<V2>(Format::Avro).definition;
+        let ambiguous = Codec::<V2>::new(Format::Avro)
+            .with_writer_schema(&definition)
+            .with_writer_schema(&own);
+        let current = ambiguous
+            .encode(&V2 {
+                id: "b".into(),
+                count: 3,
+            })
+            .unwrap();
+        assert_eq!(ambiguous.decode(&current, None).unwrap().count, 3);
     }
 
     #[test]

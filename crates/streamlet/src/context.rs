@@ -89,6 +89,7 @@ impl Context {
             acknowledgements: parts.acknowledgements.clone(),
             clock: parts.clock.clone(),
             metrics: parts.metrics.clone(),
+            tag_schema: parts.tag_schema,
         };
         OutletSender::new(parts, port.format, outlet.key_function())
     }

@@ -65,6 +65,10 @@ pub struct OutletWiring {
     pub port: String,
     /// The topic it appends to.
     pub topic: String,
+    /// Whether every record names its writer schema in the
+    /// [`SCHEMA_HEADER`](crate::SCHEMA_HEADER): needed when producers of the topic write
+    /// with different schemas, so readers can tell which one wrote each record.
+    pub tag_schema: bool,
 }
 
 /// Buffer sizes and intervals of a streamlet host.
@@ -195,6 +199,7 @@ pub async fn run_instance(
             acknowledgements: acknowledgements.clone(),
             clock: clock.clone(),
             metrics: metrics.outlet(port.name),
+            tag_schema: outlet.tag_schema,
         };
         outlets.insert(port.name, parts);
     }

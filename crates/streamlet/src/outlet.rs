@@ -23,6 +23,7 @@ pub(crate) struct OutletParts {
     pub(crate) acknowledgements: Acknowledgements,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) metrics: Arc<PortMetrics>,
+    pub(crate) tag_schema: bool,
 }
 
 /// Sends values to one outlet. Cheap to clone; clones share the topic and the partitioning.
@@ -130,7 +131,9 @@ impl<T: Data> OutletSender<T> {
             None => inner.next_partition.fetch_add(1, Ordering::Relaxed) % parts.partitions,
         };
         let mut headers = outgoing.headers;
-        if let Some(fingerprint) = inner.codec.fingerprint() {
+        if parts.tag_schema
+            && let Some(fingerprint) = inner.codec.fingerprint()
+        {
             headers.push(SCHEMA_HEADER, fingerprint.clone());
         }
         parts.metrics.record(encoded.len());

@@ -307,6 +307,7 @@ impl TestRun {
             outlets.push(OutletWiring {
                 port: port.name.to_owned(),
                 topic,
+                tag_schema: false,
             });
         }
         let groups: Vec<(String, String, String)> = inlets

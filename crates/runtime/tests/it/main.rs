@@ -2,6 +2,7 @@
 
 mod bounded; // bounded inputs drain the whole graph and the run returns
 mod provisioning; // topics are created or must exist; bad configuration stops the run early
+mod schemas; // producers with different schema versions on one topic
 mod single_instance; // run-streamlet: one instance, inputs never end
 mod supervision; // failures are restarted with backoff and reported
 mod support; // a small app and its blueprint

@@ -137,6 +137,7 @@ async fn start(inputs: usize, settings: HostSettings) -> Fixture {
         outlets: vec![OutletWiring {
             port: "out".into(),
             topic: "out".into(),
+            tag_schema: false,
         }],
         dead_letter_topic: "dead".into(),
         parameters: HashMap::new(),

@@ -1,0 +1,120 @@
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use runnel_blueprint::verify;
+use runnel_runtime::{LocalConfig, Registry, plan, run};
+use runnel_streamlet::prelude::*;
+use tokio_util::sync::CancellationToken;
+
+use crate::support::{console, memory, options};
+
+/// The first version of a reading.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+#[avro(name = "Reading")]
+#[serde(rename = "Reading")]
+struct ReadingV1 {
+    id: i64,
+}
+
+/// The second version: a field added with a default.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+#[avro(name = "Reading")]
+#[serde(rename = "Reading")]
+struct ReadingV2 {
+    id: i64,
+    #[avro(default = "\"unknown\"")]
+    #[serde(default)]
+    unit: String,
+}
+
+const OLD: Outlet<ReadingV1> = Outlet::new("out");
+const NEW: Outlet<ReadingV2> = Outlet::new("out");
+const IN: Inlet<ReadingV2> = Inlet::new("in");
+
+struct Emit<T: Data + Clone>(Outlet<T>, Vec<T>);
+
+impl<T: Data + Clone> Streamlet for Emit<T> {
+    fn shape(&self) -> Shape {
+        Shape::new().outlet(self.0)
+    }
+
+    async fn run(self, ctx: Context) -> Result<()> {
+        let out = ctx.outlet(self.0);
+        for value in &self.1 {
+            out.send(value).await?;
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn producers_writing_different_schemas_to_one_topic_are_both_read() -> anyhow::Result<()> {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let registry = Registry::new()
+        .register("old", || Emit(OLD, vec![ReadingV1 { id: 1 }]))
+        .register("new", || {
+            Emit(
+                NEW,
+                vec![ReadingV2 {
+                    id: 2,
+                    unit: "celsius".into(),
+                }],
+            )
+        })
+        .register("reader", move || {
+            let sink = sink.clone();
+            Egress::new(IN, move |reading: ReadingV2| {
+                sink.lock().unwrap().push(reading);
+                async { Ok(()) }
+            })
+        });
+    let text = r#"
+name = "test"
+[streamlets]
+old = "old"
+new = "new"
+reader = "reader"
+[topics.readings]
+producers = ["old.out", "new.out"]
+consumers = ["reader.in"]
+"#;
+    let descriptor = registry.descriptor("test");
+    let verification = verify(Path::new("blueprint.toml"), text, &descriptor);
+    let blueprint = verification
+        .blueprint
+        .expect("a compatible fan-in verifies");
+    let plan = plan(&blueprint, &descriptor, &registry, &LocalConfig::default())?;
+    assert!(
+        plan.instances
+            .iter()
+            .flat_map(|i| &i.outlets)
+            .all(|o| o.tag_schema)
+    );
+    let (_, backend) = memory();
+    let run = run(
+        plan,
+        backend,
+        options(),
+        console(),
+        CancellationToken::new(),
+    );
+    tokio::time::timeout(Duration::from_secs(20), run).await??;
+    let mut seen = seen.lock().unwrap().clone();
+    seen.sort_by_key(|r| r.id);
+    assert_eq!(
+        seen,
+        [
+            ReadingV2 {
+                id: 1,
+                unit: "unknown".into()
+            },
+            ReadingV2 {
+                id: 2,
+                unit: "celsius".into()
+            }
+        ]
+    );
+    Ok(())
+}
