@@ -9,7 +9,8 @@
 //! - the embedded log (`runnel-embedded-log`), durable files on one machine, the default;
 //! - Kafka (`runnel-kafka`).
 //!
-//! Every implementation must pass the same [`conformance`] suite (feature `conformance`).
+//! Every implementation must pass the same conformance suite (the `conformance` module,
+//! behind the feature of that name).
 //!
 //! ```
 //! use runnel_backend::{Backend, ConsumerConfig, MemoryBackend, ProducerConfig, Record, TopicSpec};

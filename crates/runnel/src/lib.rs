@@ -1,8 +1,7 @@
 //! Runnel: build streaming applications from small, typed streamlets wired by a blueprint.
 //!
-//! Write streamlets with the [`prelude`] (typed [`Inlet`](prelude::Inlet)s and
-//! [`Outlet`](prelude::Outlet)s, closures for the common shapes, the
-//! [`Streamlet`](prelude::Streamlet) trait for the rest), register them in an [`App`], and
+//! Write streamlets with the [`prelude`] (typed [`Inlet`]s and [`Outlet`]s, closures for
+//! the common shapes, the [`Streamlet`] trait for the rest), register them in an [`App`], and
 //! the binary can `describe` itself, `verify` a blueprint and `run` the whole graph on this
 //! machine on a durable embedded log, with at-least-once delivery, a live view and graceful
 //! shutdown. Test streamlets with [`testkit::TestRun`].

@@ -115,6 +115,36 @@ impl<T: Data> InletStream<T> {
         }
     }
 
+    /// The messages as a [`Stream`](futures::Stream), for stream combinators. The stream
+    /// ends where [`next`](InletStream::next) returns `None`; an error is yielded once and
+    /// the stream goes on after it.
+    ///
+    /// ```no_run
+    /// # use runnel_streamlet::prelude::*;
+    /// # #[derive(Serialize, Deserialize, AvroSchema)] struct Reading { celsius: f64 }
+    /// # const IN: Inlet<Reading> = Inlet::new("in");
+    /// use futures::StreamExt;
+    /// # async fn demo(mut ctx: Context) -> Result<()> {
+    /// let mut hot = ctx.inlet(IN).into_stream().filter(|message| {
+    ///     std::future::ready(message.as_ref().map_or(true, |m| m.value().celsius > 30.0))
+    /// });
+    /// while let Some(message) = hot.next().await {
+    ///     message?.commit();
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn into_stream(self) -> futures::stream::BoxStream<'static, Result<Message<T>>> {
+        use futures::StreamExt;
+        futures::stream::unfold(self, |mut inlet| async move {
+            match inlet.next().await {
+                Ok(Some(message)) => Some((Ok(message), inlet)),
+                Ok(None) => None,
+                Err(error) => Some((Err(error), inlet)),
+            }
+        })
+        .boxed()
+    }
+
     /// Whether the input is bounded and this member has read all of its partitions.
     async fn read_everything(&self) -> Result<bool> {
         if !*self.parts.end_of_input.borrow() {

@@ -1,11 +1,8 @@
 //! [`Merge`]: several inlets of one type into one outlet.
 
 use futures::StreamExt;
-use futures::stream::BoxStream;
 
-use crate::{
-    Context, Data, Inlet, InletStream, Message, Outgoing, Outlet, Result, Shape, Streamlet,
-};
+use crate::{Context, Data, Inlet, Outgoing, Outlet, Result, Shape, Streamlet};
 
 /// A streamlet that forwards every value of several inlets to one outlet, keeping each
 /// value's key and event timestamp. Values of one inlet stay in order; inlets interleave.
@@ -49,17 +46,6 @@ impl<T: Data> Merge<T> {
     }
 }
 
-fn messages<T: Data>(inlet: InletStream<T>) -> BoxStream<'static, Result<Message<T>>> {
-    futures::stream::unfold(inlet, |mut inlet| async move {
-        match inlet.next().await {
-            Ok(Some(message)) => Some((Ok(message), inlet)),
-            Ok(None) => None,
-            Err(error) => Some((Err(error), inlet)),
-        }
-    })
-    .boxed()
-}
-
 impl<T: Data> Streamlet for Merge<T> {
     fn shape(&self) -> Shape {
         let shape = Shape::new().describe(self.description);
@@ -74,7 +60,7 @@ impl<T: Data> Streamlet for Merge<T> {
         let streams: Vec<_> = self
             .inlets
             .iter()
-            .map(|inlet| messages(ctx.inlet(*inlet)))
+            .map(|inlet| ctx.inlet(*inlet).into_stream())
             .collect();
         let mut merged = futures::stream::select_all(streams);
         while let Some(message) = merged.next().await {
