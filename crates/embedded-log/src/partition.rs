@@ -70,6 +70,7 @@ pub(crate) struct PartitionLimits {
     pub(crate) max_pending_bytes: usize,
     pub(crate) max_record_bytes: usize,
     pub(crate) retention_check_interval: std::time::Duration,
+    pub(crate) linger: std::time::Duration,
 }
 
 impl PartitionLimits {
@@ -91,6 +92,7 @@ impl PartitionLimits {
                 .max_record_bytes
                 .clamp(1, LogConfig::MAX_BUFFER_BYTES),
             retention_check_interval: config.retention_check_interval,
+            linger: config.linger,
         }
     }
 }

@@ -74,6 +74,8 @@ pub(crate) struct Pending {
     in_flight: Option<Arc<Completion>>,
     /// The writer is waiting for records and must be woken by the next one.
     pub(crate) writer_idle: bool,
+    /// The writer is lingering over a small batch and must be woken once it is large.
+    pub(crate) writer_lingering: bool,
     /// The log is shutting down: no new records.
     pub(crate) shutdown: bool,
     /// The failure that stopped the partition's writer, if one did.
@@ -91,6 +93,7 @@ impl Default for Pending {
             completion: Arc::default(),
             in_flight: None,
             writer_idle: false,
+            writer_lingering: false,
             shutdown: false,
             failure: None,
             peak_bytes: 0,
@@ -120,7 +123,11 @@ impl Pending {
         self.records += 1;
         self.max_timestamp = self.max_timestamp.max(record.timestamp);
         self.peak_bytes = self.peak_bytes.max(self.bytes());
-        let wake_writer = std::mem::replace(&mut self.writer_idle, false);
+        let grown = self.writer_lingering && self.bytes() >= crate::LogConfig::LINGER_BYTES;
+        if grown {
+            self.writer_lingering = false;
+        }
+        let wake_writer = std::mem::replace(&mut self.writer_idle, false) || grown;
         Ok(Some(Accepted {
             completion: self.completion.clone(),
             index: self.records - 1,

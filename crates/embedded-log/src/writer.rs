@@ -4,7 +4,10 @@
 //! retention.
 //!
 //! While the writer writes and syncs one batch, producers fill the pending buffer with the
-//! next, so the batch size adapts to the disk: the slower the sync, the larger the batch.
+//! next, so the batch size adapts to the disk: the slower the sync, the larger the batch. A
+//! batch smaller than [`LogConfig::LINGER_BYTES`](crate::LogConfig::LINGER_BYTES) also waits
+//! up to the configured linger for more records, trading a little latency for fewer writes
+//! and syncs.
 //! Any failed write or sync stops the partition (every waiting and later append fails)
 //! until the log is reopened and recovery has run: after a failed `fsync` the state of the
 //! file is unknown, so guessing would risk acknowledging lost data.
@@ -99,6 +102,8 @@ impl Writer {
     fn next_batch(&mut self) -> Result<Option<TakenBatch>> {
         let partition = self.partition.clone();
         let mut pending = lock(&partition.pending);
+        // A small batch waits up to the linger for company, once.
+        let mut linger_until: Option<Instant> = None;
         loop {
             // Timers run between batches too, so a steady stream of appends neither delays
             // an interval sync nor retention.
@@ -109,6 +114,20 @@ impl Writer {
                 self.run_timers(now)?;
                 pending = lock(&partition.pending);
                 continue;
+            }
+            let small = pending.bytes() < crate::LogConfig::LINGER_BYTES;
+            if pending.records() > 0 && small && !pending.shutdown {
+                let until = *linger_until.get_or_insert(now + partition.limits.linger);
+                if until > now {
+                    pending.writer_lingering = true;
+                    pending = partition
+                        .writer_wakeup
+                        .wait_timeout(pending, until.min(deadline) - now)
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .0;
+                    pending.writer_lingering = false;
+                    continue;
+                }
             }
             if pending.records() > 0 {
                 let batch = pending.take(std::mem::take(&mut self.spare));
