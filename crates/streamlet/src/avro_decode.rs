@@ -37,6 +37,34 @@ type Result<T> = std::result::Result<T, Fallback>;
 /// The named types of a schema, for resolving references.
 pub(crate) type Names = HashMap<Name, Schema>;
 
+/// How Avro encodes a schema's values when it encodes them as a number: `int` and `long` and
+/// the logical types built on them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Integer {
+    /// Zig-zag varint of 32 bits: `int`, `date`, `time-millis`.
+    Int,
+    /// Zig-zag varint of 64 bits: `long` and the other time types.
+    Long,
+}
+
+impl Integer {
+    /// The integer encoding of `schema`, if it has one.
+    pub(crate) fn of(schema: &Schema) -> Option<Integer> {
+        match schema {
+            Schema::Int | Schema::Date | Schema::TimeMillis => Some(Integer::Int),
+            Schema::Long
+            | Schema::TimeMicros
+            | Schema::TimestampMillis
+            | Schema::TimestampMicros
+            | Schema::TimestampNanos
+            | Schema::LocalTimestampMillis
+            | Schema::LocalTimestampMicros
+            | Schema::LocalTimestampNanos => Some(Integer::Long),
+            _ => None,
+        }
+    }
+}
+
 /// Collects every named type in `schema`.
 pub(crate) fn names(schema: &Schema) -> Names {
     fn walk(schema: &Schema, names: &mut Names) {
@@ -158,24 +186,21 @@ impl<'de> de::Deserializer<'de> for Decoder<'_, '_, '_> {
     type Error = Fallback;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
-        match self.resolved()? {
+        let schema = self.resolved()?;
+        match Integer::of(schema) {
+            Some(Integer::Int) => {
+                return visitor.visit_i32(i32::try_from(long(self.input)?).map_err(|_| Fallback)?);
+            }
+            Some(Integer::Long) => return visitor.visit_i64(long(self.input)?),
+            None => {}
+        }
+        match schema {
             Schema::Null => visitor.visit_unit(),
             Schema::Boolean => match take(self.input, 1)? {
                 [0] => visitor.visit_bool(false),
                 [1] => visitor.visit_bool(true),
                 _ => Err(Fallback),
             },
-            Schema::Int | Schema::Date | Schema::TimeMillis => {
-                visitor.visit_i32(i32::try_from(long(self.input)?).map_err(|_| Fallback)?)
-            }
-            Schema::Long
-            | Schema::TimeMicros
-            | Schema::TimestampMillis
-            | Schema::TimestampMicros
-            | Schema::TimestampNanos
-            | Schema::LocalTimestampMillis
-            | Schema::LocalTimestampMicros
-            | Schema::LocalTimestampNanos => visitor.visit_i64(long(self.input)?),
             Schema::Float => {
                 let bytes = take(self.input, 4)?;
                 visitor.visit_f32(f32::from_le_bytes(bytes.try_into().map_err(|_| Fallback)?))
@@ -190,20 +215,10 @@ impl<'de> de::Deserializer<'de> for Decoder<'_, '_, '_> {
             }
             Schema::String => visitor.visit_str(text(self.input)?),
             Schema::Fixed(fixed) => visitor.visit_bytes(take(self.input, fixed.size)?),
-            Schema::Array(array) => visitor.visit_seq(Items {
-                input: self.input,
-                schema: &array.items,
-                names: self.names,
-                left: 0,
-                done: false,
-            }),
-            Schema::Map(map) => visitor.visit_map(Entries {
-                input: self.input,
-                schema: &map.types,
-                names: self.names,
-                left: 0,
-                done: false,
-            }),
+            Schema::Array(array) => {
+                visitor.visit_seq(Blocks::new(self.input, &array.items, self.names))
+            }
+            Schema::Map(map) => visitor.visit_map(Blocks::new(self.input, &map.types, self.names)),
             Schema::Record(record) => visitor.visit_map(Fields {
                 input: self.input,
                 fields: &record.fields,
@@ -265,8 +280,8 @@ impl<'de> de::Deserializer<'de> for Decoder<'_, '_, '_> {
     }
 }
 
-/// The items of an array, block by block.
-struct Items<'i, 'b, 's> {
+/// The items of an array or the entries of a map, block by block.
+struct Blocks<'i, 'b, 's> {
     input: &'i mut &'b [u8],
     schema: &'s Schema,
     names: &'s Names,
@@ -274,50 +289,60 @@ struct Items<'i, 'b, 's> {
     done: bool,
 }
 
-impl<'de> de::SeqAccess<'de> for Items<'_, '_, '_> {
-    type Error = Fallback;
+impl<'i, 'b, 's> Blocks<'i, 'b, 's> {
+    fn new(input: &'i mut &'b [u8], schema: &'s Schema, names: &'s Names) -> Self {
+        Blocks {
+            input,
+            schema,
+            names,
+            left: 0,
+            done: false,
+        }
+    }
 
-    fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>> {
+    /// Whether another item follows, reading the next block's count when one ends.
+    fn another(&mut self) -> Result<bool> {
         if self.left == 0 && !self.done {
             self.left = block(self.input)?;
             self.done = self.left == 0;
         }
         if self.done {
-            return Ok(None);
+            return Ok(false);
         }
         self.left -= 1;
+        Ok(true)
+    }
+
+    fn value<'de, T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<T::Value> {
         seed.deserialize(Decoder::with(self.input, self.schema, self.names))
-            .map(Some)
     }
 }
 
-/// The entries of a map, block by block; keys are strings.
-struct Entries<'i, 'b, 's> {
-    input: &'i mut &'b [u8],
-    schema: &'s Schema,
-    names: &'s Names,
-    left: usize,
-    done: bool,
+impl<'de> de::SeqAccess<'de> for Blocks<'_, '_, '_> {
+    type Error = Fallback;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>> {
+        if !self.another()? {
+            return Ok(None);
+        }
+        self.value(seed).map(Some)
+    }
 }
 
-impl<'de> de::MapAccess<'de> for Entries<'_, '_, '_> {
+/// Map keys are strings, before each value.
+impl<'de> de::MapAccess<'de> for Blocks<'_, '_, '_> {
     type Error = Fallback;
 
     fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>> {
-        if self.left == 0 && !self.done {
-            self.left = block(self.input)?;
-            self.done = self.left == 0;
-        }
-        if self.done {
+        if !self.another()? {
             return Ok(None);
         }
-        self.left -= 1;
         let key = text(self.input)?;
         seed.deserialize(key.into_deserializer()).map(Some)
     }
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value> {
-        seed.deserialize(Decoder::with(self.input, self.schema, self.names))
+        self.value(seed)
     }
 }
 

@@ -12,7 +12,7 @@
 use apache_avro::Schema;
 use serde::ser::{self, Serialize};
 
-use crate::avro_decode::{Fallback, Names};
+use crate::avro_decode::{Fallback, Integer, Names};
 
 type Result<T = ()> = std::result::Result<T, Fallback>;
 
@@ -61,22 +61,9 @@ impl<'o, 's> Encoder<'o, 's> {
     }
 
     fn integer(self, value: i64) -> Result {
-        match self.resolved()? {
-            Schema::Int | Schema::Date | Schema::TimeMillis => {
-                long(
-                    self.out,
-                    i64::from(i32::try_from(value).map_err(|_| Fallback)?),
-                );
-            }
-            Schema::Long
-            | Schema::TimeMicros
-            | Schema::TimestampMillis
-            | Schema::TimestampMicros
-            | Schema::TimestampNanos
-            | Schema::LocalTimestampMillis
-            | Schema::LocalTimestampMicros
-            | Schema::LocalTimestampNanos => long(self.out, value),
-            _ => return Err(Fallback),
+        match Integer::of(self.resolved()?).ok_or(Fallback)? {
+            Integer::Int => long(self.out, i32::try_from(value).map_err(|_| Fallback)?.into()),
+            Integer::Long => long(self.out, value),
         }
         Ok(())
     }

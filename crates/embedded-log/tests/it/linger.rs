@@ -34,26 +34,22 @@ async fn small_records_arriving_within_the_linger_share_a_batch() {
 }
 
 #[tokio::test]
-async fn a_large_batch_is_written_without_waiting_for_the_linger() {
+async fn a_batch_that_grows_past_the_threshold_is_written_without_waiting_for_the_linger() {
     let (_directory, backend) = open(Duration::from_secs(60)).await;
     let producer = backend.producer(&ProducerConfig::default()).await.unwrap();
     let started = Instant::now();
-    let mut receipts = Vec::new();
-    for _ in 0..100 {
-        receipts.push(
-            producer
-                .send("t", 0, Record::new(vec![7u8; 1024]))
-                .await
-                .unwrap(),
-        );
-    }
-    for receipt in receipts {
-        receipt.await.unwrap();
-    }
-    // Far less than the 60 s linger: the batch passed LINGER_BYTES and woke the writer.
+    let small = producer.send("t", 0, Record::new("a")).await.unwrap();
+    // The writer is lingering over the small batch now; a large record makes it big.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let large = vec![7u8; LogConfig::LINGER_BYTES];
+    let large = producer.send("t", 0, Record::new(large)).await.unwrap();
+    small.await.unwrap();
+    large.await.unwrap();
+    // Far less than the 60 s linger: passing LINGER_BYTES woke the writer.
     assert!(
         started.elapsed() < Duration::from_secs(30),
         "took {:?}",
         started.elapsed()
     );
+    assert_eq!(backend.partition_status("t", 0).unwrap().batches_written, 1);
 }

@@ -1,11 +1,9 @@
 use std::sync::Arc;
-use std::time::Duration;
 
 use runnel_backend::Backend;
-use runnel_runtime::{LocalConfig, Outcome, run};
-use tokio_util::sync::CancellationToken;
+use runnel_runtime::{LocalConfig, Outcome};
 
-use crate::support::{blueprint_text, console, memory, options, planned, registry};
+use crate::support::{blueprint_text, planned, registry, run_to_end};
 
 #[tokio::test]
 async fn a_finished_source_drains_the_graph_and_the_run_returns() -> anyhow::Result<()> {
@@ -13,18 +11,7 @@ async fn a_finished_source_drains_the_graph_and_the_run_returns() -> anyhow::Res
     let mut config = LocalConfig::default();
     config.set("numbers.count=500")?;
     let plan = planned(&registry, &blueprint_text("copy"), &config)?;
-    let (memory, backend) = memory();
-    let report = tokio::time::timeout(
-        Duration::from_secs(20),
-        run(
-            plan,
-            backend,
-            options(),
-            console(),
-            CancellationToken::new(),
-        ),
-    )
-    .await??;
+    let (memory, report) = run_to_end(plan).await?;
     assert!(
         report
             .outcomes

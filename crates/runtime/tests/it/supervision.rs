@@ -1,11 +1,9 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicU32;
-use std::time::Duration;
 
-use runnel_runtime::{LocalConfig, Outcome, run};
-use tokio_util::sync::CancellationToken;
+use runnel_runtime::{LocalConfig, Outcome};
 
-use crate::support::{blueprint_text, console, memory, options, planned, registry};
+use crate::support::{blueprint_text, planned, registry, run_to_end};
 
 #[tokio::test]
 async fn a_failing_streamlet_is_restarted_and_its_failures_are_reported() -> anyhow::Result<()> {
@@ -14,18 +12,7 @@ async fn a_failing_streamlet_is_restarted_and_its_failures_are_reported() -> any
     let mut config = LocalConfig::default();
     config.set("numbers.count=50")?;
     let plan = planned(&registry, &blueprint_text("flaky"), &config)?;
-    let (memory, backend) = memory();
-    let report = tokio::time::timeout(
-        Duration::from_secs(20),
-        run(
-            plan,
-            backend,
-            options(),
-            console(),
-            CancellationToken::new(),
-        ),
-    )
-    .await??;
+    let (memory, report) = run_to_end(plan).await?;
     let middle = report
         .status
         .instances

@@ -112,3 +112,19 @@ pub(crate) fn memory() -> (MemoryBackend, Arc<dyn Backend>) {
     let backend: Arc<dyn Backend> = Arc::new(memory.clone());
     (memory, backend)
 }
+
+/// Runs `plan` on a fresh in-memory backplane until it ends by itself (at most 20 s).
+pub(crate) async fn run_to_end(
+    plan: Plan,
+) -> anyhow::Result<(MemoryBackend, runnel_runtime::RunReport)> {
+    let (memory, backend) = memory();
+    let running = runnel_runtime::run(
+        plan,
+        backend,
+        options(),
+        console(),
+        tokio_util::sync::CancellationToken::new(),
+    );
+    let report = tokio::time::timeout(Duration::from_secs(20), running).await??;
+    Ok((memory, report))
+}
