@@ -25,6 +25,11 @@ pub(crate) enum Command {
     /// Without --descriptor only what the blueprint alone says is checked. A blueprint with
     /// errors is not drawn: its report is printed and the command exits 1.
     Graph(GraphArgs),
+    /// Show the status of a running app (streamlets, rates, lag, topics) from its admin
+    /// endpoint.
+    ///
+    /// Exits 2 when the endpoint cannot be read.
+    Status(StatusArgs),
 }
 
 /// `runnel verify`.
@@ -88,4 +93,22 @@ mod tests {
     fn the_command_line_is_consistent() {
         Args::command().debug_assert();
     }
+}
+
+/// `runnel status`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct StatusArgs {
+    /// The admin endpoint of the running app, `host:port` or a URL.
+    #[arg(long, default_value = runnel_web::DEFAULT_ADMIN_ADDRESS)]
+    pub(crate) admin: String,
+    /// Refresh every two seconds until interrupted.
+    #[arg(long)]
+    pub(crate) watch: bool,
+    /// How to print the status: table, json or yaml.
+    #[arg(short = 'o', long = "output", default_value = "table", value_parser = parse_status_format)]
+    pub(crate) output: runnel_web::StatusFormat,
+}
+
+fn parse_status_format(text: &str) -> Result<runnel_web::StatusFormat, String> {
+    text.parse()
 }

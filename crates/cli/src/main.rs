@@ -3,6 +3,7 @@
 //! ```text
 //! runnel verify --descriptor app.json [--format human|json] [--deny-warnings] BLUEPRINT
 //! runnel graph [--descriptor app.json] [--format text|dot|mermaid] BLUEPRINT
+//! runnel status [--admin 127.0.0.1:4040] [--watch] [-o table|json|yaml]
 //! ```
 //!
 //! Exit codes: 0 when all is well, 1 when the blueprint has errors (or warnings under
@@ -36,6 +37,11 @@ fn main() -> ExitCode {
     let result = match args.command {
         Command::Verify(command) => verify::run(&command),
         Command::Graph(command) => graph::run(&command),
+        Command::Status(command) => {
+            runnel_web::show_status(&command.admin, command.output, command.watch)
+                .map(|()| Outcome::Passed)
+                .map_err(anyhow::Error::from)
+        }
     };
     match result {
         Ok(Outcome::Passed) => ExitCode::SUCCESS,

@@ -156,7 +156,7 @@ async fn once(records: i64) -> f64 {
     let elapsed = started.elapsed();
     let sink = report
         .status
-        .instances
+        .streamlets
         .iter()
         .find(|i| i.name == "sink")
         .unwrap();

@@ -117,6 +117,7 @@ impl App {
                 None,
                 console,
             )),
+            Command::Status(args) => commands::status_command(&args),
             Command::RunStreamlet { instance, run } => runtime().block_on(commands::run_command(
                 &self.name,
                 &self.registry,

@@ -31,8 +31,26 @@ pub(crate) enum Command {
         #[command(flatten)]
         run: RunArgs,
     },
+    /// Show the status of a running app (streamlets, rates, lag, topics) from its admin endpoint.
+    Status(StatusArgs),
 }
 
+#[derive(Debug, Args)]
+pub(crate) struct StatusArgs {
+    /// The admin endpoint of the running app, `host:port` or a URL.
+    #[arg(long, default_value = runnel_web::DEFAULT_ADMIN_ADDRESS)]
+    pub(crate) admin: String,
+    /// Refresh every two seconds until interrupted.
+    #[arg(long)]
+    pub(crate) watch: bool,
+    /// How to print the status: table, json or yaml.
+    #[arg(short = 'o', long = "output", default_value = "table", value_parser = parse_status_format)]
+    pub(crate) output: runnel_web::StatusFormat,
+}
+
+fn parse_status_format(text: &str) -> Result<runnel_web::StatusFormat, String> {
+    text.parse()
+}
 #[derive(Debug, Args)]
 pub(crate) struct VerifyArgs {
     /// The blueprint file.
@@ -79,6 +97,10 @@ pub(crate) struct RunArgs {
     /// How often `plain` status lines are printed.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub(crate) status_every: Duration,
+    /// Where the admin endpoint (web view, /metrics, /health, /api/status) listens, or `off`;
+    /// default 127.0.0.1:4040, or a free port when that one is taken.
+    #[arg(long, value_name = "ADDRESS")]
+    pub(crate) admin: Option<String>,
     /// How often committed input offsets are written.
     #[arg(long, default_value = "200ms", value_parser = parse_duration)]
     pub(crate) commit_interval: Duration,

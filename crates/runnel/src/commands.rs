@@ -10,7 +10,7 @@ use runnel_runtime::{Console, LocalConfig, Outcome, Registry, RunOptions, ViewMo
 use tokio_util::sync::CancellationToken;
 
 use crate::AppError;
-use crate::cli::{Fsync, ReportFormat, RunArgs, VerifyArgs, View};
+use crate::cli::{Fsync, ReportFormat, RunArgs, StatusArgs, VerifyArgs, View};
 
 /// The default name of the config file beside the blueprint.
 const LOCAL_CONFIG: &str = "local.toml";
@@ -121,7 +121,18 @@ pub(crate) async fn run_command(
             source,
         })?;
 
-    console.print(&banner(&blueprint, &plan, &data_dir, only.as_deref()));
+    let admin = admin_listener(args.admin.as_deref()).await?;
+    let admin_url = admin
+        .as_ref()
+        .and_then(|listener| listener.local_addr().ok())
+        .map(|address| format!("http://{address}/"));
+    console.print(&banner(
+        &blueprint,
+        &plan,
+        &data_dir,
+        only.as_deref(),
+        admin_url.as_deref(),
+    ));
     let shutdown = CancellationToken::new();
     runnel_runtime::stop_on_signals(shutdown.clone(), console.clone());
     let options = RunOptions {
@@ -143,7 +154,7 @@ pub(crate) async fn run_command(
         ),
         ..RunOptions::default()
     };
-    let report = runnel_runtime::run(
+    let running = runnel_runtime::start(
         plan,
         Arc::new(backend.clone()),
         options,
@@ -151,6 +162,25 @@ pub(crate) async fn run_command(
         shutdown,
     )
     .await;
+    let report = match running {
+        Ok(running) => {
+            let stop_admin = CancellationToken::new();
+            let serving = admin.map(|listener| {
+                tokio::spawn(runnel_web::serve(
+                    listener,
+                    running.board().clone(),
+                    stop_admin.clone(),
+                ))
+            });
+            let report = running.wait().await;
+            stop_admin.cancel();
+            if let Some(serving) = serving {
+                let _ = serving.await;
+            }
+            report
+        }
+        Err(error) => Err(error),
+    };
     // Dropping the last handle stops the log's writers after a final sync.
     drop(backend);
     let report = report?;
@@ -173,6 +203,7 @@ fn banner(
     plan: &runnel_runtime::Plan,
     data_dir: &Path,
     only: Option<&str>,
+    admin: Option<&str>,
 ) -> String {
     let mut text = format!("runnel: running '{}'", plan.app);
     if let Some(instance) = only {
@@ -188,8 +219,37 @@ fn banner(
         "\ndata: {} (the embedded log; a restart resumes from committed offsets)\n",
         data_dir.display()
     ));
+    if let Some(url) = admin {
+        text.push_str(&format!(
+            "view: {url} (metrics at {url}metrics, status at {url}api/status)\n"
+        ));
+    }
     text.push_str("stop: Ctrl-C or SIGTERM drains in-flight records and commits; a second signal exits at once\n\n");
     text
+}
+
+/// The admin endpoint's listener: none for `off`; the default address with a fallback to a
+/// free port; or exactly the address asked for.
+async fn admin_listener(
+    address: Option<&str>,
+) -> Result<Option<tokio::net::TcpListener>, AppError> {
+    let (text, fall_back) = match address {
+        Some("off") => return Ok(None),
+        Some(text) => (text, false),
+        None => (runnel_web::DEFAULT_ADMIN_ADDRESS, true),
+    };
+    let address = text
+        .parse()
+        .map_err(|_| AppError::AdminAddress(text.to_owned()))?;
+    Ok(Some(runnel_web::bind(address, fall_back).await?))
+}
+
+pub(crate) fn status_command(args: &StatusArgs) -> Result<(), AppError> {
+    Ok(runnel_web::show_status(
+        &args.admin,
+        args.output,
+        args.watch,
+    )?)
 }
 
 /// Whether standard output is a terminal that can show the live table.

@@ -39,6 +39,15 @@ pub enum AppError {
     /// The run failed.
     #[error(transparent)]
     Run(#[from] runnel_runtime::RunError),
+    /// `--admin` is not an address.
+    #[error("--admin expects host:port or off, got '{0}'")]
+    AdminAddress(String),
+    /// The admin endpoint could not start.
+    #[error(transparent)]
+    Admin(#[from] runnel_web::ServeError),
+    /// The status of a running app could not be read.
+    #[error(transparent)]
+    Status(#[from] runnel_web::StatusError),
     /// Printing the descriptor failed.
     #[error("writing the descriptor failed")]
     Describe(#[source] serde_json::Error),

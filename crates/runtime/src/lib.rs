@@ -28,6 +28,7 @@ mod console;
 mod end_of_input;
 mod error;
 mod local_config;
+mod metrics;
 mod plan;
 mod registry;
 mod runner;
@@ -39,10 +40,14 @@ mod view;
 pub use console::{Console, ConsoleLine};
 pub use error::RunError;
 pub use local_config::{ConfigError, LocalConfig};
+pub use metrics::{Metric, render_prometheus};
 pub use plan::{InletPlan, InstancePlan, OutletPlan, Plan, PlanError, TopicPlan, plan};
 pub use registry::{Factory, Registry};
-pub use runner::{RunOptions, RunReport, provision, run};
+pub use runner::{RunOptions, RunReport, Running, provision, run, start};
 pub use shutdown::{INTERRUPTED_EXIT_CODE, stop_on_signals};
-pub use status::{InstanceSnapshot, InstanceState, InstanceStatus, Snapshot, StatusBoard};
+pub use status::{
+    InletSnapshot, InstanceSnapshot, InstanceState, InstanceStatus, OutletSnapshot,
+    PartitionSnapshot, PortBinding, Snapshot, StatusBoard, TopicBinding, TopicSnapshot,
+};
 pub use supervisor::{Outcome, RestartPolicy};
 pub use view::{ViewMode, render_lines, render_table};

@@ -118,8 +118,10 @@ pub struct TopicPlan {
     pub spec: TopicSpec,
     /// Whether Runnel creates it.
     pub managed: bool,
-    /// The instances writing it.
+    /// The outlets writing it, as `instance.port`.
     pub producers: Vec<String>,
+    /// The inlets reading it, as `instance.port`.
+    pub consumers: Vec<String>,
 }
 
 /// Plans a run of `blueprint` (already verified against `descriptor`).
@@ -216,11 +218,8 @@ pub fn plan(
                 config: topic.config.clone(),
             },
             managed: topic.managed,
-            producers: topic
-                .producers
-                .iter()
-                .map(|path| path.streamlet.clone())
-                .collect(),
+            producers: topic.producers.iter().map(ToString::to_string).collect(),
+            consumers: topic.consumers.iter().map(ToString::to_string).collect(),
         })
         .collect();
     Ok(Plan {

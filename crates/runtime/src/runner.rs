@@ -12,8 +12,11 @@ use tokio_util::sync::CancellationToken;
 use crate::RunError;
 use crate::console::Console;
 use crate::end_of_input::EndOfInput;
+use crate::plan::InstancePlan;
 use crate::plan::Plan;
-use crate::status::{InstanceStatus, Snapshot, StatusBoard};
+use crate::status::{
+    InstanceState, InstanceStatus, PortBinding, Snapshot, StatusBoard, TopicBinding,
+};
 use crate::supervisor::{Outcome, RestartPolicy, Supervision, supervise};
 use crate::view::{ViewMode, show};
 
@@ -101,11 +104,8 @@ pub async fn provision(plan: &Plan, backend: &dyn Backend) -> Result<(), RunErro
     Ok(())
 }
 
-/// Runs the plan until every instance finished, or `shutdown` fires and they drained.
-///
-/// Topics are provisioned first. An instance that fails is restarted with backoff. When
-/// every producer of a topic has finished, its readers end after reading everything, so a
-/// bounded input (a source that stops) drains the whole graph and the run returns.
+/// Runs the plan until every instance finished, or `shutdown` fires and they drained:
+/// [`start`] and then [`Running::wait`].
 ///
 /// # Errors
 ///
@@ -117,6 +117,29 @@ pub async fn run(
     console: Console,
     shutdown: CancellationToken,
 ) -> Result<RunReport, RunError> {
+    start(plan, backend, options, console, shutdown)
+        .await?
+        .wait()
+        .await
+}
+
+/// Provisions the plan's topics and starts every instance (or the one named in
+/// `options.only`) under a supervisor, with the status sampler and the view.
+///
+/// An instance that fails is restarted with backoff. When every producer of a topic has
+/// finished, its readers end after reading everything, so a bounded input (a source that
+/// stops) drains the whole graph and [`Running::wait`] returns.
+///
+/// # Errors
+///
+/// When topics cannot be provisioned or `options.only` names no instance.
+pub async fn start(
+    plan: Plan,
+    backend: Arc<dyn Backend>,
+    options: RunOptions,
+    console: Console,
+    shutdown: CancellationToken,
+) -> Result<Running, RunError> {
     let started = std::time::Instant::now();
     provision(&plan, &*backend).await?;
     let instances: Vec<_> = match &options.only {
@@ -139,26 +162,20 @@ pub async fn run(
         }
     };
     let end_of_input = Arc::new(EndOfInput::new(&plan, options.only.is_none()));
-    let statuses: Vec<Arc<InstanceStatus>> = instances
+    let statuses: Vec<Arc<InstanceStatus>> = instances.iter().map(status_of).collect();
+    let topics = plan
+        .topics
         .iter()
-        .map(|instance| {
-            let metrics = Arc::new(InstanceMetrics::for_shape(&(instance.factory)().shape()));
-            let inlets = instance
-                .inlets
-                .iter()
-                .map(|i| (i.topic.clone(), i.group.clone()))
-                .collect();
-            Arc::new(InstanceStatus::new(
-                &instance.name,
-                &instance.type_name,
-                metrics,
-                inlets,
-            ))
+        .map(|topic| TopicBinding {
+            name: topic.spec.name.clone(),
+            producers: topic.producers.clone(),
+            consumers: topic.consumers.clone(),
         })
         .collect();
     let board = Arc::new(StatusBoard::new(
         &plan.app,
         statuses.clone(),
+        topics,
         backend.clone(),
     ));
     let (stop_sampler, stop_view) = (CancellationToken::new(), CancellationToken::new());
@@ -185,17 +202,19 @@ pub async fn run(
         started: Arc::new(tokio::sync::Notify::new()),
     };
     let announce_ready = tokio::spawn({
-        let (statuses, notify) = (statuses.clone(), supervision.started.clone());
+        let (board, notify) = (board.clone(), supervision.started.clone());
         async move {
             loop {
                 notify.notified().await;
-                if statuses
+                let instances = board.instances();
+                if instances
                     .iter()
-                    .all(|status| status.state() != crate::InstanceState::Starting)
+                    .all(|status| status.state() != InstanceState::Starting)
                 {
+                    board.mark_ready();
                     tracing::info!(
                         "ready: {} streamlets running, {} ms after start",
-                        statuses.len(),
+                        instances.len(),
                         started.elapsed().as_millis()
                     );
                     return;
@@ -203,7 +222,7 @@ pub async fn run(
             }
         }
     });
-    let mut running = JoinSet::new();
+    let mut supervisors = JoinSet::new();
     for (index, (instance, status)) in instances.iter().zip(&statuses).enumerate() {
         let task = supervise(
             instance.clone(),
@@ -211,42 +230,131 @@ pub async fn run(
             status.clone(),
             shutdown.clone(),
         );
-        running.spawn(async move { (index, task.await) });
+        supervisors.spawn(async move { (index, task.await) });
+    }
+    Ok(Running {
+        instances,
+        board,
+        supervisors,
+        end_of_input,
+        shutdown,
+        drain_timeout: options.drain_timeout,
+        background: Background {
+            announce_ready,
+            sampler,
+            stop_sampler,
+            view,
+            stop_view,
+        },
+    })
+}
+
+/// The status of one planned instance, before it starts.
+fn status_of(instance: &InstancePlan) -> Arc<InstanceStatus> {
+    let metrics = Arc::new(InstanceMetrics::for_shape(&(instance.factory)().shape()));
+    let inlets = instance
+        .inlets
+        .iter()
+        .map(|inlet| PortBinding {
+            port: inlet.port.clone(),
+            topic: inlet.topic.clone(),
+            group: Some(inlet.group.clone()),
+        })
+        .collect();
+    let outlets = instance
+        .outlets
+        .iter()
+        .map(|outlet| PortBinding {
+            port: outlet.port.clone(),
+            topic: outlet.topic.clone(),
+            group: None,
+        })
+        .collect();
+    Arc::new(InstanceStatus::new(
+        &instance.name,
+        &instance.type_name,
+        metrics,
+        inlets,
+        outlets,
+    ))
+}
+
+/// A started run: its status board, and the supervisors to wait for.
+#[derive(Debug)]
+pub struct Running {
+    instances: Vec<InstancePlan>,
+    board: Arc<StatusBoard>,
+    supervisors: JoinSet<(usize, Outcome)>,
+    end_of_input: Arc<EndOfInput>,
+    shutdown: CancellationToken,
+    drain_timeout: Duration,
+    background: Background,
+}
+
+/// The tasks around the supervisors.
+#[derive(Debug)]
+struct Background {
+    announce_ready: tokio::task::JoinHandle<()>,
+    sampler: tokio::task::JoinHandle<()>,
+    stop_sampler: CancellationToken,
+    view: tokio::task::JoinHandle<()>,
+    stop_view: CancellationToken,
+}
+
+impl Running {
+    /// The board the live view, the admin API and the metrics read.
+    pub fn board(&self) -> &Arc<StatusBoard> {
+        &self.board
     }
 
-    let mut outcomes = Vec::new();
-    let mut drained = Box::pin(async {
-        while let Some(joined) = running.join_next().await {
-            let Ok((index, outcome)) = joined else {
-                continue;
-            };
-            if outcome == Outcome::Finished {
-                end_of_input.finished(&instances[index].outlets);
+    /// Waits until every instance finished, or the shutdown fired and they drained.
+    ///
+    /// # Errors
+    ///
+    /// [`RunError::DrainTimeout`] when instances keep running longer than the drain timeout
+    /// after the shutdown.
+    pub async fn wait(mut self) -> Result<RunReport, RunError> {
+        let mut outcomes = Vec::new();
+        let (instances, end_of_input) = (&self.instances, &self.end_of_input);
+        let supervisors = &mut self.supervisors;
+        let mut drained = Box::pin(async {
+            while let Some(joined) = supervisors.join_next().await {
+                let Ok((index, outcome)) = joined else {
+                    continue;
+                };
+                if outcome == Outcome::Finished {
+                    end_of_input.finished(&instances[index].outlets);
+                }
+                outcomes.push((instances[index].name.clone(), outcome));
             }
-            outcomes.push((instances[index].name.clone(), outcome));
-        }
-    });
-    let mut result = Ok(());
-    tokio::select! {
-        () = &mut drained => {}
-        () = shutdown.cancelled() => {
-            if tokio::time::timeout(options.drain_timeout, &mut drained).await.is_err() {
-                let pending = statuses
-                    .iter()
-                    .filter(|status| !matches!(status.state(), crate::InstanceState::Stopped | crate::InstanceState::Finished))
-                    .map(|status| status.name.clone())
-                    .collect();
-                result = Err(RunError::DrainTimeout { timeout: options.drain_timeout, pending });
+        });
+        let mut result = Ok(());
+        tokio::select! {
+            () = &mut drained => {}
+            () = self.shutdown.cancelled() => {
+                if tokio::time::timeout(self.drain_timeout, &mut drained).await.is_err() {
+                    let pending = self
+                        .board
+                        .instances()
+                        .iter()
+                        .filter(|status| {
+                            !matches!(status.state(), InstanceState::Stopped | InstanceState::Finished)
+                        })
+                        .map(|status| status.name.clone())
+                        .collect();
+                    result = Err(RunError::DrainTimeout { timeout: self.drain_timeout, pending });
+                }
             }
         }
+        drop(drained);
+        let background = self.background;
+        background.announce_ready.abort();
+        background.stop_sampler.cancel();
+        let _ = background.sampler.await;
+        let status = self.board.sample(None).await;
+        self.board.publish(status.clone());
+        background.stop_view.cancel();
+        let _ = background.view.await;
+        result.map(|()| RunReport { outcomes, status })
     }
-    drop(drained);
-    announce_ready.abort();
-    stop_sampler.cancel();
-    let _ = sampler.await;
-    let status = board.sample(None).await;
-    board.publish(status.clone());
-    stop_view.cancel();
-    let _ = view.await;
-    result.map(|()| RunReport { outcomes, status })
 }

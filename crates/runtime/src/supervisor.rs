@@ -126,13 +126,18 @@ pub(crate) async fn supervise(
                 status.set_state(InstanceState::Finished);
                 return Outcome::Finished;
             }
-            Ok(Err(error)) => format!("{} error: {error:#}", error.kind().label()),
-            Err(join) if join.is_panic() => {
-                format!("panicked: {}", panic_message(join.into_panic()))
-            }
-            Err(join) => format!("was aborted: {join}"),
+            Ok(Err(error)) => (
+                error.kind().label(),
+                format!("{} error: {error:#}", error.kind().label()),
+            ),
+            Err(join) if join.is_panic() => (
+                "panic",
+                format!("panicked: {}", panic_message(join.into_panic())),
+            ),
+            Err(join) => ("aborted", format!("was aborted: {join}")),
         };
-        status.record_failure(failure.clone());
+        let (kind, failure) = failure;
+        status.record_failure(kind, failure.clone());
         if shutdown.is_cancelled() {
             tracing::error!(streamlet = %instance.name, "streamlet '{}' failed while stopping: {failure}", instance.name);
             status.set_state(InstanceState::Stopped);

@@ -65,14 +65,14 @@ pub(crate) async fn show(
 /// The live table.
 pub fn render_table(snapshot: &Snapshot, footer: &str) -> String {
     let width = snapshot
-        .instances
+        .streamlets
         .iter()
         .map(|i| i.name.len())
         .max()
         .unwrap_or(0)
         .max(9);
     let type_width = snapshot
-        .instances
+        .streamlets
         .iter()
         .map(|i| i.type_name.len())
         .max()
@@ -84,7 +84,7 @@ pub fn render_table(snapshot: &Snapshot, footer: &str) -> String {
         "{:<width$}  {:<type_width$}  {:<10}  {:>9}  {:>9}  {:>9}  {:>8}",
         "streamlet", "type", "state", "in/s", "out/s", "lag", "restarts"
     );
-    for instance in &snapshot.instances {
+    for instance in &snapshot.streamlets {
         let _ = writeln!(
             table,
             "{:<width$}  {:<type_width$}  {:<10}  {:>9}  {:>9}  {:>9}  {:>8}",
@@ -104,7 +104,7 @@ pub fn render_table(snapshot: &Snapshot, footer: &str) -> String {
 /// One plain line per instance.
 pub fn render_lines(snapshot: &Snapshot) -> Vec<String> {
     snapshot
-        .instances
+        .streamlets
         .iter()
         .map(|i| {
             format!(
@@ -153,6 +153,8 @@ mod tests {
             lag,
             dead_lettered: 0,
             last_error: None,
+            inlets: Vec::new(),
+            outlets: Vec::new(),
         }
     }
 
@@ -160,7 +162,9 @@ mod tests {
     fn the_table_has_a_row_per_instance_with_grouped_numbers() {
         let snapshot = Snapshot {
             app: "a".into(),
-            instances: vec![instance("valid-log", 12_345.4, 1_000_000)],
+            ready: true,
+            topics: Vec::new(),
+            streamlets: vec![instance("valid-log", 12_345.4, 1_000_000)],
         };
         let table = render_table(&snapshot, "Ctrl-C to stop");
         let lines: Vec<&str> = table.lines().collect();
@@ -180,7 +184,9 @@ mod tests {
     fn plain_lines_carry_rates_and_totals() {
         let snapshot = Snapshot {
             app: "a".into(),
-            instances: vec![instance("log", 2.6, 4)],
+            ready: true,
+            topics: Vec::new(),
+            streamlets: vec![instance("log", 2.6, 4)],
         };
         assert_eq!(
             render_lines(&snapshot),

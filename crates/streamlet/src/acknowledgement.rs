@@ -36,6 +36,8 @@ pub(crate) enum Event {
         inlet: usize,
         partition: u32,
         offset: u64,
+        /// How long the streamlet had the message, for the processing-latency histogram.
+        processing: Option<Duration>,
         _permit: OwnedSemaphorePermit,
     },
     /// The streamlet returned: commit what is staged and stop.
@@ -96,12 +98,14 @@ impl Acknowledgements {
         inlet: usize,
         partition: u32,
         offset: u64,
+        processing: Option<Duration>,
         permit: OwnedSemaphorePermit,
     ) {
         let _ = self.events.send(Event::Commit {
             inlet,
             partition,
             offset,
+            processing,
             _permit: permit,
         });
     }
@@ -191,8 +195,12 @@ impl Committer {
                         inlet,
                         partition,
                         offset,
+                        processing,
                         _permit,
                     } => {
+                        if let Some(processing) = processing {
+                            self.metrics.processing_latency().observe(processing);
+                        }
                         let next = offset + 1;
                         let staged = self.staged[inlet].entry(partition).or_insert(next);
                         *staged = (*staged).max(next);
@@ -223,11 +231,13 @@ impl Committer {
             if offsets.is_empty() {
                 continue;
             }
+            let started = std::time::Instant::now();
             target
                 .consumer
                 .commit(&offsets)
                 .await
                 .map_err(CommitError::Commit)?;
+            self.metrics.commit_latency().observe(started.elapsed());
             for offset in offsets {
                 self.written[inlet].insert(offset.partition, offset.offset);
             }

@@ -249,7 +249,7 @@ impl<T: Data> InletStream<T> {
         self.parts.metrics.record(consumed.record.value.len());
         self.parts
             .acknowledgements
-            .commit(self.parts.index, partition, offset, permit);
+            .commit(self.parts.index, partition, offset, None, permit);
         Ok(None)
     }
 }

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use runnel_backend::Headers;
@@ -135,6 +136,8 @@ pub struct CommitToken {
     partition: u32,
     offset: u64,
     permit: OwnedSemaphorePermit,
+    /// When the message was handed to the streamlet.
+    delivered: Instant,
 }
 
 impl CommitToken {
@@ -151,13 +154,20 @@ impl CommitToken {
             partition,
             offset,
             permit,
+            delivered: Instant::now(),
         }
     }
 
     /// Marks the record (and the earlier ones of its partition) as processed.
     pub fn commit(self) {
-        self.acknowledgements
-            .commit(self.inlet, self.partition, self.offset, self.permit);
+        let processing = Some(self.delivered.elapsed());
+        self.acknowledgements.commit(
+            self.inlet,
+            self.partition,
+            self.offset,
+            processing,
+            self.permit,
+        );
     }
 
     /// The offset this token commits.

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::Shape;
+use crate::{Histogram, Shape};
 
 /// Records and bytes through one port.
 #[derive(Debug, Default)]
@@ -44,6 +44,8 @@ pub struct InstanceMetrics {
     dead_lettered: AtomicU64,
     skipped: AtomicU64,
     committed: AtomicU64,
+    processing: Histogram,
+    commit_latency: Histogram,
 }
 
 impl InstanceMetrics {
@@ -95,6 +97,16 @@ impl InstanceMetrics {
     /// Input records whose offsets were committed.
     pub fn committed(&self) -> u64 {
         self.committed.load(Ordering::Relaxed)
+    }
+
+    /// How long messages took from being handed to the streamlet to being committed.
+    pub fn processing_latency(&self) -> &Histogram {
+        &self.processing
+    }
+
+    /// How long writing committed offsets to the consumer groups took.
+    pub fn commit_latency(&self) -> &Histogram {
+        &self.commit_latency
     }
 
     pub(crate) fn inlet(&self, name: &str) -> Arc<PortMetrics> {

@@ -2,6 +2,8 @@
 
 /// `runnel graph`: formats, and what happens to blueprints with problems.
 mod graph;
+/// `runnel status`: table, JSON and YAML from an admin endpoint.
+mod status;
 /// Running the built binary.
 mod support;
 /// `runnel verify`: exit codes, human and JSON reports.

@@ -26,7 +26,7 @@ async fn a_finished_source_drains_the_graph_and_the_run_returns() -> anyhow::Res
     );
     let sink = report
         .status
-        .instances
+        .streamlets
         .iter()
         .find(|i| i.name == "sink")
         .unwrap();

@@ -15,7 +15,7 @@ async fn a_failing_streamlet_is_restarted_and_its_failures_are_reported() -> any
     let (memory, report) = run_to_end(plan).await?;
     let middle = report
         .status
-        .instances
+        .streamlets
         .iter()
         .find(|i| i.name == "middle")
         .unwrap();

@@ -1,5 +1,7 @@
 //! `valid-logger` and `invalid-logger`: egresses that log what arrives.
 
+use std::time::Duration;
+
 use runnel::prelude::*;
 
 use crate::model::{InvalidMetric, Metric};
@@ -21,6 +23,11 @@ pub const PREFIX: Parameter<String> = Parameter::string("msg-prefix")
 pub const EVERY: Parameter<i64> = Parameter::int("log-every")
     .describe("log one of every n records")
     .default("1");
+
+/// Simulated work per record, to watch lag build up in the live view and the metrics.
+pub const DELAY: Parameter<Duration> = Parameter::duration("processing-delay")
+    .describe("simulated work per record; raise it to watch lag build up")
+    .default("0ms");
 
 /// Logs valid or invalid metrics.
 #[derive(Debug)]
@@ -46,6 +53,7 @@ impl<T: Data + std::fmt::Debug> Streamlet for Logger<T> {
             .parameter(LOG_LEVEL)
             .parameter(PREFIX)
             .parameter(EVERY)
+            .parameter(DELAY)
     }
 
     async fn run(self, mut ctx: Context) -> Result<()> {
@@ -55,6 +63,7 @@ impl<T: Data + std::fmt::Debug> Streamlet for Logger<T> {
             ctx.parameter(PREFIX),
         );
         let every = ctx.parameter(EVERY).max(1) as u64;
+        let delay = ctx.parameter(DELAY);
         let mut seen: u64 = 0;
         while let Some(message) = input.next().await? {
             if seen.is_multiple_of(every) {
@@ -67,6 +76,9 @@ impl<T: Data + std::fmt::Debug> Streamlet for Logger<T> {
                 }
             }
             seen += 1;
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
             message.commit();
         }
         Ok(())

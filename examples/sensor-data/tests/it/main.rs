@@ -4,6 +4,7 @@
 mod bad_input; // undecodable records go to the dead-letter topic; the pipeline goes on
 mod bounded_run; // a bounded run routes every metric and exits on its own
 mod crash; // kill -9 mid-stream, run again: nothing acknowledged is lost
+mod observability; // metrics, lag, status and the web view in headless Chromium
 mod refusals; // bad blueprints and parameters stop the run before it starts
 mod shutdown; // SIGTERM drains, commits and exits 0
 mod support; // running the binary and reading topics back

@@ -1,0 +1,328 @@
+//! Prometheus metrics of a run: one [`Metric`] enum names every metric (the single source
+//! of `docs/metrics.md`), and [`render_prometheus`] writes them in the text exposition
+//! format from the live counters and the latest sampled lag and offsets.
+
+use std::fmt::Write;
+
+use runnel_streamlet::{BUCKET_BOUNDS, Histogram};
+
+use crate::status::{InstanceState, InstanceStatus, StatusBoard};
+
+/// Every metric Runnel exports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Metric {
+    /// Records read from an inlet, bad ones included.
+    RecordsIn,
+    /// Records sent on an outlet.
+    RecordsOut,
+    /// Value bytes read from an inlet.
+    BytesIn,
+    /// Value bytes sent on an outlet.
+    BytesOut,
+    /// Time from handing a message to the streamlet to its commit.
+    ProcessingLatency,
+    /// Time to write committed offsets to a consumer group.
+    CommitLatency,
+    /// Log end offset minus committed offset, per inlet partition.
+    ConsumerLag,
+    /// The oldest offset a partition keeps.
+    LogStartOffset,
+    /// The offset the next record of a partition will get.
+    LogEndOffset,
+    /// Records that failed to decode and went to the dead-letter topic.
+    DeadLetterRecords,
+    /// Records that failed to decode and were skipped.
+    SkippedRecords,
+    /// Restarts after a failure, by kind of failure.
+    Restarts,
+    /// 1 for the state a streamlet is in, 0 for the others.
+    StreamletState,
+    /// 1 once every streamlet of the process has connected its ports.
+    Ready,
+}
+
+impl Metric {
+    /// Every metric, in the order they are rendered.
+    pub const ALL: [Metric; 14] = [
+        Metric::RecordsIn,
+        Metric::RecordsOut,
+        Metric::BytesIn,
+        Metric::BytesOut,
+        Metric::ProcessingLatency,
+        Metric::CommitLatency,
+        Metric::ConsumerLag,
+        Metric::LogStartOffset,
+        Metric::LogEndOffset,
+        Metric::DeadLetterRecords,
+        Metric::SkippedRecords,
+        Metric::Restarts,
+        Metric::StreamletState,
+        Metric::Ready,
+    ];
+
+    /// The metric name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::RecordsIn => "runnel_records_in_total",
+            Metric::RecordsOut => "runnel_records_out_total",
+            Metric::BytesIn => "runnel_bytes_in_total",
+            Metric::BytesOut => "runnel_bytes_out_total",
+            Metric::ProcessingLatency => "runnel_processing_latency_seconds",
+            Metric::CommitLatency => "runnel_commit_latency_seconds",
+            Metric::ConsumerLag => "runnel_consumer_lag_records",
+            Metric::LogStartOffset => "runnel_log_start_offset",
+            Metric::LogEndOffset => "runnel_log_end_offset",
+            Metric::DeadLetterRecords => "runnel_dead_letter_records_total",
+            Metric::SkippedRecords => "runnel_skipped_records_total",
+            Metric::Restarts => "runnel_restarts_total",
+            Metric::StreamletState => "runnel_streamlet_state",
+            Metric::Ready => "runnel_ready",
+        }
+    }
+
+    /// `counter`, `gauge` or `histogram`.
+    pub fn kind(self) -> &'static str {
+        match self {
+            Metric::ProcessingLatency | Metric::CommitLatency => "histogram",
+            Metric::ConsumerLag
+            | Metric::LogStartOffset
+            | Metric::LogEndOffset
+            | Metric::StreamletState
+            | Metric::Ready => "gauge",
+            _ => "counter",
+        }
+    }
+
+    /// The label names.
+    pub fn labels(self) -> &'static [&'static str] {
+        match self {
+            Metric::RecordsIn | Metric::BytesIn => &["streamlet", "inlet", "topic"],
+            Metric::RecordsOut | Metric::BytesOut => &["streamlet", "outlet", "topic"],
+            Metric::ConsumerLag => &["streamlet", "inlet", "topic", "partition"],
+            Metric::LogStartOffset | Metric::LogEndOffset => &["topic", "partition"],
+            Metric::Restarts => &["streamlet", "kind"],
+            Metric::StreamletState => &["streamlet", "state"],
+            Metric::Ready => &[],
+            _ => &["streamlet"],
+        }
+    }
+
+    /// What it measures (the `# HELP` line).
+    pub fn help(self) -> &'static str {
+        match self {
+            Metric::RecordsIn => "Records read from an inlet, undecodable ones included.",
+            Metric::RecordsOut => "Records sent on an outlet.",
+            Metric::BytesIn => "Value bytes read from an inlet.",
+            Metric::BytesOut => "Value bytes sent on an outlet.",
+            Metric::ProcessingLatency => {
+                "Time from handing a message to the streamlet to its commit, in seconds."
+            }
+            Metric::CommitLatency => {
+                "Time to write committed offsets to a consumer group, in seconds."
+            }
+            Metric::ConsumerLag => {
+                "Log end offset minus the committed offset of an inlet's consumer group."
+            }
+            Metric::LogStartOffset => "The oldest offset a partition still keeps.",
+            Metric::LogEndOffset => "The offset the next record appended to a partition will get.",
+            Metric::DeadLetterRecords => {
+                "Records that failed to decode and went to the dead-letter topic."
+            }
+            Metric::SkippedRecords => "Records that failed to decode and were skipped.",
+            Metric::Restarts => "Restarts of a streamlet after a failure, by kind of failure.",
+            Metric::StreamletState => "1 for the state a streamlet is in, 0 for the others.",
+            Metric::Ready => "1 once every streamlet of this process has connected its ports.",
+        }
+    }
+}
+
+/// The metrics of `board` in Prometheus' text exposition format (version 0.0.4).
+///
+/// Counters and histograms are read live; lag and offsets come from the latest sample.
+pub fn render_prometheus(board: &StatusBoard) -> String {
+    let snapshot = board.latest().borrow().clone();
+    let mut out = Exposition(String::new());
+    for metric in Metric::ALL {
+        out.header(metric);
+        match metric {
+            Metric::Ready => out.sample(metric, &[], u8::from(board.is_ready())),
+            Metric::LogStartOffset | Metric::LogEndOffset => {
+                for topic in &snapshot.topics {
+                    for partition in &topic.partitions {
+                        let value = match metric {
+                            Metric::LogStartOffset => partition.start,
+                            _ => partition.end,
+                        };
+                        let number = partition.partition.to_string();
+                        out.sample(metric, &[&topic.name, &number], value);
+                    }
+                }
+            }
+            Metric::ConsumerLag => {
+                for streamlet in &snapshot.streamlets {
+                    for inlet in &streamlet.inlets {
+                        for (partition, lag) in inlet.partition_lag.iter().enumerate() {
+                            let number = partition.to_string();
+                            let labels = [&*streamlet.name, &inlet.port, &inlet.topic, &number];
+                            out.sample(metric, &labels, lag);
+                        }
+                    }
+                }
+            }
+            _ => {
+                for status in board.instances() {
+                    out.instance(metric, status);
+                }
+            }
+        }
+    }
+    out.0
+}
+
+/// The text being written.
+struct Exposition(String);
+
+impl Exposition {
+    fn header(&mut self, metric: Metric) {
+        let _ = writeln!(self.0, "# HELP {} {}", metric.name(), metric.help());
+        let _ = writeln!(self.0, "# TYPE {} {}", metric.name(), metric.kind());
+    }
+
+    /// The samples of one instance for a per-instance metric.
+    fn instance(&mut self, metric: Metric, status: &InstanceStatus) {
+        let name = status.name.as_str();
+        let metrics = &status.metrics;
+        match metric {
+            Metric::RecordsIn | Metric::BytesIn => {
+                for inlet in &status.inlets {
+                    let Some(port) = metrics.inlets().get(&inlet.port) else {
+                        continue;
+                    };
+                    let value = if metric == Metric::RecordsIn {
+                        port.records()
+                    } else {
+                        port.bytes()
+                    };
+                    self.sample(metric, &[name, &inlet.port, &inlet.topic], value);
+                }
+            }
+            Metric::RecordsOut | Metric::BytesOut => {
+                for outlet in &status.outlets {
+                    let Some(port) = metrics.outlets().get(&outlet.port) else {
+                        continue;
+                    };
+                    let value = if metric == Metric::RecordsOut {
+                        port.records()
+                    } else {
+                        port.bytes()
+                    };
+                    self.sample(metric, &[name, &outlet.port, &outlet.topic], value);
+                }
+            }
+            Metric::ProcessingLatency => self.histogram(metric, name, metrics.processing_latency()),
+            Metric::CommitLatency => self.histogram(metric, name, metrics.commit_latency()),
+            Metric::DeadLetterRecords => self.sample(metric, &[name], metrics.dead_lettered()),
+            Metric::SkippedRecords => self.sample(metric, &[name], metrics.skipped()),
+            Metric::Restarts => {
+                for (kind, count) in status.restarts_by_kind() {
+                    self.sample(metric, &[name, kind], count);
+                }
+            }
+            Metric::StreamletState => {
+                let current = status.state();
+                for state in InstanceState::ALL {
+                    self.sample(metric, &[name, state.label()], u8::from(state == current));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// One line: `name{label="value",...} value`, labels named by the metric.
+    fn sample(&mut self, metric: Metric, values: &[&str], value: impl std::fmt::Display) {
+        self.line(
+            metric.name(),
+            metric.labels().iter().copied().zip(values.iter().copied()),
+            value,
+        );
+    }
+
+    fn line<'a>(
+        &mut self,
+        name: &str,
+        labels: impl Iterator<Item = (&'a str, &'a str)>,
+        value: impl std::fmt::Display,
+    ) {
+        self.0.push_str(name);
+        let mut first = true;
+        for (label, text) in labels {
+            self.0.push(if first { '{' } else { ',' });
+            first = false;
+            let _ = write!(self.0, "{label}=\"{}\"", escape(text));
+        }
+        if !first {
+            self.0.push('}');
+        }
+        let _ = writeln!(self.0, " {value}");
+    }
+
+    fn histogram(&mut self, metric: Metric, streamlet: &str, histogram: &Histogram) {
+        let name = metric.name();
+        let bounds = BUCKET_BOUNDS
+            .iter()
+            .map(ToString::to_string)
+            .chain(["+Inf".to_owned()]);
+        for (bound, count) in bounds.zip(histogram.cumulative()) {
+            let labels = [("streamlet", streamlet), ("le", bound.as_str())];
+            self.line(&format!("{name}_bucket"), labels.into_iter(), count);
+        }
+        let labels = [("streamlet", streamlet)];
+        self.line(
+            &format!("{name}_sum"),
+            labels.into_iter(),
+            histogram.sum_seconds(),
+        );
+        self.line(
+            &format!("{name}_count"),
+            labels.into_iter(),
+            histogram.count(),
+        );
+    }
+}
+
+/// Escapes a label value: backslash, double quote and newline.
+fn escape(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+
+    #[test]
+    fn names_follow_prometheus_conventions() {
+        for metric in Metric::ALL {
+            let name = metric.name();
+            assert!(name.starts_with("runnel_"), "{name}");
+            assert!(
+                name.chars().all(|c| c.is_ascii_lowercase() || c == '_'),
+                "{name}"
+            );
+            assert_eq!(
+                metric.kind() == "counter",
+                name.ends_with("_total"),
+                "{name}"
+            );
+            assert!(metric.help().ends_with('.'), "{name}");
+        }
+    }
+}

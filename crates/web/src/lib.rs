@@ -1,0 +1,31 @@
+//! The admin HTTP endpoint of a Runnel process, and the client the `status` commands use.
+//!
+//! Every process that runs streamlets serves, on 127.0.0.1:4040 by default:
+//!
+//! - `/` — a live view of the blueprint: streamlets and topics drawn as a graph, with
+//!   records per second, lag, restarts and state colours, refreshed every second; the page
+//!   is compiled into the binary and needs no network;
+//! - `/metrics` — Prometheus metrics (listed in `docs/metrics.md`);
+//! - `/health/live` and `/health/ready`;
+//! - `/api/status` — the [`Snapshot`](runnel_runtime::Snapshot) as JSON.
+//!
+//! ```no_run
+//! # async fn demo(board: std::sync::Arc<runnel_runtime::StatusBoard>) -> Result<(), runnel_web::ServeError> {
+//! let listener = runnel_web::bind("127.0.0.1:4040".parse().unwrap(), true).await?;
+//! println!("admin: http://{}/", listener.local_addr().unwrap());
+//! runnel_web::serve(listener, board, tokio_util::sync::CancellationToken::new()).await;
+//! # Ok(()) }
+//! ```
+//!
+//! Where to begin: `server.rs` for the routes, `assets/` for the page, `client.rs` for
+//! `status`.
+#![deny(missing_docs)]
+
+mod client;
+mod server;
+
+pub use client::{
+    DEFAULT_ADMIN_ADDRESS, StatusError, StatusFormat, fetch_status, format_status, show_status,
+    status_url,
+};
+pub use server::{ServeError, bind, router, serve};

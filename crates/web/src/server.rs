@@ -1,0 +1,131 @@
+//! The admin HTTP server: routes and serving.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use runnel_runtime::{StatusBoard, render_prometheus};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+/// The page, its script and its style, compiled into the binary: the view works offline.
+const INDEX_HTML: &str = include_str!("../assets/index.html");
+const APP_JS: &str = include_str!("../assets/app.js");
+const APP_CSS: &str = include_str!("../assets/app.css");
+
+/// Why the admin endpoint could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// The address could not be bound.
+    #[error("binding the admin endpoint to {address} failed")]
+    Bind {
+        /// The address asked for.
+        address: SocketAddr,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The routes of the admin endpoint over `board`:
+///
+/// | path | what |
+/// |---|---|
+/// | `/` | the live web view of the blueprint |
+/// | `/metrics` | Prometheus metrics |
+/// | `/health/live` | 200 while the process serves requests |
+/// | `/health/ready` | 200 once every streamlet has connected its ports, 503 before |
+/// | `/api/status` | the status as JSON (a [`Snapshot`](runnel_runtime::Snapshot)) |
+pub fn router(board: Arc<StatusBoard>) -> Router {
+    Router::new()
+        .route("/", get(index))
+        .route(
+            "/app.js",
+            get(|| async {
+                (
+                    [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+                    APP_JS,
+                )
+            }),
+        )
+        .route(
+            "/app.css",
+            get(|| async { ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], APP_CSS) }),
+        )
+        .route("/metrics", get(metrics))
+        .route("/health/live", get(|| async { "live\n" }))
+        .route("/health/ready", get(ready))
+        .route("/api/status", get(status))
+        .with_state(board)
+}
+
+/// Binds `address`; when it is taken and `fall_back` is set, binds the same host on a port
+/// the system picks, so a second app on the machine still gets an endpoint.
+///
+/// # Errors
+///
+/// When nothing could be bound.
+pub async fn bind(address: SocketAddr, fall_back: bool) -> Result<TcpListener, ServeError> {
+    match TcpListener::bind(address).await {
+        Ok(listener) => Ok(listener),
+        Err(_) if fall_back => {
+            let any = SocketAddr::new(address.ip(), 0);
+            TcpListener::bind(any)
+                .await
+                .map_err(|source| ServeError::Bind {
+                    address: any,
+                    source,
+                })
+        }
+        Err(source) => Err(ServeError::Bind { address, source }),
+    }
+}
+
+/// Serves [`router`] on `listener` until `shutdown` fires.
+pub async fn serve(listener: TcpListener, board: Arc<StatusBoard>, shutdown: CancellationToken) {
+    let served = axum::serve(listener, router(board))
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await;
+    if let Err(error) = served {
+        tracing::error!("the admin endpoint stopped: {error}");
+    }
+}
+
+async fn index() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        INDEX_HTML,
+    )
+        .into_response()
+}
+
+async fn metrics(State(board): State<Arc<StatusBoard>>) -> Response {
+    let text = render_prometheus(&board);
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response()
+}
+
+async fn ready(State(board): State<Arc<StatusBoard>>) -> Response {
+    if board.is_ready() {
+        (StatusCode::OK, "ready\n").into_response()
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "starting\n").into_response()
+    }
+}
+
+async fn status(State(board): State<Arc<StatusBoard>>) -> Response {
+    let mut snapshot = board.latest().borrow().clone();
+    snapshot.ready = board.is_ready();
+    axum::Json(snapshot).into_response()
+}

@@ -1,0 +1,107 @@
+use std::time::Duration;
+
+use runnel_runtime::{InstanceState, Metric, Snapshot};
+
+use crate::support::{get, serve, until_ok};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_metrics_status_and_the_page() {
+    let served = serve().await;
+    let address = &served.address;
+
+    assert_eq!(
+        get(address, "/health/live").await,
+        (200, "live\n".to_owned())
+    );
+    assert_eq!(until_ok(address, "/health/ready").await, "ready\n");
+
+    // Give the sampler a second to see records flow.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (code, json) = get(address, "/api/status").await;
+    assert_eq!(code, 200);
+    let status: Snapshot = serde_json::from_str(&json).unwrap();
+    assert_eq!(status.app, "clock");
+    assert!(status.ready);
+    let names: Vec<&str> = status.streamlets.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["source", "sink"]);
+    assert!(
+        status
+            .streamlets
+            .iter()
+            .all(|s| s.state == InstanceState::Running)
+    );
+    assert!(status.streamlets[0].records_out > 0);
+    let topic = &status.topics[0];
+    assert_eq!((topic.name.as_str(), topic.partitions.len()), ("ticks", 2));
+    assert_eq!(topic.producers, ["source.out"]);
+    assert_eq!(topic.consumers, ["sink.in"]);
+
+    let (code, metrics) = get(address, "/metrics").await;
+    assert_eq!(code, 200);
+    for metric in Metric::ALL {
+        assert!(
+            metrics.contains(&format!("# TYPE {} {}\n", metric.name(), metric.kind())),
+            "{}",
+            metric.name()
+        );
+    }
+    let records_out = metrics
+        .lines()
+        .find(|line| {
+            line.starts_with(
+                "runnel_records_out_total{streamlet=\"source\",outlet=\"out\",topic=\"ticks\"}",
+            )
+        })
+        .and_then(|line| line.rsplit(' ').next())
+        .and_then(|value| value.parse::<u64>().ok())
+        .expect("a records-out sample for the source");
+    assert!(records_out > 0);
+    assert!(metrics.contains("runnel_streamlet_state{streamlet=\"sink\",state=\"running\"} 1\n"));
+    assert!(
+        metrics
+            .contains("runnel_processing_latency_seconds_bucket{streamlet=\"sink\",le=\"+Inf\"}")
+    );
+    assert!(metrics.contains("runnel_consumer_lag_records{streamlet=\"sink\",inlet=\"in\",topic=\"ticks\",partition=\"1\"}"));
+
+    let (code, page) = get(address, "/").await;
+    assert_eq!(code, 200);
+    assert!(page.contains("<script src=\"/app.js\">"));
+    let (code, script) = get(address, "/app.js").await;
+    assert_eq!(code, 200);
+    assert!(
+        script.contains("/api/status"),
+        "the page reads the status API"
+    );
+    assert_eq!(get(address, "/app.css").await.0, 200);
+    assert_eq!(get(address, "/no-such-page").await.0, 404);
+
+    served.shutdown.cancel();
+    served.running.wait().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_is_503_until_every_streamlet_has_connected() {
+    use std::sync::Arc;
+    // A board whose instances never started: nothing marks it ready.
+    let backend = Arc::new(runnel_backend::MemoryBackend::new());
+    let board = Arc::new(runnel_runtime::StatusBoard::new(
+        "idle",
+        Vec::new(),
+        Vec::new(),
+        backend,
+    ));
+    let listener = runnel_web::bind("127.0.0.1:0".parse().unwrap(), false)
+        .await
+        .unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    tokio::spawn(runnel_web::serve(listener, board, shutdown.clone()));
+    assert_eq!(
+        get(&address, "/health/ready").await,
+        (503, "starting\n".to_owned())
+    );
+    assert_eq!(get(&address, "/health/live").await.0, 200);
+    let (_, metrics) = get(&address, "/metrics").await;
+    assert!(metrics.contains("\nrunnel_ready 0\n"));
+    shutdown.cancel();
+}

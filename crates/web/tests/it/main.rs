@@ -1,0 +1,5 @@
+//! Integration tests of the admin endpoint against a real run on the in-memory backplane.
+
+mod endpoints; // /metrics, /health, /api/status and the page
+mod status; // fetching and printing the status as `status` does
+mod support; // a small app running with its admin endpoint

@@ -1,0 +1,293 @@
+//! The admin endpoint of a running app: metrics move, lag shows and drains, `status` prints
+//! tables and JSON, and the web view draws the blueprint with live numbers (in headless
+//! Chromium).
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::support::{BLUEPRINT, Running, app, run_to_end, stdout_of};
+
+/// A free port on 127.0.0.1 for the admin endpoint.
+fn free_admin_address() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().to_string()
+}
+
+/// The body of `GET path` from `address`.
+fn get(address: &str, path: &str) -> String {
+    let mut stream = TcpStream::connect(address).unwrap();
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    assert!(
+        head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"),
+        "{head}"
+    );
+    body.to_owned()
+}
+
+/// The sum of every sample of `name` whose labels contain `filter` (e.g. `streamlet="a"`).
+fn metric(text: &str, name: &str, filter: &str) -> f64 {
+    text.lines()
+        .filter(|line| {
+            line.starts_with(name) && line[name.len()..].starts_with('{') && line.contains(filter)
+        })
+        .filter_map(|line| {
+            line.rsplit_once(' ')
+                .and_then(|(_, value)| value.parse::<f64>().ok())
+        })
+        .sum()
+}
+
+/// Polls `/metrics` until `done` holds, returning the last scrape.
+fn scrape_until(address: &str, limit: Duration, what: &str, done: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + limit;
+    loop {
+        let text = get(address, "/metrics");
+        if done(&text) {
+            return text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not happen within {limit:?}; last scrape:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+fn start(data: &Path, admin: &str, sets: &[&str]) -> Running {
+    let mut command = app(&["run", BLUEPRINT], data);
+    command.args(["--admin", admin]);
+    for set in sets {
+        command.args(["--set", set]);
+    }
+    let running = Running::start(command);
+    running.wait_for("ready:", Duration::from_secs(30));
+    running
+}
+
+fn stop(running: Running) {
+    let pid = running.child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut child = running.child;
+    assert!(child.wait().unwrap().success());
+}
+
+const LAG: &str = "runnel_consumer_lag_records";
+
+#[test]
+fn counters_move_and_a_slowed_consumer_lags_then_drains() {
+    let data = tempfile::tempdir().unwrap();
+    let admin = free_admin_address();
+    // 200 readings/s make about 170 valid metrics/s; 20 ms per record handles 50 of them.
+    let slow = start(
+        data.path(),
+        &admin,
+        &[
+            "generator.records-per-second=200",
+            "valid-logger.processing-delay=20ms",
+        ],
+    );
+    let first = get(&admin, "/metrics");
+    let lagging = scrape_until(
+        &admin,
+        Duration::from_secs(30),
+        "valid-logger lagging",
+        |text| metric(text, LAG, "streamlet=\"valid-logger\"") > 200.0,
+    );
+    let moved =
+        |name: &str, filter: &str| metric(&lagging, name, filter) > metric(&first, name, filter);
+    assert!(
+        moved("runnel_records_in_total", "streamlet=\"to-metrics\""),
+        "records in move"
+    );
+    assert!(
+        moved("runnel_records_out_total", "streamlet=\"validation\""),
+        "records out move"
+    );
+    assert!(moved(
+        "runnel_processing_latency_seconds_count",
+        "streamlet=\"validation\""
+    ));
+    assert_eq!(
+        metric(&lagging, "runnel_ready", ""),
+        0.0,
+        "runnel_ready has no labels"
+    );
+    assert!(lagging.contains("\nrunnel_ready 1\n"));
+    stop(slow);
+
+    // Without the delay the backlog drains.
+    let fast = start(data.path(), &admin, &["generator.records-per-second=5"]);
+    scrape_until(
+        &admin,
+        Duration::from_secs(60),
+        "the backlog draining",
+        |text| {
+            metric(text, LAG, "streamlet=\"valid-logger\"") == 0.0
+                && metric(
+                    text,
+                    "runnel_records_in_total",
+                    "streamlet=\"valid-logger\"",
+                ) > 0.0
+        },
+    );
+    stop(fast);
+}
+
+#[test]
+fn status_prints_tables_and_json_from_a_running_app() {
+    let data = tempfile::tempdir().unwrap();
+    let admin = free_admin_address();
+    let running = start(data.path(), &admin, &["generator.records-per-second=50"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    let status = |output: &str| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_sensor-data"));
+        command.args(["status", "--admin", &admin, "-o", output]);
+        run_to_end(command, Duration::from_secs(30))
+    };
+    let table = stdout_of(&status("table"));
+    assert!(table.starts_with("app sensor-data (ready)\n"), "{table}");
+    for name in [
+        "generator",
+        "to-metrics",
+        "validation",
+        "valid-logger",
+        "invalid-logger",
+    ] {
+        assert!(
+            table
+                .lines()
+                .any(|line| line.starts_with(name) && line.contains("running")),
+            "{name}: {table}"
+        );
+    }
+    assert!(
+        table.lines().any(|line| line.starts_with("valid-metrics ")),
+        "{table}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&stdout_of(&status("json"))).unwrap();
+    assert_eq!(json["app"], "sensor-data");
+    assert_eq!(json["streamlets"].as_array().unwrap().len(), 5);
+    assert_eq!(json["topics"].as_array().unwrap().len(), 4);
+    assert!(json["streamlets"][1]["records_in"].as_u64().unwrap() > 0);
+    stop(running);
+}
+
+/// Chromium as the machine's probe and the test set-up install it: headless, no sandbox (we
+/// run as root), no background networking (the network is closed).
+fn chromium(profile: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new("chromium");
+    command
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+        ])
+        .args([
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(args);
+    command
+}
+
+/// The page's DOM after its scripts ran for a few (virtual) seconds.
+fn rendered(profile: &Path, url: &str) -> String {
+    let output = chromium(profile, &["--virtual-time-budget=4000", "--dump-dom", url])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .expect("chromium runs; scripts/test installs it (apt-get install chromium)");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Every value of `attribute` in the DOM, in order.
+fn attribute_values(dom: &str, attribute: &str) -> Vec<String> {
+    let marker = format!("{attribute}=\"");
+    dom.split(&marker)
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_web_view_draws_every_streamlet_and_topic_and_its_numbers_update() {
+    let data = tempfile::tempdir().unwrap();
+    let admin = free_admin_address();
+    let running = start(data.path(), &admin, &["generator.records-per-second=50"]);
+    let url = format!("http://{admin}/");
+    let first = rendered(&data.path().join("chromium-1"), &url);
+    std::thread::sleep(Duration::from_secs(2));
+    let second = rendered(&data.path().join("chromium-2"), &url);
+
+    let mut streamlets = attribute_values(&second, "data-streamlet");
+    streamlets.sort();
+    assert_eq!(
+        streamlets,
+        [
+            "generator",
+            "invalid-logger",
+            "to-metrics",
+            "valid-logger",
+            "validation"
+        ]
+    );
+    let mut topics = attribute_values(&second, "data-topic");
+    topics.sort();
+    assert_eq!(
+        topics,
+        ["invalid-metrics", "metrics", "sensor-data", "valid-metrics"]
+    );
+    let total = |dom: &str| -> u64 {
+        attribute_values(dom, "data-records-in")
+            .iter()
+            .filter_map(|v| v.parse::<u64>().ok())
+            .sum()
+    };
+    assert!(
+        total(&second) > total(&first),
+        "numbers update: {} then {}",
+        total(&first),
+        total(&second)
+    );
+    assert!(
+        second.contains("role=\"button\"") && second.contains("tabindex=\"0\""),
+        "nodes take keyboard focus"
+    );
+
+    let artifacts = Path::new(env!("CARGO_TARGET_TMPDIR")).join("test-artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let screenshot = artifacts.join("web-view.png");
+    let status = chromium(
+        &data.path().join("chromium-3"),
+        &[
+            "--virtual-time-budget=4000",
+            "--window-size=1400,520",
+            &format!("--screenshot={}", screenshot.display()),
+            &url,
+        ],
+    )
+    .stderr(std::process::Stdio::null())
+    .status()
+    .unwrap();
+    assert!(
+        status.success() && screenshot.metadata().unwrap().len() > 10_000,
+        "a screenshot was saved"
+    );
+    println!("screenshot of the web view: {}", screenshot.display());
+    stop(running);
+}
