@@ -54,6 +54,8 @@ mod port;
 mod shape;
 mod streamlet;
 pub mod testkit;
+pub mod watermark;
+pub mod window;
 
 pub use clock::{Clock, SystemClock};
 pub use codec::{CodecError, Data, SCHEMA_HEADER};

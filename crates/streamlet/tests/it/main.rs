@@ -6,3 +6,4 @@ mod helpers; // processor, splitter, merge, async map, egress
 mod model; // the record types the tests use
 mod parameters; // typed parameters, defaults, validation
 mod testkit; // what the test kit itself reports
+mod window_operator; // the window operator alone: the Streaming Systems examples, triggers, modes

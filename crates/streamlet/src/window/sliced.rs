@@ -1,0 +1,313 @@
+//! The windows of one key for tumbling and sliding windows, kept as slices.
+//!
+//! Time is cut into slices of `gcd(size, slide)` (for tumbling windows, the window
+//! itself), and each element is added to exactly one slice accumulator. A window's value is
+//! the merge of its `size / step` slices, computed when it fires. So an element costs one
+//! accumulator update however many windows it belongs to, and a sliding window with a small
+//! slide costs more only when panes fire.
+//!
+//! Per-window firing state ([`PaneState`]) exists only where a window needs one: with early
+//! firings (from the window's first element), and after the on-time pane while the window
+//! accepts late elements.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use super::operator::Cx;
+use super::pane_state::PaneState;
+use super::windows::floor;
+use super::{Accumulation, Aggregate, Timing, Window};
+
+/// Window lengths of a tumbling or sliding assignment, in milliseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Geometry {
+    pub(crate) size: i64,
+    pub(crate) slide: i64,
+    /// The slice length: the greatest common divisor of size and slide.
+    pub(crate) step: i64,
+}
+
+impl Geometry {
+    /// The start of the earliest window holding `timestamp`.
+    fn first_start(&self, timestamp: i64) -> i64 {
+        floor(timestamp.saturating_sub(self.size), self.slide).saturating_add(self.slide)
+    }
+
+    /// The start of the latest window holding `timestamp`.
+    fn last_start(&self, timestamp: i64) -> i64 {
+        floor(timestamp, self.slide)
+    }
+
+    /// Whether an element at `timestamp` is too late for every window it belongs to.
+    pub(crate) fn is_late(&self, timestamp: i64, lateness: i64, watermark: i64) -> bool {
+        let last_end = self.last_start(timestamp).saturating_add(self.size);
+        last_end > timestamp && last_end.saturating_add(lateness) <= watermark
+    }
+}
+
+/// The slices and window states of one key.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Sliced<Acc, Out> {
+    /// Accumulators of the non-empty slices, by start, ascending.
+    slices: VecDeque<(i64, Acc)>,
+    /// Windows with firing state, by start.
+    panes: BTreeMap<i64, PaneState<Acc, Out>>,
+    /// Every window ending at or before this has had its on-time firing.
+    fired_through: i64,
+}
+
+impl<Acc: Clone, Out: Clone> Sliced<Acc, Out> {
+    pub(crate) fn new() -> Self {
+        Sliced {
+            slices: VecDeque::new(),
+            panes: BTreeMap::new(),
+            fired_through: i64::MIN,
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.slices.is_empty() && self.panes.is_empty()
+    }
+
+    /// Adds an element the operator found not late for every window.
+    pub(crate) fn add<A>(&mut self, cx: &mut Cx<'_, A>, timestamp: i64, input: &A::Input)
+    where
+        A: Aggregate<Accumulator = Acc, Output = Out>,
+    {
+        let g = cx.geometry;
+        let (first, last) = (g.first_start(timestamp), g.last_start(timestamp));
+        if first > last {
+            return; // between windows: a slide longer than the size leaves gaps
+        }
+        self.fired_through = self.fired_through.max(cx.watermark);
+        let slice = floor(timestamp, g.step);
+        let accumulator = self.slice_mut(slice, cx.aggregate);
+        cx.aggregate.add(accumulator, input);
+
+        let first_end = first.saturating_add(g.size);
+        let early = cx.spec.trigger.early;
+        if first_end > self.fired_through {
+            cx.event_at(first_end);
+        }
+        if early.is_none() && first_end > self.fired_through {
+            return; // the common case: nothing per window to update
+        }
+        let lateness = cx.spec.allowed_lateness;
+        let mut start = first;
+        while start <= last {
+            let window = Window::new(start, start + g.size);
+            start += g.slide;
+            if window.end.saturating_add(lateness) <= cx.watermark {
+                continue; // expired: this window no longer takes elements
+            }
+            let late = window.end <= self.fired_through;
+            let firing = if late {
+                cx.event_at(window.end.saturating_add(lateness));
+                cx.spec.trigger.late
+            } else {
+                match early {
+                    Some(early) => early,
+                    None => continue,
+                }
+            };
+            let pane = self.panes.entry(window.start).or_default();
+            pane.record(cx.aggregate, input, cx.now);
+            if firing.is_due(pane.pending, pane.pending_since, cx.now) {
+                let timing = if late { Timing::Late } else { Timing::Early };
+                self.fire(cx, window, timing);
+            } else if let Some(deadline) = firing.deadline(pane.pending_since) {
+                cx.processing_at(deadline);
+            }
+        }
+    }
+
+    /// Fires the windows that end by `cx.watermark` and drops what expired; returns when
+    /// this key next needs the watermark.
+    pub(crate) fn on_watermark<A>(&mut self, cx: &mut Cx<'_, A>) -> Option<i64>
+    where
+        A: Aggregate<Accumulator = Acc, Output = Out>,
+    {
+        let (g, watermark) = (cx.geometry, cx.watermark);
+        let lateness = cx.spec.allowed_lateness;
+        // On time: windows with elements, ending in (fired_through, watermark], in order.
+        if watermark > self.fired_through {
+            let mut next_start = match self.fired_through {
+                i64::MIN => i64::MIN,
+                fired => g.first_start(fired),
+            };
+            let mut due = Vec::new();
+            'slices: for (slice, _) in &self.slices {
+                let mut start = g.first_start(*slice).max(next_start);
+                let last = g.last_start(*slice);
+                while start <= last {
+                    if start + g.size > watermark {
+                        break 'slices;
+                    }
+                    if start + g.size > self.fired_through {
+                        due.push(start);
+                    }
+                    start += g.slide;
+                }
+                next_start = next_start.max(last + g.slide);
+            }
+            for start in due {
+                self.fire_on_time(cx, Window::new(start, start + g.size));
+            }
+            self.fired_through = watermark;
+        }
+        // Expired windows: a final late pane for elements not yet fired, then gone.
+        while let Some((&start, _)) = self.panes.first_key_value() {
+            let window = Window::new(start, start + g.size);
+            if window.end.saturating_add(lateness) > watermark {
+                break;
+            }
+            if self.panes[&start].pending > 0 && window.end <= self.fired_through {
+                self.fire(cx, window, Timing::Late);
+            }
+            self.panes.remove(&start);
+        }
+        while let Some((slice, _)) = self.slices.front() {
+            let last_end = g.last_start(*slice) + g.size;
+            if last_end.saturating_add(lateness) > watermark {
+                break;
+            }
+            self.slices.pop_front();
+        }
+        self.next_event(cx)
+    }
+
+    /// Fires early or late panes whose processing-time delay has passed, and tells `cx` the
+    /// next such deadline.
+    pub(crate) fn on_processing_time<A>(&mut self, cx: &mut Cx<'_, A>)
+    where
+        A: Aggregate<Accumulator = Acc, Output = Out>,
+    {
+        let size = cx.geometry.size;
+        let starts: Vec<i64> = self.panes.keys().copied().collect();
+        for start in starts {
+            let window = Window::new(start, start + size);
+            let late = window.end <= self.fired_through;
+            let firing = if late {
+                Some(cx.spec.trigger.late)
+            } else {
+                cx.spec.trigger.early
+            };
+            let Some(firing) = firing else { continue };
+            let pane = &self.panes[&start];
+            if firing.is_due(pane.pending, pane.pending_since, cx.now) {
+                self.fire(cx, window, if late { Timing::Late } else { Timing::Early });
+            } else if let Some(deadline) = firing.deadline(pane.pending_since) {
+                cx.processing_at(deadline);
+            }
+        }
+    }
+
+    fn fire_on_time<A>(&mut self, cx: &mut Cx<'_, A>, window: Window)
+    where
+        A: Aggregate<Accumulator = Acc, Output = Out>,
+    {
+        // Without a state, every element of the window is pending.
+        let mut pane = self
+            .panes
+            .remove(&window.start)
+            .unwrap_or_else(|| PaneState {
+                pending: 1,
+                ..PaneState::default()
+            });
+        if cx.spec.accumulation != Accumulation::Discarding || pane.pending > 0 {
+            let full = self.window_accumulator(cx.aggregate, window);
+            pane.fire(
+                window,
+                Timing::OnTime,
+                cx.aggregate,
+                cx.spec.accumulation,
+                &full,
+                cx.fired,
+            );
+        }
+        if window.end.saturating_add(cx.spec.allowed_lateness) > cx.watermark {
+            self.panes.insert(window.start, pane);
+        }
+    }
+
+    fn fire<A>(&mut self, cx: &mut Cx<'_, A>, window: Window, timing: Timing)
+    where
+        A: Aggregate<Accumulator = Acc, Output = Out>,
+    {
+        let full = self.window_accumulator(cx.aggregate, window);
+        if let Some(pane) = self.panes.get_mut(&window.start) {
+            pane.fire(
+                window,
+                timing,
+                cx.aggregate,
+                cx.spec.accumulation,
+                &full,
+                cx.fired,
+            );
+        }
+    }
+
+    /// When this key next needs the watermark: its next on-time window, or the next expiry.
+    fn next_event<A: Aggregate>(&self, cx: &Cx<'_, A>) -> Option<i64> {
+        let g = cx.geometry;
+        let watermark = cx.watermark;
+        let after = g.first_start(watermark);
+        let on_time = self
+            .slices
+            .iter()
+            .find(|(slice, _)| g.last_start(*slice) + g.size > watermark)
+            .map(|(slice, _)| g.first_start(*slice).max(after) + g.size);
+        let expiry = self
+            .panes
+            .keys()
+            .map(|start| start + g.size)
+            .filter(|end| *end <= watermark)
+            .map(|end| end.saturating_add(cx.spec.allowed_lateness))
+            .min();
+        match (on_time, expiry) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn slice_mut<A>(&mut self, slice: i64, aggregate: &A) -> &mut Acc
+    where
+        A: Aggregate<Accumulator = Acc>,
+    {
+        // Elements mostly arrive in the newest slice; search from the back.
+        let position = match self.slices.iter().rposition(|(start, _)| *start <= slice) {
+            Some(at) if self.slices[at].0 == slice => at,
+            Some(at) => {
+                self.slices.insert(at + 1, (slice, aggregate.create()));
+                at + 1
+            }
+            None => {
+                self.slices.push_front((slice, aggregate.create()));
+                0
+            }
+        };
+        &mut self.slices[position].1
+    }
+
+    fn window_accumulator<A>(&self, aggregate: &A, window: Window) -> Acc
+    where
+        A: Aggregate<Accumulator = Acc>,
+    {
+        let first = self
+            .slices
+            .partition_point(|(start, _)| *start < window.start);
+        let mut inside = self
+            .slices
+            .range(first..)
+            .take_while(|(start, _)| *start < window.end);
+        let mut accumulator = match inside.next() {
+            Some((_, only)) => only.clone(),
+            None => aggregate.create(),
+        };
+        for (_, slice) in inside {
+            aggregate.merge(&mut accumulator, slice);
+        }
+        accumulator
+    }
+}
