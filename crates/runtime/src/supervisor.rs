@@ -194,6 +194,7 @@ fn wiring(
         parameters: instance.parameters.clone(),
         settings: supervision.settings.clone(),
         ready: Some(ready),
+        watermarks: None,
     }
 }
 

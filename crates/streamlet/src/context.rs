@@ -11,7 +11,8 @@ use crate::inlet::InletParts;
 use crate::outlet::OutletParts;
 use crate::parameter::ParameterType;
 use crate::port::Direction;
-use crate::{Data, Inlet, InletStream, Outlet, OutletSender, Parameter, Shape};
+use crate::watermark::ScriptedWatermarks;
+use crate::{Data, Inlet, InletStream, InstanceMetrics, Outlet, OutletSender, Parameter, Shape};
 
 /// The running streamlet's access to its ports, parameters, clock and shutdown signal.
 ///
@@ -26,6 +27,8 @@ pub struct Context {
     parameters: HashMap<String, ParameterValue>,
     clock: Arc<dyn Clock>,
     shutdown: CancellationToken,
+    metrics: Arc<InstanceMetrics>,
+    scripted_watermarks: Option<ScriptedWatermarks>,
 }
 
 impl Context {
@@ -46,7 +49,24 @@ impl Context {
             parameters,
             clock,
             shutdown,
+            metrics: Arc::default(),
+            scripted_watermarks: None,
         }
+    }
+
+    /// Counts into `metrics` what the streamlet reports through the context.
+    pub(crate) fn with_metrics(mut self, metrics: Arc<InstanceMetrics>) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// Hands the streamlet watermarks set from outside.
+    pub(crate) fn with_scripted_watermarks(
+        mut self,
+        watermarks: Option<ScriptedWatermarks>,
+    ) -> Self {
+        self.scripted_watermarks = watermarks;
+        self
     }
 
     /// The instance name from the blueprint.
@@ -117,6 +137,19 @@ impl Context {
     /// The processing-time clock.
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
+    }
+
+    /// Watermarks set from outside the streamlet, when a test scripts them: a streamlet that
+    /// tracks event time follows these instead of generating its own. `None` in production.
+    pub fn scripted_watermarks(&self) -> Option<ScriptedWatermarks> {
+        self.scripted_watermarks.clone()
+    }
+
+    /// Counts records that arrived too late for their windows (the instance's `late`
+    /// metric). The windowed helpers count their own; a custom windowed streamlet calls
+    /// this for each record it sends to its late output.
+    pub fn count_late(&self, records: u64) {
+        self.metrics.count_late(records);
     }
 
     /// Whether the streamlet has been asked to stop.

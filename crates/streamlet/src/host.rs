@@ -16,6 +16,7 @@ use crate::dead_letter::DeadLetters;
 use crate::inlet::InletParts;
 use crate::outlet::OutletParts;
 use crate::port::Direction;
+use crate::watermark::ScriptedWatermarks;
 use crate::{Context, DynStreamlet, Error, InstanceMetrics, Result};
 
 /// Where one instance's ports are connected, and its checked parameter values.
@@ -37,6 +38,9 @@ pub struct Wiring {
     pub settings: HostSettings,
     /// Told once every port is connected, just before the streamlet starts running.
     pub ready: Option<tokio::sync::oneshot::Sender<()>>,
+    /// Watermarks set from outside, which event-time streamlets follow instead of
+    /// generating their own: the test kit's time control. `None` in production.
+    pub watermarks: Option<ScriptedWatermarks>,
 }
 
 /// The topic and consumer group of one inlet.
@@ -214,7 +218,9 @@ pub async fn run_instance(
         wiring.parameters,
         clock,
         shutdown,
-    );
+    )
+    .with_metrics(metrics.clone())
+    .with_scripted_watermarks(wiring.watermarks);
     if let Some(ready) = wiring.ready {
         let _ = ready.send(());
     }

@@ -145,6 +145,19 @@ impl<T: Data> InletStream<T> {
         .boxed()
     }
 
+    /// The partitions of the topic this inlet reads (all of them, unless several members
+    /// of the consumer group share the topic). Event-time streamlets declare them to their
+    /// [`WatermarkHolder`](crate::watermark::WatermarkHolder) so that a partition that has
+    /// not delivered yet holds the watermark back.
+    pub fn partitions(&self) -> Vec<u32> {
+        self.parts
+            .consumer
+            .positions()
+            .iter()
+            .map(|(partition, _)| partition.partition)
+            .collect()
+    }
+
     /// Whether the input is bounded and this member has read all of its partitions.
     async fn read_everything(&self) -> Result<bool> {
         if !*self.parts.end_of_input.borrow() {

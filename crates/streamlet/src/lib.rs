@@ -62,7 +62,7 @@ pub use codec::{CodecError, Data, SCHEMA_HEADER};
 pub use config::{ParameterError, resolve_parameters};
 pub use context::Context;
 pub use error::{BoxError, Error, ErrorKind, Result};
-pub use helpers::{AsyncMap, Egress, Either, Merge, Processor, Splitter};
+pub use helpers::{AsyncMap, Egress, Either, Merge, Processor, Splitter, WindowedAggregate};
 pub use histogram::{BUCKET_BOUNDS, Histogram};
 pub use host::{HostSettings, InletWiring, OutletWiring, Wiring, run_instance};
 pub use inlet::{InletStream, UndecodableRecord};
@@ -78,7 +78,7 @@ pub use streamlet::{DynStreamlet, Streamlet};
 pub mod prelude {
     pub use crate::{
         AsyncMap, Context, Data, Egress, Either, Error, Inlet, Merge, Message, Outgoing, Outlet,
-        Parameter, Processor, Result, Shape, Splitter, Streamlet,
+        Parameter, Processor, Result, Shape, Splitter, Streamlet, WindowedAggregate,
     };
     pub use apache_avro::{self, AvroSchema};
     pub use runnel_blueprint::descriptor::{AccessMode, BadDataPolicy};

@@ -46,6 +46,7 @@ pub struct InstanceMetrics {
     committed: AtomicU64,
     processing: Histogram,
     commit_latency: Histogram,
+    late: AtomicU64,
 }
 
 impl InstanceMetrics {
@@ -94,6 +95,12 @@ impl InstanceMetrics {
         self.skipped.load(Ordering::Relaxed)
     }
 
+    /// Records that arrived after their windows' allowed lateness and went to the late
+    /// output (or, without one, were logged and dropped).
+    pub fn late(&self) -> u64 {
+        self.late.load(Ordering::Relaxed)
+    }
+
     /// Input records whose offsets were committed.
     pub fn committed(&self) -> u64 {
         self.committed.load(Ordering::Relaxed)
@@ -123,6 +130,10 @@ impl InstanceMetrics {
 
     pub(crate) fn count_skipped(&self) {
         self.skipped.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn count_late(&self, records: u64) {
+        self.late.fetch_add(records, Ordering::Relaxed);
     }
 
     pub(crate) fn count_committed(&self, records: u64) {

@@ -26,14 +26,52 @@
 //! inlet has been read to the end and the streamlet returns (or, for sources that never
 //! end, until [`TestRun::stop_after`]), and it fails if the streamlet failed or left an
 //! input record uncommitted.
+//!
+//! # Controlling time
+//!
+//! A **timed run** schedules inputs at processing times with [`TestRun::at`], moves the
+//! watermark with [`TestRun::watermark`], and reads outputs with the processing time they
+//! were sent at ([`TestOutput::timed_output`]). Processing time is then a [`ManualClock`]
+//! moved step by step, and the run happens on a paused tokio clock in a thread of its own,
+//! so timers fire exactly when due and nothing depends on the machine's speed: no real
+//! sleeps, the same result every time.
+//!
+//! ```
+//! use std::time::Duration;
+//! use runnel_streamlet::prelude::*;
+//! use runnel_streamlet::testkit::{TestRecord, TestRun};
+//! use runnel_streamlet::window::{Pane, Sum, Timing, WindowSpec};
+//!
+//! const IN: Inlet<i64> = Inlet::new("in");
+//! const OUT: Outlet<Pane<String, i64>> = Outlet::new("out");
+//! const MINUTE: WindowSpec = WindowSpec::tumbling(Duration::from_secs(60));
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), runnel_streamlet::testkit::TestError> {
+//! let sums = WindowedAggregate::new(IN, OUT, MINUTE, Sum::of(|points: &i64| *points));
+//! let run = TestRun::new(sums)
+//!     .at(10_000).input_records(IN, [TestRecord::new(5).timestamp(1_000)])
+//!     .at(20_000).input_records(IN, [TestRecord::new(7).timestamp(2_000)])
+//!     .at(30_000).watermark(60_000) // the window [0, 60 s) is complete
+//!     .run()
+//!     .await?;
+//! let fired = run.timed_output(OUT);
+//! assert_eq!(fired.len(), 1);
+//! assert_eq!((fired[0].0, fired[0].1.value, fired[0].1.timing), (30_000, 12, Timing::OnTime));
+//! # Ok(()) }
+//! ```
 
-use std::collections::{BTreeMap, HashMap};
+mod manual_clock;
+mod output;
+mod timeline;
+
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use runnel_backend::{
-    Backend, ConsumedRecord, Headers, MemoryBackend, ProducerConfig, Record, TopicSpec,
+    Backend, Headers, MemoryBackend, Producer, ProducerConfig, Record, TopicSpec,
 };
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -42,13 +80,17 @@ use crate::clock::{Clock, SystemClock};
 use crate::codec::{Codec, SCHEMA_HEADER};
 use crate::host::{HostSettings, InletWiring, OutletWiring, Wiring, run_instance};
 use crate::port::Direction;
+use crate::watermark::ScriptedWatermarks;
 use crate::{
-    Data, DynStreamlet, ErrorKind, Inlet, InstanceMetrics, Outlet, ParameterError, Streamlet,
+    Data, DynStreamlet, ErrorKind, Inlet, InstanceMetrics, ParameterError, Streamlet,
     resolve_parameters,
 };
 
-/// The dead-letter topic of a test run.
-const DEAD_LETTER_TOPIC: &str = "dead-letter";
+pub use manual_clock::ManualClock;
+pub use output::{Received, TestOutput};
+
+use output::DEAD_LETTER_TOPIC;
+use timeline::{Action, Observers, Scheduled, advance, settle};
 
 /// An input record with a key, an event timestamp or headers of its own.
 #[derive(Clone, Debug, PartialEq)]
@@ -57,10 +99,12 @@ pub struct TestRecord<T> {
     pub value: T,
     /// The key, if any.
     pub key: Option<Bytes>,
-    /// The event timestamp in milliseconds; `None` means the clock's time at `run`.
+    /// The event timestamp in milliseconds; `None` means the processing time it is fed at.
     pub timestamp: Option<i64>,
     /// Headers.
     pub headers: Headers,
+    /// The partition to append it to; `None` goes round robin.
+    pub partition: Option<u32>,
 }
 
 impl<T> TestRecord<T> {
@@ -71,7 +115,15 @@ impl<T> TestRecord<T> {
             key: None,
             timestamp: None,
             headers: Headers::new(),
+            partition: None,
         }
+    }
+
+    /// Appends it to this partition of the inlet's topic (taken modulo the partition
+    /// count) instead of round robin.
+    pub fn partition(mut self, partition: u32) -> Self {
+        self.partition = Some(partition);
+        self
     }
 
     /// Sets the key.
@@ -146,12 +198,16 @@ fn list(errors: &[ParameterError]) -> String {
 pub struct TestRun {
     streamlet: Box<dyn DynStreamlet>,
     instance: String,
-    inputs: Vec<(&'static str, Record)>,
+    inputs: Vec<Scheduled>,
     parameters: BTreeMap<String, String>,
     partitions: u32,
     timeout: Duration,
     stop_after: Option<Duration>,
     clock: Arc<dyn Clock>,
+    /// The processing time of the inputs and watermarks given next (timed runs).
+    cursor: Option<i64>,
+    /// Whether the test sets the watermarks.
+    scripted: bool,
 }
 
 impl std::fmt::Debug for dyn DynStreamlet {
@@ -172,6 +228,8 @@ impl TestRun {
             timeout: Duration::from_secs(10),
             stop_after: None,
             clock: Arc::new(SystemClock),
+            cursor: None,
+            scripted: false,
         }
     }
 
@@ -191,7 +249,6 @@ impl TestRun {
         records: impl IntoIterator<Item = TestRecord<T>>,
     ) -> Self {
         let codec = Codec::<T>::new(inlet.format());
-        let now = self.clock.now_millis();
         for record in records {
             let value = codec.encode(&record.value).expect("test input encodes");
             let mut headers = record.headers;
@@ -202,9 +259,14 @@ impl TestRun {
                 key: record.key,
                 value: Bytes::from(value),
                 headers,
-                timestamp: record.timestamp.unwrap_or(now),
+                timestamp: record.timestamp.unwrap_or_default(),
             };
-            self.inputs.push((inlet.name(), stored));
+            self.schedule(Action::Record {
+                inlet: inlet.name(),
+                record: stored,
+                stamped: record.timestamp.is_some(),
+                partition: record.partition,
+            });
         }
         self
     }
@@ -215,11 +277,51 @@ impl TestRun {
         inlet: Inlet<T>,
         payloads: impl IntoIterator<Item = Vec<u8>>,
     ) -> Self {
-        let now = self.clock.now_millis();
         for payload in payloads {
-            self.inputs
-                .push((inlet.name(), Record::new(payload).with_timestamp(now)));
+            self.schedule(Action::Record {
+                inlet: inlet.name(),
+                record: Record::new(payload),
+                stamped: false,
+                partition: None,
+            });
         }
+        self
+    }
+
+    /// Makes the run timed and sets the processing time of the inputs and watermarks given
+    /// next. The run's processing time starts at the first `at`; between steps it moves to
+    /// every deadline the streamlet waits for, so processing-time timers fire at their own
+    /// time. A last `at` with nothing after it moves processing time there before the
+    /// input ends.
+    ///
+    /// # Panics
+    ///
+    /// If `processing_time` is before the previous `at`.
+    pub fn at(mut self, processing_time: i64) -> Self {
+        if let Some(previous) = self.cursor {
+            assert!(
+                processing_time >= previous,
+                "TestRun::at({processing_time}) goes back in processing time from {previous}"
+            );
+        }
+        self.cursor = Some(processing_time);
+        self
+    }
+
+    /// Sets the streamlet's watermark to `watermark` at the current [`at`](Self::at), in
+    /// place of the watermarks it would generate itself (see
+    /// [`ScriptedWatermarks`]). The end of the input still moves it to the end of time.
+    pub fn watermark(mut self, watermark: i64) -> Self {
+        self.scripted = true;
+        self.schedule(Action::Watermark(watermark));
+        self
+    }
+
+    /// The test sets the watermarks (with [`watermark`](Self::watermark)), even if it never
+    /// does: with none, nothing moves the watermark before the end of the input, as in a
+    /// batch job.
+    pub fn scripted_watermarks(mut self) -> Self {
+        self.scripted = true;
         self
     }
 
@@ -241,7 +343,8 @@ impl TestRun {
         self
     }
 
-    /// Fails the run if the streamlet has not returned after this long (default 10 s).
+    /// Fails the run if the streamlet has not returned this long after its input ended
+    /// (default 10 s; in a timed run, processing time on the paused clock).
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
@@ -253,10 +356,22 @@ impl TestRun {
         self
     }
 
-    /// Uses this clock for processing time.
+    /// Uses this clock for processing time (untimed runs; a timed run uses a
+    /// [`ManualClock`]).
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
         self
+    }
+
+    fn schedule(&mut self, action: Action) {
+        self.inputs.push(Scheduled {
+            at: self.cursor,
+            action,
+        });
+    }
+
+    fn is_timed(&self) -> bool {
+        self.scripted || self.cursor.is_some()
     }
 
     /// Runs the streamlet to the end and collects its outputs.
@@ -264,31 +379,69 @@ impl TestRun {
     /// # Errors
     ///
     /// See [`TestError`].
+    ///
+    /// # Panics
+    ///
+    /// If the streamlet panics.
     pub async fn run(self) -> Result<TestOutput, TestError> {
+        if !self.is_timed() {
+            return self.execute().await;
+        }
+        // A timed run owns a paused clock, which needs a current-thread runtime of its own.
+        let (done, result) = tokio::sync::oneshot::channel();
+        let thread = std::thread::Builder::new()
+            .name("runnel-timed-test".to_owned())
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_time()
+                    .start_paused(true)
+                    .build()
+                    .expect("a current-thread runtime builds");
+                let _ = done.send(runtime.block_on(self.execute()));
+            })
+            .expect("the test kit can start a thread");
+        match result.await {
+            Ok(result) => result,
+            Err(_) => match thread.join() {
+                Err(panic) => std::panic::resume_unwind(panic),
+                Ok(()) => unreachable!("the timed run thread always reports"),
+            },
+        }
+    }
+
+    async fn execute(self) -> Result<TestOutput, TestError> {
+        let timed = self.is_timed();
         let backend = MemoryBackend::new();
         let shape = self.streamlet.shape();
         let parameters = resolve_parameters(&self.instance, shape.parameters(), &self.parameters)
             .map_err(TestError::Parameters)?;
+        let start = self.inputs.iter().find_map(|input| input.at).unwrap_or(0);
+        let manual = Arc::new(ManualClock::new(start));
+        let clock: Arc<dyn Clock> = if timed {
+            manual.clone()
+        } else {
+            self.clock.clone()
+        };
 
         backend
             .create_topic(&TopicSpec::new(DEAD_LETTER_TOPIC, 1))
             .await?;
         let producer = backend.producer(&ProducerConfig::default()).await?;
-        let (end_of_input, ended) = watch::channel(true);
+        let (end_of_input, ended) = watch::channel(!timed);
         let mut inlets = Vec::new();
+        let mut feeds = BTreeMap::new();
         for port in shape.ports_in(Direction::Inlet) {
             let topic = format!("in.{}", port.name);
             backend
                 .create_topic(&TopicSpec::new(&topic, self.partitions))
                 .await?;
-            let records = self.inputs.iter().filter(|(name, _)| *name == port.name);
-            for (sequence, (_, record)) in records.enumerate() {
-                let partition = sequence as u32 % self.partitions;
-                producer
-                    .send(&topic, partition, record.clone())
-                    .await?
-                    .await?;
-            }
+            feeds.insert(
+                port.name,
+                Feed {
+                    topic: topic.clone(),
+                    sent: 0,
+                },
+            );
             inlets.push(InletWiring {
                 port: port.name.to_owned(),
                 group: format!("{}.{}", self.instance, port.name),
@@ -297,6 +450,33 @@ impl TestRun {
                 end_of_input: ended.clone(),
                 consumer_settings: BTreeMap::new(),
             });
+        }
+        let (set_watermark, scripted) = ScriptedWatermarks::channel();
+        let (now, partitions) = (clock.now_millis(), self.partitions);
+        let mut later = Vec::new();
+        for input in self.inputs {
+            match (input.at, input.action) {
+                (
+                    None,
+                    Action::Record {
+                        inlet,
+                        record,
+                        stamped,
+                        partition,
+                    },
+                ) => {
+                    let to = Target {
+                        inlet,
+                        partition,
+                        partitions,
+                    };
+                    feed(&*producer, &mut feeds, to, record, stamped, now).await?;
+                }
+                (None, Action::Watermark(watermark)) => {
+                    set_watermark.send_replace(Some(watermark));
+                }
+                (Some(at), action) => later.push((at, action)),
+            }
         }
         let mut outlets = Vec::new();
         for port in shape.ports_in(Direction::Outlet) {
@@ -323,6 +503,7 @@ impl TestRun {
             parameters,
             settings: HostSettings::default(),
             ready: None,
+            watermarks: self.scripted.then_some(scripted),
         };
 
         let metrics = Arc::new(InstanceMetrics::for_shape(&shape));
@@ -339,14 +520,57 @@ impl TestRun {
             self.streamlet,
             backend_handle,
             wiring,
-            self.clock,
+            clock,
             metrics.clone(),
             shutdown,
         );
-        let outcome = tokio::time::timeout(self.timeout, running)
-            .await
-            .map_err(|_| TestError::TimedOut(self.timeout))?;
-        drop(end_of_input);
+        let mut observed = None;
+        let outcome = if timed {
+            let topics: Vec<String> = outlets.iter().map(|o| o.topic.clone()).collect();
+            let observers = Observers::start(&backend, &topics, manual.clone()).await?;
+            let running = tokio::spawn(running);
+            settle().await;
+            for (at, action) in later {
+                advance(&manual, at).await;
+                match action {
+                    Action::Record {
+                        inlet,
+                        record,
+                        stamped,
+                        partition,
+                    } => {
+                        let to = Target {
+                            inlet,
+                            partition,
+                            partitions,
+                        };
+                        feed(&*producer, &mut feeds, to, record, stamped, at).await?;
+                    }
+                    Action::Watermark(watermark) => {
+                        set_watermark.send_replace(Some(watermark));
+                    }
+                }
+                settle().await;
+            }
+            if let Some(end) = self.cursor {
+                advance(&manual, end).await;
+            }
+            end_of_input.send_replace(true);
+            let outcome = tokio::time::timeout(self.timeout, running)
+                .await
+                .map_err(|_| TestError::TimedOut(self.timeout))?;
+            observed = Some(observers.finish().await);
+            match outcome {
+                Ok(outcome) => outcome,
+                Err(join) => std::panic::resume_unwind(join.into_panic()),
+            }
+        } else {
+            let outcome = tokio::time::timeout(self.timeout, running)
+                .await
+                .map_err(|_| TestError::TimedOut(self.timeout))?;
+            drop(end_of_input);
+            outcome
+        };
         outcome.map_err(|error| TestError::Streamlet {
             kind: error.kind(),
             message: format!("{error:#}"),
@@ -374,91 +598,48 @@ impl TestRun {
             backend,
             outlets,
             metrics,
+            observed,
         })
     }
 }
 
-/// What a [`TestRun`] produced.
+/// Where an inlet's inputs go, and how many went so far (for round robin).
 #[derive(Debug)]
-pub struct TestOutput {
-    backend: MemoryBackend,
-    outlets: HashMap<String, String>,
-    metrics: Arc<InstanceMetrics>,
+struct Feed {
+    topic: String,
+    sent: u32,
 }
 
-/// An output record with its key, timestamp, headers and partition.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Received<T> {
-    /// The decoded value.
-    pub value: T,
-    /// The key, if any.
-    pub key: Option<Bytes>,
-    /// The event timestamp.
-    pub timestamp: i64,
-    /// Headers, Runnel's own included.
-    pub headers: Headers,
-    /// The partition it went to.
-    pub partition: u32,
+/// Where one input record goes.
+#[derive(Clone, Copy, Debug)]
+struct Target {
+    inlet: &'static str,
+    /// A partition of its own, or round robin.
+    partition: Option<u32>,
+    partitions: u32,
 }
 
-impl TestOutput {
-    /// The values sent to an outlet, partition by partition, in order.
-    ///
-    /// # Panics
-    ///
-    /// If the outlet is not in the streamlet's shape or a value does not decode.
-    pub fn output<T: Data>(&self, outlet: Outlet<T>) -> Vec<T> {
-        self.records(outlet)
-            .into_iter()
-            .map(|record| record.value)
-            .collect()
+/// Appends one input record to its inlet's topic, stamped with `now` unless it has its
+/// own timestamp.
+async fn feed(
+    producer: &dyn Producer,
+    feeds: &mut BTreeMap<&'static str, Feed>,
+    to: Target,
+    mut record: Record,
+    stamped: bool,
+    now: i64,
+) -> Result<(), TestError> {
+    let Some(feed) = feeds.get_mut(to.inlet) else {
+        panic!(
+            "the test feeds inlet '{}', which is not in the streamlet's shape",
+            to.inlet
+        );
+    };
+    if !stamped {
+        record.timestamp = now;
     }
-
-    /// The records sent to an outlet, with keys, timestamps and headers.
-    ///
-    /// # Panics
-    ///
-    /// If the outlet is not in the streamlet's shape or a value does not decode.
-    pub fn records<T: Data>(&self, outlet: Outlet<T>) -> Vec<Received<T>> {
-        let topic = self.outlets.get(outlet.name()).unwrap_or_else(|| {
-            panic!("outlet '{}' is not in the streamlet's shape", outlet.name())
-        });
-        let codec = Codec::<T>::new(outlet.format());
-        self.backend
-            .records(topic)
-            .expect("outlet topics exist")
-            .into_iter()
-            .map(|consumed| {
-                let writer = consumed
-                    .record
-                    .headers
-                    .get(SCHEMA_HEADER)
-                    .map(|v| v.to_vec());
-                let value = codec
-                    .decode(&consumed.record.value, writer.as_deref())
-                    .unwrap_or_else(|error| {
-                        panic!("output on '{}' does not decode: {error}", outlet.name())
-                    });
-                Received {
-                    value,
-                    key: consumed.record.key,
-                    timestamp: consumed.record.timestamp,
-                    headers: consumed.record.headers,
-                    partition: consumed.partition,
-                }
-            })
-            .collect()
-    }
-
-    /// The records sent to the dead-letter topic, with the reason and origin in headers.
-    pub fn dead_letters(&self) -> Vec<ConsumedRecord> {
-        self.backend
-            .records(DEAD_LETTER_TOPIC)
-            .expect("the dead-letter topic exists")
-    }
-
-    /// The instance's counters.
-    pub fn metrics(&self) -> &InstanceMetrics {
-        &self.metrics
-    }
+    let partition = to.partition.unwrap_or(feed.sent) % to.partitions;
+    feed.sent += 1;
+    producer.send(&feed.topic, partition, record).await?.await?;
+    Ok(())
 }

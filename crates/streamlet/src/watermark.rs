@@ -23,7 +23,9 @@
 //! ```
 
 mod holder;
+mod scripted;
 mod strategy;
 
 pub use holder::WatermarkHolder;
+pub use scripted::ScriptedWatermarks;
 pub use strategy::Watermarks;

@@ -143,6 +143,7 @@ async fn start(inputs: usize, settings: HostSettings) -> Fixture {
         parameters: HashMap::new(),
         settings,
         ready: None,
+        watermarks: None,
     };
     let streamlet = Processor::new(IN, OUT, Some);
     let metrics = Arc::new(InstanceMetrics::for_shape(&Streamlet::shape(&streamlet)));

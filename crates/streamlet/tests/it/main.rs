@@ -2,6 +2,7 @@
 
 mod acknowledgement; // outputs are durable before inputs are committed; bounded in-flight sends
 mod bad_data; // dead-letter, skip and fail policies
+mod event_time; // windowed helper with the test kit's time control: reference examples, idleness
 mod helpers; // processor, splitter, merge, async map, egress
 mod model; // the record types the tests use
 mod parameters; // typed parameters, defaults, validation

@@ -1,0 +1,250 @@
+//! [`WindowedAggregate`]: aggregate one inlet per key in event-time windows, emitting
+//! [`Pane`]s to an outlet.
+
+use futures::FutureExt;
+
+use crate::watermark::{WatermarkHolder, Watermarks};
+use crate::window::{Added, Aggregate, Key, Pane, WindowOperator, WindowSpec};
+use crate::{Context, Data, Inlet, Outgoing, Outlet, OutletSender, Result, Shape, Streamlet};
+
+/// A streamlet that aggregates the values of one inlet per key in event-time windows and
+/// sends each pane that fires to an outlet, as a [`Pane`] record with its window, timing
+/// and index.
+///
+/// The event time of a value is its record's timestamp, or a field
+/// ([`event_time`](Self::event_time)). Watermarks are generated per input partition
+/// ([`watermarks`](Self::watermarks), bounded out-of-orderness by default) and combined
+/// as the minimum over the partitions that are not idle. Values too late for every window
+/// they belong to go to the late output ([`late_output`](Self::late_output)) and are
+/// counted; without one they are counted and logged. At the end of a bounded input every
+/// window fires.
+///
+/// ```
+/// use std::time::Duration;
+/// use runnel_streamlet::prelude::*;
+/// use runnel_streamlet::window::{Pane, Sum, WindowSpec};
+/// use runnel_streamlet::watermark::Watermarks;
+///
+/// #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+/// pub struct Score { pub team: String, pub points: i64, pub time: i64 }
+///
+/// pub const SCORES: Inlet<Score> = Inlet::new("in");
+/// pub const TOTALS: Outlet<Pane<String, i64>> = Outlet::new("out").keyed_by(|p| p.key.clone());
+/// pub const LATE: Outlet<Score> = Outlet::new("late");
+/// /// Team totals per two minutes of event time.
+/// pub const WINDOWS: WindowSpec = WindowSpec::tumbling(Duration::from_secs(120));
+///
+/// pub fn team_totals() -> impl Streamlet {
+///     WindowedAggregate::new(SCORES, TOTALS, WINDOWS, Sum::of(|s: &Score| s.points))
+///         .key_by(|s| s.team.clone())
+///         .event_time(|s| s.time)
+///         .watermarks(Watermarks::bounded(Duration::from_secs(30)))
+///         .late_output(LATE)
+/// }
+/// # let _ = team_totals();
+/// ```
+pub struct WindowedAggregate<In, K, A: Aggregate> {
+    inlet: Inlet<In>,
+    outlet: Outlet<Pane<K, A::Output>>,
+    late: Option<Outlet<In>>,
+    spec: WindowSpec,
+    aggregate: A,
+    key: Option<fn(&In) -> K>,
+    timestamp: Option<fn(&In) -> i64>,
+    watermarks: Watermarks,
+    description: &'static str,
+}
+
+impl<In, K, A> WindowedAggregate<In, K, A>
+where
+    In: Data,
+    K: Key + Default,
+    A: Aggregate<Input = In>,
+    Pane<K, A::Output>: Data,
+{
+    /// Aggregates `inlet` with `aggregate` in the windows of `spec`, sending panes to
+    /// `outlet`. Without [`key_by`](Self::key_by) every value has the key
+    /// `K::default()`.
+    pub fn new(
+        inlet: Inlet<In>,
+        outlet: Outlet<Pane<K, A::Output>>,
+        spec: WindowSpec,
+        aggregate: A,
+    ) -> Self {
+        WindowedAggregate {
+            inlet,
+            outlet,
+            late: None,
+            spec,
+            aggregate,
+            key: None,
+            timestamp: None,
+            watermarks: Watermarks::default(),
+            description: "",
+        }
+    }
+
+    /// Keys values with `key`: each key has its own windows.
+    pub fn key_by(mut self, key: fn(&In) -> K) -> Self {
+        self.key = Some(key);
+        self
+    }
+
+    /// Takes event time from the value (milliseconds since the Unix epoch) instead of the
+    /// record's timestamp.
+    pub fn event_time(mut self, timestamp: fn(&In) -> i64) -> Self {
+        self.timestamp = Some(timestamp);
+        self
+    }
+
+    /// Sets how watermarks are generated (default: 5 s out of order, idle after a minute).
+    pub fn watermarks(mut self, watermarks: Watermarks) -> Self {
+        self.watermarks = watermarks;
+        self
+    }
+
+    /// Sends values that are too late for all their windows to `late`.
+    pub fn late_output(mut self, late: Outlet<In>) -> Self {
+        self.late = Some(late);
+        self
+    }
+
+    /// Says what the streamlet does (shown by `describe`).
+    pub fn describe(mut self, description: &'static str) -> Self {
+        self.description = description;
+        self
+    }
+}
+
+impl<In, K, A> Streamlet for WindowedAggregate<In, K, A>
+where
+    In: Data,
+    K: Key + Default,
+    A: Aggregate<Input = In>,
+    Pane<K, A::Output>: Data,
+{
+    fn shape(&self) -> Shape {
+        let shape = Shape::new()
+            .describe(self.description)
+            .inlet(self.inlet)
+            .outlet(self.outlet);
+        match self.late {
+            Some(late) => shape.outlet(late),
+            None => shape,
+        }
+    }
+
+    async fn run(self, mut ctx: Context) -> Result<()> {
+        let mut input = ctx.inlet(self.inlet);
+        let output = ctx.outlet(self.outlet);
+        let late = self.late.map(|late| ctx.outlet(late));
+        let clock = ctx.clock().clone();
+        let mut scripted = ctx.scripted_watermarks();
+        let mut operator = WindowOperator::new(self.spec, self.aggregate);
+        let mut watermarks = WatermarkHolder::new(self.watermarks);
+        let start = clock.now_millis();
+        for partition in input.partitions() {
+            watermarks.add_partition(partition, start);
+        }
+        if let Some(scripted) = &mut scripted {
+            operator.advance_watermark(scripted.current(), start, &mut Vec::new());
+        }
+        let mut panes = Vec::new();
+        loop {
+            let idle = watermarks
+                .next_idle_deadline()
+                .filter(|_| scripted.is_none());
+            let deadline = operator
+                .next_processing_deadline()
+                .into_iter()
+                .chain(idle)
+                .min();
+            let wake = match deadline {
+                Some(deadline) => clock.sleep_until(deadline),
+                None => std::future::pending().boxed(),
+            };
+            let scripted_change = async {
+                match &mut scripted {
+                    Some(scripted) => scripted.changed().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                message = input.next() => {
+                    let Some(message) = message? else { break };
+                    let now = clock.now_millis();
+                    let value = message.value();
+                    let timestamp = self.timestamp.map_or(message.timestamp(), |f| f(value));
+                    let key = self.key.map_or_else(K::default, |f| f(value));
+                    if operator.add(key, timestamp, value, now, &mut panes) == Added::Late {
+                        ctx.count_late(1);
+                        match &late {
+                            Some(late) => {
+                                late.send_record(Outgoing::new(value).timestamp(timestamp))
+                                    .await?;
+                            }
+                            None => tracing::warn!(
+                                topic = message.topic(),
+                                partition = message.partition(),
+                                offset = message.offset(),
+                                timestamp,
+                                watermark = operator.watermark(),
+                                "dropping a record that is too late for its windows (no late output)"
+                            ),
+                        }
+                    }
+                    if scripted.is_none()
+                        && let Some(watermark) = watermarks.observe(message.partition(), timestamp, now)
+                    {
+                        operator.advance_watermark(watermark, now, &mut panes);
+                    }
+                    send(&output, &mut panes).await?;
+                    message.commit();
+                }
+                watermark = scripted_change => {
+                    operator.advance_watermark(watermark, clock.now_millis(), &mut panes);
+                    send(&output, &mut panes).await?;
+                }
+                () = wake => {
+                    let now = clock.now_millis();
+                    operator.advance_processing_time(now, &mut panes);
+                    if scripted.is_none() && let Some(watermark) = watermarks.check_idle(now) {
+                        operator.advance_watermark(watermark, now, &mut panes);
+                    }
+                    send(&output, &mut panes).await?;
+                }
+            }
+        }
+        if !ctx.is_stopping() {
+            // A bounded input ended: every window is complete.
+            operator.advance_watermark(watermarks.finish(), clock.now_millis(), &mut panes);
+            send(&output, &mut panes).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Sends panes, each stamped with the last millisecond of its window as event time.
+async fn send<K, V>(output: &OutletSender<Pane<K, V>>, panes: &mut Vec<Pane<K, V>>) -> Result<()>
+where
+    Pane<K, V>: Data,
+{
+    for pane in panes.drain(..) {
+        let timestamp = pane.window_end.saturating_sub(1);
+        output
+            .send_record(Outgoing::new(&pane).timestamp(timestamp))
+            .await?;
+    }
+    Ok(())
+}
+
+impl<In, K, A: Aggregate> std::fmt::Debug for WindowedAggregate<In, K, A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WindowedAggregate")
+            .field("inlet", &self.inlet)
+            .field("spec", &self.spec)
+            .field("watermarks", &self.watermarks)
+            .finish_non_exhaustive()
+    }
+}

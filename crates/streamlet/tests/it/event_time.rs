@@ -1,0 +1,189 @@
+//! Windowed aggregation inside a streamlet, driven through the test kit's time control:
+//! the Streaming Systems examples with the processing time each pane fired at, and
+//! watermarks generated per partition with idle partitions.
+
+use std::time::Duration;
+
+use runnel_streamlet::prelude::*;
+use runnel_streamlet::testkit::{TestRecord, TestRun};
+use runnel_streamlet::watermark::Watermarks;
+use runnel_streamlet::window::{Firing, Pane, Sum, Timing, Trigger, WindowSpec};
+
+use crate::window_operator::{HEURISTIC, PERFECT, SCORES, Step, hms, timeline};
+
+/// A team's score, with its event time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+struct Score {
+    team: String,
+    points: i64,
+    time: i64,
+}
+
+const IN: Inlet<Score> = Inlet::new("in");
+const TOTALS: Outlet<Pane<String, i64>> = Outlet::new("out");
+const LATE: Outlet<Score> = Outlet::new("late");
+const FIXED: WindowSpec = WindowSpec::tumbling(Duration::from_secs(120));
+
+fn totals(spec: WindowSpec) -> impl Streamlet {
+    WindowedAggregate::new(IN, TOTALS, spec, Sum::of(|s: &Score| s.points))
+        .key_by(|s| s.team.clone())
+        .event_time(|s| s.time)
+        .late_output(LATE)
+}
+
+fn score(points: i64, time: i64) -> Score {
+    Score {
+        team: "TeamX".to_owned(),
+        points,
+        time,
+    }
+}
+
+/// The scores (and watermarks) of `steps`, each at its processing time.
+fn scheduled(mut run: TestRun, steps: &[(i64, Step)]) -> TestRun {
+    for &(at, step) in steps {
+        run = match step {
+            Step::Score(points, time) => run.at(at).input(IN, [score(points, time)]),
+            Step::Watermark(watermark) => run.at(at).watermark(watermark),
+        };
+    }
+    run
+}
+
+/// (processing time, window start, timing, index, value) of every pane.
+fn fired(run: &runnel_streamlet::testkit::TestOutput) -> Vec<(i64, i64, Timing, u32, i64)> {
+    run.timed_output(TOTALS)
+        .into_iter()
+        .map(|(at, pane)| {
+            assert_eq!(pane.key, "TeamX");
+            assert_eq!(pane.window_end - pane.window_start, 120_000);
+            (at, pane.window_start, pane.timing, pane.index, pane.value)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn batch_every_window_fires_at_the_end_of_the_input() -> anyhow::Result<()> {
+    let run = scheduled(TestRun::new(totals(FIXED)), &timeline(&[], &[]))
+        .scripted_watermarks()
+        .at(hms(12, 10, 0))
+        .run()
+        .await?;
+    let end = hms(12, 10, 0);
+    assert_eq!(
+        fired(&run),
+        [
+            (end, hms(12, 0, 0), Timing::OnTime, 0, 14),
+            (end, hms(12, 2, 0), Timing::OnTime, 0, 18),
+            (end, hms(12, 4, 0), Timing::OnTime, 0, 4),
+            (end, hms(12, 6, 0), Timing::OnTime, 0, 12),
+        ]
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn heuristic_watermark_fires_each_window_when_it_passes_and_sends_the_nine_late()
+-> anyhow::Result<()> {
+    let run = scheduled(TestRun::new(totals(FIXED)), &timeline(&HEURISTIC, &[]))
+        .run()
+        .await?;
+    assert_eq!(
+        fired(&run),
+        [
+            (hms(12, 6, 0), hms(12, 0, 0), Timing::OnTime, 0, 5),
+            (hms(12, 7, 30), hms(12, 2, 0), Timing::OnTime, 0, 18),
+            (hms(12, 7, 40), hms(12, 4, 0), Timing::OnTime, 0, 4),
+            (hms(12, 9, 30), hms(12, 6, 0), Timing::OnTime, 0, 12),
+        ]
+    );
+    assert_eq!(
+        run.timed_output(LATE),
+        [(hms(12, 8, 19), score(9, hms(12, 1, 25)))]
+    );
+    assert_eq!(run.metrics().late(), 1);
+    // Panes carry the last millisecond of their window as event time.
+    assert_eq!(run.records(TOTALS)[0].timestamp, hms(12, 2, 0) - 1);
+    Ok(())
+}
+
+#[tokio::test]
+async fn perfect_watermark_fires_each_window_once_complete() -> anyhow::Result<()> {
+    let steps = timeline(&PERFECT, &[hms(12, 8, 39)]);
+    let run = scheduled(TestRun::new(totals(FIXED)), &steps).run().await?;
+    assert_eq!(
+        fired(&run),
+        [
+            (hms(12, 8, 39), hms(12, 0, 0), Timing::OnTime, 0, 14),
+            (hms(12, 9, 0), hms(12, 2, 0), Timing::OnTime, 0, 18),
+            (hms(12, 9, 10), hms(12, 4, 0), Timing::OnTime, 0, 4),
+            (hms(12, 9, 20), hms(12, 6, 0), Timing::OnTime, 0, 12),
+        ]
+    );
+    assert!(run.output(LATE).is_empty());
+    Ok(())
+}
+
+#[tokio::test]
+async fn processing_time_early_firings_fire_at_their_own_time() -> anyhow::Result<()> {
+    use Timing::{Early, Late, OnTime};
+    let spec = FIXED
+        .trigger(Trigger::on_time().early(Firing::after_delay(Duration::from_secs(60))))
+        .allowed_lateness(Duration::from_secs(600));
+    let run = scheduled(TestRun::new(totals(spec)), &timeline(&HEURISTIC, &[]))
+        .run()
+        .await?;
+    assert_eq!(
+        fired(&run),
+        [
+            (hms(12, 5, 59), hms(12, 0, 0), Early, 0, 5),
+            (hms(12, 6, 0), hms(12, 0, 0), OnTime, 1, 5),
+            (hms(12, 6, 39), hms(12, 2, 0), Early, 0, 10),
+            (hms(12, 7, 30), hms(12, 2, 0), OnTime, 1, 18),
+            (hms(12, 7, 39), hms(12, 4, 0), Early, 0, 4),
+            (hms(12, 7, 40), hms(12, 4, 0), OnTime, 1, 4),
+            (hms(12, 8, 19), hms(12, 6, 0), Early, 0, 3),
+            (hms(12, 8, 19), hms(12, 0, 0), Late, 2, 14),
+            (hms(12, 9, 30), hms(12, 6, 0), OnTime, 1, 12),
+        ]
+    );
+    assert_eq!(run.metrics().late(), 0);
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_idle_partition_stops_holding_the_watermark_after_the_timeout() -> anyhow::Result<()> {
+    let minute = WindowSpec::tumbling(Duration::from_secs(60));
+    let counts = WindowedAggregate::new(IN, TOTALS, minute, Sum::of(|s: &Score| s.points))
+        .key_by(|s| s.team.clone())
+        .event_time(|s| s.time)
+        .watermarks(Watermarks::bounded(Duration::ZERO).idle_after(Duration::from_secs(30)));
+    let on = |partition: u32, points: i64, time: i64| {
+        [TestRecord::new(score(points, time)).partition(partition)]
+    };
+    let run = TestRun::new(counts)
+        .partitions(2)
+        .at(0)
+        .input_records(IN, on(0, 1, 10_000))
+        .at(20_000)
+        .input_records(IN, on(1, 2, 20_000))
+        .input_records(IN, on(0, 3, 70_000)) // partition 1 still holds the watermark at 20 s
+        .at(100_000)
+        .run()
+        .await?;
+    let fired: Vec<(i64, i64, i64)> = run
+        .timed_output(TOTALS)
+        .into_iter()
+        .map(|(at, pane)| (at, pane.window_start, pane.value))
+        .collect();
+    // Partition 1 went idle 30 s after its last record: the watermark jumped to 70 s and the
+    // first window fired then; the second fired at the end of the input.
+    assert_eq!(fired, [(50_000, 0, 3), (100_000, 60_000, 3)]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn scores_feed_in_order_of_arrival() {
+    // The inputs above are in arrival (processing-time) order, as the book lists them.
+    assert!(SCORES.windows(2).all(|pair| pair[0].2 < pair[1].2));
+}
