@@ -76,6 +76,18 @@ pub trait Consumer: fmt::Debug + Send + Sync {
     /// read. Once this returns, a restarted member of the group resumes from there.
     async fn commit(&self, offsets: &[CommitOffset]) -> Result<()>;
 
+    /// Positions this member on an assigned partition: the next [`poll`](Consumer::poll)
+    /// returns that partition's records from `offset` on (as Kafka's `seek`). Seeking
+    /// back reads records again; seeking past the end waits there for new ones. Committed offsets
+    /// are not changed. Stateful streamlets use it to resume from the input offsets stored
+    /// with their checkpoint.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotAssigned`](crate::Error::NotAssigned) when this member does not own the
+    /// partition.
+    async fn seek(&self, topic: &str, partition: u32, offset: u64) -> Result<()>;
+
     /// The partitions currently assigned to this member, with the offset of the next record
     /// [`poll`](Consumer::poll) returns from each.
     fn positions(&self) -> Vec<(TopicPartition, u64)>;

@@ -34,6 +34,7 @@ macro_rules! conformance_tests {
             records_round_trip
             order_is_kept_per_partition
             committed_offsets_resume_a_group
+            seek_moves_the_next_poll
             groups_are_independent
             latest_skips_existing_records
             poll_waits_for_new_records
@@ -289,6 +290,52 @@ pub async fn committed_offsets_resume_a_group(backend: &impl Backend) {
         .unwrap();
     assert_eq!(values(&consume(&*second, 2).await), ["d", "e"]);
     second.close().await.unwrap();
+}
+
+/// Seeking positions the next poll of a partition, back or forward, without committing;
+/// a partition the member does not own cannot be sought.
+pub async fn seek_moves_the_next_poll(backend: &impl Backend) {
+    let name = topic(backend, "seek", 2).await;
+    produce(backend, &name, 0, &["a", "b", "c", "d", "e"]).await;
+    let group = unique("g");
+    let consumer = backend
+        .consumer(&ConsumerConfig::new(&group, [&name]))
+        .await
+        .unwrap();
+    assert_eq!(
+        values(&consume(&*consumer, 5).await),
+        ["a", "b", "c", "d", "e"]
+    );
+    consumer.seek(&name, 0, 1).await.unwrap();
+    assert_eq!(values(&consume(&*consumer, 4).await), ["b", "c", "d", "e"]);
+    consumer.seek(&name, 0, 3).await.unwrap();
+    let position = |consumer: &dyn Consumer| {
+        consumer
+            .positions()
+            .into_iter()
+            .find(|(owned, _)| owned.partition == 0)
+            .map(|(_, at)| at)
+    };
+    assert_eq!(position(&*consumer), Some(3));
+    assert_eq!(values(&consume(&*consumer, 2).await), ["d", "e"]);
+    assert_eq!(
+        backend.committed(&group, &name).await.unwrap(),
+        [None, None]
+    );
+    assert!(matches!(
+        consumer.seek(&name, 7, 0).await,
+        Err(Error::NotAssigned { partition: 7, .. })
+    ));
+    consumer.close().await.unwrap();
+
+    // A new member can start from a sought position before its first poll.
+    let fresh = backend
+        .consumer(&ConsumerConfig::new(unique("g"), [&name]))
+        .await
+        .unwrap();
+    fresh.seek(&name, 0, 4).await.unwrap();
+    assert_eq!(values(&consume(&*fresh, 1).await), ["e"]);
+    fresh.close().await.unwrap();
 }
 
 /// Two groups each read everything, and their commits do not mix.

@@ -85,6 +85,14 @@ pub enum Error {
         #[source]
         source: BoxError,
     },
+    /// A consumer was asked to position itself on a partition it is not assigned.
+    #[error("partition {partition} of topic '{topic}' is not assigned to this consumer")]
+    NotAssigned {
+        /// The topic name.
+        topic: String,
+        /// The partition.
+        partition: u32,
+    },
     /// The backplane was shut down while the operation was pending.
     #[error("the backplane is closed")]
     Closed,

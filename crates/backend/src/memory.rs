@@ -350,6 +350,28 @@ impl Consumer for MemoryConsumer {
         Ok(())
     }
 
+    async fn seek(&self, topic: &str, partition: u32, offset: u64) -> Result<()> {
+        self.refresh_assignment();
+        let mut positions = lock(&self.positions);
+        let owned = positions
+            .of
+            .iter_mut()
+            .find(|(owned, _)| &*owned.topic == topic && owned.partition == partition);
+        match owned {
+            Some((_, position)) => {
+                *position = offset;
+                drop(positions);
+                // Wake a poll that is waiting, so it reads from the new position.
+                self.state.appended.send_modify(|count| *count += 1);
+                Ok(())
+            }
+            None => Err(Error::NotAssigned {
+                topic: topic.to_owned(),
+                partition,
+            }),
+        }
+    }
+
     fn positions(&self) -> Vec<(TopicPartition, u64)> {
         self.refresh_assignment();
         lock(&self.positions).of.clone()

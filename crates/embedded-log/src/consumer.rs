@@ -193,6 +193,26 @@ impl Consumer for EmbeddedConsumer {
             .map_err(|error| error.into_commit(&self.group))
     }
 
+    async fn seek(&self, topic: &str, partition: u32, offset: u64) -> runnel_backend::Result<()> {
+        self.refresh_assignment();
+        let mut assignment = lock(&self.assignment);
+        let owned = assignment
+            .readers
+            .iter_mut()
+            .find(|(owned, _)| &*owned.topic == topic && owned.partition == partition);
+        let Some((_, reader)) = owned else {
+            return Err(runnel_backend::Error::NotAssigned {
+                topic: topic.to_owned(),
+                partition,
+            });
+        };
+        let handle = self.shared.partition(topic, partition)?;
+        // A fresh reader; past the end it waits at the end, below the start it moves up.
+        let position = offset.min(handle.end());
+        *reader = PartitionReader::new(handle, position);
+        Ok(())
+    }
+
     fn positions(&self) -> Vec<(TopicPartition, u64)> {
         self.refresh_assignment();
         lock(&self.assignment)
