@@ -8,16 +8,23 @@
 //! at the end), monotonically per partition. Two semaphores bound the queue: one counts
 //! unacknowledged sends, the other messages handed to the streamlet and not yet committed,
 //! so a slow log slows the streamlet instead of growing memory.
+//!
+//! A checkpointed streamlet's commits are written only with its checkpoints: a checkpoint
+//! in the queue is written once every send before it is acknowledged, with the offsets of
+//! every commit before it, and the offsets go to the consumer groups once the checkpoint
+//! is durable (see [`checkpoint`](crate::checkpoint)).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use runnel_backend::{CommitOffset, Consumer, Receipt};
+use bytes::Bytes;
+use runnel_backend::{CommitOffset, Consumer, Producer, Receipt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::time::Instant;
 
 use crate::InstanceMetrics;
+use crate::checkpoint::{self, InletOffset};
 
 /// How many queued events the committer takes per wake-up.
 const EVENTS_PER_WAKE_UP: usize = 512;
@@ -40,6 +47,8 @@ pub(crate) enum Event {
         processing: Option<Duration>,
         _permit: OwnedSemaphorePermit,
     },
+    /// A checkpointed streamlet saved its state, reflecting every commit before.
+    Checkpoint { state: Bytes },
     /// The streamlet returned: commit what is staged and stop.
     Finish,
 }
@@ -110,6 +119,10 @@ impl Acknowledgements {
         });
     }
 
+    pub(crate) fn checkpoint(&self, state: Bytes) {
+        let _ = self.events.send(Event::Checkpoint { state });
+    }
+
     pub(crate) fn finish(&self) {
         let _ = self.events.send(Event::Finish);
     }
@@ -124,13 +137,31 @@ pub(crate) enum CommitError {
     /// The consumer group refused the offsets.
     #[error("committing input offsets failed")]
     Commit(#[source] runnel_backend::Error),
+    /// The checkpoint could not be written.
+    #[error("writing a checkpoint to topic '{topic}' failed")]
+    Checkpoint {
+        topic: Arc<str>,
+        #[source]
+        source: runnel_backend::Error,
+    },
 }
 
 /// An inlet's consumer and the topic it reads.
 #[derive(Debug)]
 pub(crate) struct CommitTarget {
+    pub(crate) inlet: &'static str,
     pub(crate) consumer: Arc<dyn Consumer>,
     pub(crate) topic: Arc<str>,
+}
+
+/// Where a checkpointed instance writes its checkpoints.
+#[derive(Debug)]
+pub(crate) struct CheckpointWriter {
+    pub(crate) producer: Arc<dyn Producer>,
+    pub(crate) topic: Arc<str>,
+    pub(crate) instance: Arc<str>,
+    /// Per inlet: partition -> next offset, as of the last checkpoint (restored at start).
+    pub(crate) offsets: Vec<BTreeMap<u32, u64>>,
 }
 
 /// Drains the acknowledgement queue and commits offsets.
@@ -143,6 +174,8 @@ pub(crate) struct Committer {
     /// Per inlet: partition -> the last offset written, to keep commits monotonic.
     written: Vec<BTreeMap<u32, u64>>,
     metrics: Arc<InstanceMetrics>,
+    /// For a checkpointed instance: offsets are written only with checkpoints.
+    checkpoints: Option<CheckpointWriter>,
 }
 
 impl Committer {
@@ -150,14 +183,20 @@ impl Committer {
         targets: Vec<CommitTarget>,
         interval: Duration,
         metrics: Arc<InstanceMetrics>,
+        checkpoints: Option<CheckpointWriter>,
     ) -> Self {
         let inlets = targets.len();
+        let written = match &checkpoints {
+            Some(writer) => writer.offsets.clone(),
+            None => vec![BTreeMap::new(); inlets],
+        };
         Committer {
             targets,
             interval,
             staged: vec![BTreeMap::new(); inlets],
-            written: vec![BTreeMap::new(); inlets],
+            written,
             metrics,
+            checkpoints,
         }
     }
 
@@ -183,11 +222,12 @@ impl Committer {
             };
             if received == 0 {
                 // Every sender is gone.
-                return self.write().await;
+                return self.finish().await;
             }
             for event in batch.drain(..) {
                 match event {
-                    Event::Finish => return self.write().await,
+                    Event::Finish => return self.finish().await,
+                    Event::Checkpoint { state } => self.checkpoint(state).await?,
                     Event::Sent { receipt, _permit } => {
                         receipt.await.map_err(CommitError::Delivery)?;
                     }
@@ -205,11 +245,56 @@ impl Committer {
                         let staged = self.staged[inlet].entry(partition).or_insert(next);
                         *staged = (*staged).max(next);
                         self.metrics.count_committed(1);
-                        deadline.get_or_insert_with(|| Instant::now() + self.interval);
+                        if self.checkpoints.is_none() {
+                            deadline.get_or_insert_with(|| Instant::now() + self.interval);
+                        }
                     }
                 }
             }
         }
+    }
+
+    /// Commits what is staged, unless offsets go only with checkpoints: then what was
+    /// committed after the last checkpoint is read again after a restart.
+    async fn finish(&mut self) -> Result<(), CommitError> {
+        if self.checkpoints.is_some() {
+            return Ok(());
+        }
+        self.write().await
+    }
+
+    /// Writes a checkpoint of `state` with every offset staged so far, waits until it is
+    /// durable, then commits those offsets to the consumer groups.
+    async fn checkpoint(&mut self, state: Bytes) -> Result<(), CommitError> {
+        let Some(writer) = &mut self.checkpoints else {
+            return Ok(()); // not a checkpointed instance: nothing to write
+        };
+        let mut offsets = Vec::new();
+        for (inlet, target) in self.targets.iter().enumerate() {
+            let known = &mut writer.offsets[inlet];
+            for (partition, offset) in &self.staged[inlet] {
+                let entry = known.entry(*partition).or_insert(*offset);
+                *entry = (*entry).max(*offset);
+            }
+            offsets.extend(known.iter().map(|(partition, offset)| InletOffset {
+                inlet: target.inlet.to_owned(),
+                topic: target.topic.to_string(),
+                partition: *partition,
+                offset: *offset,
+            }));
+        }
+        let record = checkpoint::record(&writer.instance, state, &offsets);
+        let failed = |source| CommitError::Checkpoint {
+            topic: writer.topic.clone(),
+            source,
+        };
+        let receipt = writer
+            .producer
+            .send(&writer.topic, 0, record)
+            .await
+            .map_err(failed)?;
+        receipt.await.map_err(failed)?;
+        self.write().await
     }
 
     async fn write(&mut self) -> Result<(), CommitError> {

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use runnel_blueprint::parameter::ParameterValue;
 use tokio_util::sync::CancellationToken;
 
+use crate::checkpoint::Checkpoints;
 use crate::clock::Clock;
 use crate::inlet::InletParts;
 use crate::outlet::OutletParts;
@@ -29,6 +30,7 @@ pub struct Context {
     shutdown: CancellationToken,
     metrics: Arc<InstanceMetrics>,
     scripted_watermarks: Option<ScriptedWatermarks>,
+    checkpoints: Option<Checkpoints>,
 }
 
 impl Context {
@@ -51,7 +53,14 @@ impl Context {
             shutdown,
             metrics: Arc::default(),
             scripted_watermarks: None,
+            checkpoints: None,
         }
+    }
+
+    /// Gives a checkpointed streamlet its checkpoints.
+    pub(crate) fn with_checkpoints(mut self, checkpoints: Option<Checkpoints>) -> Self {
+        self.checkpoints = checkpoints;
+        self
     }
 
     /// Counts into `metrics` what the streamlet reports through the context.
@@ -137,6 +146,13 @@ impl Context {
     /// The processing-time clock.
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
+    }
+
+    /// The checkpoints of a streamlet whose shape is
+    /// [`checkpointed`](crate::Shape::checkpointed): the state it resumes from and how to
+    /// save more. `None` for other streamlets.
+    pub fn checkpoints(&self) -> Option<Checkpoints> {
+        self.checkpoints.clone()
     }
 
     /// Watermarks set from outside the streamlet, when a test scripts them: a streamlet that

@@ -5,12 +5,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use runnel_backend::{Backend, ConsumerConfig, ProducerConfig};
+use runnel_backend::{Backend, ConsumerConfig, ProducerConfig, TopicSpec};
 use runnel_blueprint::parameter::ParameterValue;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::acknowledgement::{Acknowledgements, CommitTarget, Committer};
+use crate::acknowledgement::{Acknowledgements, CheckpointWriter, CommitTarget, Committer};
+use crate::checkpoint::{self, Checkpoints, checkpoint_topic};
 use crate::clock::Clock;
 use crate::dead_letter::DeadLetters;
 use crate::inlet::InletParts;
@@ -102,6 +103,9 @@ impl Default for HostSettings {
     }
 }
 
+/// Segment size and retention of checkpoint topics: old checkpoints go, the last stays.
+const CHECKPOINT_SEGMENT_BYTES: &str = "16777216";
+
 /// Runs one instance of `streamlet` until it returns or `shutdown` fires and it drains.
 ///
 /// Connects every port of the shape as `wiring` says, runs the streamlet, and commits input
@@ -139,6 +143,29 @@ pub async fn run_instance(
         acknowledgements: acknowledgements.clone(),
     });
 
+    // A checkpointed instance resumes from its last checkpoint: state and input offsets.
+    let checkpoints_topic = checkpoint_topic(&wiring.app, &wiring.instance);
+    let restored = if shape.is_checkpointed() {
+        let spec = TopicSpec::new(&checkpoints_topic, 1)
+            .with_config("segment.bytes", CHECKPOINT_SEGMENT_BYTES)
+            .with_config("retention.bytes", CHECKPOINT_SEGMENT_BYTES);
+        backend.create_topic(&spec).await.map_err(Error::external)?;
+        let restored = checkpoint::read_last(&*backend, &checkpoints_topic)
+            .await
+            .map_err(Error::external)?;
+        if let Some(restored) = &restored {
+            tracing::info!(
+                instance = %instance,
+                topic = %checkpoints_topic,
+                bytes = restored.state.len(),
+                "resuming from the last checkpoint"
+            );
+        }
+        restored
+    } else {
+        None
+    };
+    let mut checkpoint_offsets = Vec::new();
     let mut inlets = HashMap::new();
     let mut targets = Vec::new();
     let mut inlet_wirings = wiring.inlets;
@@ -154,7 +181,18 @@ pub async fn run_instance(
         config.settings = inlet.consumer_settings;
         let consumer = backend.consumer(&config).await.map_err(Error::external)?;
         let topic: Arc<str> = Arc::from(inlet.topic.as_str());
+        let mut resume = BTreeMap::new();
+        let saved = restored.iter().flat_map(|restored| &restored.offsets);
+        for saved in saved.filter(|saved| saved.inlet == port.name && saved.topic == inlet.topic) {
+            consumer
+                .seek(&saved.topic, saved.partition, saved.offset)
+                .await
+                .map_err(Error::external)?;
+            resume.insert(saved.partition, saved.offset);
+        }
+        checkpoint_offsets.push(resume);
         targets.push(CommitTarget {
+            inlet: port.name,
             consumer: consumer.clone(),
             topic: topic.clone(),
         });
@@ -208,7 +246,19 @@ pub async fn run_instance(
         outlets.insert(port.name, parts);
     }
 
-    let committer = Committer::new(targets, settings.commit_interval, metrics.clone());
+    let writer = shape.is_checkpointed().then(|| CheckpointWriter {
+        producer: producer.clone(),
+        topic: Arc::from(checkpoints_topic.as_str()),
+        instance: instance.clone(),
+        offsets: checkpoint_offsets,
+    });
+    let checkpoints = shape.is_checkpointed().then(|| {
+        Checkpoints::new(
+            acknowledgements.clone(),
+            restored.map(|restored| restored.state),
+        )
+    });
+    let committer = Committer::new(targets, settings.commit_interval, metrics.clone(), writer);
     let mut committing = tokio::spawn(committer.run(events));
     let ctx = Context::new(
         instance.clone(),
@@ -220,7 +270,8 @@ pub async fn run_instance(
         shutdown,
     )
     .with_metrics(metrics.clone())
-    .with_scripted_watermarks(wiring.watermarks);
+    .with_scripted_watermarks(wiring.watermarks)
+    .with_checkpoints(checkpoints);
     if let Some(ready) = wiring.ready {
         let _ = ready.send(());
     }

@@ -36,6 +36,7 @@
 mod acknowledgement;
 mod avro_decode;
 mod avro_encode;
+pub mod checkpoint;
 mod clock;
 mod codec;
 mod config;
@@ -57,6 +58,7 @@ pub mod testkit;
 pub mod watermark;
 pub mod window;
 
+pub use checkpoint::{Checkpoints, checkpoint_topic};
 pub use clock::{Clock, SystemClock};
 pub use codec::{CodecError, Data, SCHEMA_HEADER};
 pub use config::{ParameterError, resolve_parameters};

@@ -31,6 +31,7 @@ pub struct Shape {
     ports: Vec<PortSpec>,
     parameters: Vec<ParameterDescriptor>,
     volume_mounts: Vec<VolumeMountDescriptor>,
+    checkpointed: bool,
 }
 
 impl Shape {
@@ -55,6 +56,20 @@ impl Shape {
     pub fn outlet<T: Data>(mut self, outlet: Outlet<T>) -> Self {
         self.ports.push(PortSpec::of_outlet(outlet));
         self
+    }
+
+    /// Says the streamlet keeps state in checkpoints
+    /// ([`Context::checkpoints`](crate::Context::checkpoints)): the runtime creates its
+    /// checkpoint topic, resumes it from the last checkpoint, and commits its input offsets
+    /// only together with a checkpoint.
+    pub fn checkpointed(mut self) -> Self {
+        self.checkpointed = true;
+        self
+    }
+
+    /// Whether the streamlet keeps state in checkpoints.
+    pub fn is_checkpointed(&self) -> bool {
+        self.checkpointed
     }
 
     /// Adds a configuration parameter.

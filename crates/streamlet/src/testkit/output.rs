@@ -19,7 +19,7 @@ pub struct TestOutput {
     pub(crate) outlets: HashMap<String, String>,
     pub(crate) metrics: Arc<InstanceMetrics>,
     /// In timed runs: per outlet topic, each record with the processing time it appeared.
-    pub(crate) observed: Option<HashMap<String, Vec<(i64, ConsumedRecord)>>>,
+    pub(crate) observed: Option<super::timeline::Seen>,
 }
 
 /// An output record with its key, timestamp, headers and partition.

@@ -58,10 +58,13 @@ pub(crate) async fn advance(clock: &ManualClock, to: i64) {
     }
 }
 
+/// Per topic, each record with the processing time it appeared.
+pub(crate) type Seen = HashMap<String, Vec<(i64, ConsumedRecord)>>;
+
 /// Records every record appended to some topics, with the processing time it appeared.
 #[derive(Debug)]
 pub(crate) struct Observers {
-    seen: Arc<Mutex<HashMap<String, Vec<(i64, ConsumedRecord)>>>>,
+    seen: Arc<Mutex<Seen>>,
     stop: CancellationToken,
 }
 
@@ -102,7 +105,7 @@ impl Observers {
     }
 
     /// Stops observing and returns what was seen.
-    pub(crate) async fn finish(self) -> HashMap<String, Vec<(i64, ConsumedRecord)>> {
+    pub(crate) async fn finish(self) -> Seen {
         settle().await;
         self.stop.cancel();
         settle().await;
