@@ -115,6 +115,14 @@ impl<Acc: Clone, Out: Clone> PaneState<Acc, Out> {
         }
     }
 
+    /// The window grew from `from` (a session took in an element past its end): what the
+    /// previous pane emitted was for `from`, so that is what the next pane retracts.
+    pub(crate) fn moved_from(&mut self, from: Window) {
+        if let Some(last) = self.last.take() {
+            self.retract.push((from, last));
+        }
+    }
+
     /// The state of a window made of two merged sessions, `self` of `window` with
     /// accumulator `full`, and `other` likewise.
     pub(crate) fn merge<A>(

@@ -54,10 +54,14 @@ impl<Acc: Clone, Out: Clone> Sessions<Acc, Out> {
             .drain(first..last)
             .reduce(|a, b| merge(a, b, cx.aggregate));
         let mut session = match merged {
-            Some(session) => Session {
-                window: session.window.span(&own),
-                ..session
-            },
+            Some(mut session) => {
+                let grown = session.window.span(&own);
+                if grown != session.window {
+                    session.pane.moved_from(session.window);
+                    session.window = grown;
+                }
+                session
+            }
             None => Session {
                 window: own,
                 accumulator: cx.aggregate.create(),

@@ -2,9 +2,11 @@
 
 mod acknowledgement; // outputs are durable before inputs are committed; bounded in-flight sends
 mod bad_data; // dead-letter, skip and fail policies
+mod checkpoint; // window state and input offsets checkpointed together; restarts are exact
 mod event_time; // windowed helper with the test kit's time control: reference examples, idleness
 mod helpers; // processor, splitter, merge, async map, egress
 mod model; // the record types the tests use
 mod parameters; // typed parameters, defaults, validation
 mod testkit; // what the test kit itself reports
 mod window_operator; // the window operator alone: the Streaming Systems examples, triggers, modes
+mod window_properties; // streaming equals batch for random inputs; the accumulation modes agree
