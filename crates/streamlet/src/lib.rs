@@ -29,6 +29,11 @@
 //! Delivery is at-least-once: an input is committed only after every output sent before its
 //! commit is acknowledged by the log. Test a streamlet with [`testkit::TestRun`].
 //!
+//! Event time: [`WindowedAggregate`] aggregates per key in event-time windows with
+//! watermarks, triggers, allowed lateness and checkpointed state; [`window`] and
+//! [`watermark`] hold the engine, [`checkpoint`] the state mechanism (guide:
+//! `docs/event-time.md`).
+//!
 //! Where to start: [`Streamlet`] for the trait, [`helpers`] for the closures,
 //! [`testkit`] for tests. Runtime crates use [`run_instance`] to host a streamlet.
 #![deny(missing_docs)]
@@ -75,6 +80,11 @@ pub use parameter::{MemorySize, Parameter, ParameterType};
 pub use port::{Inlet, KeyFunction, Outlet};
 pub use shape::Shape;
 pub use streamlet::{DynStreamlet, Streamlet};
+
+/// The event-time guide (`docs/event-time.md`), whose examples run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/event-time.md")]
+mod event_time_guide {}
 
 /// Everything a streamlet file needs, in one import.
 pub mod prelude {
