@@ -34,6 +34,8 @@ pub enum Metric {
     DeadLetterRecords,
     /// Records that failed to decode and were skipped.
     SkippedRecords,
+    /// Records too late for their windows, sent to the late output.
+    LateRecords,
     /// Restarts after a failure, by kind of failure.
     Restarts,
     /// 1 for the state a streamlet is in, 0 for the others.
@@ -44,7 +46,7 @@ pub enum Metric {
 
 impl Metric {
     /// Every metric, in the order they are rendered.
-    pub const ALL: [Metric; 14] = [
+    pub const ALL: [Metric; 15] = [
         Metric::RecordsIn,
         Metric::RecordsOut,
         Metric::BytesIn,
@@ -56,6 +58,7 @@ impl Metric {
         Metric::LogEndOffset,
         Metric::DeadLetterRecords,
         Metric::SkippedRecords,
+        Metric::LateRecords,
         Metric::Restarts,
         Metric::StreamletState,
         Metric::Ready,
@@ -75,6 +78,7 @@ impl Metric {
             Metric::LogEndOffset => "runnel_log_end_offset",
             Metric::DeadLetterRecords => "runnel_dead_letter_records_total",
             Metric::SkippedRecords => "runnel_skipped_records_total",
+            Metric::LateRecords => "runnel_late_records_total",
             Metric::Restarts => "runnel_restarts_total",
             Metric::StreamletState => "runnel_streamlet_state",
             Metric::Ready => "runnel_ready",
@@ -130,6 +134,9 @@ impl Metric {
                 "Records that failed to decode and went to the dead-letter topic."
             }
             Metric::SkippedRecords => "Records that failed to decode and were skipped.",
+            Metric::LateRecords => {
+                "Records that arrived after their windows' allowed lateness (sent to the late output)."
+            }
             Metric::Restarts => "Restarts of a streamlet after a failure, by kind of failure.",
             Metric::StreamletState => "1 for the state a streamlet is in, 0 for the others.",
             Metric::Ready => "1 once every streamlet of this process has connected its ports.",
@@ -224,6 +231,7 @@ impl Exposition {
             Metric::CommitLatency => self.histogram(metric, name, metrics.commit_latency()),
             Metric::DeadLetterRecords => self.sample(metric, &[name], metrics.dead_lettered()),
             Metric::SkippedRecords => self.sample(metric, &[name], metrics.skipped()),
+            Metric::LateRecords => self.sample(metric, &[name], metrics.late()),
             Metric::Restarts => {
                 for (kind, count) in status.restarts_by_kind() {
                     self.sample(metric, &[name, kind], count);
