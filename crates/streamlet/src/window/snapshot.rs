@@ -56,3 +56,26 @@ where
         self.state = state;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::window::{Sum, WindowSpec};
+
+    #[test]
+    fn floats_survive_a_snapshot_bit_for_bit() {
+        const SPEC: WindowSpec = WindowSpec::tumbling(Duration::from_secs(60));
+        let mut sums = WindowOperator::new(SPEC, Sum::of(|value: &f64| *value));
+        for value in [0.1, 0.2, 1e-300, 1399.9635843700335] {
+            sums.add("k".to_owned(), 0, &value, 0, &mut Vec::new());
+        }
+        let mut restored = WindowOperator::<String, _>::new(SPEC, Sum::of(|value: &f64| *value));
+        restored.restore(&sums.snapshot()).unwrap();
+        let (mut before, mut after) = (Vec::new(), Vec::new());
+        sums.advance_watermark(i64::MAX, 0, &mut before);
+        restored.advance_watermark(i64::MAX, 0, &mut after);
+        assert_eq!(before[0].value.to_bits(), after[0].value.to_bits());
+    }
+}
