@@ -35,9 +35,10 @@ mod error;
 pub use app::App;
 pub use error::AppError;
 pub use runnel_streamlet::{
-    AsyncMap, Clock, CommitToken, Context, Data, Egress, Either, Error, ErrorKind, Inlet,
-    InletStream, Merge, Message, Outgoing, Outlet, OutletSender, Parameter, Processor, Result,
-    Shape, Splitter, Streamlet, SystemClock, dead_letter, testkit,
+    AsyncMap, Checkpoints, Clock, CommitToken, Context, Data, Egress, Either, Error, ErrorKind,
+    Inlet, InletStream, Merge, Message, Outgoing, Outlet, OutletSender, Parameter, Processor,
+    Result, Shape, Splitter, Streamlet, SystemClock, WindowedAggregate, checkpoint, dead_letter,
+    testkit, watermark, window,
 };
 
 /// Everything a streamlet file needs, in one import.
