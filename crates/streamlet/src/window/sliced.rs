@@ -131,28 +131,26 @@ impl<Acc: Clone, Out: Clone> Sliced<Acc, Out> {
         let (g, watermark) = (cx.geometry, cx.watermark);
         let lateness = cx.spec.allowed_lateness;
         // On time: windows with elements, ending in (fired_through, watermark], in order.
-        if watermark > self.fired_through {
-            let mut next_start = match self.fired_through {
-                i64::MIN => i64::MIN,
-                fired => g.first_start(fired),
-            };
-            let mut due = Vec::new();
-            'slices: for (slice, _) in &self.slices {
-                let mut start = g.first_start(*slice).max(next_start);
-                let last = g.last_start(*slice);
-                while start <= last {
-                    if start + g.size > watermark {
-                        break 'slices;
-                    }
-                    if start + g.size > self.fired_through {
-                        due.push(start);
-                    }
-                    start += g.slide;
-                }
-                next_start = next_start.max(last + g.slide);
+        if watermark > self.fired_through
+            && let (Some((first, _)), Some((last, _))) = (self.slices.front(), self.slices.back())
+        {
+            let mut start = g.first_start(*first);
+            if self.fired_through != i64::MIN {
+                start = start.max(g.first_start(self.fired_through));
             }
-            for start in due {
-                self.fire_on_time(cx, Window::new(start, start + g.size));
+            let last_start = g.last_start(*last);
+            while start <= last_start && start.saturating_add(g.size) <= watermark {
+                let window = Window::new(start, start + g.size);
+                // The first slice at or after the window's start: inside it, or past a gap.
+                let next = self.first_slice_from(window.start);
+                match self.slices.get(next) {
+                    Some((slice, _)) if *slice < window.end => {
+                        self.fire_on_time(cx, window);
+                        start += g.slide;
+                    }
+                    Some((slice, _)) => start = (start + g.slide).max(g.first_start(*slice)),
+                    None => break,
+                }
             }
             self.fired_through = watermark;
         }
@@ -253,18 +251,20 @@ impl<Acc: Clone, Out: Clone> Sliced<Acc, Out> {
         let g = cx.geometry;
         let watermark = cx.watermark;
         let after = g.first_start(watermark);
+        // Slices are in order, and so are the ends of their last windows.
+        let pending = self.first_slice_from(floor(watermark - g.size, g.slide) + g.slide);
         let on_time = self
             .slices
-            .iter()
-            .find(|(slice, _)| g.last_start(*slice) + g.size > watermark)
+            .get(pending)
             .map(|(slice, _)| g.first_start(*slice).max(after) + g.size);
+        // Window states are in order of start, so of end: the first expires first.
         let expiry = self
             .panes
             .keys()
+            .next()
             .map(|start| start + g.size)
             .filter(|end| *end <= watermark)
-            .map(|end| end.saturating_add(cx.spec.allowed_lateness))
-            .min();
+            .map(|end| end.saturating_add(cx.spec.allowed_lateness));
         match (on_time, expiry) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -290,13 +290,28 @@ impl<Acc: Clone, Out: Clone> Sliced<Acc, Out> {
         &mut self.slices[position].1
     }
 
+    /// The index of the first slice starting at or after `time`. Windows fire in order and
+    /// expired slices leave from the front, so the answer is almost always near the front:
+    /// look there first, and search only when it is not (a long allowed lateness).
+    fn first_slice_from(&self, time: i64) -> usize {
+        const NEAR: usize = 16;
+        match self
+            .slices
+            .iter()
+            .take(NEAR)
+            .position(|(start, _)| *start >= time)
+        {
+            Some(index) => index,
+            None if self.slices.len() <= NEAR => self.slices.len(),
+            None => self.slices.partition_point(|(start, _)| *start < time),
+        }
+    }
+
     fn window_accumulator<A>(&self, aggregate: &A, window: Window) -> Acc
     where
         A: Aggregate<Accumulator = Acc>,
     {
-        let first = self
-            .slices
-            .partition_point(|(start, _)| *start < window.start);
+        let first = self.first_slice_from(window.start);
         let mut inside = self
             .slices
             .range(first..)
