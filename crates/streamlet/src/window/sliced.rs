@@ -275,6 +275,11 @@ impl<Acc: Clone, Out: Clone> Sliced<Acc, Out> {
     where
         A: Aggregate<Accumulator = Acc>,
     {
+        // Grow by a quarter, not double: with small slides the slice rings of all keys are
+        // the working set, and it must stay in cache.
+        if self.slices.len() == self.slices.capacity() {
+            self.slices.reserve_exact(self.slices.len() / 4 + 4);
+        }
         // Elements mostly arrive in the newest slice; search from the back.
         let position = match self.slices.iter().rposition(|(start, _)| *start <= slice) {
             Some(at) if self.slices[at].0 == slice => at,
