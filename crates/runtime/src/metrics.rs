@@ -36,6 +36,10 @@ pub enum Metric {
     SkippedRecords,
     /// Records too late for their windows, sent to the late output.
     LateRecords,
+    /// The event-time watermark of a streamlet that tracks event time.
+    Watermark,
+    /// How far the watermark is behind the wall clock.
+    WatermarkLag,
     /// Restarts after a failure, by kind of failure.
     Restarts,
     /// 1 for the state a streamlet is in, 0 for the others.
@@ -46,7 +50,7 @@ pub enum Metric {
 
 impl Metric {
     /// Every metric, in the order they are rendered.
-    pub const ALL: [Metric; 15] = [
+    pub const ALL: [Metric; 17] = [
         Metric::RecordsIn,
         Metric::RecordsOut,
         Metric::BytesIn,
@@ -59,6 +63,8 @@ impl Metric {
         Metric::DeadLetterRecords,
         Metric::SkippedRecords,
         Metric::LateRecords,
+        Metric::Watermark,
+        Metric::WatermarkLag,
         Metric::Restarts,
         Metric::StreamletState,
         Metric::Ready,
@@ -79,6 +85,8 @@ impl Metric {
             Metric::DeadLetterRecords => "runnel_dead_letter_records_total",
             Metric::SkippedRecords => "runnel_skipped_records_total",
             Metric::LateRecords => "runnel_late_records_total",
+            Metric::Watermark => "runnel_watermark_seconds",
+            Metric::WatermarkLag => "runnel_watermark_lag_seconds",
             Metric::Restarts => "runnel_restarts_total",
             Metric::StreamletState => "runnel_streamlet_state",
             Metric::Ready => "runnel_ready",
@@ -92,6 +100,8 @@ impl Metric {
             Metric::ConsumerLag
             | Metric::LogStartOffset
             | Metric::LogEndOffset
+            | Metric::Watermark
+            | Metric::WatermarkLag
             | Metric::StreamletState
             | Metric::Ready => "gauge",
             _ => "counter",
@@ -137,6 +147,8 @@ impl Metric {
             Metric::LateRecords => {
                 "Records that arrived after their windows' allowed lateness (sent to the late output)."
             }
+            Metric::Watermark => "The event-time watermark, in seconds since the Unix epoch.",
+            Metric::WatermarkLag => "How far the watermark is behind the wall clock, in seconds.",
             Metric::Restarts => "Restarts of a streamlet after a failure, by kind of failure.",
             Metric::StreamletState => "1 for the state a streamlet is in, 0 for the others.",
             Metric::Ready => "1 once every streamlet of this process has connected its ports.",
@@ -232,6 +244,17 @@ impl Exposition {
             Metric::DeadLetterRecords => self.sample(metric, &[name], metrics.dead_lettered()),
             Metric::SkippedRecords => self.sample(metric, &[name], metrics.skipped()),
             Metric::LateRecords => self.sample(metric, &[name], metrics.late()),
+            Metric::Watermark | Metric::WatermarkLag => {
+                let Some(watermark) = metrics.watermark() else {
+                    return;
+                };
+                let value = if metric == Metric::Watermark {
+                    watermark as f64 / 1000.0
+                } else {
+                    (wall_clock_millis() - watermark) as f64 / 1000.0
+                };
+                self.sample(metric, &[name], value);
+            }
             Metric::Restarts => {
                 for (kind, count) in status.restarts_by_kind() {
                     self.sample(metric, &[name, kind], count);
@@ -297,6 +320,13 @@ impl Exposition {
             histogram.count(),
         );
     }
+}
+
+fn wall_clock_millis() -> i64 {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_millis() as i64)
 }
 
 /// Escapes a label value: backslash, double quote and newline.

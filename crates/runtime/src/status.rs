@@ -177,6 +177,10 @@ pub struct InstanceSnapshot {
     pub lag: u64,
     /// Records sent to the dead-letter topic.
     pub dead_lettered: u64,
+    /// The event-time watermark (milliseconds since the Unix epoch), for streamlets that
+    /// track event time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watermark: Option<i64>,
     /// The last failure, if any.
     pub last_error: Option<String>,
     /// Each inlet: its topic, records read and lag per partition.
@@ -448,6 +452,7 @@ impl StatusBoard {
                 .flat_map(|i: &InletSnapshot| &i.partition_lag)
                 .sum(),
             dead_lettered: metrics.dead_lettered(),
+            watermark: metrics.watermark(),
             last_error: status.last_error(),
             inlets,
             outlets,

@@ -152,6 +152,7 @@ mod tests {
             rate_out: 0.0,
             lag,
             dead_lettered: 0,
+            watermark: None,
             last_error: None,
             inlets: Vec::new(),
             outlets: Vec::new(),

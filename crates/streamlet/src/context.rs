@@ -168,6 +168,13 @@ impl Context {
         self.metrics.count_late(records);
     }
 
+    /// Reports the streamlet's event-time watermark (milliseconds since the Unix epoch) for
+    /// the status and the `runnel_watermark_seconds` metric. The windowed helpers report
+    /// theirs; a custom event-time streamlet calls this when its watermark advances.
+    pub fn report_watermark(&self, watermark: i64) {
+        self.metrics.set_watermark(watermark);
+    }
+
     /// Whether the streamlet has been asked to stop.
     pub fn is_stopping(&self) -> bool {
         self.shutdown.is_cancelled()

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use crate::{Histogram, Shape};
 
@@ -37,7 +37,7 @@ impl PortMetrics {
 /// let metrics = InstanceMetrics::for_shape(&Shape::new());
 /// assert_eq!(metrics.records_in(), 0);
 /// ```
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct InstanceMetrics {
     inlets: BTreeMap<String, Arc<PortMetrics>>,
     outlets: BTreeMap<String, Arc<PortMetrics>>,
@@ -47,6 +47,24 @@ pub struct InstanceMetrics {
     processing: Histogram,
     commit_latency: Histogram,
     late: AtomicU64,
+    /// The event-time watermark in milliseconds; `i64::MIN` until there is one.
+    watermark: AtomicI64,
+}
+
+impl Default for InstanceMetrics {
+    fn default() -> Self {
+        InstanceMetrics {
+            inlets: BTreeMap::new(),
+            outlets: BTreeMap::new(),
+            dead_lettered: AtomicU64::default(),
+            skipped: AtomicU64::default(),
+            committed: AtomicU64::default(),
+            processing: Histogram::default(),
+            commit_latency: Histogram::default(),
+            late: AtomicU64::default(),
+            watermark: AtomicI64::new(i64::MIN),
+        }
+    }
 }
 
 impl InstanceMetrics {
@@ -130,6 +148,18 @@ impl InstanceMetrics {
 
     pub(crate) fn count_skipped(&self) {
         self.skipped.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The instance's current event-time watermark (milliseconds since the Unix epoch), for
+    /// streamlets that track event time; `None` before the first one and after the end of
+    /// a bounded input.
+    pub fn watermark(&self) -> Option<i64> {
+        let watermark = self.watermark.load(Ordering::Relaxed);
+        (watermark != i64::MIN && watermark != i64::MAX).then_some(watermark)
+    }
+
+    pub(crate) fn set_watermark(&self, watermark: i64) {
+        self.watermark.store(watermark, Ordering::Relaxed);
     }
 
     pub(crate) fn count_late(&self, records: u64) {

@@ -206,6 +206,10 @@ function showDetails(id) {
       ["records in", number(s.records_in)], ["records out", number(s.records_out)],
       ["in per second", number(s.rate_in)], ["out per second", number(s.rate_out)],
       ["lag", number(s.lag)], ["dead letters", number(s.dead_lettered)]);
+    if (s.watermark !== undefined && s.watermark !== null) {
+      const behind = Math.max(0, (Date.now() - s.watermark) / 1000);
+      rows.push(["watermark", `${new Date(s.watermark).toISOString()} (${behind.toFixed(1)} s behind)`]);
+    }
     for (const i of s.inlets) rows.push([`inlet ${i.port}`, `${i.topic}, lag ${i.partition_lag.join(" / ")}`]);
     for (const o of s.outlets) rows.push([`outlet ${o.port}`, `${o.topic}, ${number(o.records)} sent`]);
     if (s.last_error) rows.push(["last error", s.last_error]);

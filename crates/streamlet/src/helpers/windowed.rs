@@ -261,6 +261,7 @@ where
                     send(&output, &mut panes).await?;
                 }
             }
+            ctx.report_watermark(operator.watermark());
         }
         if !ctx.is_stopping() {
             // A bounded input ended: every window is complete.

@@ -63,6 +63,22 @@ async fn health_metrics_status_and_the_page() {
     );
     assert!(metrics.contains("runnel_consumer_lag_records{streamlet=\"sink\",inlet=\"in\",topic=\"ticks\",partition=\"1\"}"));
 
+    let watermark_lag = metrics
+        .lines()
+        .find(|line| line.starts_with("runnel_watermark_lag_seconds{streamlet=\"source\"}"))
+        .and_then(|line| line.rsplit(' ').next())
+        .and_then(|value| value.parse::<f64>().ok())
+        .expect("the source reports a watermark");
+    assert!(
+        (0.9..60.0).contains(&watermark_lag),
+        "watermark lag {watermark_lag}"
+    );
+    assert!(
+        !metrics.contains("runnel_watermark_seconds{streamlet=\"sink\"}"),
+        "the sink has none"
+    );
+    assert!(status.streamlets[0].watermark.is_some() && status.streamlets[1].watermark.is_none());
+
     let (code, page) = get(address, "/").await;
     assert_eq!(code, 200);
     assert!(page.contains("<script src=\"/app.js\">"));

@@ -28,6 +28,8 @@ impl Streamlet for Ticks {
         let mut number = 0;
         while !ctx.is_stopping() {
             out.send(&Tick { number }).await?;
+            // An event-time source: its watermark trails the clock by a second.
+            ctx.report_watermark(ctx.clock().now_millis() - 1000);
             number += 1;
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
