@@ -11,8 +11,8 @@ use async_trait::async_trait;
 use futures::future::BoxFuture;
 
 use crate::{
-    CommitOffset, ConsumedRecord, PartitionOffsets, Record, Result, TopicCreation, TopicInfo,
-    TopicPartition, TopicSpec,
+    CommitOffset, ConsumedRecord, Error, PartitionOffsets, Record, Result, TopicCreation,
+    TopicInfo, TopicPartition, TopicSpec, TransactionConfig, TransactionalProducer,
 };
 
 /// A durable, partitioned log: the backplane that connects streamlets.
@@ -45,6 +45,28 @@ pub trait Backend: fmt::Debug + Send + Sync + 'static {
 
     /// Joins a consumer group and subscribes to topics.
     async fn consumer(&self, config: &ConsumerConfig) -> Result<Arc<dyn Consumer>>;
+
+    /// Whether [`transactional_producer`](Backend::transactional_producer) is available, so
+    /// a runner can refuse an exactly-once streamlet before starting anything.
+    fn supports_transactions(&self) -> bool {
+        false
+    }
+
+    /// A producer whose records and consumer offsets commit atomically (exactly-once
+    /// delivery); see [`TransactionalProducer`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`] from backplanes without transactions (the default).
+    async fn transactional_producer(
+        &self,
+        config: &TransactionConfig,
+    ) -> Result<Arc<dyn TransactionalProducer>> {
+        let _ = config;
+        Err(Error::Unsupported {
+            feature: "transactions (exactly-once delivery)",
+        })
+    }
 }
 
 /// Appends records to topics.
@@ -87,6 +109,14 @@ pub trait Consumer: fmt::Debug + Send + Sync {
     /// [`Error::NotAssigned`](crate::Error::NotAssigned) when this member does not own the
     /// partition.
     async fn seek(&self, topic: &str, partition: u32, offset: u64) -> Result<()>;
+
+    /// Tells the consumer which offsets are safe to commit (their outputs are acknowledged)
+    /// ahead of the next [`commit`](Consumer::commit), so that it can commit them itself when
+    /// it is about to lose partitions in a rebalance. The default ignores them: backplanes
+    /// whose rebalances do not interrupt a member need nothing more.
+    fn stage(&self, offsets: &[CommitOffset]) {
+        let _ = offsets;
+    }
 
     /// The partitions currently assigned to this member, with the offset of the next record
     /// [`poll`](Consumer::poll) returns from each.

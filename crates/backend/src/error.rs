@@ -93,6 +93,35 @@ pub enum Error {
         /// The partition.
         partition: u32,
     },
+    /// The backplane cannot do this.
+    #[error("this backplane does not support {feature}")]
+    Unsupported {
+        /// What is missing, for example `transactions (exactly-once delivery)`.
+        feature: &'static str,
+    },
+    /// A newer transactional producer with the same id took over; this one must stop.
+    #[error("transactional producer '{id}' was fenced by a newer instance with the same id")]
+    Fenced {
+        /// The transactional id.
+        id: String,
+    },
+    /// A transaction could not be committed or aborted.
+    #[error("{operation} of transactional producer '{id}' failed")]
+    Transaction {
+        /// `committing the transaction`, `aborting the transaction`, ...
+        operation: &'static str,
+        /// The transactional id.
+        id: String,
+        /// The cause.
+        #[source]
+        source: BoxError,
+    },
+    /// The record belonged to a transaction that was aborted; it will never be seen.
+    #[error("the transaction of producer '{id}' was aborted")]
+    Aborted {
+        /// The transactional id.
+        id: String,
+    },
     /// The backplane was shut down while the operation was pending.
     #[error("the backplane is closed")]
     Closed,
@@ -108,6 +137,7 @@ impl Error {
                 | Error::Consume { .. }
                 | Error::Commit { .. }
                 | Error::Admin { .. }
+                | Error::Transaction { .. }
         )
     }
 }

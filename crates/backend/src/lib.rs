@@ -35,6 +35,7 @@ mod memory;
 mod partitioner;
 mod record;
 mod topic;
+mod transaction;
 
 #[cfg(feature = "conformance")]
 pub mod conformance;
@@ -47,3 +48,4 @@ pub use memory::MemoryBackend;
 pub use partitioner::{murmur2, partition_for_key};
 pub use record::{CommitOffset, ConsumedRecord, Header, Headers, Record, TopicPartition};
 pub use topic::{PartitionOffsets, TopicCreation, TopicInfo, TopicSpec};
+pub use transaction::{GroupOffsets, TransactionConfig, TransactionalProducer};

@@ -10,8 +10,10 @@ use crate::group::{GroupCoordinator, MemberId};
 use crate::{
     Backend, CommitOffset, ConsumedRecord, Consumer, ConsumerConfig, Error, PartitionOffsets,
     Producer, ProducerConfig, Receipt, Record, Result, StartFrom, TopicCreation, TopicInfo,
-    TopicPartition, TopicSpec,
+    TopicPartition, TopicSpec, TransactionConfig, TransactionalProducer,
 };
+
+mod transaction;
 
 /// A backplane in memory: nothing survives the process, every send is acknowledged at once.
 ///
@@ -39,6 +41,8 @@ struct State {
     topics: Mutex<HashMap<String, Arc<Topic>>>,
     committed: Mutex<HashMap<GroupTopic, Vec<Option<u64>>>>,
     groups: GroupCoordinator,
+    /// The epoch of every transactional id; a producer whose epoch is older is fenced.
+    epochs: Mutex<HashMap<String, u64>>,
     /// Bumped on every append, so waiting consumers look again.
     appended: watch::Sender<u64>,
 }
@@ -49,6 +53,7 @@ impl Default for State {
             topics: Mutex::default(),
             committed: Mutex::default(),
             groups: GroupCoordinator::default(),
+            epochs: Mutex::default(),
             appended: watch::Sender::new(0),
         }
     }
@@ -106,6 +111,46 @@ impl State {
             .ok_or_else(|| Error::TopicNotFound {
                 topic: name.to_owned(),
             })
+    }
+
+    /// The partition's records, or an error naming what does not exist.
+    fn partition(&self, topic: &str, partition: u32) -> Result<(Arc<Topic>, usize)> {
+        let topic = self.topic(topic)?;
+        if partition as usize >= topic.partitions.len() {
+            return Err(Error::PartitionNotFound {
+                topic: topic.name.to_string(),
+                partition,
+                partitions: topic.partitions.len() as u32,
+            });
+        }
+        Ok((topic, partition as usize))
+    }
+
+    /// Appends a record without waking readers; returns its offset.
+    fn append(&self, topic: &Topic, partition: usize, record: Record) -> u64 {
+        let mut records = lock(&topic.partitions[partition]);
+        records.push(record);
+        records.len() as u64 - 1
+    }
+
+    /// Stores committed offsets of a group.
+    fn store_offsets(&self, group: &str, offsets: &[CommitOffset]) -> Result<()> {
+        let mut committed = lock(&self.committed);
+        for offset in offsets {
+            let partitions = self.topic(&offset.topic)?.partitions.len();
+            if offset.partition as usize >= partitions {
+                return Err(Error::PartitionNotFound {
+                    topic: offset.topic.to_string(),
+                    partition: offset.partition,
+                    partitions: partitions as u32,
+                });
+            }
+            let slots = committed
+                .entry((group.to_owned(), offset.topic.to_string()))
+                .or_insert_with(|| vec![None; partitions]);
+            slots[offset.partition as usize] = Some(offset.offset);
+        }
+        Ok(())
     }
 
     fn partitions_of(&self, name: &str) -> u32 {
@@ -184,12 +229,32 @@ impl Backend for MemoryBackend {
     }
 
     async fn consumer(&self, config: &ConsumerConfig) -> Result<Arc<dyn Consumer>> {
+        Ok(Arc::new(self.member(config)?))
+    }
+
+    fn supports_transactions(&self) -> bool {
+        true
+    }
+
+    async fn transactional_producer(
+        &self,
+        config: &TransactionConfig,
+    ) -> Result<Arc<dyn TransactionalProducer>> {
+        Ok(Arc::new(transaction::MemoryTransactionalProducer::new(
+            self.clone(),
+            &config.id,
+        )))
+    }
+}
+
+impl MemoryBackend {
+    fn member(&self, config: &ConsumerConfig) -> Result<MemoryConsumer> {
         for topic in &config.topics {
             self.state.topic(topic)?;
         }
         let member = self.state.groups.join(&config.group, config.topics.clone());
         let membership = self.state.groups.watch(&config.group);
-        Ok(Arc::new(MemoryConsumer {
+        Ok(MemoryConsumer {
             state: self.state.clone(),
             group: config.group.clone(),
             start_from: config.start_from,
@@ -200,7 +265,7 @@ impl Backend for MemoryBackend {
                 of: Vec::new(),
             }),
             closed: std::sync::atomic::AtomicBool::new(false),
-        }))
+        })
     }
 }
 
@@ -212,19 +277,8 @@ struct MemoryProducer {
 #[async_trait]
 impl Producer for MemoryProducer {
     async fn send(&self, topic: &str, partition: u32, record: Record) -> Result<Receipt> {
-        let topic = self.state.topic(topic)?;
-        let Some(records) = topic.partitions.get(partition as usize) else {
-            return Err(Error::PartitionNotFound {
-                topic: topic.name.to_string(),
-                partition,
-                partitions: topic.partitions.len() as u32,
-            });
-        };
-        let offset = {
-            let mut records = lock(records);
-            records.push(record);
-            records.len() as u64 - 1
-        };
+        let (topic, partition) = self.state.partition(topic, partition)?;
+        let offset = self.state.append(&topic, partition, record);
         self.state.appended.send_modify(|count| *count += 1);
         Ok(Receipt::ready(Ok(offset)))
     }
@@ -332,22 +386,7 @@ impl Consumer for MemoryConsumer {
     }
 
     async fn commit(&self, offsets: &[CommitOffset]) -> Result<()> {
-        let mut committed = lock(&self.state.committed);
-        for offset in offsets {
-            let partitions = self.state.topic(&offset.topic)?.partitions.len();
-            if offset.partition as usize >= partitions {
-                return Err(Error::PartitionNotFound {
-                    topic: offset.topic.to_string(),
-                    partition: offset.partition,
-                    partitions: partitions as u32,
-                });
-            }
-            let slots = committed
-                .entry((self.group.clone(), offset.topic.to_string()))
-                .or_insert_with(|| vec![None; partitions]);
-            slots[offset.partition as usize] = Some(offset.offset);
-        }
-        Ok(())
+        self.state.store_offsets(&self.group, offsets)
     }
 
     async fn seek(&self, topic: &str, partition: u32, offset: u64) -> Result<()> {
