@@ -1,0 +1,262 @@
+//! [`KafkaConfig`]: where the cluster is and how to talk to it, and the client settings
+//! Runnel derives from it for each role.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use rdkafka::ClientConfig;
+use runnel_backend::StartFrom;
+
+use crate::KafkaSettings;
+
+/// How to reach a Kafka cluster.
+///
+/// `settings` apply to every client (admin, producers, consumers): security
+/// (`security.protocol`, `sasl.*`, `ssl.*`), timeouts, batching. Per-topic producer and
+/// consumer settings from the blueprint come on top for the clients of those topics.
+/// Runnel always sets, and never lets settings override, `group.id`,
+/// `enable.auto.commit=false`, `enable.auto.offset.store=false` and `transactional.id`.
+///
+/// ```
+/// use runnel_kafka::KafkaConfig;
+/// let config = KafkaConfig::new("localhost:9092")
+///     .with("security.protocol", "SASL_SSL")
+///     .with("sasl.password", "hunter2");
+/// assert!(!format!("{config:?}").contains("hunter2"));
+/// ```
+#[derive(Clone, Debug)]
+pub struct KafkaConfig {
+    /// The bootstrap servers, `host:port[,host:port...]`.
+    pub bootstrap_servers: String,
+    /// Settings for every client.
+    pub settings: KafkaSettings,
+    /// How long admin and metadata requests may take.
+    pub request_timeout: Duration,
+}
+
+impl KafkaConfig {
+    /// The cluster at `bootstrap_servers`, with Runnel's default settings.
+    pub fn new(bootstrap_servers: impl Into<String>) -> Self {
+        KafkaConfig {
+            bootstrap_servers: bootstrap_servers.into(),
+            settings: KafkaSettings::new(),
+            request_timeout: Duration::from_secs(30),
+        }
+    }
+
+    /// Adds a setting for every client.
+    pub fn with(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.settings.set(key, value);
+        self
+    }
+
+    /// The settings of every client of `role`, secrets included (to hand to librdkafka
+    /// only). Settings that only apply to the other role are left out, so one `[kafka]`
+    /// table can hold both without librdkafka warning about each.
+    fn base(&self, role: Role) -> BTreeMap<String, String> {
+        let mut settings = BTreeMap::from([
+            (
+                "bootstrap.servers".to_owned(),
+                self.bootstrap_servers.clone(),
+            ),
+            ("client.id".to_owned(), "runnel".to_owned()),
+        ]);
+        settings.extend(
+            self.settings
+                .iter()
+                .filter(|(key, _)| role.accepts(key))
+                .map(|(k, v)| (k.to_owned(), v.to_owned())),
+        );
+        settings
+    }
+
+    /// An admin or metadata client.
+    pub(crate) fn admin(&self) -> ClientConfig {
+        client_config(self.base(Role::Admin), &BTreeMap::new(), &[])
+    }
+
+    /// A metadata client that can read the committed offsets of `group`.
+    pub(crate) fn group_reader(&self, group: &str) -> ClientConfig {
+        let forced = [
+            ("group.id", group.to_owned()),
+            ("enable.auto.commit", "false".to_owned()),
+        ];
+        client_config(self.base(Role::Admin), &BTreeMap::new(), &forced)
+    }
+
+    /// An idempotent producer (acks=all), or a transactional one with `transactional_id`.
+    pub(crate) fn producer(
+        &self,
+        settings: &BTreeMap<String, String>,
+        transactional_id: Option<&str>,
+    ) -> ClientConfig {
+        let mut base = self.base(Role::Producer);
+        base.insert("enable.idempotence".into(), "true".into());
+        base.insert("acks".into(), "all".into());
+        let forced: Vec<(&str, String)> = transactional_id
+            .map(|id| ("transactional.id", id.to_owned()))
+            .into_iter()
+            .collect();
+        client_config(base, settings, &forced)
+    }
+
+    /// A member of `group`; offsets are committed by Runnel only.
+    pub(crate) fn consumer(
+        &self,
+        group: &str,
+        start_from: StartFrom,
+        settings: &BTreeMap<String, String>,
+    ) -> ClientConfig {
+        let mut base = self.base(Role::Consumer);
+        base.insert("isolation.level".into(), "read_committed".into());
+        base.insert(
+            "auto.offset.reset".into(),
+            match start_from {
+                StartFrom::Earliest => "earliest",
+                StartFrom::Latest => "latest",
+            }
+            .into(),
+        );
+        let forced = [
+            ("group.id", group.to_owned()),
+            ("enable.auto.commit", "false".to_owned()),
+            ("enable.auto.offset.store", "false".to_owned()),
+        ];
+        client_config(base, settings, &forced)
+    }
+}
+
+/// Which kind of client settings are for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Admin,
+    Producer,
+    Consumer,
+}
+
+/// Settings only consumers understand (librdkafka's CONFIGURATION.md, "C" properties).
+const CONSUMER_ONLY: &[&str] = &[
+    "session.timeout.ms",
+    "heartbeat.interval.ms",
+    "max.poll.interval.ms",
+    "auto.offset.reset",
+    "isolation.level",
+    "partition.assignment.strategy",
+    "group.",
+    "fetch.",
+    "queued.",
+    "enable.partition.eof",
+    "check.crcs",
+    "auto.commit.interval.ms",
+    "allow.auto.create.topics",
+    "coordinator.query.interval.ms",
+    "group.protocol",
+    "consume.callback.max.messages",
+];
+
+/// Settings only producers understand ("P" properties).
+const PRODUCER_ONLY: &[&str] = &[
+    "acks",
+    "request.required.acks",
+    "linger.ms",
+    "queue.buffering.",
+    "batch.",
+    "compression.",
+    "enable.idempotence",
+    "transaction.timeout.ms",
+    "message.timeout.ms",
+    "delivery.timeout.ms",
+    "retries",
+    "message.send.max.retries",
+    "retry.backoff",
+    "sticky.partitioning.linger.ms",
+    "partitioner",
+    "enable.gapless.guarantee",
+    "request.timeout.ms",
+    "queuing.strategy",
+];
+
+impl Role {
+    fn accepts(self, key: &str) -> bool {
+        let matches = |list: &[&str]| {
+            list.iter().any(|entry| {
+                if entry.ends_with('.') {
+                    key.starts_with(entry)
+                } else {
+                    key == *entry
+                }
+            })
+        };
+        match self {
+            Role::Admin => !matches(CONSUMER_ONLY) && !matches(PRODUCER_ONLY),
+            Role::Producer => !matches(CONSUMER_ONLY),
+            Role::Consumer => !matches(PRODUCER_ONLY),
+        }
+    }
+}
+
+/// Defaults, then `settings`, then `forced` (with a warning when `settings` disagreed).
+fn client_config(
+    mut values: BTreeMap<String, String>,
+    settings: &BTreeMap<String, String>,
+    forced: &[(&str, String)],
+) -> ClientConfig {
+    values.extend(settings.iter().map(|(k, v)| (k.clone(), v.clone())));
+    for (key, value) in forced {
+        if let Some(previous) = values.insert((*key).to_owned(), value.clone())
+            && previous != *value
+        {
+            tracing::warn!(
+                "kafka setting '{key}' is managed by runnel; the configured value is ignored"
+            );
+        }
+    }
+    let mut config = ClientConfig::new();
+    for (key, value) in values {
+        config.set(key, value);
+    }
+    config
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runnel_owns_the_group_and_offset_settings() {
+        let config = KafkaConfig::new("b:9092").with("enable.auto.commit", "true");
+        let blueprint = BTreeMap::from([("group.id".to_owned(), "other".to_owned())]);
+        let client = config.consumer("app.x.in", StartFrom::Latest, &blueprint);
+        assert_eq!(client.get("group.id"), Some("app.x.in"));
+        assert_eq!(client.get("enable.auto.commit"), Some("false"));
+        assert_eq!(client.get("auto.offset.reset"), Some("latest"));
+        assert_eq!(client.get("bootstrap.servers"), Some("b:9092"));
+    }
+
+    #[test]
+    fn each_role_gets_only_its_own_settings() {
+        let config = KafkaConfig::new("b:9092")
+            .with("session.timeout.ms", "6000")
+            .with("linger.ms", "20")
+            .with("security.protocol", "SASL_SSL");
+        let consumer = config.consumer("g", StartFrom::Earliest, &BTreeMap::new());
+        let producer = config.producer(&BTreeMap::new(), None);
+        let admin = config.admin();
+        assert_eq!(consumer.get("session.timeout.ms"), Some("6000"));
+        assert_eq!(consumer.get("linger.ms"), None);
+        assert_eq!(producer.get("linger.ms"), Some("20"));
+        assert_eq!(producer.get("session.timeout.ms"), None);
+        assert_eq!(admin.get("security.protocol"), Some("SASL_SSL"));
+        assert_eq!(admin.get("linger.ms"), None);
+    }
+
+    #[test]
+    fn blueprint_settings_win_over_cluster_settings() {
+        let config = KafkaConfig::new("b:9092").with("linger.ms", "5");
+        let topic = BTreeMap::from([("linger.ms".to_owned(), "50".to_owned())]);
+        let client = config.producer(&topic, Some("t"));
+        assert_eq!(client.get("linger.ms"), Some("50"));
+        assert_eq!(client.get("transactional.id"), Some("t"));
+        assert_eq!(client.get("enable.idempotence"), Some("true"));
+    }
+}

@@ -1,0 +1,533 @@
+//! [`KafkaConsumer`]: a member of a consumer group, fed by a polling thread.
+//!
+//! One thread per consumer polls librdkafka and hands batches of records to the runtime
+//! over a small bounded channel; when the runtime falls behind, the thread pauses its
+//! partitions and keeps polling, so the member stays in the group however slow the
+//! streamlet is. Rebalance callbacks run on that thread:
+//!
+//! - **before partitions are revoked**, the offsets the runtime has
+//!   [staged](runnel_backend::Consumer::stage) for them (their outputs are acknowledged) are
+//!   committed synchronously, so the next owner starts where this one really got to;
+//! - **after partitions are assigned**, each one's start offset is resolved explicitly (the
+//!   committed offset, else the earliest or latest one) and assigned, so
+//!   [`positions`](runnel_backend::Consumer::positions) is exact from the first moment.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use rdkafka::ClientContext;
+use rdkafka::config::RDKafkaLogLevel;
+use rdkafka::consumer::{
+    BaseConsumer, CommitMode, Consumer as _, ConsumerContext, ConsumerGroupMetadata, Rebalance,
+    RebalanceProtocol,
+};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{BorrowedMessage, Headers as _, Message as _};
+use rdkafka::{Offset, TopicPartitionList};
+use runnel_backend::{
+    CommitOffset, ConsumedRecord, Consumer, Error, Headers, Record, Result, StartFrom,
+    TopicPartition,
+};
+use tokio::sync::mpsc;
+
+use crate::context;
+use crate::error::Redactor;
+use crate::metadata::{Metadata, blocking};
+
+/// Records per batch handed from the polling thread.
+const BATCH: usize = 2048;
+/// Batches waiting in the channel before the thread pauses its partitions.
+const BATCHES_AHEAD: usize = 4;
+/// How long one poll of the thread blocks; also how quickly it notices a stop.
+const POLL: Duration = Duration::from_millis(100);
+
+type Batch = Result<Vec<ConsumedRecord>>;
+
+/// What the polling thread, the rebalance callbacks and the runtime share.
+pub(crate) struct Shared {
+    pub(crate) group: String,
+    pub(crate) start_from: StartFrom,
+    /// Offsets go through a transaction instead of the group commit.
+    pub(crate) transactional: bool,
+    pub(crate) redactor: Redactor,
+    pub(crate) metadata: Arc<Metadata>,
+    pub(crate) timeout: Duration,
+    /// Assigned partitions, with the offset of the next record the runtime receives.
+    positions: Mutex<BTreeMap<TopicPartition, u64>>,
+    /// Offsets safe to commit (outputs acknowledged), not yet committed.
+    staged: Mutex<BTreeMap<TopicPartition, u64>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Shared {
+    pub(crate) fn new(
+        group: &str,
+        start_from: StartFrom,
+        transactional: bool,
+        redactor: Redactor,
+        metadata: Arc<Metadata>,
+        timeout: Duration,
+    ) -> Self {
+        Shared {
+            group: group.to_owned(),
+            start_from,
+            transactional,
+            redactor,
+            metadata,
+            timeout,
+            positions: Mutex::default(),
+            staged: Mutex::default(),
+        }
+    }
+
+    fn partitions_of(&self, list: &TopicPartitionList) -> Vec<TopicPartition> {
+        list.elements()
+            .iter()
+            .map(|e| TopicPartition::new(self.metadata.intern(e.topic()), e.partition() as u32))
+            .collect()
+    }
+
+    /// Commits the staged offsets of `revoked` before they go to another member.
+    fn revoke(&self, consumer: &BaseConsumer<GroupContext>, revoked: &TopicPartitionList) {
+        let revoked = self.partitions_of(revoked);
+        let staged: Vec<(TopicPartition, u64)> = {
+            let mut staged = lock(&self.staged);
+            revoked
+                .iter()
+                .filter_map(|tp| staged.remove(tp).map(|offset| (tp.clone(), offset)))
+                .collect()
+        };
+        lock(&self.positions).retain(|tp, _| !revoked.contains(tp));
+        if self.transactional || staged.is_empty() {
+            return;
+        }
+        let list = offset_list(staged.iter().map(|(tp, o)| (tp, *o)));
+        match consumer.commit(&list, CommitMode::Sync) {
+            Ok(()) => {
+                tracing::debug!(group = %self.group, "committed {} partitions before they were revoked", staged.len())
+            }
+            Err(error) => tracing::warn!(
+                group = %self.group,
+                "committing offsets before a rebalance failed (their records will be read again): {}",
+                self.redactor.error(&error)
+            ),
+        }
+    }
+
+    /// Starts every newly assigned partition at an explicit offset: the committed one, else
+    /// the earliest or latest one.
+    fn assign(&self, consumer: &BaseConsumer<GroupContext>, assigned: &TopicPartitionList) {
+        let committed = consumer
+            .committed_offsets(assigned.clone(), self.timeout)
+            .map_err(|error| {
+                tracing::warn!(group = %self.group, "reading committed offsets failed: {}", self.redactor.error(&error));
+            })
+            .ok();
+        let mut explicit = TopicPartitionList::new();
+        let mut starts = Vec::new();
+        for element in assigned.elements() {
+            let (topic, partition) = (element.topic(), element.partition());
+            let stored = committed
+                .as_ref()
+                .and_then(|list| list.find_partition(topic, partition))
+                .and_then(|e| match e.offset() {
+                    Offset::Offset(offset) if offset >= 0 => Some(offset),
+                    _ => None,
+                });
+            let start = match stored {
+                Some(offset) => Some(offset),
+                None => match consumer.fetch_watermarks(topic, partition, self.timeout) {
+                    Ok((low, high)) => Some(match self.start_from {
+                        StartFrom::Earliest => low,
+                        StartFrom::Latest => high,
+                    }),
+                    Err(error) => {
+                        tracing::warn!(group = %self.group, "reading the offsets of {topic}/{partition} failed: {}", self.redactor.error(&error));
+                        None
+                    }
+                },
+            };
+            let offset = start.map_or(Offset::Invalid, Offset::Offset);
+            if explicit
+                .add_partition_offset(topic, partition, offset)
+                .is_ok()
+                && let Some(start) = start
+            {
+                starts.push((
+                    TopicPartition::new(self.metadata.intern(topic), partition as u32),
+                    start.max(0) as u64,
+                ));
+            }
+        }
+        let assigned_again = match consumer.rebalance_protocol() {
+            RebalanceProtocol::Cooperative => consumer
+                .incremental_unassign(assigned)
+                .and_then(|()| consumer.incremental_assign(&explicit)),
+            _ => consumer.assign(&explicit),
+        };
+        if let Err(error) = assigned_again {
+            tracing::warn!(group = %self.group, "assigning start offsets failed: {}", self.redactor.error(&error));
+            return;
+        }
+        lock(&self.positions).extend(starts);
+    }
+}
+
+fn offset_list<'a>(offsets: impl Iterator<Item = (&'a TopicPartition, u64)>) -> TopicPartitionList {
+    let mut list = TopicPartitionList::new();
+    for (tp, offset) in offsets {
+        // Only fails for an out-of-range offset, which a u64 from the log is not.
+        let _ = list.add_partition_offset(
+            &tp.topic,
+            tp.partition as i32,
+            Offset::Offset(offset as i64),
+        );
+    }
+    list
+}
+
+/// The consumer's librdkafka context: logging and the rebalance hooks.
+pub(crate) struct GroupContext {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl ClientContext for GroupContext {
+    fn log(&self, level: RDKafkaLogLevel, facility: &str, message: &str) {
+        context::log(&self.shared.redactor, level, facility, message);
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        context::report_error(&self.shared.redactor, &error, reason);
+    }
+}
+
+impl ConsumerContext for GroupContext {
+    fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        if let Rebalance::Revoke(revoked) = rebalance {
+            self.shared.revoke(consumer, revoked);
+        }
+    }
+
+    fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        if let Rebalance::Assign(assigned) = rebalance {
+            self.shared.assign(consumer, assigned);
+        }
+    }
+}
+
+pub(crate) type Client = BaseConsumer<GroupContext>;
+
+/// A member of a consumer group on Kafka.
+pub(crate) struct KafkaConsumer {
+    shared: Arc<Shared>,
+    client: Mutex<Option<Arc<Client>>>,
+    batches: tokio::sync::Mutex<mpsc::Receiver<Batch>>,
+    buffered: Mutex<VecDeque<ConsumedRecord>>,
+    stop: Arc<AtomicBool>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for KafkaConsumer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KafkaConsumer")
+            .field("group", &self.shared.group)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KafkaConsumer {
+    /// Subscribes `client` to `topics` and starts its polling thread.
+    pub(crate) fn start(client: Client, topics: &[&str]) -> std::result::Result<Self, KafkaError> {
+        client.subscribe(topics)?;
+        let shared = client.context().shared.clone();
+        let client = Arc::new(client);
+        let (sender, batches) = mpsc::channel(BATCHES_AHEAD);
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = std::thread::Builder::new()
+            .name(format!("kafka-consumer {}", shared.group))
+            .spawn({
+                let (client, stop) = (client.clone(), stop.clone());
+                move || poll_loop(&client, &sender, &stop)
+            })
+            .expect("starting a consumer thread");
+        Ok(KafkaConsumer {
+            shared,
+            client: Mutex::new(Some(client)),
+            batches: tokio::sync::Mutex::new(batches),
+            buffered: Mutex::default(),
+            stop,
+            thread: Mutex::new(Some(thread)),
+        })
+    }
+
+    /// The group metadata a transaction needs to commit this member's offsets.
+    pub(crate) fn group_metadata(&self) -> Option<ConsumerGroupMetadata> {
+        lock(&self.client).as_ref()?.group_metadata()
+    }
+
+    fn take(&self, max_records: usize) -> Vec<ConsumedRecord> {
+        let mut buffered = lock(&self.buffered);
+        let count = max_records.max(1).min(buffered.len());
+        let records: Vec<ConsumedRecord> = buffered.drain(..count).collect();
+        drop(buffered);
+        let mut positions = lock(&self.shared.positions);
+        for record in &records {
+            let tp = TopicPartition::new(record.topic.clone(), record.partition);
+            if let Some(position) = positions.get_mut(&tp) {
+                *position = (*position).max(record.offset + 1);
+            }
+        }
+        records
+    }
+
+    /// Stops the polling thread and closes the client (leaving the group, committing staged
+    /// offsets of the revoked partitions), on the calling thread.
+    fn shut_down(
+        stop: &AtomicBool,
+        thread: Option<std::thread::JoinHandle<()>>,
+        client: Option<Arc<Client>>,
+    ) {
+        stop.store(true, Ordering::SeqCst);
+        if let Some(thread) = thread {
+            let _ = thread.join();
+        }
+        drop(client);
+    }
+}
+
+#[async_trait]
+impl Consumer for KafkaConsumer {
+    async fn poll(&self, max_records: usize) -> Result<Vec<ConsumedRecord>> {
+        loop {
+            if !lock(&self.buffered).is_empty() {
+                return Ok(self.take(max_records));
+            }
+            let mut batches = self.batches.lock().await;
+            match batches.recv().await {
+                Some(Ok(batch)) => lock(&self.buffered).extend(batch),
+                Some(Err(error)) => return Err(error),
+                None => return Err(Error::Closed),
+            }
+        }
+    }
+
+    async fn commit(&self, offsets: &[CommitOffset]) -> Result<()> {
+        let Some(client) = lock(&self.client).clone() else {
+            return Err(Error::Closed);
+        };
+        // Everything staged is acknowledged too; commit the furthest of both, for the
+        // partitions this member still owns.
+        let mut wanted: BTreeMap<TopicPartition, u64> = lock(&self.shared.staged).clone();
+        for offset in offsets {
+            let tp = TopicPartition::new(offset.topic.clone(), offset.partition);
+            let entry = wanted.entry(tp).or_insert(offset.offset);
+            *entry = (*entry).max(offset.offset);
+        }
+        {
+            let positions = lock(&self.shared.positions);
+            wanted.retain(|tp, _| positions.contains_key(tp));
+        }
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let list = offset_list(wanted.iter().map(|(tp, o)| (tp, *o)));
+        let shared = self.shared.clone();
+        blocking(move || match client.commit(&list, CommitMode::Sync) {
+            Ok(()) => {
+                let mut staged = lock(&shared.staged);
+                for (tp, offset) in &wanted {
+                    if staged.get(tp).is_some_and(|s| s <= offset) {
+                        staged.remove(tp);
+                    }
+                }
+                Ok(())
+            }
+            Err(error) if rebalancing(&error) => {
+                // The group is rebalancing: keep the offsets staged; the revocation callback
+                // or the next commit writes them.
+                tracing::debug!(group = %shared.group, "commit deferred: {}", shared.redactor.error(&error));
+                Ok(())
+            }
+            Err(error) => Err(Error::Commit {
+                group: shared.group.clone(),
+                source: shared.redactor.boxed(&error),
+            }),
+        })
+        .await
+    }
+
+    fn stage(&self, offsets: &[CommitOffset]) {
+        let mut staged = lock(&self.shared.staged);
+        for offset in offsets {
+            let tp = TopicPartition::new(offset.topic.clone(), offset.partition);
+            let entry = staged.entry(tp).or_insert(offset.offset);
+            *entry = (*entry).max(offset.offset);
+        }
+    }
+
+    fn positions(&self) -> Vec<(TopicPartition, u64)> {
+        lock(&self.shared.positions)
+            .iter()
+            .map(|(tp, offset)| (tp.clone(), *offset))
+            .collect()
+    }
+
+    async fn close(&self) -> Result<()> {
+        let thread = lock(&self.thread).take();
+        let client = lock(&self.client).take();
+        let stop = self.stop.clone();
+        tokio::task::spawn_blocking(move || Self::shut_down(&stop, thread, client))
+            .await
+            .map_err(|_| Error::Closed)
+    }
+}
+
+impl Drop for KafkaConsumer {
+    fn drop(&mut self) {
+        let thread = lock(&self.thread).take();
+        let client = lock(&self.client).take();
+        if thread.is_none() && client.is_none() {
+            return;
+        }
+        let stop = self.stop.clone();
+        // Leaving the group takes a round trip; do not block the caller's (async) thread.
+        let _ = std::thread::Builder::new()
+            .name("kafka-consumer-close".into())
+            .spawn(move || Self::shut_down(&stop, thread, client));
+    }
+}
+
+/// Whether a commit failed only because the group is rebalancing.
+fn rebalancing(error: &KafkaError) -> bool {
+    matches!(
+        error.rdkafka_error_code(),
+        Some(
+            RDKafkaErrorCode::RebalanceInProgress
+                | RDKafkaErrorCode::IllegalGeneration
+                | RDKafkaErrorCode::UnknownMemberId
+                | RDKafkaErrorCode::NotCoordinator
+                | RDKafkaErrorCode::CoordinatorLoadInProgress
+                | RDKafkaErrorCode::CoordinatorNotAvailable
+                | RDKafkaErrorCode::RequestTimedOut
+        )
+    )
+}
+
+/// The polling thread: reads batches and hands them over until stopped or nobody listens.
+fn poll_loop(client: &Client, sender: &mpsc::Sender<Batch>, stop: &AtomicBool) {
+    let shared = client.context().shared.clone();
+    let mut names = Names::default();
+    while !stop.load(Ordering::SeqCst) {
+        let mut batch = Vec::new();
+        match client.poll(POLL) {
+            None => continue,
+            Some(Ok(message)) => batch.push(convert(&message, &mut names, &shared)),
+            Some(Err(error)) => {
+                if error.rdkafka_error_code() == Some(RDKafkaErrorCode::Fatal) {
+                    let failed = Error::Consume {
+                        topic: shared.group.clone(),
+                        source: shared.redactor.boxed(&error),
+                    };
+                    if sender.blocking_send(Err(failed)).is_err() {
+                        return;
+                    }
+                } else {
+                    tracing::warn!(group = %shared.group, "kafka consumer: {}", shared.redactor.error(&error));
+                }
+                continue;
+            }
+        }
+        while batch.len() < BATCH {
+            match client.poll(Duration::ZERO) {
+                Some(Ok(message)) => batch.push(convert(&message, &mut names, &shared)),
+                _ => break,
+            }
+        }
+        if !hand_over(client, sender, stop, batch, &mut names, &shared) {
+            return;
+        }
+    }
+}
+
+/// Sends a batch; while the runtime is behind, pauses the partitions and keeps polling so
+/// the member stays in the group. Returns `false` once nobody receives any more.
+fn hand_over(
+    client: &Client,
+    sender: &mpsc::Sender<Batch>,
+    stop: &AtomicBool,
+    mut batch: Vec<ConsumedRecord>,
+    names: &mut Names,
+    shared: &Shared,
+) -> bool {
+    let mut paused = false;
+    loop {
+        match sender.try_send(Ok(batch)) {
+            Ok(()) => break,
+            Err(mpsc::error::TrySendError::Closed(_)) => return false,
+            Err(mpsc::error::TrySendError::Full(returned)) => {
+                batch = returned.unwrap_or_default();
+                if stop.load(Ordering::SeqCst) {
+                    return false;
+                }
+                if !paused && let Ok(assignment) = client.assignment() {
+                    paused = client.pause(&assignment).is_ok();
+                }
+                // Serves rebalances; returns records fetched before the pause, if any.
+                if let Some(Ok(message)) = client.poll(Duration::from_millis(20)) {
+                    batch.push(convert(&message, names, shared));
+                }
+            }
+        }
+    }
+    if paused && let Ok(assignment) = client.assignment() {
+        let _ = client.resume(&assignment);
+    }
+    true
+}
+
+/// The last topic name seen, so records share one `Arc<str>` without a lookup each.
+#[derive(Default)]
+struct Names {
+    last: Option<Arc<str>>,
+}
+
+fn convert(message: &BorrowedMessage<'_>, names: &mut Names, shared: &Shared) -> ConsumedRecord {
+    let topic = match &names.last {
+        Some(name) if &**name == message.topic() => name.clone(),
+        _ => {
+            let name = shared.metadata.intern(message.topic());
+            names.last = Some(name.clone());
+            name
+        }
+    };
+    let mut headers = Headers::new();
+    if let Some(borrowed) = message.headers() {
+        for header in borrowed.iter() {
+            headers.push(
+                header.key,
+                Bytes::copy_from_slice(header.value.unwrap_or_default()),
+            );
+        }
+    }
+    ConsumedRecord {
+        topic,
+        partition: message.partition() as u32,
+        offset: message.offset() as u64,
+        record: Record {
+            key: message.key().map(Bytes::copy_from_slice),
+            value: message
+                .payload()
+                .map(Bytes::copy_from_slice)
+                .unwrap_or_default(),
+            headers,
+            timestamp: message.timestamp().to_millis().unwrap_or(0),
+        },
+    }
+}

@@ -1,0 +1,198 @@
+//! [`KafkaTransactionalProducer`]: exactly-once on Kafka. A transactional producer sends the
+//! consumed offsets into its transaction with each consumer's group metadata
+//! (`send_offsets_to_transaction`, KIP-447), so a member that lost its partitions in a
+//! rebalance cannot commit them: the broker refuses the stale generation and the
+//! transaction is aborted.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::producer::Producer as _;
+use rdkafka::{Offset, TopicPartitionList};
+use runnel_backend::{
+    Consumer, ConsumerConfig, Error, GroupOffsets, Producer, Receipt, Record, Result,
+    TransactionalProducer,
+};
+
+use crate::consumer::KafkaConsumer;
+use crate::metadata::blocking;
+use crate::producer::KafkaProducer;
+use crate::{KafkaBackend, error::Redactor};
+
+/// A transactional producer and the consumers whose offsets it commits.
+pub(crate) struct KafkaTransactionalProducer {
+    producer: KafkaProducer,
+    id: String,
+    backend: KafkaBackend,
+    consumers: Mutex<HashMap<String, Arc<KafkaConsumer>>>,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for KafkaTransactionalProducer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KafkaTransactionalProducer")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KafkaTransactionalProducer {
+    /// Registers the transactional id with the cluster (fencing older producers with it and
+    /// aborting their open transaction) and begins the first transaction.
+    pub(crate) async fn start(
+        backend: KafkaBackend,
+        producer: KafkaProducer,
+        id: &str,
+        timeout: Duration,
+    ) -> Result<Self> {
+        let (client, redactor, name) = (
+            producer.client.clone(),
+            producer.redactor.clone(),
+            id.to_owned(),
+        );
+        blocking(move || {
+            client
+                .init_transactions(timeout)
+                .and_then(|()| client.begin_transaction())
+                .map_err(|error| {
+                    transaction_error("starting transactions", &name, &error, &redactor)
+                })
+        })
+        .await?;
+        Ok(KafkaTransactionalProducer {
+            producer,
+            id: id.to_owned(),
+            backend,
+            consumers: Mutex::default(),
+            timeout,
+        })
+    }
+}
+
+/// Maps a transaction failure: fencing (another producer with this id, or this one timed
+/// out) is [`Error::Fenced`]; the rest need an abort.
+fn transaction_error(
+    operation: &'static str,
+    id: &str,
+    error: &KafkaError,
+    redactor: &Redactor,
+) -> Error {
+    let fenced = match error {
+        KafkaError::Transaction(cause) => {
+            cause.is_fatal()
+                || matches!(
+                    cause.code(),
+                    RDKafkaErrorCode::ProducerFenced | RDKafkaErrorCode::InvalidProducerEpoch
+                )
+        }
+        _ => false,
+    };
+    if fenced {
+        tracing::warn!("transactional producer '{id}': {}", redactor.error(error));
+        Error::Fenced { id: id.to_owned() }
+    } else {
+        Error::Transaction {
+            operation,
+            id: id.to_owned(),
+            source: redactor.boxed(error),
+        }
+    }
+}
+
+#[async_trait]
+impl Producer for KafkaTransactionalProducer {
+    async fn send(&self, topic: &str, partition: u32, record: Record) -> Result<Receipt> {
+        self.producer.send(topic, partition, record).await
+    }
+
+    async fn flush(&self) -> Result<()> {
+        self.producer.flush().await
+    }
+}
+
+#[async_trait]
+impl TransactionalProducer for KafkaTransactionalProducer {
+    async fn consumer(&self, config: &ConsumerConfig) -> Result<Arc<dyn Consumer>> {
+        let consumer = Arc::new(self.backend.start_consumer(config, true)?);
+        self.consumers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(config.group.clone(), consumer.clone());
+        Ok(consumer)
+    }
+
+    async fn commit(&self, offsets: &[GroupOffsets]) -> Result<()> {
+        let mut sends = Vec::new();
+        {
+            let consumers = self
+                .consumers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            for group in offsets.iter().filter(|g| !g.offsets.is_empty()) {
+                let metadata = consumers
+                    .get(&group.group)
+                    .and_then(|consumer| consumer.group_metadata())
+                    .ok_or_else(|| Error::Transaction {
+                        operation: "committing the transaction",
+                        id: self.id.clone(),
+                        source: crate::error::message(format!(
+                            "no consumer of group '{}' was made by this producer",
+                            group.group
+                        )),
+                    })?;
+                let mut list = TopicPartitionList::new();
+                for offset in &group.offsets {
+                    let _ = list.add_partition_offset(
+                        &offset.topic,
+                        offset.partition as i32,
+                        Offset::Offset(offset.offset as i64),
+                    );
+                }
+                sends.push((list, metadata));
+            }
+        }
+        let (client, redactor, id, timeout) = (
+            self.producer.client.clone(),
+            self.producer.redactor.clone(),
+            self.id.clone(),
+            self.timeout,
+        );
+        blocking(move || {
+            for (list, metadata) in &sends {
+                client
+                    .send_offsets_to_transaction(list, metadata, timeout)
+                    .map_err(|e| {
+                        transaction_error("sending offsets to the transaction", &id, &e, &redactor)
+                    })?;
+            }
+            client
+                .commit_transaction(timeout)
+                .map_err(|e| transaction_error("committing the transaction", &id, &e, &redactor))?;
+            client
+                .begin_transaction()
+                .map_err(|e| transaction_error("beginning a transaction", &id, &e, &redactor))
+        })
+        .await
+    }
+
+    async fn abort(&self) -> Result<()> {
+        let (client, redactor, id, timeout) = (
+            self.producer.client.clone(),
+            self.producer.redactor.clone(),
+            self.id.clone(),
+            self.timeout,
+        );
+        blocking(move || {
+            client
+                .abort_transaction(timeout)
+                .map_err(|e| transaction_error("aborting the transaction", &id, &e, &redactor))?;
+            client
+                .begin_transaction()
+                .map_err(|e| transaction_error("beginning a transaction", &id, &e, &redactor))
+        })
+        .await
+    }
+}

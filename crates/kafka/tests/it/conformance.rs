@@ -1,0 +1,3 @@
+//! The conformance suite every backplane passes, on tansu.
+
+runnel_backend::conformance_tests!(crate::support::backend());

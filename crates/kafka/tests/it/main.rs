@@ -1,0 +1,5 @@
+//! Integration tests of the Kafka backplane against real brokers the tests start
+//! themselves.
+
+mod conformance; // the backplane conformance suite against tansu
+mod support; // one tansu broker per test binary
