@@ -101,6 +101,9 @@ pub struct StreamletDescriptor {
     /// Volumes the streamlet expects mounted (bound by the Kubernetes deployment).
     #[serde(default)]
     pub volume_mounts: Vec<VolumeMountDescriptor>,
+    /// The delivery guarantee the streamlet asks for; omitted when at-least-once.
+    #[serde(default, skip_serializing_if = "Delivery::is_default")]
+    pub delivery: Delivery,
 }
 
 impl StreamletDescriptor {
@@ -173,6 +176,45 @@ impl std::fmt::Display for Format {
             Format::Avro => "avro",
             Format::Json => "json",
         })
+    }
+}
+
+/// The delivery guarantee a streamlet asks for.
+///
+/// ```
+/// use runnel_blueprint::descriptor::Delivery;
+/// let parsed: Delivery = serde_json::from_str("\"exactly-once\"").unwrap();
+/// assert_eq!(parsed, Delivery::ExactlyOnce);
+/// assert!(Delivery::default().is_default());
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Delivery {
+    /// An input is committed once every output sent before its commit is acknowledged;
+    /// after a crash some inputs are processed again.
+    #[default]
+    AtLeastOnce,
+    /// Outputs and input offsets commit together in transactions; downstream readers of
+    /// committed data see the outputs of every input once.
+    ExactlyOnce,
+    /// Inputs are committed without waiting for outputs to be acknowledged; a crash may
+    /// lose what was in flight, never repeat it.
+    AtMostOnce,
+}
+
+impl Delivery {
+    /// Whether this is the default, at-least-once.
+    pub fn is_default(&self) -> bool {
+        *self == Delivery::AtLeastOnce
+    }
+
+    /// The name used in descriptors: `at-least-once`, `exactly-once`, `at-most-once`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Delivery::AtLeastOnce => "at-least-once",
+            Delivery::ExactlyOnce => "exactly-once",
+            Delivery::AtMostOnce => "at-most-once",
+        }
     }
 }
 

@@ -13,18 +13,35 @@
 //! in the queue is written once every send before it is acknowledged, with the offsets of
 //! every commit before it, and the offsets go to the consumer groups once the checkpoint
 //! is durable (see [`checkpoint`](crate::checkpoint)).
+//!
+//! The [`Delivery`] mode changes three things. **At-least-once** (the default) waits for
+//! every receipt as described, and also tells each consumer what is staged
+//! ([`Consumer::stage`]) so it can commit before a rebalance takes partitions away.
+//! **At-most-once** does not wait for receipts, so offsets may be committed before the
+//! outputs derived from them are durable. **Exactly-once** commits through a
+//! [`TransactionalProducer`]: every commit interval it closes the [`Gate`] so inlets hand out
+//! no new message, keeps draining the queue until every handed-out message is committed,
+//! commits the transaction with the staged offsets of every inlet, and opens the gate. A
+//! failed streamlet's open transaction is aborted, never committed.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use runnel_backend::{CommitOffset, Consumer, Producer, Receipt};
+use runnel_backend::{
+    CommitOffset, Consumer, GroupOffsets, Producer, Receipt, TransactionalProducer,
+};
+use runnel_blueprint::descriptor::Delivery;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::time::Instant;
 
 use crate::InstanceMetrics;
 use crate::checkpoint::{self, InletOffset};
+use crate::gate::Gate;
+
+/// How often an exactly-once commit looks whether the handed-out messages are committed.
+const QUIESCENCE_POLL: Duration = Duration::from_millis(2);
 
 /// How many queued events the committer takes per wake-up.
 const EVENTS_PER_WAKE_UP: usize = 512;
@@ -49,8 +66,12 @@ pub(crate) enum Event {
     },
     /// A checkpointed streamlet saved its state, reflecting every commit before.
     Checkpoint { state: Bytes },
-    /// The streamlet returned: commit what is staged and stop.
-    Finish,
+    /// The streamlet returned: commit what is staged (or, in exactly-once mode after a
+    /// failure, abort) and stop.
+    Finish {
+        /// Whether the streamlet succeeded.
+        succeeded: bool,
+    },
 }
 
 /// The sending side of the queue, cloned into every inlet, outlet and message.
@@ -59,20 +80,29 @@ pub(crate) struct Acknowledgements {
     events: mpsc::UnboundedSender<Event>,
     sends: Arc<Semaphore>,
     messages: Arc<Semaphore>,
+    /// Closed while an exactly-once commit waits for handed-out messages.
+    gate: Option<Arc<Gate>>,
 }
 
 impl Acknowledgements {
     pub(crate) fn new(
         max_unacknowledged_sends: usize,
         max_uncommitted_messages: usize,
+        gate: Option<Arc<Gate>>,
     ) -> (Self, mpsc::UnboundedReceiver<Event>) {
         let (events, receiver) = mpsc::unbounded_channel();
         let acknowledgements = Acknowledgements {
             events,
             sends: Arc::new(Semaphore::new(max_unacknowledged_sends.max(1))),
             messages: Arc::new(Semaphore::new(max_uncommitted_messages.max(1))),
+            gate,
         };
         (acknowledgements, receiver)
+    }
+
+    /// The semaphore counting handed-out, uncommitted messages.
+    pub(crate) fn messages(&self) -> Arc<Semaphore> {
+        self.messages.clone()
     }
 
     /// Waits for room for one more unacknowledged send.
@@ -84,13 +114,25 @@ impl Acknowledgements {
             .expect("the send semaphore is never closed")
     }
 
-    /// Waits for room for one more uncommitted message.
+    /// Waits for room for one more uncommitted message (and, in exactly-once mode, for the
+    /// gate to be open).
     pub(crate) async fn message_permit(&self) -> OwnedSemaphorePermit {
-        self.messages
-            .clone()
-            .acquire_owned()
-            .await
-            .expect("the message semaphore is never closed")
+        loop {
+            let permit = self
+                .messages
+                .clone()
+                .acquire_owned()
+                .await
+                .expect("the message semaphore is never closed");
+            // The permit is taken before the gate is looked at; see `gate.rs`.
+            match &self.gate {
+                Some(gate) if !gate.is_open() => {
+                    drop(permit);
+                    gate.wait_open().await;
+                }
+                _ => return permit,
+            }
+        }
     }
 
     pub(crate) fn sent(&self, receipt: Receipt, permit: OwnedSemaphorePermit) {
@@ -123,8 +165,8 @@ impl Acknowledgements {
         let _ = self.events.send(Event::Checkpoint { state });
     }
 
-    pub(crate) fn finish(&self) {
-        let _ = self.events.send(Event::Finish);
+    pub(crate) fn finish(&self, succeeded: bool) {
+        let _ = self.events.send(Event::Finish { succeeded });
     }
 }
 
@@ -137,6 +179,9 @@ pub(crate) enum CommitError {
     /// The consumer group refused the offsets.
     #[error("committing input offsets failed")]
     Commit(#[source] runnel_backend::Error),
+    /// The transaction could not be committed; it was aborted.
+    #[error("committing the transaction of outputs and input offsets failed")]
+    Transaction(#[source] runnel_backend::Error),
     /// The checkpoint could not be written.
     #[error("writing a checkpoint to topic '{topic}' failed")]
     Checkpoint {
@@ -152,6 +197,41 @@ pub(crate) struct CommitTarget {
     pub(crate) inlet: &'static str,
     pub(crate) consumer: Arc<dyn Consumer>,
     pub(crate) topic: Arc<str>,
+    pub(crate) group: String,
+}
+
+/// How the committer commits, from the streamlet's [`Delivery`].
+#[derive(Clone)]
+#[allow(clippy::enum_variant_names)] // named after the guarantees they give
+pub(crate) enum Mode {
+    /// Wait for receipts; commit to the consumer groups.
+    AtLeastOnce,
+    /// Do not wait for receipts; commit to the consumer groups.
+    AtMostOnce,
+    /// Commit transactions of outputs and offsets.
+    ExactlyOnce {
+        producer: Arc<dyn TransactionalProducer>,
+        gate: Arc<Gate>,
+        /// The semaphore of handed-out messages, and how many permits it has in all.
+        messages: Arc<Semaphore>,
+        max_messages: usize,
+    },
+}
+
+impl Mode {
+    pub(crate) fn delivery(&self) -> Delivery {
+        match self {
+            Mode::AtLeastOnce => Delivery::AtLeastOnce,
+            Mode::AtMostOnce => Delivery::AtMostOnce,
+            Mode::ExactlyOnce { .. } => Delivery::ExactlyOnce,
+        }
+    }
+}
+
+impl std::fmt::Debug for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.delivery().as_str())
+    }
 }
 
 /// Where a checkpointed instance writes its checkpoints.
@@ -168,6 +248,9 @@ pub(crate) struct CheckpointWriter {
 #[derive(Debug)]
 pub(crate) struct Committer {
     targets: Vec<CommitTarget>,
+    mode: Mode,
+    /// Whether anything was sent or committed since the last write.
+    pending: bool,
     interval: Duration,
     /// Per inlet: partition -> next offset to read, staged but not yet written.
     staged: Vec<BTreeMap<u32, u64>>,
@@ -184,6 +267,7 @@ impl Committer {
         interval: Duration,
         metrics: Arc<InstanceMetrics>,
         checkpoints: Option<CheckpointWriter>,
+        mode: Mode,
     ) -> Self {
         let inlets = targets.len();
         let written = match &checkpoints {
@@ -192,6 +276,8 @@ impl Committer {
         };
         Committer {
             targets,
+            mode,
+            pending: false,
             interval,
             staged: vec![BTreeMap::new(); inlets],
             written,
@@ -200,7 +286,8 @@ impl Committer {
         }
     }
 
-    /// Runs until [`Event::Finish`] (or every sender is gone), then commits what is staged.
+    /// Runs until [`Event::Finish`] (or every sender is gone), then commits what is staged
+    /// (exactly-once: only after a successful finish; otherwise the transaction is aborted).
     pub(crate) async fn run(
         mut self,
         mut events: mpsc::UnboundedReceiver<Event>,
@@ -213,7 +300,9 @@ impl Committer {
                     biased;
                     received = events.recv_many(&mut batch, EVENTS_PER_WAKE_UP) => received,
                     () = tokio::time::sleep_until(at) => {
-                        self.write().await?;
+                        if let Some(succeeded) = self.write(&mut events).await? {
+                            return self.finish(succeeded, &mut events).await;
+                        }
                         deadline = None;
                         continue;
                     }
@@ -221,46 +310,190 @@ impl Committer {
                 None => events.recv_many(&mut batch, EVENTS_PER_WAKE_UP).await,
             };
             if received == 0 {
-                // Every sender is gone.
-                return self.finish().await;
+                // Every sender is gone without a finish: the streamlet panicked or was
+                // dropped. Exactly-once aborts; the other modes commit what is acknowledged.
+                return self.finish(false, &mut events).await;
             }
+            let mut finished = None;
             for event in batch.drain(..) {
-                match event {
-                    Event::Finish => return self.finish().await,
-                    Event::Checkpoint { state } => self.checkpoint(state).await?,
-                    Event::Sent { receipt, _permit } => {
-                        receipt.await.map_err(CommitError::Delivery)?;
-                    }
-                    Event::Commit {
-                        inlet,
-                        partition,
-                        offset,
-                        processing,
-                        _permit,
-                    } => {
-                        if let Some(processing) = processing {
-                            self.metrics.processing_latency().observe(processing);
-                        }
-                        let next = offset + 1;
-                        let staged = self.staged[inlet].entry(partition).or_insert(next);
-                        *staged = (*staged).max(next);
-                        self.metrics.count_committed(1);
-                        if self.checkpoints.is_none() {
-                            deadline.get_or_insert_with(|| Instant::now() + self.interval);
-                        }
-                    }
+                if let Some(succeeded) = self.handle(event).await? {
+                    finished = Some(succeeded);
+                    break;
                 }
+            }
+            if let Some(succeeded) = finished {
+                return self.finish(succeeded, &mut events).await;
+            }
+            if self.pending && self.checkpoints.is_none() {
+                deadline.get_or_insert_with(|| Instant::now() + self.interval);
+            }
+            self.stage();
+        }
+    }
+
+    /// Takes one event; returns `Some(succeeded)` at the finish.
+    async fn handle(&mut self, event: Event) -> Result<Option<bool>, CommitError> {
+        match event {
+            Event::Finish { succeeded } => return Ok(Some(succeeded)),
+            Event::Checkpoint { state } => self.checkpoint(state).await?,
+            Event::Sent { receipt, _permit } => match self.mode {
+                Mode::AtLeastOnce => {
+                    receipt.await.map_err(CommitError::Delivery)?;
+                }
+                // Exactly-once: the transaction commit fails if a delivery did. At most
+                // once: nobody waits.
+                Mode::AtMostOnce | Mode::ExactlyOnce { .. } => {
+                    drop(receipt);
+                    self.pending |= matches!(self.mode, Mode::ExactlyOnce { .. });
+                }
+            },
+            Event::Commit {
+                inlet,
+                partition,
+                offset,
+                processing,
+                _permit,
+            } => {
+                if let Some(processing) = processing {
+                    self.metrics.processing_latency().observe(processing);
+                }
+                let next = offset + 1;
+                let staged = self.staged[inlet].entry(partition).or_insert(next);
+                *staged = (*staged).max(next);
+                self.metrics.count_committed(1);
+                self.pending = true;
+            }
+        }
+        Ok(None)
+    }
+
+    /// At least once: tells each consumer what is safe to commit, for rebalances.
+    fn stage(&self) {
+        if !matches!(self.mode, Mode::AtLeastOnce) || self.checkpoints.is_some() {
+            return;
+        }
+        for (inlet, target) in self.targets.iter().enumerate() {
+            if !self.staged[inlet].is_empty() {
+                target.consumer.stage(&self.offsets(inlet));
             }
         }
     }
 
-    /// Commits what is staged, unless offsets go only with checkpoints: then what was
-    /// committed after the last checkpoint is read again after a restart.
-    async fn finish(&mut self) -> Result<(), CommitError> {
+    /// The staged offsets of an inlet that move its committed offsets forward.
+    fn offsets(&self, inlet: usize) -> Vec<CommitOffset> {
+        let topic = &self.targets[inlet].topic;
+        self.staged[inlet]
+            .iter()
+            .filter(|(partition, offset)| {
+                self.written[inlet]
+                    .get(partition)
+                    .is_none_or(|written| *offset > written)
+            })
+            .map(|(partition, offset)| CommitOffset {
+                topic: topic.clone(),
+                partition: *partition,
+                offset: *offset,
+            })
+            .collect()
+    }
+
+    /// The final commit (or abort). A checkpointed instance commits only with its
+    /// checkpoints: what was committed after the last one is read again after a restart.
+    async fn finish(
+        mut self,
+        succeeded: bool,
+        events: &mut mpsc::UnboundedReceiver<Event>,
+    ) -> Result<(), CommitError> {
+        if let Mode::ExactlyOnce { producer, .. } = &self.mode
+            && !succeeded
+        {
+            return producer.abort().await.map_err(CommitError::Transaction);
+        }
         if self.checkpoints.is_some() {
             return Ok(());
         }
-        self.write().await
+        self.write(events).await.map(|_| ())
+    }
+
+    /// Writes the staged offsets. Exactly-once first waits until no message is handed out
+    /// uncommitted (which may meet the finish: returned as `Some(succeeded)`).
+    async fn write(
+        &mut self,
+        events: &mut mpsc::UnboundedReceiver<Event>,
+    ) -> Result<Option<bool>, CommitError> {
+        let Mode::ExactlyOnce {
+            producer,
+            gate,
+            messages,
+            max_messages,
+        } = self.mode.clone()
+        else {
+            self.write_to_groups().await?;
+            return Ok(None);
+        };
+        gate.close();
+        let mut finished = None;
+        let mut batch = Vec::with_capacity(EVENTS_PER_WAKE_UP);
+        while finished.is_none() && messages.available_permits() < max_messages {
+            let received = tokio::time::timeout(
+                QUIESCENCE_POLL,
+                events.recv_many(&mut batch, EVENTS_PER_WAKE_UP),
+            )
+            .await;
+            if received == Ok(0) {
+                finished = Some(false);
+            }
+            for event in batch.drain(..) {
+                if let Some(succeeded) = self.handle(event).await? {
+                    finished = Some(succeeded);
+                }
+            }
+        }
+        let result = if finished == Some(false) {
+            producer.abort().await.map_err(CommitError::Transaction)
+        } else {
+            self.commit_transaction(&*producer).await
+        };
+        gate.open();
+        result.map(|()| finished)
+    }
+
+    async fn commit_transaction(
+        &mut self,
+        producer: &dyn TransactionalProducer,
+    ) -> Result<(), CommitError> {
+        if !self.pending {
+            return Ok(());
+        }
+        let groups: Vec<GroupOffsets> = (0..self.targets.len())
+            .map(|inlet| GroupOffsets {
+                group: self.targets[inlet].group.clone(),
+                offsets: self.offsets(inlet),
+            })
+            .filter(|group| !group.offsets.is_empty())
+            .collect();
+        let started = std::time::Instant::now();
+        if let Err(error) = producer.commit(&groups).await {
+            // Best effort: a fenced producer cannot abort, and the restart fences it anyway.
+            let _ = producer.abort().await;
+            return Err(CommitError::Transaction(error));
+        }
+        self.metrics.commit_latency().observe(started.elapsed());
+        for group in &groups {
+            let inlet = self
+                .targets
+                .iter()
+                .position(|target| target.group == group.group)
+                .expect("every group committed is one of the targets");
+            for offset in &group.offsets {
+                self.written[inlet].insert(offset.partition, offset.offset);
+            }
+        }
+        for staged in &mut self.staged {
+            staged.clear();
+        }
+        self.pending = false;
+        Ok(())
     }
 
     /// Writes a checkpoint of `state` with every offset staged so far, waits until it is
@@ -294,10 +527,11 @@ impl Committer {
             .await
             .map_err(failed)?;
         receipt.await.map_err(failed)?;
-        self.write().await
+        self.write_to_groups().await
     }
 
-    async fn write(&mut self) -> Result<(), CommitError> {
+    async fn write_to_groups(&mut self) -> Result<(), CommitError> {
+        self.pending = false;
         for (inlet, target) in self.targets.iter().enumerate() {
             let staged = std::mem::take(&mut self.staged[inlet]);
             let offsets: Vec<CommitOffset> = staged

@@ -5,15 +5,20 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use runnel_backend::{Backend, ConsumerConfig, ProducerConfig, TopicSpec};
+use runnel_backend::{
+    Backend, Consumer, ConsumerConfig, Producer, ProducerConfig, TopicSpec, TransactionConfig,
+    TransactionalProducer,
+};
+use runnel_blueprint::descriptor::Delivery;
 use runnel_blueprint::parameter::ParameterValue;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::acknowledgement::{Acknowledgements, CheckpointWriter, CommitTarget, Committer};
+use crate::acknowledgement::{Acknowledgements, CheckpointWriter, CommitTarget, Committer, Mode};
 use crate::checkpoint::{self, Checkpoints, checkpoint_topic};
 use crate::clock::Clock;
 use crate::dead_letter::DeadLetters;
+use crate::gate::Gate;
 use crate::inlet::InletParts;
 use crate::outlet::OutletParts;
 use crate::port::Direction;
@@ -42,6 +47,10 @@ pub struct Wiring {
     /// Watermarks set from outside, which event-time streamlets follow instead of
     /// generating their own: the test kit's time control. `None` in production.
     pub watermarks: Option<ScriptedWatermarks>,
+    /// The transactional id of an exactly-once instance (Kafka's `transactional.id`):
+    /// stable across restarts of the same process or replica, so a restart fences the
+    /// previous attempt. `None` means `<app>.<instance>`.
+    pub transactional_id: Option<String>,
 }
 
 /// The topic and consumer group of one inlet.
@@ -128,13 +137,43 @@ pub async fn run_instance(
     let shape = streamlet.shape();
     let settings = wiring.settings.clone();
     let instance: Arc<str> = Arc::from(wiring.instance.as_str());
-    let producer = backend
-        .producer(&settings.producer)
-        .await
-        .map_err(Error::external)?;
+    if shape.delivery() == Delivery::ExactlyOnce && shape.is_checkpointed() {
+        // A transaction would have to end exactly at each checkpoint; not built yet.
+        return Err(Error::msg(format!(
+            "streamlet '{instance}' asks for exactly-once delivery and checkpoints its state, which runnel does not support together yet"
+        )));
+    }
+    let transaction = match shape.delivery() {
+        Delivery::ExactlyOnce => {
+            let id = wiring
+                .transactional_id
+                .clone()
+                .unwrap_or_else(|| format!("{}.{}", wiring.app, wiring.instance));
+            let config = TransactionConfig {
+                id,
+                producer: settings.producer.clone(),
+            };
+            Some(
+                backend
+                    .transactional_producer(&config)
+                    .await
+                    .map_err(Error::external)?,
+            )
+        }
+        Delivery::AtLeastOnce | Delivery::AtMostOnce => None,
+    };
+    let producer: Arc<dyn Producer> = match &transaction {
+        Some(transaction) => transaction.clone(),
+        None => backend
+            .producer(&settings.producer)
+            .await
+            .map_err(Error::external)?,
+    };
+    let gate = transaction.as_ref().map(|_| Arc::new(Gate::default()));
     let (acknowledgements, events) = Acknowledgements::new(
         settings.max_unacknowledged_sends,
         settings.max_uncommitted_messages,
+        gate.clone(),
     );
     let dead_letters = Arc::new(DeadLetters {
         producer: producer.clone(),
@@ -177,9 +216,9 @@ pub async fn run_instance(
             return Err(not_connected(&instance, "inlet", port.name));
         };
         let inlet = inlet_wirings.swap_remove(position);
-        let mut config = ConsumerConfig::new(inlet.group, [inlet.topic.clone()]);
+        let mut config = ConsumerConfig::new(inlet.group.clone(), [inlet.topic.clone()]);
         config.settings = inlet.consumer_settings;
-        let consumer = backend.consumer(&config).await.map_err(Error::external)?;
+        let consumer = consumer(&*backend, transaction.as_deref(), &config).await?;
         let topic: Arc<str> = Arc::from(inlet.topic.as_str());
         let mut resume = BTreeMap::new();
         let saved = restored.iter().flat_map(|restored| &restored.offsets);
@@ -195,6 +234,7 @@ pub async fn run_instance(
             inlet: port.name,
             consumer: consumer.clone(),
             topic: topic.clone(),
+            group: inlet.group,
         });
         let parts = InletParts {
             index,
@@ -258,7 +298,23 @@ pub async fn run_instance(
             restored.map(|restored| restored.state),
         )
     });
-    let committer = Committer::new(targets, settings.commit_interval, metrics.clone(), writer);
+    let mode = match (transaction, gate) {
+        (Some(producer), Some(gate)) => Mode::ExactlyOnce {
+            producer,
+            gate,
+            messages: acknowledgements.messages(),
+            max_messages: settings.max_uncommitted_messages.max(1),
+        },
+        _ if shape.delivery() == Delivery::AtMostOnce => Mode::AtMostOnce,
+        _ => Mode::AtLeastOnce,
+    };
+    let committer = Committer::new(
+        targets,
+        settings.commit_interval,
+        metrics.clone(),
+        writer,
+        mode,
+    );
     let mut committing = tokio::spawn(committer.run(events));
     let ctx = Context::new(
         instance.clone(),
@@ -288,7 +344,7 @@ pub async fn run_instance(
             });
         }
     };
-    acknowledgements.finish();
+    acknowledgements.finish(outcome.is_ok());
     drop(acknowledgements);
     let committed = match committing.await {
         Ok(result) => result.map_err(Error::external),
@@ -296,6 +352,20 @@ pub async fn run_instance(
     };
     let flushed = producer.flush().await.map_err(Error::external);
     outcome.and(committed).and(flushed)
+}
+
+/// An inlet's consumer: made by the transactional producer in exactly-once mode, so its
+/// offsets commit with the transactions.
+async fn consumer(
+    backend: &dyn Backend,
+    transaction: Option<&dyn TransactionalProducer>,
+    config: &ConsumerConfig,
+) -> Result<Arc<dyn Consumer>> {
+    match transaction {
+        Some(transaction) => transaction.consumer(config).await,
+        None => backend.consumer(config).await,
+    }
+    .map_err(Error::external)
 }
 
 fn not_connected(instance: &str, kind: &str, port: &str) -> Error {

@@ -169,15 +169,16 @@ impl<T: Data> InletStream<T> {
             .offsets(&self.parts.topic)
             .await
             .map_err(Error::external)?;
-        Ok(self
-            .parts
-            .consumer
-            .positions()
-            .iter()
-            .all(|(partition, position)| {
-                ends.get(partition.partition as usize)
-                    .is_none_or(|offsets| *position >= offsets.end)
-            }))
+        let positions = self.parts.consumer.positions();
+        // No partitions yet: a Kafka member is assigned its partitions during its first
+        // polls, and has read nothing until then.
+        if positions.is_empty() {
+            return Ok(false);
+        }
+        Ok(positions.iter().all(|(partition, position)| {
+            ends.get(partition.partition as usize)
+                .is_none_or(|offsets| *position >= offsets.end)
+        }))
     }
 
     /// Decodes the first buffered record; one that does not decode is handled by the

@@ -48,6 +48,7 @@ mod config;
 mod context;
 pub mod dead_letter;
 mod error;
+mod gate;
 pub mod helpers;
 mod histogram;
 mod host;

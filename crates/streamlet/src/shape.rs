@@ -1,8 +1,8 @@
 //! [`Shape`]: the ports, parameters and volume mounts of a streamlet.
 
 use runnel_blueprint::descriptor::{
-    AccessMode, InletDescriptor, OutletDescriptor, ParameterDescriptor, StreamletDescriptor,
-    VolumeMountDescriptor,
+    AccessMode, Delivery, InletDescriptor, OutletDescriptor, ParameterDescriptor,
+    StreamletDescriptor, VolumeMountDescriptor,
 };
 
 use crate::port::{Direction, PortSpec};
@@ -32,6 +32,7 @@ pub struct Shape {
     parameters: Vec<ParameterDescriptor>,
     volume_mounts: Vec<VolumeMountDescriptor>,
     checkpointed: bool,
+    delivery: Delivery,
 }
 
 impl Shape {
@@ -88,6 +89,40 @@ impl Shape {
         self
     }
 
+    /// Asks for exactly-once delivery: outputs and input offsets commit together in
+    /// transactions (on Kafka), so downstream readers of committed data see the outputs of
+    /// every input once. The streamlet must commit (or drop) every message it takes without
+    /// waiting for further input, as the helpers do.
+    ///
+    /// ```
+    /// # use runnel_streamlet::prelude::*;
+    /// use runnel_blueprint::descriptor::Delivery;
+    /// let shape = Shape::new().exactly_once();
+    /// assert_eq!(shape.delivery(), Delivery::ExactlyOnce);
+    /// ```
+    pub fn exactly_once(mut self) -> Self {
+        self.delivery = Delivery::ExactlyOnce;
+        self
+    }
+
+    /// Asks for at-most-once delivery: inputs are committed without waiting for outputs to
+    /// be acknowledged, so a crash may lose what was in flight but never repeats it.
+    pub fn at_most_once(mut self) -> Self {
+        self.delivery = Delivery::AtMostOnce;
+        self
+    }
+
+    /// Sets the delivery guarantee.
+    pub fn with_delivery(mut self, delivery: Delivery) -> Self {
+        self.delivery = delivery;
+        self
+    }
+
+    /// The delivery guarantee asked for (at-least-once unless set).
+    pub fn delivery(&self) -> Delivery {
+        self.delivery
+    }
+
     /// The inlet names, in declaration order.
     pub fn inlet_names(&self) -> impl Iterator<Item = &'static str> + '_ {
         self.ports_in(Direction::Inlet).map(|port| port.name)
@@ -126,6 +161,7 @@ impl Shape {
                 .collect(),
             parameters: self.parameters.clone(),
             volume_mounts: self.volume_mounts.clone(),
+            delivery: self.delivery,
         }
     }
 

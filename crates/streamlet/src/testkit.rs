@@ -504,6 +504,7 @@ impl TestRun {
             settings: HostSettings::default(),
             ready: None,
             watermarks: self.scripted.then_some(scripted),
+            transactional_id: None,
         };
 
         let metrics = Arc::new(InstanceMetrics::for_shape(&shape));

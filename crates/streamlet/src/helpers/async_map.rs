@@ -40,6 +40,7 @@ pub struct AsyncMap<In, Out, F> {
     concurrency: usize,
     call: F,
     description: &'static str,
+    delivery: runnel_blueprint::descriptor::Delivery,
 }
 
 impl<In, Out, F, Fut> AsyncMap<In, Out, F>
@@ -57,12 +58,19 @@ where
             concurrency: concurrency.max(1),
             call,
             description: "",
+            delivery: runnel_blueprint::descriptor::Delivery::AtLeastOnce,
         }
     }
 
     /// Says what the map does (shown by `describe`).
     pub fn describe(mut self, description: &'static str) -> Self {
         self.description = description;
+        self
+    }
+
+    /// Asks for exactly-once delivery ([`Shape::exactly_once`]).
+    pub fn exactly_once(mut self) -> Self {
+        self.delivery = runnel_blueprint::descriptor::Delivery::ExactlyOnce;
         self
     }
 }
@@ -77,6 +85,7 @@ where
     fn shape(&self) -> Shape {
         Shape::new()
             .describe(self.description)
+            .with_delivery(self.delivery)
             .inlet(self.inlet)
             .outlet(self.outlet)
     }

@@ -27,6 +27,7 @@ pub struct Merge<T> {
     inlets: Vec<Inlet<T>>,
     outlet: Outlet<T>,
     description: &'static str,
+    delivery: runnel_blueprint::descriptor::Delivery,
 }
 
 impl<T: Data> Merge<T> {
@@ -36,6 +37,7 @@ impl<T: Data> Merge<T> {
             inlets: inlets.into_iter().collect(),
             outlet,
             description: "",
+            delivery: runnel_blueprint::descriptor::Delivery::AtLeastOnce,
         }
     }
 
@@ -44,11 +46,19 @@ impl<T: Data> Merge<T> {
         self.description = description;
         self
     }
+
+    /// Asks for exactly-once delivery ([`Shape::exactly_once`]).
+    pub fn exactly_once(mut self) -> Self {
+        self.delivery = runnel_blueprint::descriptor::Delivery::ExactlyOnce;
+        self
+    }
 }
 
 impl<T: Data> Streamlet for Merge<T> {
     fn shape(&self) -> Shape {
-        let shape = Shape::new().describe(self.description);
+        let shape = Shape::new()
+            .describe(self.description)
+            .with_delivery(self.delivery);
         self.inlets
             .iter()
             .fold(shape, |shape, inlet| shape.inlet(*inlet))

@@ -29,6 +29,7 @@ pub struct Processor<In, Out, F> {
     outlet: Outlet<Out>,
     transform: F,
     description: &'static str,
+    delivery: runnel_blueprint::descriptor::Delivery,
 }
 
 impl<In, Out, F, I> Processor<In, Out, F>
@@ -46,12 +47,19 @@ where
             outlet,
             transform,
             description: "",
+            delivery: runnel_blueprint::descriptor::Delivery::AtLeastOnce,
         }
     }
 
     /// Says what the processor does (shown by `describe`).
     pub fn describe(mut self, description: &'static str) -> Self {
         self.description = description;
+        self
+    }
+
+    /// Asks for exactly-once delivery ([`Shape::exactly_once`]).
+    pub fn exactly_once(mut self) -> Self {
+        self.delivery = runnel_blueprint::descriptor::Delivery::ExactlyOnce;
         self
     }
 }
@@ -67,6 +75,7 @@ where
     fn shape(&self) -> Shape {
         Shape::new()
             .describe(self.description)
+            .with_delivery(self.delivery)
             .inlet(self.inlet)
             .outlet(self.outlet)
     }

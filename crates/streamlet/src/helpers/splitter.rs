@@ -43,6 +43,7 @@ pub struct Splitter<In, L, R, F> {
     right: Outlet<R>,
     route: F,
     description: &'static str,
+    delivery: runnel_blueprint::descriptor::Delivery,
 }
 
 impl<In, L, R, F> Splitter<In, L, R, F>
@@ -60,12 +61,19 @@ where
             right,
             route,
             description: "",
+            delivery: runnel_blueprint::descriptor::Delivery::AtLeastOnce,
         }
     }
 
     /// Says what the splitter does (shown by `describe`).
     pub fn describe(mut self, description: &'static str) -> Self {
         self.description = description;
+        self
+    }
+
+    /// Asks for exactly-once delivery ([`Shape::exactly_once`]).
+    pub fn exactly_once(mut self) -> Self {
+        self.delivery = runnel_blueprint::descriptor::Delivery::ExactlyOnce;
         self
     }
 }
@@ -80,6 +88,7 @@ where
     fn shape(&self) -> Shape {
         Shape::new()
             .describe(self.description)
+            .with_delivery(self.delivery)
             .inlet(self.inlet)
             .outlet(self.left)
             .outlet(self.right)

@@ -144,6 +144,7 @@ async fn start(inputs: usize, settings: HostSettings) -> Fixture {
         settings,
         ready: None,
         watermarks: None,
+        transactional_id: None,
     };
     let streamlet = Processor::new(IN, OUT, Some);
     let metrics = Arc::new(InstanceMetrics::for_shape(&Streamlet::shape(&streamlet)));

@@ -100,6 +100,7 @@ fn start(
         settings: HostSettings::default(),
         ready: None,
         watermarks: None,
+        transactional_id: None,
     };
     let streamlet = counts();
     let metrics = Arc::new(InstanceMetrics::for_shape(&Streamlet::shape(&streamlet)));

@@ -4,6 +4,7 @@ mod acknowledgement; // outputs are durable before inputs are committed; bounded
 mod bad_data; // dead-letter, skip and fail policies
 mod checkpoint; // window state and input offsets checkpointed together; restarts are exact
 mod event_time; // windowed helper with the test kit's time control: reference examples, idleness
+mod exactly_once; // killed and restarted mid-stream, a copy commits every input once, in order
 mod helpers; // processor, splitter, merge, async map, egress
 mod model; // the record types the tests use
 mod parameters; // typed parameters, defaults, validation

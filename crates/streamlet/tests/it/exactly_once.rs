@@ -1,0 +1,194 @@
+//! Exactly-once through the host: a copying streamlet is killed (its Tokio runtime shut
+//! down, so the streamlet and its committer stop mid-step, as in a crash) and restarted
+//! several times mid-stream; the committed output holds
+//! every input exactly once, in input order per partition. Runs on `MemoryBackend`, which
+//! honours the `TransactionalProducer` contract; `docs/kafka.md` says why the Kafka brokers
+//! available to tests cannot show this.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use runnel_backend::{
+    Backend, MemoryBackend, ProducerConfig, Record, TopicSpec, partition_for_key,
+};
+use runnel_streamlet::prelude::*;
+use runnel_streamlet::{
+    HostSettings, InletWiring, InstanceMetrics, OutletWiring, SystemClock, Wiring,
+};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::model::{IN, Reading, reading};
+
+const INPUTS: usize = 3_000;
+const KILLS: usize = 5;
+const OUT: Outlet<Reading> = Outlet::new("out").keyed_by(|r| r.sensor.clone());
+
+/// Copies readings one by one, slowly enough to be killed mid-stream.
+struct SlowCopy;
+
+impl Streamlet for SlowCopy {
+    fn shape(&self) -> Shape {
+        Shape::new().inlet(IN).outlet(OUT).exactly_once()
+    }
+
+    async fn run(self, mut ctx: Context) -> Result<()> {
+        let mut input = ctx.inlet(IN);
+        let output = ctx.outlet(OUT);
+        while let Some(message) = input.next().await? {
+            tokio::time::sleep(Duration::from_micros(200)).await;
+            output.send(message.value()).await?;
+            message.commit();
+        }
+        Ok(())
+    }
+}
+
+fn encode(value: &Reading) -> Vec<u8> {
+    let mut buffer = Vec::new();
+    apache_avro::write_avro_datum_ref(&<Reading as AvroSchema>::get_schema(), value, &mut buffer)
+        .unwrap();
+    buffer
+}
+
+fn decode(bytes: &[u8]) -> Reading {
+    let value = apache_avro::from_avro_datum(
+        &<Reading as AvroSchema>::get_schema(),
+        &mut &bytes[..],
+        None,
+    )
+    .unwrap();
+    apache_avro::from_value(&value).unwrap()
+}
+
+/// Starts an instance on a runtime of its own, which the test shuts down to kill it.
+fn start(
+    backend: &MemoryBackend,
+    ended: watch::Receiver<bool>,
+) -> (tokio::runtime::Runtime, tokio::task::JoinHandle<Result<()>>) {
+    let wiring = Wiring {
+        app: "app".into(),
+        instance: "copy".into(),
+        inlets: vec![InletWiring {
+            port: "in".into(),
+            topic: "in".into(),
+            group: "app.copy.in".into(),
+            writer_schemas: vec![],
+            end_of_input: ended,
+            consumer_settings: BTreeMap::new(),
+        }],
+        outlets: vec![OutletWiring {
+            port: "out".into(),
+            topic: "out".into(),
+            tag_schema: false,
+        }],
+        dead_letter_topic: "dead".into(),
+        parameters: HashMap::new(),
+        settings: HostSettings {
+            commit_interval: Duration::from_millis(20),
+            ..HostSettings::default()
+        },
+        ready: None,
+        watermarks: None,
+        transactional_id: Some("app.copy.0".into()),
+    };
+    let metrics = Arc::new(InstanceMetrics::for_shape(&SlowCopy.shape()));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let running = runtime.spawn(runnel_streamlet::run_instance(
+        Box::new(SlowCopy),
+        Arc::new(backend.clone()),
+        wiring,
+        Arc::new(SystemClock),
+        metrics,
+        CancellationToken::new(),
+    ));
+    (runtime, running)
+}
+
+async fn wait_for_outputs(backend: &MemoryBackend, count: usize) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while backend.records("out").unwrap().len() < count {
+        assert!(
+            Instant::now() < deadline,
+            "fewer than {count} outputs were committed"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_killed_and_restarted_commits_every_input_exactly_once_in_order() {
+    let backend = MemoryBackend::new();
+    for topic in ["in", "out", "dead"] {
+        backend
+            .create_topic(&TopicSpec::new(topic, 2))
+            .await
+            .unwrap();
+    }
+    let producer = backend.producer(&ProducerConfig::default()).await.unwrap();
+    let mut expected: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
+    for i in 0..INPUTS {
+        let value = reading(&format!("sensor-{}", i % 10), i as f64);
+        let partition = partition_for_key(value.sensor.as_bytes(), 2);
+        expected.entry(partition).or_default().push(value.celsius);
+        let record = Record::new(encode(&value)).with_key(value.sensor.clone());
+        producer
+            .send("in", partition, record)
+            .await
+            .unwrap()
+            .await
+            .unwrap();
+    }
+
+    let (end, ended) = watch::channel(false);
+    let mut committed_at_kills = Vec::new();
+    for kill in 1..=KILLS {
+        let (runtime, _running) = start(&backend, ended.clone());
+        wait_for_outputs(&backend, kill * INPUTS / (KILLS + 3)).await;
+        // A crash: every task of the instance, its committer included, stops where it is.
+        runtime.shutdown_background();
+        committed_at_kills.push(backend.records("out").unwrap().len());
+    }
+    assert!(
+        committed_at_kills.iter().all(|&count| count < INPUTS),
+        "every kill happened mid-stream: {committed_at_kills:?}"
+    );
+
+    end.send_replace(true);
+    let (runtime, last) = start(&backend, ended);
+    tokio::time::timeout(Duration::from_secs(120), last)
+        .await
+        .expect("the last run finishes")
+        .unwrap()
+        .unwrap();
+    runtime.shutdown_background();
+
+    let mut copied: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
+    for record in backend.records("out").unwrap() {
+        copied
+            .entry(record.partition)
+            .or_default()
+            .push(decode(&record.record.value).celsius);
+    }
+    for (partition, inputs) in &expected {
+        let outputs = copied.get(partition).cloned().unwrap_or_default();
+        let first_difference = inputs
+            .iter()
+            .zip(&outputs)
+            .position(|(input, output)| input != output);
+        assert!(
+            outputs.len() == inputs.len() && first_difference.is_none(),
+            "partition {partition}: {} inputs, {} outputs, first difference at position {:?}",
+            inputs.len(),
+            outputs.len(),
+            first_difference
+        );
+    }
+    let ends: Vec<Option<u64>> = expected.values().map(|v| Some(v.len() as u64)).collect();
+    assert_eq!(backend.committed("app.copy.in", "in").await.unwrap(), ends);
+}
