@@ -84,6 +84,19 @@ pub(crate) struct RunArgs {
     /// Set a parameter, overriding the config file (repeatable).
     #[arg(long = "set", value_name = "INSTANCE.KEY=VALUE")]
     pub(crate) sets: Vec<String>,
+    /// Run on a Kafka cluster instead of the embedded log: its bootstrap servers,
+    /// host:port[,host:port...]. Needs the `kafka` feature of the runnel crate.
+    #[arg(long, value_name = "BOOTSTRAP")]
+    pub(crate) kafka: Option<String>,
+    /// A Kafka client setting with librdkafka's name, such as security.protocol=SASL_SSL;
+    /// wins over the config file's [kafka] table (repeatable).
+    #[arg(long = "kafka-setting", value_name = "KEY=VALUE")]
+    pub(crate) kafka_settings: Vec<String>,
+    /// This process's stable name among the processes running the same instance (a pod
+    /// ordinal, say), for the transactional ids of exactly-once streamlets; default: 0 for
+    /// `run`, the process id for `run-streamlet`.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) replica: Option<String>,
     /// Where the embedded log keeps its files; default: .runnel beside the blueprint.
     #[arg(long, value_name = "DIR")]
     pub(crate) data_dir: Option<PathBuf>,

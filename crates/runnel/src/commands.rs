@@ -2,15 +2,14 @@
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use runnel_blueprint::{Blueprint, render_human, render_json, verify};
-use runnel_embedded_log::{EmbeddedBackend, FsyncPolicy, LogConfig};
 use runnel_runtime::{Console, LocalConfig, Outcome, Registry, RunOptions, ViewMode};
 use tokio_util::sync::CancellationToken;
 
 use crate::AppError;
-use crate::cli::{Fsync, ReportFormat, RunArgs, StatusArgs, VerifyArgs, View};
+use crate::backplane;
+use crate::cli::{ReportFormat, RunArgs, StatusArgs, VerifyArgs, View};
 
 /// The default name of the config file beside the blueprint.
 const LOCAL_CONFIG: &str = "local.toml";
@@ -110,16 +109,7 @@ pub(crate) async fn run_command(
         .data_dir
         .clone()
         .unwrap_or_else(|| beside(&args.blueprint, ".runnel"));
-    let fsync = match args.fsync {
-        Fsync::Always => FsyncPolicy::Always,
-        Fsync::Never => FsyncPolicy::Never,
-        Fsync::Every(interval) => FsyncPolicy::Interval(interval),
-    };
-    let backend = EmbeddedBackend::open(&data_dir, LogConfig::default().with_fsync(fsync))
-        .map_err(|source| AppError::OpenLog {
-            path: data_dir.clone(),
-            source,
-        })?;
+    let backplane = backplane::open(args, &config, data_dir).await?;
 
     let admin = admin_listener(args.admin.as_deref()).await?;
     let admin_url = admin
@@ -129,10 +119,14 @@ pub(crate) async fn run_command(
     console.print(&banner(
         &blueprint,
         &plan,
-        &data_dir,
+        &backplane.describe,
         only.as_deref(),
         admin_url.as_deref(),
     ));
+    let replica = args.replica.clone().unwrap_or_else(|| match &only {
+        None => "0".to_owned(),
+        Some(_) => std::process::id().to_string(),
+    });
     let shutdown = CancellationToken::new();
     runnel_runtime::stop_on_signals(shutdown.clone(), console.clone());
     let options = RunOptions {
@@ -147,16 +141,13 @@ pub(crate) async fn run_command(
             View::Off => ViewMode::Off,
         },
         plain_every: args.status_every,
-        footer: format!(
-            "{} · data in {} · Ctrl-C to stop",
-            plan.app,
-            data_dir.display()
-        ),
+        footer: format!("{} · {} · Ctrl-C to stop", plan.app, backplane.short),
+        replica,
         ..RunOptions::default()
     };
     let running = runnel_runtime::start(
         plan,
-        Arc::new(backend.clone()),
+        backplane.backend.clone(),
         options,
         console.clone(),
         shutdown,
@@ -181,8 +172,8 @@ pub(crate) async fn run_command(
         }
         Err(error) => Err(error),
     };
-    // Dropping the last handle stops the log's writers after a final sync.
-    drop(backend);
+    // Dropping the last handle stops the embedded log's writers after a final sync.
+    drop(backplane);
     let report = report?;
     let finished = report
         .outcomes
@@ -201,7 +192,7 @@ pub(crate) async fn run_command(
 fn banner(
     blueprint: &Blueprint,
     plan: &runnel_runtime::Plan,
-    data_dir: &Path,
+    data: &str,
     only: Option<&str>,
     admin: Option<&str>,
 ) -> String {
@@ -215,10 +206,7 @@ fn banner(
         "dead letters go to topic {}\n",
         plan.dead_letter_topic
     ));
-    text.push_str(&format!(
-        "\ndata: {} (the embedded log; a restart resumes from committed offsets)\n",
-        data_dir.display()
-    ));
+    text.push_str(&format!("\n{data}\n"));
     if let Some(url) = admin {
         text.push_str(&format!(
             "view: {url} (metrics at {url}metrics, status at {url}api/status)\n"

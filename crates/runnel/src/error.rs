@@ -36,6 +36,21 @@ pub enum AppError {
         #[source]
         source: runnel_embedded_log::Error,
     },
+    /// `--kafka` was given to an app built without the `kafka` feature.
+    #[error(
+        "--kafka needs the Kafka backplane, which this app was built without: enable the `kafka` feature of its `runnel` dependency (runnel = {{ version = \"...\", features = [\"kafka\"] }})"
+    )]
+    KafkaNotEnabled,
+    /// A `--kafka-setting` is not `key=value`.
+    #[error("--kafka-setting expects KEY=VALUE, and argument {position} has no '='")]
+    KafkaSetting {
+        /// Which `--kafka-setting` (1 for the first).
+        position: usize,
+    },
+    /// The Kafka cluster could not be reached or a setting was refused.
+    #[cfg(feature = "kafka")]
+    #[error(transparent)]
+    Kafka(#[from] runnel_kafka::Error),
     /// The run failed.
     #[error(transparent)]
     Run(#[from] runnel_runtime::RunError),

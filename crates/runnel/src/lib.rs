@@ -28,6 +28,7 @@
 #![deny(missing_docs)]
 
 mod app;
+mod backplane;
 mod cli;
 mod commands;
 mod error;

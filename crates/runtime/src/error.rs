@@ -40,6 +40,14 @@ pub enum RunError {
         /// The instances of the blueprint.
         known: Vec<String>,
     },
+    /// An exactly-once streamlet was asked to run on a backplane without transactions.
+    #[error(
+        "streamlet '{instance}' asks for exactly-once delivery, which this backplane does not support; run it on Kafka (--kafka)"
+    )]
+    TransactionsUnsupported {
+        /// The instance.
+        instance: String,
+    },
     /// Streamlets kept running after a shutdown request for longer than allowed.
     #[error("streamlets {} did not stop within {timeout:?} of the shutdown request", pending.join(", "))]
     DrainTimeout {

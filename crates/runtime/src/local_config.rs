@@ -13,6 +13,15 @@
 //!
 //! Values may be strings, integers, floats or booleans; they are checked against each
 //! parameter's kind before anything starts. `--set generator.count=10` overrides the file.
+//!
+//! A `[kafka]` table holds Kafka client settings for runs with `--kafka` (librdkafka's
+//! names; quote dotted keys or not):
+//!
+//! ```toml
+//! [kafka]
+//! "security.protocol" = "SASL_SSL"
+//! linger.ms = 20
+//! ```
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -51,6 +60,8 @@ pub enum ConfigError {
 struct ConfigFile {
     #[serde(default)]
     streamlets: BTreeMap<String, BTreeMap<String, toml::Value>>,
+    #[serde(default)]
+    kafka: BTreeMap<String, toml::Value>,
 }
 
 /// Parameter values per streamlet instance, as text.
@@ -62,9 +73,20 @@ struct ConfigFile {
 /// assert_eq!(config.values_for("gen")["count"], "7");
 /// # Ok::<(), runnel_runtime::ConfigError>(())
 /// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct LocalConfig {
     values: BTreeMap<String, BTreeMap<String, String>>,
+    kafka: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for LocalConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Kafka settings may hold secrets; show their keys only.
+        f.debug_struct("LocalConfig")
+            .field("values", &self.values)
+            .field("kafka", &self.kafka.keys().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 impl LocalConfig {
@@ -100,7 +122,14 @@ impl LocalConfig {
             }
             values.insert(instance, texts);
         }
-        Ok(LocalConfig { values })
+        let mut kafka = BTreeMap::new();
+        flatten(path, "", file.kafka, &mut kafka)?;
+        Ok(LocalConfig { values, kafka })
+    }
+
+    /// Kafka client settings from the `[kafka]` table, keys with Kafka's dotted names.
+    pub fn kafka_settings(&self) -> &BTreeMap<String, String> {
+        &self.kafka
     }
 
     /// Applies one `instance.key=value` assignment.
@@ -133,6 +162,43 @@ impl LocalConfig {
     }
 }
 
+/// Flattens a TOML table into dotted keys (`[kafka] linger.ms = 5` is a nested table in
+/// TOML; it means the setting `linger.ms`).
+fn flatten(
+    path: &Path,
+    prefix: &str,
+    table: BTreeMap<String, toml::Value>,
+    into: &mut BTreeMap<String, String>,
+) -> Result<(), ConfigError> {
+    for (key, value) in table {
+        let key = if prefix.is_empty() {
+            key
+        } else {
+            format!("{prefix}.{key}")
+        };
+        let text = match value {
+            toml::Value::String(text) => text,
+            toml::Value::Integer(number) => number.to_string(),
+            toml::Value::Float(number) => number.to_string(),
+            toml::Value::Boolean(flag) => flag.to_string(),
+            toml::Value::Datetime(datetime) => datetime.to_string(),
+            toml::Value::Table(nested) => {
+                flatten(path, &key, nested.into_iter().collect(), into)?;
+                continue;
+            }
+            toml::Value::Array(_) => {
+                return Err(ConfigError::ValueType {
+                    path: path.to_owned(),
+                    instance: "kafka".to_owned(),
+                    key,
+                });
+            }
+        };
+        into.insert(key, text);
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,6 +216,15 @@ mod tests {
             ),
             ("1.5", "true", "x")
         );
+    }
+
+    #[test]
+    fn kafka_settings_take_quoted_and_dotted_keys() {
+        let text = "[kafka]\n\"security.protocol\" = \"SASL_SSL\"\nlinger.ms = 20\n";
+        let config = LocalConfig::parse(Path::new("c.toml"), text).unwrap();
+        let settings = config.kafka_settings();
+        assert_eq!(settings["security.protocol"], "SASL_SSL");
+        assert_eq!(settings["linger.ms"], "20");
     }
 
     #[test]

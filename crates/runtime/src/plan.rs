@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use runnel_backend::TopicSpec;
 use runnel_blueprint::Blueprint;
-use runnel_blueprint::descriptor::AppDescriptor;
+use runnel_blueprint::descriptor::{AppDescriptor, Delivery};
 use runnel_blueprint::parameter::ParameterValue;
 use runnel_streamlet::{ParameterError, resolve_parameters};
 
@@ -69,6 +69,11 @@ pub struct InstancePlan {
     pub inlets: Vec<InletPlan>,
     /// The outlets with their topics.
     pub outlets: Vec<OutletPlan>,
+    /// The delivery guarantee the streamlet type asks for.
+    pub delivery: Delivery,
+    /// Producer settings from the blueprint's `producer-config` of the topics the instance
+    /// writes (its one producer serves them all; the topic listed last wins a conflict).
+    pub producer_settings: BTreeMap<String, String>,
 }
 
 impl std::fmt::Debug for InstancePlan {
@@ -78,6 +83,7 @@ impl std::fmt::Debug for InstancePlan {
             .field("type_name", &self.type_name)
             .field("inlets", &self.inlets)
             .field("outlets", &self.outlets)
+            .field("delivery", &self.delivery)
             .finish_non_exhaustive()
     }
 }
@@ -194,6 +200,17 @@ pub fn plan(
                 })
             })
             .collect();
+        let producer_settings = blueprint
+            .topics
+            .iter()
+            .filter(|topic| {
+                topic
+                    .producers
+                    .iter()
+                    .any(|path| path.streamlet == streamlet.name)
+            })
+            .flat_map(|topic| topic.producer_config.clone())
+            .collect();
         instances.push(InstancePlan {
             name: streamlet.name.clone(),
             type_name: streamlet.type_name.clone(),
@@ -201,6 +218,8 @@ pub fn plan(
             parameters,
             inlets,
             outlets,
+            delivery: described.delivery,
+            producer_settings,
         });
     }
     if !errors.is_empty() {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use runnel_backend::{Backend, TopicSpec};
+use runnel_blueprint::descriptor::Delivery;
 use runnel_streamlet::{HostSettings, InstanceMetrics};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -37,6 +38,11 @@ pub struct RunOptions {
     pub drain_timeout: Duration,
     /// The last line of the live table (what is running where, how to stop).
     pub footer: String,
+    /// This process's name among the processes running the same instances, for the
+    /// transactional ids of exactly-once instances: `<app>.<instance>.<replica>`. Keep it
+    /// stable across restarts of a replica (a pod ordinal), so a restart fences the previous
+    /// attempt and aborts its open transaction at once.
+    pub replica: String,
 }
 
 impl Default for RunOptions {
@@ -49,6 +55,7 @@ impl Default for RunOptions {
             plain_every: Duration::from_secs(5),
             drain_timeout: Duration::from_secs(30),
             footer: "press Ctrl-C to stop".to_owned(),
+            replica: "0".to_owned(),
         }
     }
 }
@@ -161,6 +168,15 @@ pub async fn start(
             chosen
         }
     };
+    if !backend.supports_transactions()
+        && let Some(instance) = instances
+            .iter()
+            .find(|i| i.delivery == Delivery::ExactlyOnce)
+    {
+        return Err(RunError::TransactionsUnsupported {
+            instance: instance.name.clone(),
+        });
+    }
     let end_of_input = Arc::new(EndOfInput::new(&plan, options.only.is_none()));
     let statuses: Vec<Arc<InstanceStatus>> = instances.iter().map(status_of).collect();
     let topics = plan
@@ -200,6 +216,7 @@ pub async fn start(
         restart: options.restart,
         end_of_input: end_of_input.clone(),
         started: Arc::new(tokio::sync::Notify::new()),
+        replica: options.replica.clone(),
     };
     let announce_ready = tokio::spawn({
         let (board, notify) = (board.clone(), supervision.started.clone());

@@ -83,6 +83,8 @@ pub(crate) struct Supervision {
     pub(crate) end_of_input: Arc<EndOfInput>,
     /// Notified whenever an instance has connected its ports and started running.
     pub(crate) started: Arc<tokio::sync::Notify>,
+    /// This process's replica name, for transactional ids.
+    pub(crate) replica: String,
 }
 
 /// Runs an instance until it finishes or `shutdown` fires, restarting it after failures.
@@ -192,9 +194,20 @@ fn wiring(
             .collect(),
         dead_letter_topic: supervision.dead_letter_topic.clone(),
         parameters: instance.parameters.clone(),
-        settings: supervision.settings.clone(),
+        settings: {
+            let mut settings = supervision.settings.clone();
+            settings
+                .producer
+                .settings
+                .extend(instance.producer_settings.clone());
+            settings
+        },
         ready: Some(ready),
         watermarks: None,
+        transactional_id: Some(format!(
+            "{}.{}.{}",
+            supervision.app, instance.name, supervision.replica
+        )),
     }
 }
 
