@@ -105,6 +105,7 @@ impl Shared {
                 .collect()
         };
         lock(&self.positions).retain(|tp, _| !revoked.contains(tp));
+        tracing::info!(group = %self.group, "partitions revoked: {}", list(&revoked));
         if self.transactional || staged.is_empty() {
             return;
         }
@@ -176,8 +177,25 @@ impl Shared {
             tracing::warn!(group = %self.group, "assigning start offsets failed: {}", self.redactor.error(&error));
             return;
         }
+        tracing::info!(
+            group = %self.group,
+            "partitions assigned: {}",
+            list(&starts.iter().map(|(tp, _)| tp.clone()).collect::<Vec<_>>())
+        );
         lock(&self.positions).extend(starts);
     }
+}
+
+/// `topic/0, topic/1`, or `none`.
+fn list(partitions: &[TopicPartition]) -> String {
+    if partitions.is_empty() {
+        return "none".to_owned();
+    }
+    partitions
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn offset_list<'a>(offsets: impl Iterator<Item = (&'a TopicPartition, u64)>) -> TopicPartitionList {

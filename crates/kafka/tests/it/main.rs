@@ -3,3 +3,4 @@
 
 mod conformance; // the backplane conformance suite against tansu
 mod support; // one tansu broker per test binary
+mod transactions; // exactly-once: the mock cluster, and a real broker when given one

@@ -1,0 +1,233 @@
+//! Exactly-once on Kafka: a copying streamlet with a transactional producer.
+//!
+//! librdkafka's mock cluster runs the protocol path (InitProducerId, AddOffsetsToTxn,
+//! TxnOffsetCommit, EndTxn) without crashes. It does not store transactional offsets nor
+//! hide aborted records, so the kill-and-restart test needs a real broker:
+//! `RUNNEL_KAFKA_TRANSACTIONS=host:port cargo test -p runnel-kafka -- --ignored`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use runnel_backend::{
+    Backend, ConsumerConfig, ProducerConfig, Record, TopicSpec, partition_for_key,
+};
+use runnel_kafka::{KafkaBackend, KafkaConfig, test_broker};
+use runnel_streamlet::prelude::*;
+use runnel_streamlet::{
+    HostSettings, InletWiring, InstanceMetrics, OutletWiring, SystemClock, Wiring,
+};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+const IN: Inlet<String> = Inlet::new("in").json();
+const OUT: Outlet<String> = Outlet::new("out")
+    .json()
+    .keyed_by(|value| value.split('-').next().unwrap_or_default().to_owned());
+
+/// Copies values one by one, slowly enough to be killed mid-stream.
+struct Copy;
+
+impl Streamlet for Copy {
+    fn shape(&self) -> Shape {
+        Shape::new().inlet(IN).outlet(OUT).exactly_once()
+    }
+
+    async fn run(self, mut ctx: Context) -> Result<()> {
+        let mut input = ctx.inlet(IN);
+        let output = ctx.outlet(OUT);
+        while let Some(message) = input.next().await? {
+            tokio::time::sleep(Duration::from_micros(200)).await;
+            output.send(message.value()).await?;
+            message.commit();
+        }
+        Ok(())
+    }
+}
+
+/// Runs the copy on a runtime of its own (shut down to kill it).
+fn start(
+    backend: &KafkaBackend,
+    topics: &Topics,
+    ended: watch::Receiver<bool>,
+) -> (tokio::runtime::Runtime, tokio::task::JoinHandle<Result<()>>) {
+    let wiring = Wiring {
+        app: "eos".into(),
+        instance: "copy".into(),
+        inlets: vec![InletWiring {
+            port: "in".into(),
+            topic: topics.input.clone(),
+            group: format!("{}.copy.in", topics.input),
+            writer_schemas: vec![],
+            end_of_input: ended,
+            consumer_settings: BTreeMap::new(),
+        }],
+        outlets: vec![OutletWiring {
+            port: "out".into(),
+            topic: topics.output.clone(),
+            tag_schema: false,
+        }],
+        dead_letter_topic: topics.dead.clone(),
+        parameters: HashMap::new(),
+        settings: HostSettings {
+            commit_interval: Duration::from_millis(100),
+            ..HostSettings::default()
+        },
+        ready: None,
+        transactional_id: Some(format!("{}.copy.0", topics.input)),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let running = runtime.spawn(runnel_streamlet::run_instance(
+        Box::new(Copy),
+        Arc::new(backend.clone()),
+        wiring,
+        Arc::new(SystemClock),
+        Arc::new(InstanceMetrics::for_shape(&Copy.shape())),
+        CancellationToken::new(),
+    ));
+    (runtime, running)
+}
+
+struct Topics {
+    input: String,
+    output: String,
+    dead: String,
+}
+
+/// Every value of `topic`, per partition in offset order, read_committed.
+async fn read_committed(
+    backend: &KafkaBackend,
+    topic: &str,
+    count: usize,
+) -> BTreeMap<u32, Vec<String>> {
+    let group = runnel_backend::conformance::unique("reader");
+    let consumer = backend
+        .consumer(&ConsumerConfig::new(group, [topic]))
+        .await
+        .unwrap();
+    let mut values: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+    let mut read = 0;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while read < count && Instant::now() < deadline {
+        let Ok(records) =
+            tokio::time::timeout(Duration::from_millis(500), consumer.poll(1000)).await
+        else {
+            continue;
+        };
+        for record in records.unwrap() {
+            let value: String = serde_json::from_slice(&record.record.value).unwrap();
+            values.entry(record.partition).or_default().push(value);
+            read += 1;
+        }
+    }
+    // Anything beyond `count` would be a duplicate: look a little longer for one.
+    if let Ok(Ok(records)) = tokio::time::timeout(Duration::from_secs(2), consumer.poll(1000)).await
+    {
+        for record in records {
+            let value: String = serde_json::from_slice(&record.record.value).unwrap();
+            values.entry(record.partition).or_default().push(value);
+        }
+    }
+    consumer.close().await.unwrap();
+    values
+}
+
+/// Writes `count` inputs, copies them exactly once with `kills` crashes on the way, and
+/// checks that the committed output holds every input once, in order per partition.
+async fn copy_exactly_once(backend: KafkaBackend, topics: Topics, count: usize, kills: usize) {
+    for topic in [&topics.input, &topics.output, &topics.dead] {
+        backend
+            .create_topic(&TopicSpec::new(topic, 2))
+            .await
+            .unwrap();
+    }
+    let producer = backend.producer(&ProducerConfig::default()).await.unwrap();
+    let mut expected: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+    for i in 0..count {
+        let key = format!("k{}", i % 7);
+        let value = format!("{key}-{i}");
+        let partition = partition_for_key(key.as_bytes(), 2);
+        expected.entry(partition).or_default().push(value.clone());
+        let record = Record::new(serde_json::to_vec(&value).unwrap()).with_key(key);
+        drop(
+            producer
+                .send(&topics.input, partition, record)
+                .await
+                .unwrap(),
+        );
+    }
+    producer.flush().await.unwrap();
+
+    let (end, ended) = watch::channel(false);
+    for kill in 1..=kills {
+        let (runtime, _running) = start(&backend, &topics, ended.clone());
+        let target = kill * count / (kills + 3);
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let written: u64 = backend
+                .offsets(&topics.output)
+                .await
+                .unwrap()
+                .iter()
+                .map(|p| p.end)
+                .sum();
+            if written as usize >= target {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the copy made no progress");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        runtime.shutdown_background(); // a crash: no drain, no commit, no abort
+    }
+    end.send_replace(true);
+    let (runtime, last) = start(&backend, &topics, ended);
+    tokio::time::timeout(Duration::from_secs(120), last)
+        .await
+        .expect("the last run finishes")
+        .unwrap()
+        .unwrap();
+    runtime.shutdown_background();
+
+    let copied = read_committed(&backend, &topics.output, count).await;
+    assert_eq!(copied, expected, "every input once, in order per partition");
+}
+
+/// The transactional path on librdkafka's mock cluster, without crashes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_transactional_path_copies_every_input_once_on_the_mock_cluster() {
+    let mock = test_broker::mock_cluster(1);
+    let topics = Topics {
+        input: "in".into(),
+        output: "out".into(),
+        dead: "dead".into(),
+    };
+    for topic in [&topics.input, &topics.output, &topics.dead] {
+        mock.create_topic(topic, 2, 1).unwrap();
+    }
+    let backend = KafkaBackend::connect(KafkaConfig::new(mock.bootstrap_servers()))
+        .await
+        .unwrap();
+    copy_exactly_once(backend, topics, 500, 0).await;
+}
+
+/// Killed and restarted several times mid-stream, the copy still commits every input
+/// once: needs a broker with full transaction support.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a Kafka broker with transactions: set RUNNEL_KAFKA_TRANSACTIONS=host:port"]
+async fn a_copy_killed_and_restarted_commits_every_input_exactly_once() {
+    let bootstrap = std::env::var("RUNNEL_KAFKA_TRANSACTIONS")
+        .expect("RUNNEL_KAFKA_TRANSACTIONS names the broker to test against");
+    let backend = KafkaBackend::connect(KafkaConfig::new(bootstrap))
+        .await
+        .unwrap();
+    let topics = Topics {
+        input: runnel_backend::conformance::unique("eos-in"),
+        output: runnel_backend::conformance::unique("eos-out"),
+        dead: runnel_backend::conformance::unique("eos-dead"),
+    };
+    copy_exactly_once(backend, topics, 5_000, 5).await;
+}
