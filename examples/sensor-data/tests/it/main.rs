@@ -1,10 +1,15 @@
 //! End-to-end tests: the sensor-data binary driven through its command line, as a user runs
-//! it, with the topics read back from the embedded log afterwards.
+//! it, with the topics read back from the embedded log afterwards, or from a tansu Kafka
+//! broker the tests start themselves.
 
 mod bad_input; // undecodable records go to the dead-letter topic; the pipeline goes on
 mod bounded_run; // a bounded run routes every metric and exits on its own
 mod crash; // kill -9 mid-stream, run again: nothing acknowledged is lost
+mod interop; // a Python confluent-kafka client feeds the app on Kafka and reads its outputs
+mod kafka; // `run --kafka`: the whole graph on a Kafka broker, outputs read by a plain consumer
+mod kafka_support; // tansu-backed runs and a plain Kafka consumer
 mod observability; // metrics, lag, status and the web view in headless Chromium
 mod refusals; // bad blueprints and parameters stop the run before it starts
+mod scaling; // two run-streamlet processes share partitions; kill -9 one; nothing lost
 mod shutdown; // SIGTERM drains, commits and exits 0
 mod support; // running the binary and reading topics back

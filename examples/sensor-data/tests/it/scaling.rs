@@ -1,0 +1,177 @@
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use runnel_kafka::test_broker::Tansu;
+use sensor_data::model::Metric;
+
+use crate::kafka_support::{app_on, arrivals, read_topic};
+use crate::support::{BLUEPRINT, decode, run_to_end, stderr_of};
+
+const READINGS: i64 = 6_000;
+
+/// A process whose "partitions assigned" lines for the `to-metrics` group arrive on a
+/// channel.
+struct Member {
+    child: Child,
+    assignments: mpsc::Receiver<BTreeSet<String>>,
+    latest: Option<BTreeSet<String>>,
+}
+
+impl Member {
+    fn start(name: &'static str, mut command: Command) -> Member {
+        let mut child = command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (sender, assignments) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                eprintln!("[{name}] {line}");
+                if let Some(list) = line.split("partitions assigned: ").nth(1) {
+                    let owned: BTreeSet<String> = list
+                        .split(" group=")
+                        .next()
+                        .unwrap_or_default()
+                        .split(", ")
+                        .filter(|p| *p != "none")
+                        .map(str::to_owned)
+                        .collect();
+                    let _ = sender.send(owned);
+                }
+            }
+        });
+        Member {
+            child,
+            assignments,
+            latest: None,
+        }
+    }
+
+    /// Takes every assignment logged so far; the latest one wins.
+    fn update(&mut self) {
+        while let Ok(owned) = self.assignments.try_recv() {
+            self.latest = Some(owned);
+        }
+    }
+
+    fn owns(&self) -> BTreeSet<String> {
+        self.latest.clone().unwrap_or_default()
+    }
+}
+
+/// Waits until `condition` holds, failing the test after `limit`.
+fn wait_until(limit: Duration, what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !condition() {
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not happen within {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Two `run-streamlet to-metrics` processes share the two partitions of `sensor-data`;
+/// `kill -9` one of them mid-stream; the other takes both partitions over, and in the end
+/// every reading has all three metrics in `metrics` at least once.
+#[test]
+fn two_processes_share_partitions_and_one_survives_a_kill() {
+    let broker = Tansu::start();
+    let member = || app_on(&broker, &["run-streamlet", "to-metrics", BLUEPRINT]);
+    let mut first = Member::start("first", member());
+    wait_until(
+        Duration::from_secs(60),
+        "the first member's assignment",
+        || {
+            first.update();
+            first.owns().len() == 2
+        },
+    );
+    let mut second = Member::start("second", member());
+    let all: BTreeSet<String> = ["sensor-data/0", "sensor-data/1"].map(String::from).into();
+    wait_until(Duration::from_secs(60), "sharing the partitions", || {
+        first.update();
+        second.update();
+        let (a, b) = (first.owns(), second.owns());
+        a.len() == 1 && b.len() == 1 && a.union(&b).cloned().collect::<BTreeSet<_>>() == all
+    });
+
+    let mut generator = app_on(&broker, &["run-streamlet", "generator", BLUEPRINT]);
+    generator.args([
+        "--set",
+        &format!("generator.count={READINGS}"),
+        "--set",
+        "generator.records-per-second=1000",
+    ]);
+    let generating = std::thread::spawn(move || run_to_end(generator, Duration::from_secs(120)));
+    // Let both members work for a while, then kill the first without warning.
+    let metrics_before_kill = read_topic(&broker, "metrics", Duration::from_secs(30), |seen| {
+        seen.len() >= 1_500
+    });
+    assert!(metrics_before_kill.len() >= 1_500, "the members got going");
+    first.child.kill().unwrap(); // SIGKILL: no drain, no commit, no leaving the group
+    first.child.wait().unwrap();
+    wait_until(
+        Duration::from_secs(90),
+        "the survivor taking both partitions",
+        || {
+            second.update();
+            second.owns() == all
+        },
+    );
+    let generated = generating.join().unwrap();
+    assert!(
+        generated.status.success(),
+        "stderr:\n{}",
+        stderr_of(&generated)
+    );
+
+    let expected = 3 * READINGS as usize;
+    let distinct = |seen: &[crate::kafka_support::Seen]| {
+        let metrics: Vec<Metric> = seen.iter().map(|s| decode(&s.value)).collect();
+        arrivals(metrics.iter()).len()
+    };
+    let seen = read_topic(&broker, "metrics", Duration::from_secs(90), |seen| {
+        seen.len() >= expected && distinct(seen) == expected
+    });
+    second.child.kill().unwrap();
+    second.child.wait().unwrap();
+    let metrics: Vec<Metric> = seen.iter().map(|s| decode(&s.value)).collect();
+    for (record, metric) in seen.iter().zip(&metrics) {
+        let key = metric.device_id.as_bytes();
+        assert_eq!(
+            record.key.as_deref(),
+            Some(key),
+            "metrics are keyed by device"
+        );
+        assert_eq!(
+            record.partition as u32,
+            runnel_backend::partition_for_key(key, 2),
+            "the key's murmur2 partition"
+        );
+    }
+    let counts = arrivals(metrics.iter());
+    eprintln!(
+        "scaling test: read {} records, {} distinct metrics of {expected}",
+        seen.len(),
+        counts.len()
+    );
+    for sequence in 0..READINGS {
+        for name in ["power", "rotor-speed", "wind-speed"] {
+            assert!(
+                counts.contains_key(&(sequence, name.to_owned())),
+                "metric {name} of reading {sequence} was lost"
+            );
+        }
+    }
+    let duplicates: usize = counts.values().map(|count| count - 1).sum();
+    println!(
+        "scaling test: {} metrics, {duplicates} duplicates after the kill",
+        counts.len()
+    );
+}
