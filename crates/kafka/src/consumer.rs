@@ -45,7 +45,18 @@ const BATCHES_AHEAD: usize = 4;
 /// How long one poll of the thread blocks; also how quickly it notices a stop.
 const POLL: Duration = Duration::from_millis(100);
 
-type Batch = Result<Vec<ConsumedRecord>>;
+/// What the polling thread hands over, in order.
+enum Batch {
+    Records(Vec<ConsumedRecord>),
+    /// Every record of this partition after this point was read after a seek.
+    Sought(TopicPartition),
+    Failed(Error),
+}
+
+/// What the runtime asks of the polling thread.
+enum Command {
+    Seek(TopicPartition, u64),
+}
 
 /// What the polling thread, the rebalance callbacks and the runtime share.
 pub(crate) struct Shared {
@@ -60,6 +71,9 @@ pub(crate) struct Shared {
     positions: Mutex<BTreeMap<TopicPartition, u64>>,
     /// Offsets safe to commit (outputs acknowledged), not yet committed.
     staged: Mutex<BTreeMap<TopicPartition, u64>>,
+    /// Seeks asked for before the partitions were assigned; they win over committed
+    /// offsets at the assignment.
+    pending_seeks: Mutex<BTreeMap<TopicPartition, u64>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -84,6 +98,7 @@ impl Shared {
             timeout,
             positions: Mutex::default(),
             staged: Mutex::default(),
+            pending_seeks: Mutex::default(),
         }
     }
 
@@ -133,15 +148,20 @@ impl Shared {
             .ok();
         let mut explicit = TopicPartitionList::new();
         let mut starts = Vec::new();
+        let mut sought = std::mem::take(&mut *lock(&self.pending_seeks));
         for element in assigned.elements() {
             let (topic, partition) = (element.topic(), element.partition());
-            let stored = committed
-                .as_ref()
-                .and_then(|list| list.find_partition(topic, partition))
-                .and_then(|e| match e.offset() {
-                    Offset::Offset(offset) if offset >= 0 => Some(offset),
-                    _ => None,
-                });
+            let tp = TopicPartition::new(self.metadata.intern(topic), partition as u32);
+            let seek = sought.remove(&tp).map(|offset| offset as i64);
+            let stored = seek.or_else(|| {
+                committed
+                    .as_ref()
+                    .and_then(|list| list.find_partition(topic, partition))
+                    .and_then(|e| match e.offset() {
+                        Offset::Offset(offset) if offset >= 0 => Some(offset),
+                        _ => None,
+                    })
+            });
             let start = match stored {
                 Some(offset) => Some(offset),
                 None => match consumer.fetch_watermarks(topic, partition, self.timeout) {
@@ -161,12 +181,11 @@ impl Shared {
                 .is_ok()
                 && let Some(start) = start
             {
-                starts.push((
-                    TopicPartition::new(self.metadata.intern(topic), partition as u32),
-                    start.max(0) as u64,
-                ));
+                starts.push((tp, start.max(0) as u64));
             }
         }
+        // Seeks for partitions another member got wait for a later assignment.
+        lock(&self.pending_seeks).append(&mut sought);
         let assigned_again = match consumer.rebalance_protocol() {
             RebalanceProtocol::Cooperative => consumer
                 .incremental_unassign(assigned)
@@ -248,6 +267,10 @@ pub(crate) struct KafkaConsumer {
     client: Mutex<Option<Arc<Client>>>,
     batches: tokio::sync::Mutex<mpsc::Receiver<Batch>>,
     buffered: Mutex<VecDeque<ConsumedRecord>>,
+    /// Partitions sought whose older records may still arrive; dropped until the thread's
+    /// `Sought` marker for them.
+    discarding: Mutex<Vec<TopicPartition>>,
+    commands: Mutex<std::sync::mpsc::Sender<Command>>,
     stop: Arc<AtomicBool>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
@@ -267,12 +290,13 @@ impl KafkaConsumer {
         let shared = client.context().shared.clone();
         let client = Arc::new(client);
         let (sender, batches) = mpsc::channel(BATCHES_AHEAD);
+        let (commands, orders) = std::sync::mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
         let thread = std::thread::Builder::new()
             .name(format!("kafka-consumer {}", shared.group))
             .spawn({
                 let (client, stop) = (client.clone(), stop.clone());
-                move || poll_loop(&client, &sender, &stop)
+                move || poll_loop(&client, &sender, &orders, &stop)
             })
             .expect("starting a consumer thread");
         Ok(KafkaConsumer {
@@ -280,6 +304,8 @@ impl KafkaConsumer {
             client: Mutex::new(Some(client)),
             batches: tokio::sync::Mutex::new(batches),
             buffered: Mutex::default(),
+            discarding: Mutex::default(),
+            commands: Mutex::new(commands),
             stop,
             thread: Mutex::new(Some(thread)),
         })
@@ -329,8 +355,18 @@ impl Consumer for KafkaConsumer {
             }
             let mut batches = self.batches.lock().await;
             match batches.recv().await {
-                Some(Ok(batch)) => lock(&self.buffered).extend(batch),
-                Some(Err(error)) => return Err(error),
+                Some(Batch::Records(batch)) => {
+                    let discarding = lock(&self.discarding);
+                    let fresh = batch.into_iter().filter(|record| {
+                        discarding.is_empty()
+                            || !discarding.iter().any(|tp| {
+                                tp.partition == record.partition && tp.topic == record.topic
+                            })
+                    });
+                    lock(&self.buffered).extend(fresh);
+                }
+                Some(Batch::Sought(tp)) => lock(&self.discarding).retain(|d| *d != tp),
+                Some(Batch::Failed(error)) => return Err(error),
                 None => return Err(Error::Closed),
             }
         }
@@ -379,6 +415,41 @@ impl Consumer for KafkaConsumer {
             }),
         })
         .await
+    }
+
+    async fn seek(&self, topic: &str, partition: u32, offset: u64) -> Result<()> {
+        let tp = TopicPartition::new(self.shared.metadata.intern(topic), partition);
+        let not_assigned = || Error::NotAssigned {
+            topic: topic.to_owned(),
+            partition,
+        };
+        let assigned = {
+            let mut positions = lock(&self.shared.positions);
+            let nothing_assigned = positions.is_empty();
+            match positions.get_mut(&tp) {
+                Some(position) => {
+                    *position = offset;
+                    true
+                }
+                None if nothing_assigned => false,
+                None => return Err(not_assigned()),
+            }
+        };
+        if !assigned {
+            // Not assigned yet (Kafka assigns during the first polls): start there then,
+            // if the partition exists.
+            let (_, partitions) = self.shared.metadata.partitions(topic, false).await?;
+            if partition >= partitions {
+                return Err(not_assigned());
+            }
+            lock(&self.shared.pending_seeks).insert(tp, offset);
+            return Ok(());
+        }
+        lock(&self.buffered).retain(|r| !(r.partition == partition && &*r.topic == topic));
+        lock(&self.discarding).push(tp.clone());
+        lock(&self.commands)
+            .send(Command::Seek(tp, offset))
+            .map_err(|_| Error::Closed)
     }
 
     fn stage(&self, offsets: &[CommitOffset]) {
@@ -439,10 +510,29 @@ fn rebalancing(error: &KafkaError) -> bool {
 }
 
 /// The polling thread: reads batches and hands them over until stopped or nobody listens.
-fn poll_loop(client: &Client, sender: &mpsc::Sender<Batch>, stop: &AtomicBool) {
+fn poll_loop(
+    client: &Client,
+    sender: &mpsc::Sender<Batch>,
+    orders: &std::sync::mpsc::Receiver<Command>,
+    stop: &AtomicBool,
+) {
     let shared = client.context().shared.clone();
     let mut names = Names::default();
     while !stop.load(Ordering::SeqCst) {
+        while let Ok(Command::Seek(tp, offset)) = orders.try_recv() {
+            // librdkafka's seek also drops what it fetched for the partition before.
+            if let Err(error) = client.seek(
+                &tp.topic,
+                tp.partition as i32,
+                Offset::Offset(offset as i64),
+                shared.timeout,
+            ) {
+                tracing::warn!(group = %shared.group, "seeking {tp} to {offset} failed: {}", shared.redactor.error(&error));
+            }
+            if sender.blocking_send(Batch::Sought(tp)).is_err() {
+                return;
+            }
+        }
         let mut batch = Vec::new();
         match client.poll(POLL) {
             None => continue,
@@ -453,7 +543,7 @@ fn poll_loop(client: &Client, sender: &mpsc::Sender<Batch>, stop: &AtomicBool) {
                         topic: shared.group.clone(),
                         source: shared.redactor.boxed(&error),
                     };
-                    if sender.blocking_send(Err(failed)).is_err() {
+                    if sender.blocking_send(Batch::Failed(failed)).is_err() {
                         return;
                     }
                 } else {
@@ -486,11 +576,14 @@ fn hand_over(
 ) -> bool {
     let mut paused = false;
     loop {
-        match sender.try_send(Ok(batch)) {
+        match sender.try_send(Batch::Records(batch)) {
             Ok(()) => break,
             Err(mpsc::error::TrySendError::Closed(_)) => return false,
             Err(mpsc::error::TrySendError::Full(returned)) => {
-                batch = returned.unwrap_or_default();
+                batch = match returned {
+                    Batch::Records(records) => records,
+                    _ => Vec::new(),
+                };
                 if stop.load(Ordering::SeqCst) {
                     return false;
                 }

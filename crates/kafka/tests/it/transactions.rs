@@ -74,6 +74,7 @@ fn start(
             ..HostSettings::default()
         },
         ready: None,
+        watermarks: None,
         transactional_id: Some(format!("{}.copy.0", topics.input)),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
