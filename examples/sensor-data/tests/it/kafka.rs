@@ -3,7 +3,7 @@ use std::time::Duration;
 use runnel_kafka::test_broker::Tansu;
 use sensor_data::model::{InvalidMetric, Metric};
 
-use crate::kafka_support::{app_on, arrivals, read_topic};
+use crate::kafka_support::{app_on, arrivals, at_least, read_topic};
 use crate::support::{BLUEPRINT, decode, run_to_end, stderr_of, stdout_of};
 
 const READINGS: i64 = 700;
@@ -39,19 +39,24 @@ fn a_bounded_run_on_kafka_routes_every_metric() {
 
     let faulty = (0..READINGS).filter(|sequence| sequence % 7 == 6).count();
     let total = 3 * READINGS as usize;
-    let valid: Vec<Metric> = read_topic(&broker, "valid-metrics", Duration::from_secs(30), |s| {
-        s.len() >= total - faulty
-    })
+    let valid: Vec<Metric> = read_topic(
+        &broker,
+        "valid-metrics",
+        Duration::from_secs(30),
+        at_least(total - faulty),
+    )
     .iter()
     .map(|seen| decode(&seen.value))
     .collect();
-    let invalid: Vec<InvalidMetric> =
-        read_topic(&broker, "invalid-metrics", Duration::from_secs(30), |s| {
-            s.len() >= faulty
-        })
-        .iter()
-        .map(|seen| decode(&seen.value))
-        .collect();
+    let invalid: Vec<InvalidMetric> = read_topic(
+        &broker,
+        "invalid-metrics",
+        Duration::from_secs(30),
+        at_least(faulty),
+    )
+    .iter()
+    .map(|seen| decode(&seen.value))
+    .collect();
     assert_eq!(invalid.len(), faulty);
     assert!(
         invalid

@@ -31,12 +31,13 @@ pub(crate) struct Seen {
 }
 
 /// Reads `topic` from the beginning with a plain librdkafka consumer (no group, every
-/// partition assigned, read_committed) until `done` says it has enough, or `limit` passes.
+/// partition assigned, read_committed) until `enough`, told of each record as it arrives,
+/// says it has enough, or `limit` passes.
 pub(crate) fn read_topic(
     broker: &Tansu,
     topic: &str,
     limit: Duration,
-    done: impl Fn(&[Seen]) -> bool,
+    mut enough: impl FnMut(&Seen) -> bool,
 ) -> Vec<Seen> {
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", broker.bootstrap_servers())
@@ -60,16 +61,30 @@ pub(crate) fn read_topic(
     consumer.assign(&assignment).unwrap();
     let deadline = Instant::now() + limit;
     let mut seen = Vec::new();
-    while !done(&seen) && Instant::now() < deadline {
+    while Instant::now() < deadline {
         if let Some(Ok(message)) = consumer.poll(Duration::from_millis(200)) {
-            seen.push(Seen {
+            let record = Seen {
                 partition: message.partition(),
                 key: message.key().map(<[u8]>::to_vec),
                 value: message.payload().unwrap_or_default().to_vec(),
-            });
+            };
+            let done = enough(&record);
+            seen.push(record);
+            if done {
+                break;
+            }
         }
     }
     seen
+}
+
+/// A stop condition: at least `count` records.
+pub(crate) fn at_least(count: usize) -> impl FnMut(&Seen) -> bool {
+    let mut seen = 0;
+    move |_| {
+        seen += 1;
+        seen >= count
+    }
 }
 
 /// Counts how often each (sequence, metric name) arrived.
