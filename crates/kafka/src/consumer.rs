@@ -8,9 +8,8 @@
 //! - **before partitions are revoked**, the offsets the runtime has
 //!   [staged](runnel_backend::Consumer::stage) for them (their outputs are acknowledged) are
 //!   committed synchronously, so the next owner starts where this one really got to;
-//! - **when partitions are assigned**, each one's start offset is resolved (a pending seek,
-//!   the committed offset, else the earliest or latest one) and written into the assignment
-//!   before librdkafka applies it, so
+//! - **after partitions are assigned**, each one's start offset is resolved explicitly (a
+//!   pending seek, the committed offset, else the earliest or latest one) and assigned, so
 //!   [`positions`](runnel_backend::Consumer::positions) is exact from the first moment.
 
 use std::collections::{BTreeMap, VecDeque};
@@ -24,6 +23,7 @@ use rdkafka::ClientContext;
 use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::{
     BaseConsumer, CommitMode, Consumer as _, ConsumerContext, ConsumerGroupMetadata, Rebalance,
+    RebalanceProtocol,
 };
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{BorrowedMessage, Headers as _, Message as _};
@@ -137,26 +137,26 @@ impl Shared {
         }
     }
 
-    /// Sets every newly assigned partition's start offset in the assignment itself (the
-    /// committed one, else the earliest or latest one), before librdkafka applies it: one
-    /// assignment, with no offset lookup of librdkafka's own racing ours.
-    fn resolve_starts(&self, consumer: &BaseConsumer<GroupContext>, assigned: &TopicPartitionList) {
+    /// Starts every newly assigned partition at an explicit offset: the committed one, else
+    /// the earliest or latest one.
+    fn assign(&self, consumer: &BaseConsumer<GroupContext>, assigned: &TopicPartitionList) {
         let committed = consumer
             .committed_offsets(assigned.clone(), self.timeout)
             .map_err(|error| {
                 tracing::warn!(group = %self.group, "reading committed offsets failed: {}", self.redactor.error(&error));
             })
             .ok();
-        let mut sought = std::mem::take(&mut *lock(&self.pending_seeks));
+        let mut explicit = TopicPartitionList::new();
         let mut starts = Vec::new();
-        for mut element in assigned.elements() {
-            let (topic, partition) = (element.topic().to_owned(), element.partition());
-            let tp = TopicPartition::new(self.metadata.intern(&topic), partition as u32);
+        let mut sought = std::mem::take(&mut *lock(&self.pending_seeks));
+        for element in assigned.elements() {
+            let (topic, partition) = (element.topic(), element.partition());
+            let tp = TopicPartition::new(self.metadata.intern(topic), partition as u32);
             let seek = sought.remove(&tp).map(|offset| offset as i64);
             let stored = seek.or_else(|| {
                 committed
                     .as_ref()
-                    .and_then(|list| list.find_partition(&topic, partition))
+                    .and_then(|list| list.find_partition(topic, partition))
                     .and_then(|e| match e.offset() {
                         Offset::Offset(offset) if offset >= 0 => Some(offset),
                         _ => None,
@@ -164,7 +164,7 @@ impl Shared {
             });
             let start = match stored {
                 Some(offset) => Some(offset),
-                None => match consumer.fetch_watermarks(&topic, partition, self.timeout) {
+                None => match consumer.fetch_watermarks(topic, partition, self.timeout) {
                     Ok((low, high)) => Some(match self.start_from {
                         StartFrom::Earliest => low,
                         StartFrom::Latest => high,
@@ -175,28 +175,37 @@ impl Shared {
                     }
                 },
             };
-            if let Some(start) = start
-                && element.set_offset(Offset::Offset(start)).is_ok()
+            let offset = start.map_or(Offset::Invalid, Offset::Offset);
+            if explicit
+                .add_partition_offset(topic, partition, offset)
+                .is_ok()
+                && let Some(start) = start
             {
                 starts.push((tp, start.max(0) as u64));
             }
         }
         // Seeks for partitions another member got wait for a later assignment.
         lock(&self.pending_seeks).append(&mut sought);
+        let assigned_again = match consumer.rebalance_protocol() {
+            RebalanceProtocol::Cooperative => consumer
+                .incremental_unassign(assigned)
+                .and_then(|()| consumer.incremental_assign(&explicit)),
+            _ => consumer.assign(&explicit),
+        };
+        if let Err(error) = assigned_again {
+            tracing::warn!(group = %self.group, "assigning start offsets failed: {}", self.redactor.error(&error));
+            return;
+        }
+        // librdkafka keeps a partition's pause flag across reassignment; a partition paused
+        // before a rebalance must not stay paused after it (the polling thread pauses again
+        // if the runtime is still behind).
+        let _ = consumer.resume(&explicit);
         tracing::info!(
             group = %self.group,
             "partitions assigned: {}",
             list(&starts.iter().map(|(tp, _)| tp.clone()).collect::<Vec<_>>())
         );
         lock(&self.positions).extend(starts);
-    }
-
-    /// After librdkafka applied an assignment.
-    fn assigned(&self, consumer: &BaseConsumer<GroupContext>, assigned: &TopicPartitionList) {
-        // librdkafka keeps a partition's pause flag across reassignment; a partition paused
-        // before a rebalance must not stay paused after it (the polling thread pauses again
-        // if the runtime is still behind).
-        let _ = consumer.resume(assigned);
     }
 }
 
@@ -242,16 +251,14 @@ impl ClientContext for GroupContext {
 
 impl ConsumerContext for GroupContext {
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        match rebalance {
-            Rebalance::Revoke(revoked) => self.shared.revoke(consumer, revoked),
-            Rebalance::Assign(assigned) => self.shared.resolve_starts(consumer, assigned),
-            Rebalance::Error(_) => {}
+        if let Rebalance::Revoke(revoked) = rebalance {
+            self.shared.revoke(consumer, revoked);
         }
     }
 
     fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         if let Rebalance::Assign(assigned) = rebalance {
-            self.shared.assigned(consumer, assigned);
+            self.shared.assign(consumer, assigned);
         }
     }
 }
