@@ -3,7 +3,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use runnel_backend::{Backend, ConsumedRecord, Consumer};
+use runnel_backend::{Backend, ConsumedRecord, Consumer, TopicPartition};
 use runnel_blueprint::descriptor::BadDataPolicy;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -45,6 +45,10 @@ pub struct InletStream<T> {
     codec: Codec<T>,
     buffer: VecDeque<ConsumedRecord>,
     input_may_end: bool,
+    /// The end offset of each partition when last asked. Ends never move back, so while this
+    /// member is behind one of them the input cannot be read to its end, and the backplane
+    /// (a network round trip on Kafka) need not be asked again.
+    known_ends: Vec<u64>,
 }
 
 /// A record that failed to decode, under the `fail` policy.
@@ -78,6 +82,7 @@ impl<T: Data> InletStream<T> {
             codec,
             buffer: VecDeque::new(),
             input_may_end: true,
+            known_ends: Vec::new(),
         }
     }
 
@@ -159,8 +164,14 @@ impl<T: Data> InletStream<T> {
     }
 
     /// Whether the input is bounded and this member has read all of its partitions.
-    async fn read_everything(&self) -> Result<bool> {
+    async fn read_everything(&mut self) -> Result<bool> {
         if !*self.parts.end_of_input.borrow() {
+            return Ok(false);
+        }
+        let positions = self.parts.consumer.positions();
+        // No partitions yet: a Kafka member is assigned its partitions during its first
+        // polls, and has read nothing until then.
+        if positions.is_empty() || behind(&positions, &self.known_ends) {
             return Ok(false);
         }
         let ends = self
@@ -169,16 +180,8 @@ impl<T: Data> InletStream<T> {
             .offsets(&self.parts.topic)
             .await
             .map_err(Error::external)?;
-        let positions = self.parts.consumer.positions();
-        // No partitions yet: a Kafka member is assigned its partitions during its first
-        // polls, and has read nothing until then.
-        if positions.is_empty() {
-            return Ok(false);
-        }
-        Ok(positions.iter().all(|(partition, position)| {
-            ends.get(partition.partition as usize)
-                .is_none_or(|offsets| *position >= offsets.end)
-        }))
+        self.known_ends = ends.iter().map(|offsets| offsets.end).collect();
+        Ok(!behind(&positions, &self.known_ends))
     }
 
     /// Decodes the first buffered record; one that does not decode is handled by the
@@ -275,5 +278,33 @@ impl<T> std::fmt::Debug for InletStream<T> {
             .field("topic", &self.parts.topic)
             .field("buffered", &self.buffer.len())
             .finish_non_exhaustive()
+    }
+}
+
+/// Whether some partition's position is short of its end offset in `ends` (partitions
+/// without a known end count as read).
+fn behind(positions: &[(TopicPartition, u64)], ends: &[u64]) -> bool {
+    positions.iter().any(|(partition, position)| {
+        ends.get(partition.partition as usize)
+            .is_some_and(|end| position < end)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(partition: u32, position: u64) -> (TopicPartition, u64) {
+        (TopicPartition::new("t", partition), position)
+    }
+
+    #[test]
+    fn a_member_is_behind_while_one_of_its_partitions_is_short_of_its_end() {
+        let ends = [10, 20];
+        assert!(behind(&[at(0, 10), at(1, 19)], &ends));
+        assert!(!behind(&[at(0, 10), at(1, 20)], &ends));
+        // Only its own partitions count, and unknown ends count as read.
+        assert!(!behind(&[at(1, 20)], &ends));
+        assert!(!behind(&[at(0, 3)], &[]));
     }
 }
