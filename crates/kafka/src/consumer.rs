@@ -1,8 +1,8 @@
 //! [`KafkaConsumer`]: a member of a consumer group, fed by a polling thread.
 //!
 //! One thread per consumer polls librdkafka and hands batches of records to the runtime
-//! over a small bounded channel; when the runtime falls behind, the thread pauses its
-//! partitions and keeps polling, so the member stays in the group however slow the
+//! over a small bounded channel; when the runtime stays behind for a while, the thread
+//! pauses its partitions and keeps polling, so the member stays in the group however slow the
 //! streamlet is. Rebalance callbacks run on that thread:
 //!
 //! - **before partitions are revoked**, the offsets the runtime has
@@ -44,6 +44,14 @@ const BATCH: usize = 2048;
 const BATCHES_AHEAD: usize = 4;
 /// How long one poll of the thread blocks; also how quickly it notices a stop.
 const POLL: Duration = Duration::from_millis(100);
+/// How long the thread waits for room in the channel before it pauses its partitions.
+/// Pausing drops what librdkafka prefetched, and resuming costs a fetch round trip, so a
+/// streamlet that is only briefly behind (waiting for acknowledgements) is waited for;
+/// rebalance callbacks are served at most this much later, far inside
+/// `max.poll.interval.ms`.
+const PATIENCE: Duration = Duration::from_millis(500);
+/// How often the thread tries the channel again while waiting.
+const RETRY: Duration = Duration::from_millis(1);
 
 /// What the polling thread hands over, in order.
 enum Batch {
@@ -581,6 +589,7 @@ fn hand_over(
     // Everything paused here, resumed once the batch is handed over: the assignment may
     // change in between, and a partition left paused would never be read again.
     let mut paused = TopicPartitionList::new();
+    let waiting_since = std::time::Instant::now();
     loop {
         match sender.try_send(Batch::Records(batch)) {
             Ok(()) => break,
@@ -592,6 +601,10 @@ fn hand_over(
                 };
                 if stop.load(Ordering::SeqCst) {
                     return false;
+                }
+                if waiting_since.elapsed() < PATIENCE {
+                    std::thread::sleep(RETRY);
+                    continue;
                 }
                 if let Ok(assignment) = client.assignment()
                     && assignment.count() > 0
