@@ -19,9 +19,10 @@ pub(crate) struct Metadata {
     timeout: Duration,
     /// Partition counts of topics known to exist, with the interned name.
     partitions: Mutex<HashMap<String, (Arc<str>, u32)>>,
-    /// Per topic and partition, one past the highest offset this process's producers saw
-    /// acknowledged.
-    delivered: Mutex<HashMap<(String, u32), u64>>,
+    /// Per topic, indexed by partition: one past the highest offset this process's
+    /// producers saw acknowledged (updated for every delivery, so looked up without
+    /// allocating).
+    delivered: Mutex<HashMap<String, Vec<u64>>>,
 }
 
 impl std::fmt::Debug for Metadata {
@@ -110,17 +111,22 @@ impl Metadata {
 
     /// Records that a producer of this process saw `offset` acknowledged.
     pub(crate) fn delivered(&self, topic: &str, partition: i32, offset: i64) {
+        let (Ok(partition), Ok(end)) = (usize::try_from(partition), u64::try_from(offset + 1))
+        else {
+            return;
+        };
         let mut delivered = self
             .delivered
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let end = (offset + 1).max(0) as u64;
-        match delivered.get_mut(&(topic.to_owned(), partition as u32)) {
-            Some(known) => *known = (*known).max(end),
-            None => {
-                delivered.insert((topic.to_owned(), partition as u32), end);
-            }
+        let ends = match delivered.get_mut(topic) {
+            Some(ends) => ends,
+            None => delivered.entry(topic.to_owned()).or_default(),
+        };
+        if ends.len() <= partition {
+            ends.resize(partition + 1, 0);
         }
+        ends[partition] = ends[partition].max(end);
     }
 
     /// Start and end offsets of every partition. Blocks.
@@ -145,8 +151,8 @@ impl Metadata {
                     .delivered
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
-                    .get(&(topic.to_owned(), partition))
-                    .copied()
+                    .get(topic)
+                    .and_then(|ends| ends.get(partition as usize).copied())
                     .unwrap_or(0);
                 Ok(PartitionOffsets {
                     start: low.max(0) as u64,

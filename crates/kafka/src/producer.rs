@@ -121,19 +121,22 @@ impl Producer for KafkaProducer {
                 });
             }
         }
-        let mut headers = OwnedHeaders::new_with_capacity(record.headers.len());
-        for header in &record.headers {
-            headers = headers.insert(Header {
-                key: &header.key,
-                value: Some(&header.value[..]),
-            });
-        }
         let (delivered, receipt) = oneshot::channel();
         let mut base = BaseRecord::with_opaque_to(topic, Box::new(delivered))
             .partition(partition as i32)
             .payload(&record.value[..])
-            .headers(headers)
             .timestamp(record.timestamp);
+        // librdkafka allocates and frees a header list per record that has one at all.
+        if !record.headers.is_empty() {
+            let mut headers = OwnedHeaders::new_with_capacity(record.headers.len());
+            for header in &record.headers {
+                headers = headers.insert(Header {
+                    key: &header.key,
+                    value: Some(&header.value[..]),
+                });
+            }
+            base = base.headers(headers);
+        }
         if let Some(key) = &record.key {
             base = base.key(&key[..]);
         }
