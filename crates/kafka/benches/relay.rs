@@ -1,0 +1,352 @@
+//! Records per second of a one-streamlet relay (consume, map, produce) on Runnel's Kafka
+//! backplane, against a bare librdkafka relay with the same client settings, side by side
+//! against one tansu broker started by the benchmark.
+//!
+//! ```text
+//! cargo bench -p runnel-kafka --bench relay -- [RECORDS] [RUNS]
+//! ```
+//!
+//! Both relays read the same input topic (RECORDS small Avro records over 4 partitions,
+//! written once) from the beginning with a fresh consumer group, and write a fresh output
+//! topic; a run ends when every record has been written and acknowledged. Runnel's relay is a
+//! `Processor` hosted by `run_instance` exactly as `app run` hosts it: decode, map, encode,
+//! send, commit after acknowledgement every 200 ms. The bare relay is a librdkafka consumer and
+//! producer in one loop, copying payloads without decoding them and committing the consumed
+//! position every 200 ms without waiting for deliveries (so it does strictly less). Runs
+//! alternate between the two. Rates count from each relay's first record, so the consumer
+//! group join (seconds on tansu) is left out; the medians and their ratio are printed.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::message::Message;
+use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+use runnel_backend::{Backend, ProducerConfig, Record, TopicSpec, partition_for_key};
+use runnel_kafka::test_broker::Tansu;
+use runnel_kafka::{KafkaBackend, KafkaConfig};
+use runnel_streamlet::prelude::*;
+use runnel_streamlet::{
+    HostSettings, InletWiring, InstanceMetrics, OutletWiring, SystemClock, Wiring,
+};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+const PARTITIONS: u32 = 4;
+const INPUT: &str = "relay-in";
+
+/// One reading.
+#[derive(Debug, Clone, Serialize, Deserialize, AvroSchema)]
+struct Reading {
+    sensor: String,
+    sequence: i64,
+    celsius: f64,
+}
+
+const IN: Inlet<Reading> = Inlet::new("in");
+const OUT: Outlet<Reading> = Outlet::new("out").keyed_by(|r| r.sensor.clone());
+
+fn encode(schema: &apache_avro::Schema, value: &Reading) -> Vec<u8> {
+    let mut buffer = Vec::new();
+    apache_avro::write_avro_datum_ref(schema, value, &mut buffer).unwrap();
+    buffer
+}
+
+async fn fill(backend: &KafkaBackend, records: usize) {
+    backend
+        .create_topic(&TopicSpec::new(INPUT, PARTITIONS))
+        .await
+        .unwrap();
+    let producer = backend.producer(&ProducerConfig::default()).await.unwrap();
+    let schema = Reading::get_schema();
+    for sequence in 0..records {
+        let reading = Reading {
+            sensor: format!("sensor-{}", sequence % 64),
+            sequence: sequence as i64,
+            celsius: 20.0 + (sequence % 100) as f64 / 10.0,
+        };
+        let partition = partition_for_key(reading.sensor.as_bytes(), PARTITIONS);
+        let record = Record::new(encode(&schema, &reading)).with_key(reading.sensor.clone());
+        drop(producer.send(INPUT, partition, record).await.unwrap());
+    }
+    producer.flush().await.unwrap();
+}
+
+/// Runnel: `Processor` in `run_instance`, at-least-once, until the input is read.
+async fn runnel_relay(backend: &KafkaBackend, records: usize, run: usize) -> Timing {
+    let output = format!("relay-out-runnel-{run}");
+    backend
+        .create_topic(&TopicSpec::new(&output, PARTITIONS))
+        .await
+        .unwrap();
+    backend
+        .create_topic(&TopicSpec::new("relay-dead", 1))
+        .await
+        .unwrap();
+    let (_end, ended) = watch::channel(true);
+    let wiring = Wiring {
+        app: "bench".into(),
+        instance: format!("relay-{run}"),
+        inlets: vec![InletWiring {
+            port: "in".into(),
+            topic: INPUT.into(),
+            group: format!("bench.relay-{run}.in"),
+            writer_schemas: vec![],
+            end_of_input: ended,
+            consumer_settings: BTreeMap::new(),
+        }],
+        outlets: vec![OutletWiring {
+            port: "out".into(),
+            topic: output,
+            tag_schema: false,
+        }],
+        dead_letter_topic: "relay-dead".into(),
+        parameters: HashMap::new(),
+        settings: HostSettings::default(),
+        ready: None,
+        watermarks: None,
+        transactional_id: None,
+    };
+    let first = Arc::new(OnceLock::new());
+    let first_seen = first.clone();
+    let relay = Processor::new(IN, OUT, move |mut reading: Reading| {
+        first_seen.get_or_init(Instant::now);
+        reading.celsius = reading.celsius * 1.8 + 32.0;
+        Some(reading)
+    });
+    let metrics = Arc::new(InstanceMetrics::for_shape(&Streamlet::shape(&relay)));
+    let started = Instant::now();
+    // Done when every input offset is committed (so every output acknowledged), not when
+    // the instance has also left the consumer group and closed its clients.
+    let watched = metrics.clone();
+    let done = tokio::spawn(async move {
+        while watched.committed() < records as u64 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        Instant::now()
+    });
+    runnel_streamlet::run_instance(
+        Box::new(relay),
+        Arc::new(backend.clone()),
+        wiring,
+        Arc::new(SystemClock),
+        metrics,
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    let done = done.await.unwrap();
+    Timing::between(started, *first.get().expect("the relay read records"), done)
+}
+
+/// What the bare relay does to each payload.
+#[derive(Clone, Copy)]
+enum Work {
+    /// Copies the bytes: the least any relay can do.
+    Copy,
+    /// Decodes with apache-avro, maps as Runnel's relay does, encodes again: what a
+    /// hand-written Rust relay would do.
+    Map,
+}
+
+/// Bare librdkafka: consume, copy or map the payload, produce to the same partition.
+fn bare_relay(config: &KafkaConfig, records: usize, run: usize, work: Work) -> Timing {
+    let output = format!("relay-out-bare-{}-{run}", work as u8);
+    let schema = Reading::get_schema();
+    let mut common = ClientConfig::new();
+    common.set("bootstrap.servers", &config.bootstrap_servers);
+    let admin = common.clone();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let backend = KafkaBackend::connect(config.clone()).await.unwrap();
+        backend
+            .create_topic(&TopicSpec::new(&output, PARTITIONS))
+            .await
+            .unwrap();
+    });
+    drop(admin);
+    let mut consumer_config = common.clone();
+    for (key, value) in config.settings.iter() {
+        consumer_config.set(key, value);
+    }
+    let consumer: BaseConsumer = consumer_config
+        .set("group.id", format!("bench.bare-{}-{run}.in", work as u8))
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("isolation.level", "read_committed")
+        .set("fetch.queue.backoff.ms", "10")
+        .create()
+        .unwrap();
+    // The same producer settings Runnel uses: idempotent, acks=all.
+    let producer: ThreadedProducer<DefaultProducerContext> = common
+        .clone()
+        .set("enable.idempotence", "true")
+        .set("acks", "all")
+        .create()
+        .unwrap();
+    consumer.subscribe(&[INPUT]).unwrap();
+    let started = Instant::now();
+    let mut first = None;
+    let mut copied = 0;
+    let mut positions: BTreeMap<i32, i64> = BTreeMap::new();
+    let mut last_commit = Instant::now();
+    while copied < records {
+        let Some(Ok(message)) = consumer.poll(Duration::from_millis(100)) else {
+            continue;
+        };
+        first.get_or_insert_with(Instant::now);
+        let payload = message.payload().unwrap_or_default();
+        let mapped;
+        let payload = match work {
+            Work::Copy => payload,
+            Work::Map => {
+                let value = apache_avro::from_avro_datum(&schema, &mut &payload[..], None).unwrap();
+                let mut reading: Reading = apache_avro::from_value(&value).unwrap();
+                reading.celsius = reading.celsius * 1.8 + 32.0;
+                mapped = encode(&schema, &reading);
+                &mapped[..]
+            }
+        };
+        let mut record = BaseRecord::<[u8], [u8]>::to(&output)
+            .partition(message.partition())
+            .payload(payload);
+        if let Some(key) = message.key() {
+            record = record.key(key);
+        }
+        if let Some(timestamp) = message.timestamp().to_millis() {
+            record = record.timestamp(timestamp);
+        }
+        let mut pending = record;
+        loop {
+            match producer.send(pending) {
+                Ok(()) => break,
+                Err((_, returned)) => {
+                    pending = returned;
+                    producer.poll(Duration::from_millis(1));
+                }
+            }
+        }
+        positions.insert(message.partition(), message.offset() + 1);
+        copied += 1;
+        if last_commit.elapsed() > Duration::from_millis(200) {
+            commit(&consumer, &positions);
+            last_commit = Instant::now();
+        }
+    }
+    producer.flush(Duration::from_secs(60)).unwrap();
+    commit(&consumer, &positions);
+    Timing::between(
+        started,
+        first.expect("the relay read records"),
+        Instant::now(),
+    )
+}
+
+fn commit(consumer: &BaseConsumer, positions: &BTreeMap<i32, i64>) {
+    let mut list = TopicPartitionList::new();
+    for (partition, offset) in positions {
+        list.add_partition_offset(INPUT, *partition, Offset::Offset(*offset))
+            .unwrap();
+    }
+    let _ = consumer.commit(&list, CommitMode::Async);
+}
+
+/// How long a relay took in all, and from its first record on (after the group join).
+struct Timing {
+    total: Duration,
+    streaming: Duration,
+}
+
+impl Timing {
+    fn between(started: Instant, first_record: Instant, done: Instant) -> Timing {
+        Timing {
+            total: done - started,
+            streaming: done - first_record,
+        }
+    }
+
+    fn report(&self, relay: &str, run: usize, records: usize) -> f64 {
+        let rate = records as f64 / self.streaming.as_secs_f64();
+        println!(
+            "run {run}: {relay} relay {records} records in {:.2?} ({:.2?} after the first record): {rate:.0} records/s",
+            self.total, self.streaming
+        );
+        rate
+    }
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1).filter(|a| !a.starts_with("--"));
+    let records: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(300_000);
+    let runs: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(5);
+    let broker = Tansu::start();
+    let config = broker.config();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let backend = runtime
+        .block_on(KafkaBackend::connect(config.clone()))
+        .unwrap();
+    println!("filling {INPUT} with {records} records over {PARTITIONS} partitions");
+    runtime.block_on(fill(&backend, records));
+    let mut results: [Vec<(f64, f64)>; 3] = Default::default();
+    let names = [
+        "runnel",
+        "bare librdkafka, copy",
+        "bare librdkafka, apache-avro map",
+    ];
+    for run in 0..runs {
+        for (relay, name) in names.iter().enumerate() {
+            let cpu = cpu_seconds();
+            let timing = match relay {
+                0 => runtime.block_on(runnel_relay(&backend, records, run)),
+                1 => bare_relay(&config, records, run, Work::Copy),
+                _ => bare_relay(&config, records, run, Work::Map),
+            };
+            let micros = (cpu_seconds() - cpu) * 1e6 / records as f64;
+            let rate = timing.report(name, run, records);
+            println!("        process CPU {micros:.2} µs/record");
+            results[relay].push((rate, micros));
+        }
+    }
+    let medians: Vec<(f64, f64)> = results
+        .into_iter()
+        .map(|runs| {
+            let (rates, micros): (Vec<f64>, Vec<f64>) = runs.into_iter().unzip();
+            (median(rates), median(micros))
+        })
+        .collect();
+    println!("medians of {runs} runs:");
+    for (name, (rate, micros)) in names.iter().zip(&medians) {
+        println!("  {name:<34} {rate:>9.0} records/s  {micros:.2} µs CPU/record");
+    }
+    for (name, (rate, _)) in names.iter().zip(&medians).skip(1) {
+        println!("  runnel / {name}: {:.2}", medians[0].0 / rate);
+    }
+}
+
+/// CPU time (user and system) of this process so far, from /proc (Linux).
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return f64::NAN;
+    };
+    let ticks: Vec<f64> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|field| field.parse().ok())
+        .collect();
+    ticks.iter().sum::<f64>() / 100.0
+}
