@@ -1,15 +1,10 @@
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use device_stats::model::{PowerStats, Reading};
-use runnel::prelude::*;
 use runnel::window::{Pane, Timing};
-use runnel_backend::{Backend, ConsumedRecord, ConsumerConfig};
-use runnel_embedded_log::{EmbeddedBackend, LogConfig};
+pub(crate) use runnel_app_test::{Running, open, read_topic, read_values, run_to_end, stderr_of};
 
 pub(crate) const BLUEPRINT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/blueprint.toml");
 
@@ -24,104 +19,6 @@ pub(crate) fn app(args: &[&str], data_dir: &Path) -> Command {
         .args(["--set", "stats-logger.log-every=100"])
         .env("RUST_LOG", "info");
     command
-}
-
-/// Runs to completion, failing the test if it takes longer than `limit`.
-pub(crate) fn run_to_end(mut command: Command, limit: Duration) -> Output {
-    let mut child = command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > limit {
-            child.kill().unwrap();
-            let output = child.wait_with_output().unwrap();
-            panic!(
-                "the app did not finish within {limit:?}\nstderr:\n{}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child.wait_with_output().unwrap()
-}
-
-/// A running app whose output lines arrive on a channel.
-pub(crate) struct Running {
-    pub(crate) child: Child,
-    lines: mpsc::Receiver<String>,
-}
-
-impl Running {
-    pub(crate) fn start(mut command: Command) -> Running {
-        let mut child = command
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (sender, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if sender.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Running { child, lines }
-    }
-
-    /// Waits for an output line containing `text`.
-    pub(crate) fn wait_for(&self, text: &str, limit: Duration) -> String {
-        let deadline = Instant::now() + limit;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) if line.contains(text) => return line,
-                Ok(_) => {}
-                Err(_) => panic!("no output line containing '{text}' within {limit:?}"),
-            }
-        }
-    }
-}
-
-pub(crate) fn open(data_dir: &Path) -> EmbeddedBackend {
-    EmbeddedBackend::open(data_dir, LogConfig::default()).unwrap()
-}
-
-/// Every record of a topic, read with a fresh consumer group.
-pub(crate) async fn read_topic(backend: &EmbeddedBackend, topic: &str) -> Vec<ConsumedRecord> {
-    let offsets = backend.offsets(topic).await.unwrap();
-    let total: u64 = offsets.iter().map(|o| o.end - o.start).sum();
-    let consumer = backend
-        .consumer(&ConsumerConfig::new(
-            format!("test-reader-{topic}"),
-            [topic],
-        ))
-        .await
-        .unwrap();
-    let mut records = Vec::new();
-    while (records.len() as u64) < total {
-        records.extend(consumer.poll(10_000).await.unwrap());
-    }
-    consumer.close().await.unwrap();
-    records
-}
-
-/// The values of a topic, decoded from Avro.
-pub(crate) async fn read_values<T: Data>(backend: &EmbeddedBackend, topic: &str) -> Vec<T> {
-    let schema = T::get_schema();
-    read_topic(backend, topic)
-        .await
-        .iter()
-        .map(|record| {
-            let value =
-                apache_avro::from_avro_datum(&schema, &mut &record.record.value[..], None).unwrap();
-            apache_avro::from_value(&value).unwrap()
-        })
-        .collect()
 }
 
 /// A device and the start of its minute.
@@ -207,8 +104,4 @@ pub(crate) fn assert_same(
             "mean of {minute:?}"
         );
     }
-}
-
-pub(crate) fn stderr_of(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
 }

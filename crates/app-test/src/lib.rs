@@ -1,0 +1,150 @@
+//! Helpers for end-to-end tests of Runnel app binaries, shared by the examples' test suites.
+//!
+//! An end-to-end test drives the app binary through its command line as a user would:
+//! [`run_to_end`] for a bounded run, [`Running`] for one that is stopped by a signal or a
+//! `kill -9` after some output line appeared; then it opens the app's data directory with
+//! [`open`] and reads the topics back with [`read_topic`] or [`read_values`].
+//!
+//! ```no_run
+//! use std::process::Command;
+//! use std::time::Duration;
+//! use runnel_app_test::{Running, run_to_end};
+//!
+//! let output = run_to_end(Command::new("my-app"), Duration::from_secs(60));
+//! assert!(output.status.success());
+//!
+//! let running = Running::start(Command::new("my-app"));
+//! running.wait_for("ready", Duration::from_secs(10));
+//! ```
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use runnel_backend::{Backend, ConsumedRecord, ConsumerConfig};
+use runnel_embedded_log::{EmbeddedBackend, LogConfig};
+use runnel_streamlet::Data;
+
+/// Runs `command` to completion with its output captured; panics (killing it, and showing
+/// what it printed) if it takes longer than `limit`.
+pub fn run_to_end(mut command: Command, limit: Duration) -> Output {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the app binary starts");
+    let started = Instant::now();
+    while child
+        .try_wait()
+        .expect("the app can be waited for")
+        .is_none()
+    {
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let output = child.wait_with_output().expect("the killed app is reaped");
+            panic!(
+                "the app did not finish within {limit:?}\nstdout:\n{}\nstderr:\n{}",
+                stdout_of(&output),
+                stderr_of(&output)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().expect("the app's output is read")
+}
+
+/// A running app whose standard output arrives line by line (its standard error goes to
+/// the test's).
+#[derive(Debug)]
+pub struct Running {
+    /// The app's process, to signal or kill.
+    pub child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Running {
+    /// Starts `command` and reads its standard output on a thread.
+    pub fn start(mut command: Command) -> Running {
+        let mut child = command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("the app binary starts");
+        let stdout = child.stdout.take().expect("standard output is piped");
+        let (sender, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Running { child, lines }
+    }
+
+    /// Waits for an output line containing `text` and returns it; panics after `limit`.
+    pub fn wait_for(&self, text: &str, limit: Duration) -> String {
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if line.contains(text) => return line,
+                Ok(_) => {}
+                Err(_) => panic!("no output line containing '{text}' within {limit:?}"),
+            }
+        }
+    }
+}
+
+/// The embedded log of an app's data directory (after the app stopped, or beside it).
+pub fn open(data_dir: &Path) -> EmbeddedBackend {
+    EmbeddedBackend::open(data_dir, LogConfig::default()).expect("the data directory opens")
+}
+
+/// Every record of `topic`, read with a fresh consumer group (`test-reader-<topic>`).
+pub async fn read_topic(backend: &EmbeddedBackend, topic: &str) -> Vec<ConsumedRecord> {
+    let offsets = backend.offsets(topic).await.expect("the topic exists");
+    let total: u64 = offsets.iter().map(|o| o.end - o.start).sum();
+    let consumer = backend
+        .consumer(&ConsumerConfig::new(
+            format!("test-reader-{topic}"),
+            [topic],
+        ))
+        .await
+        .expect("a consumer of the topic");
+    let mut records = Vec::new();
+    while (records.len() as u64) < total {
+        records.extend(consumer.poll(10_000).await.expect("the topic reads"));
+    }
+    consumer.close().await.expect("the consumer closes");
+    records
+}
+
+/// The values of `topic`, decoded from Avro with `T`'s schema.
+pub async fn read_values<T: Data>(backend: &EmbeddedBackend, topic: &str) -> Vec<T> {
+    read_topic(backend, topic)
+        .await
+        .iter()
+        .map(|record| decode(&record.record.value))
+        .collect()
+}
+
+/// One Avro-encoded value of type `T`, as Runnel writes it (no schema header).
+pub fn decode<T: Data>(bytes: &[u8]) -> T {
+    let schema = T::get_schema();
+    let value = apache_avro::from_avro_datum(&schema, &mut &bytes[..], None)
+        .expect("the bytes are an Avro datum of the schema");
+    apache_avro::from_value(&value).expect("the datum fits the type")
+}
+
+/// What the app printed on standard output.
+pub fn stdout_of(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// What the app printed on standard error.
+pub fn stderr_of(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
