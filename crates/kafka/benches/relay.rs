@@ -1,20 +1,23 @@
 //! Records per second of a one-streamlet relay (consume, map, produce) on Runnel's Kafka
-//! backplane, against a bare librdkafka relay with the same client settings, side by side
+//! backplane, against bare librdkafka relays with the same client settings, side by side
 //! against one tansu broker started by the benchmark.
 //!
 //! ```text
-//! cargo bench -p runnel-kafka --bench relay -- [RECORDS] [RUNS]
+//! cargo bench -p runnel-kafka --bench relay -- [RECORDS] [RUNS] [ONLY]
 //! ```
 //!
-//! Both relays read the same input topic (RECORDS small Avro records over 4 partitions,
-//! written once) from the beginning with a fresh consumer group, and write a fresh output
-//! topic; a run ends when every record has been written and acknowledged. Runnel's relay is a
-//! `Processor` hosted by `run_instance` exactly as `app run` hosts it: decode, map, encode,
-//! send, commit after acknowledgement every 200 ms. The bare relay is a librdkafka consumer and
-//! producer in one loop, copying payloads without decoding them and committing the consumed
-//! position every 200 ms without waiting for deliveries (so it does strictly less). Runs
-//! alternate between the two. Rates count from each relay's first record, so the consumer
-//! group join (seconds on tansu) is left out; the medians and their ratio are printed.
+//! (defaults 300,000 and 5; `ONLY` runs the relays whose name contains it, such as `runnel`,
+//! for profiling). Every relay reads the same input topic (RECORDS small Avro records over 4
+//! partitions, written once) from the beginning with a fresh consumer group, and writes a
+//! fresh output topic; a run ends when every record has been written and acknowledged and
+//! the input offsets committed. Runnel's relay is a `Processor` hosted by `run_instance`
+//! exactly as `app run` hosts it: decode, map, encode, send, commit after acknowledgement
+//! every 200 ms. The bare relays are a librdkafka consumer and producer in one loop,
+//! committing the consumed position every 200 ms without waiting for deliveries; one copies
+//! payloads, the other decodes, maps and encodes them with apache-avro. Runs take turns.
+//! Rates count from each relay's first record, so the consumer group join (seconds on tansu)
+//! is left out; the medians and the ratios are printed, with the process's CPU time per
+//! record.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, OnceLock};
@@ -290,6 +293,7 @@ fn main() {
     let mut args = std::env::args().skip(1).filter(|a| !a.starts_with("--"));
     let records: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(300_000);
     let runs: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(5);
+    let only = args.next().unwrap_or_default();
     let broker = Tansu::start();
     let config = broker.config();
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -306,6 +310,9 @@ fn main() {
     ];
     for run in 0..runs {
         for (relay, name) in names.iter().enumerate() {
+            if !name.contains(only.as_str()) {
+                continue;
+            }
             let cpu = cpu_seconds();
             let timing = match relay {
                 0 => runtime.block_on(runnel_relay(&backend, records, run)),
@@ -320,16 +327,26 @@ fn main() {
     }
     let medians: Vec<(f64, f64)> = results
         .into_iter()
+        .filter(|runs| !runs.is_empty())
         .map(|runs| {
             let (rates, micros): (Vec<f64>, Vec<f64>) = runs.into_iter().unzip();
             (median(rates), median(micros))
         })
         .collect();
     println!("medians of {runs} runs:");
+    let names: Vec<&str> = names
+        .into_iter()
+        .filter(|name| name.contains(only.as_str()))
+        .collect();
     for (name, (rate, micros)) in names.iter().zip(&medians) {
         println!("  {name:<34} {rate:>9.0} records/s  {micros:.2} µs CPU/record");
     }
-    for (name, (rate, _)) in names.iter().zip(&medians).skip(1) {
+    for (name, (rate, _)) in names
+        .iter()
+        .zip(&medians)
+        .skip(1)
+        .filter(|_| names[0] == "runnel")
+    {
         println!("  runnel / {name}: {:.2}", medians[0].0 / rate);
     }
 }
