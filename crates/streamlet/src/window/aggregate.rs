@@ -67,4 +67,19 @@ pub trait Aggregate: Send + 'static {
 
     /// The value of a pane.
     fn result(&self, accumulator: &Self::Accumulator) -> Self::Output;
+
+    /// Removes from `accumulator` everything `other` has seen, where `accumulator` saw it
+    /// too (merged `other`, or added its elements): the inverse of [`merge`](Self::merge).
+    /// Returns whether it did; the default does nothing and returns `false`, as a minimum or
+    /// a maximum must. The answer must not depend on the accumulators.
+    ///
+    /// With it, a sliding window fires by updating its predecessor's accumulator with the
+    /// slices that left and entered it, not by merging all of its slices, so small slides
+    /// cost little more than large ones. Implement it only where subtracting is exact
+    /// (integer counts and sums): with floating-point rounding, a pane's value would depend
+    /// on which panes fired before it, and a restored operator could emit other values.
+    fn subtract(&self, accumulator: &mut Self::Accumulator, other: &Self::Accumulator) -> bool {
+        let _ = (accumulator, other);
+        false
+    }
 }

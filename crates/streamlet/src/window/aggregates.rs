@@ -16,6 +16,15 @@ pub trait Number:
 {
     /// The value as `f64`, for averages.
     fn to_f64(self) -> f64;
+
+    /// `self - other`, where `self` is a sum that includes `other`, if that is exact: for
+    /// integers (wrapping, as their sums do in release builds), not for floating point,
+    /// whose rounding would make a sum depend on the order it was computed in. The default
+    /// is `None`. Lets [`Sum`] subtract ([`Aggregate::subtract`]).
+    fn exact_difference(self, other: Self) -> Option<Self> {
+        let _ = other;
+        None
+    }
 }
 
 macro_rules! number {
@@ -27,7 +36,21 @@ macro_rules! number {
         }
     )*};
 }
-number!(i32, i64, u32, f32, f64);
+number!(f32, f64);
+
+macro_rules! integer {
+    ($($type:ty),*) => {$(
+        impl Number for $type {
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            fn exact_difference(self, other: Self) -> Option<Self> {
+                Some(self.wrapping_sub(other))
+            }
+        }
+    )*};
+}
+integer!(i32, i64, u32);
 
 /// Counts elements.
 ///
@@ -74,6 +97,11 @@ impl<T: 'static> Aggregate for Count<T> {
     fn result(&self, accumulator: &i64) -> i64 {
         *accumulator
     }
+    // Exact on integers, so sliding counts fire in time proportional to the slide.
+    fn subtract(&self, accumulator: &mut i64, other: &i64) -> bool {
+        *accumulator -= other;
+        true
+    }
 }
 
 /// Sums a number taken from each element.
@@ -113,6 +141,16 @@ impl<T: 'static, N: Number> Aggregate for Sum<T, N> {
     }
     fn result(&self, accumulator: &N) -> N {
         *accumulator
+    }
+    // Integer sums subtract, so sliding sums fire in time proportional to the slide.
+    fn subtract(&self, accumulator: &mut N, other: &N) -> bool {
+        match accumulator.exact_difference(*other) {
+            Some(difference) => {
+                *accumulator = difference;
+                true
+            }
+            None => false,
+        }
     }
 }
 

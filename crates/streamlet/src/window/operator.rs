@@ -58,6 +58,8 @@ pub struct WindowOperator<K, A: Aggregate> {
     pub(crate) spec: WindowSpec,
     geometry: Geometry,
     aggregate: A,
+    /// Whether the aggregate subtracts ([`Aggregate::subtract`]).
+    subtracts: bool,
     pub(crate) state: State<K, A::Accumulator, A::Output>,
     fired: Vec<Fired<A::Output>>,
 }
@@ -95,6 +97,8 @@ pub(crate) struct Cx<'a, A: Aggregate> {
     pub(crate) aggregate: &'a A,
     pub(crate) spec: &'a WindowSpec,
     pub(crate) geometry: Geometry,
+    /// Whether the aggregate subtracts ([`Aggregate::subtract`]).
+    pub(crate) subtracts: bool,
     /// The watermark the call runs at.
     pub(crate) watermark: i64,
     /// The processing time.
@@ -128,6 +132,8 @@ impl<K: Key, A: Aggregate> WindowOperator<K, A> {
             panic!("invalid window spec: {error}");
         }
         let (size, slide) = spec.windows.size_and_slide();
+        // The answer does not depend on the accumulators: ask once, with empty ones.
+        let subtracts = aggregate.subtract(&mut aggregate.create(), &aggregate.create());
         WindowOperator {
             spec,
             geometry: Geometry {
@@ -136,6 +142,7 @@ impl<K: Key, A: Aggregate> WindowOperator<K, A> {
                 step: gcd(size, slide),
             },
             aggregate,
+            subtracts,
             state: State {
                 watermark: i64::MIN,
                 keys: HashMap::new(),
@@ -207,6 +214,7 @@ impl<K: Key, A: Aggregate> WindowOperator<K, A> {
             aggregate: &self.aggregate,
             spec: &self.spec,
             geometry: self.geometry,
+            subtracts: self.subtracts,
             watermark,
             now,
             fired: &mut self.fired,
@@ -261,6 +269,7 @@ impl<K: Key, A: Aggregate> WindowOperator<K, A> {
                     aggregate: &self.aggregate,
                     spec: &self.spec,
                     geometry: self.geometry,
+                    subtracts: self.subtracts,
                     watermark: time,
                     now,
                     fired: &mut self.fired,
@@ -302,6 +311,7 @@ impl<K: Key, A: Aggregate> WindowOperator<K, A> {
                     aggregate: &self.aggregate,
                     spec: &self.spec,
                     geometry: self.geometry,
+                    subtracts: self.subtracts,
                     watermark: self.state.watermark,
                     now,
                     fired: &mut self.fired,

@@ -6,6 +6,11 @@
 //! accumulator update however many windows it belongs to, and a sliding window with a small
 //! slide costs more only when panes fire.
 //!
+//! For aggregates that subtract ([`Aggregate::subtract`]), the accumulator of the last
+//! window fired on time is kept, and the next window's is that one minus the slices that
+//! left it plus those that entered: a pane then costs a few slices, not `size / step` of
+//! them, which is what small slides would otherwise pay for every pane.
+//!
 //! Per-window firing state ([`PaneState`]) exists only where a window needs one: with early
 //! firings (from the window's first element), and after the on-time pane while the window
 //! accepts late elements.
@@ -55,6 +60,30 @@ pub(crate) struct Sliced<Acc, Out> {
     panes: BTreeMap<i64, PaneState<Acc, Out>>,
     /// Every window ending at or before this has had its on-time firing.
     fired_through: i64,
+    /// For aggregates that subtract: the accumulator of the slices present in a range, the
+    /// last window fired on time. Derived from the slices, so not checkpointed: a restored
+    /// store rebuilds it at its first on-time pane, exactly (subtracting is exact).
+    #[serde(skip, default = "no_running")]
+    running: Option<Running<Acc>>,
+}
+
+// A function, not `Default`: the derive would ask `Acc: Default` of it.
+fn no_running<Acc>() -> Option<Running<Acc>> {
+    None
+}
+
+/// The accumulator of every slice present with a start in `[start, end)`.
+#[derive(Clone, Debug)]
+struct Running<Acc> {
+    start: i64,
+    end: i64,
+    accumulator: Acc,
+}
+
+impl<Acc> Running<Acc> {
+    fn covers(&self, slice: i64) -> bool {
+        self.start <= slice && slice < self.end
+    }
 }
 
 impl<Acc: Clone, Out: Clone> Sliced<Acc, Out> {
@@ -63,6 +92,7 @@ impl<Acc: Clone, Out: Clone> Sliced<Acc, Out> {
             slices: VecDeque::new(),
             panes: BTreeMap::new(),
             fired_through: i64::MIN,
+            running: None,
         }
     }
 
@@ -84,6 +114,11 @@ impl<Acc: Clone, Out: Clone> Sliced<Acc, Out> {
         let slice = floor(timestamp, g.step);
         let accumulator = self.slice_mut(slice, cx.aggregate);
         cx.aggregate.add(accumulator, input);
+        if let Some(running) = &mut self.running
+            && running.covers(slice)
+        {
+            cx.aggregate.add(&mut running.accumulator, input); // a late element
+        }
 
         let first_end = first.saturating_add(g.size);
         let early = cx.spec.trigger.early;
@@ -170,7 +205,15 @@ impl<Acc: Clone, Out: Clone> Sliced<Acc, Out> {
             if last_end.saturating_add(lateness) > watermark {
                 break;
             }
-            self.slices.pop_front();
+            let (slice, accumulator) = self.slices.pop_front().expect("a front slice");
+            // Keep the running accumulator that of the slices present in its range, so
+            // that moving it to the next window subtracts only the slices still here.
+            if let Some(running) = &mut self.running
+                && running.covers(slice)
+            {
+                cx.aggregate
+                    .subtract(&mut running.accumulator, &accumulator);
+            }
         }
         self.next_event(cx)
     }
@@ -214,7 +257,11 @@ impl<Acc: Clone, Out: Clone> Sliced<Acc, Out> {
                 ..PaneState::default()
             });
         if cx.spec.accumulation != Accumulation::Discarding || pane.pending > 0 {
-            let full = self.window_accumulator(cx.aggregate, window);
+            let full = if cx.subtracts {
+                self.running_accumulator(cx.aggregate, window, cx.geometry.step)
+            } else {
+                self.window_accumulator(cx.aggregate, window)
+            };
             pane.fire(
                 window,
                 Timing::OnTime,
@@ -310,6 +357,53 @@ impl<Acc: Clone, Out: Clone> Sliced<Acc, Out> {
             None if self.slices.len() <= NEAR => self.slices.len(),
             None => self.slices.partition_point(|(start, _)| *start < time),
         }
+    }
+
+    /// The accumulator of `window`, for an aggregate that subtracts: the running one moved
+    /// to `window` (windows fire on time in order of start, so it moves forward by a slide),
+    /// or made anew when `window` does not overlap it.
+    fn running_accumulator<A>(&mut self, aggregate: &A, window: Window, step: i64) -> Acc
+    where
+        A: Aggregate<Accumulator = Acc>,
+    {
+        let running = match self.running.take() {
+            Some(mut running) if running.start <= window.start && window.start < running.end => {
+                let mut first = self.first_slice_from(running.start);
+                while let Some((start, slice)) = self.slices.get(first)
+                    && *start < window.start
+                {
+                    aggregate.subtract(&mut running.accumulator, slice);
+                    first += 1;
+                }
+                // Slices are at least a step apart, so the first to enter is at most this
+                // far from the window's first; with a slice in every step, exactly. Look
+                // back from there: a binary search would miss the cache at every probe.
+                let span = (running.end - window.start) / step;
+                let mut entered = first
+                    .saturating_add(usize::try_from(span).unwrap_or(usize::MAX))
+                    .min(self.slices.len());
+                while entered > first && self.slices[entered - 1].0 >= running.end {
+                    entered -= 1;
+                }
+                for (start, slice) in self.slices.range(entered..) {
+                    if *start >= window.end {
+                        break;
+                    }
+                    aggregate.merge(&mut running.accumulator, slice);
+                }
+                running.start = window.start;
+                running.end = window.end;
+                running
+            }
+            _ => Running {
+                start: window.start,
+                end: window.end,
+                accumulator: self.window_accumulator(aggregate, window),
+            },
+        };
+        let accumulator = running.accumulator.clone();
+        self.running = Some(running);
+        accumulator
     }
 
     fn window_accumulator<A>(&self, aggregate: &A, window: Window) -> Acc

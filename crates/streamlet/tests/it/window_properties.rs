@@ -8,7 +8,8 @@ use std::time::Duration;
 use proptest::prelude::*;
 use runnel_streamlet::watermark::{WatermarkHolder, Watermarks};
 use runnel_streamlet::window::{
-    Accumulation, Added, Firing, Pane, Sum, Timing, Trigger, WindowOperator, WindowSpec, Windows,
+    Accumulation, Added, Aggregate, Firing, Pane, Sum, Timing, Trigger, WindowOperator, WindowSpec,
+    Windows,
 };
 
 /// One input: key, event time, value, input partition.
@@ -89,7 +90,38 @@ fn batch(windows: Windows, inputs: &[Input]) -> BTreeMap<(u8, i64, i64), i64> {
 /// Streams the inputs through watermarks with `bound` and the operator; returns the panes
 /// and the late inputs.
 fn stream(spec: WindowSpec, bound: i64, inputs: &[Input]) -> (Vec<Pane<u8, i64>>, usize) {
-    let mut operator = WindowOperator::new(spec, Sum::of(|value: &i64| *value));
+    stream_with(spec, bound, inputs, Sum::of(|value: &i64| *value))
+}
+
+/// An integer sum that does not subtract: every pane merges its window's slices.
+struct Merging(Sum<i64, i64>);
+
+impl Aggregate for Merging {
+    type Input = i64;
+    type Accumulator = i64;
+    type Output = i64;
+
+    fn create(&self) -> i64 {
+        self.0.create()
+    }
+    fn add(&self, accumulator: &mut i64, input: &i64) {
+        self.0.add(accumulator, input);
+    }
+    fn merge(&self, accumulator: &mut i64, other: &i64) {
+        self.0.merge(accumulator, other);
+    }
+    fn result(&self, accumulator: &i64) -> i64 {
+        self.0.result(accumulator)
+    }
+}
+
+fn stream_with<A: Aggregate<Input = i64, Output = i64>>(
+    spec: WindowSpec,
+    bound: i64,
+    inputs: &[Input],
+    aggregate: A,
+) -> (Vec<Pane<u8, i64>>, usize) {
+    let mut operator = WindowOperator::new(spec, aggregate);
     let mut watermarks =
         WatermarkHolder::new(Watermarks::bounded(Duration::from_millis(bound as u64)).never_idle());
     for partition in 0..3 {
@@ -214,6 +246,36 @@ proptest! {
                     prop_assert_eq!(nonzero_keys(per_key(&totals)), nonzero_keys(per_key(&expected)));
                 }
                 _ => prop_assert_eq!(nonzero(&totals), nonzero(&expected), "{:?}", accumulation),
+            }
+        }
+    }
+
+    #[test]
+    fn subtracting_fires_the_same_panes_as_merging(
+        windows in windows(),
+        count in 1_u32..4,
+        lateness in 0_u64..3_000,
+        inputs in inputs(4_000),
+    ) {
+        // Late elements within the lateness and expiring slices both touch the window an
+        // aggregate that subtracts keeps running between panes.
+        for accumulation in [
+            Accumulation::Discarding,
+            Accumulation::Accumulating,
+            Accumulation::AccumulatingAndRetracting,
+        ] {
+            for early in [None, Some(Firing::every(count))] {
+                let mut trigger = Trigger::on_time().late(Firing::every(count));
+                if let Some(early) = early {
+                    trigger = trigger.early(early);
+                }
+                let spec = WindowSpec::new(windows)
+                    .trigger(trigger)
+                    .allowed_lateness(Duration::from_millis(lateness))
+                    .accumulation(accumulation);
+                let subtracting = stream(spec, 500, &inputs);
+                let merging = stream_with(spec, 500, &inputs, Merging(Sum::of(|value: &i64| *value)));
+                prop_assert_eq!(subtracting, merging, "{:?}", spec);
             }
         }
     }
