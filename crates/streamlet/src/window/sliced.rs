@@ -112,7 +112,7 @@ impl<Acc: Clone, Out: Clone> Sliced<Acc, Out> {
         }
         self.fired_through = self.fired_through.max(cx.watermark);
         let slice = floor(timestamp, g.step);
-        let accumulator = self.slice_mut(slice, cx.aggregate);
+        let accumulator = self.slice_mut(slice, g.step, cx.aggregate);
         cx.aggregate.add(accumulator, input);
         if let Some(running) = &mut self.running
             && running.covers(slice)
@@ -318,7 +318,7 @@ impl<Acc: Clone, Out: Clone> Sliced<Acc, Out> {
         }
     }
 
-    fn slice_mut<A>(&mut self, slice: i64, aggregate: &A) -> &mut Acc
+    fn slice_mut<A>(&mut self, slice: i64, step: i64, aggregate: &A) -> &mut Acc
     where
         A: Aggregate<Accumulator = Acc>,
     {
@@ -327,16 +327,41 @@ impl<Acc: Clone, Out: Clone> Sliced<Acc, Out> {
         if self.slices.len() == self.slices.capacity() {
             self.slices.reserve_exact(self.slices.len() / 4 + 4);
         }
-        // Elements mostly arrive in the newest slice; search from the back.
-        let position = match self.slices.iter().rposition(|(start, _)| *start <= slice) {
-            Some(at) if self.slices[at].0 == slice => at,
-            Some(at) => {
-                self.slices.insert(at + 1, (slice, aggregate.create()));
-                at + 1
+        let position = match self.slices.back() {
+            Some((back, _)) if *back == slice => self.slices.len() - 1, // the common case
+            Some((back, _)) if *back < slice => {
+                self.slices.push_back((slice, aggregate.create()));
+                self.slices.len() - 1
             }
             None => {
-                self.slices.push_front((slice, aggregate.create()));
+                self.slices.push_back((slice, aggregate.create()));
                 0
+            }
+            Some((back, _)) => {
+                // Out of order. Slices are distinct multiples of the step, so the slice
+                // `behind` places before the back one starts at or before `slice`; with a
+                // slice in every step (a busy key), exactly at it. Jump there rather than scan back to it: with small
+                // slides that is many slices, and the scan missed the cache at each line.
+                let behind = back
+                    .checked_sub(slice)
+                    .and_then(|distance| usize::try_from(distance / step).ok())
+                    .unwrap_or(usize::MAX);
+                let mut at = (self.slices.len() - 1).saturating_sub(behind);
+                while at + 1 < self.slices.len() && self.slices[at + 1].0 <= slice {
+                    at += 1;
+                }
+                match self.slices[at].0 {
+                    start if start == slice => at,
+                    start if start < slice => {
+                        self.slices.insert(at + 1, (slice, aggregate.create()));
+                        at + 1
+                    }
+                    _ => {
+                        // Only when `behind` reached the front: `slice` is before them all.
+                        self.slices.push_front((slice, aggregate.create()));
+                        0
+                    }
+                }
             }
         };
         &mut self.slices[position].1
