@@ -17,7 +17,8 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use serde::{Deserialize, Serialize};
+use serde::ser::SerializeStruct;
+use serde::{Deserialize, Serialize, Serializer};
 
 use super::operator::Cx;
 use super::pane_state::PaneState;
@@ -52,9 +53,19 @@ impl Geometry {
 }
 
 /// The slices and window states of one key.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Deserialize)]
+#[serde(
+    from = "Checkpointed<Acc, Out>",
+    bound(deserialize = "Acc: Deserialize<'de>, Out: Deserialize<'de>")
+)]
 pub(crate) struct Sliced<Acc, Out> {
-    /// Accumulators of the non-empty slices, by start, ascending.
+    /// The newest slice, kept with the key rather than in `slices`: most elements go to
+    /// it, and the key's state is in cache when an element arrives, where the back of
+    /// `slices` (with small slides, one of many lines per key) often is not. Every other
+    /// method moves it to `slices` first, so they see all slices there.
+    newest: Option<(i64, Acc)>,
+    /// Accumulators of the other non-empty slices, by start, ascending, all before
+    /// `newest`.
     slices: VecDeque<(i64, Acc)>,
     /// Windows with firing state, by start.
     panes: BTreeMap<i64, PaneState<Acc, Out>>,
@@ -63,13 +74,48 @@ pub(crate) struct Sliced<Acc, Out> {
     /// For aggregates that subtract: the accumulator of the slices present in a range, the
     /// last window fired on time. Derived from the slices, so not checkpointed: a restored
     /// store rebuilds it at its first on-time pane, exactly (subtracting is exact).
-    #[serde(skip, default = "no_running")]
     running: Option<Running<Acc>>,
 }
 
-// A function, not `Default`: the derive would ask `Acc: Default` of it.
-fn no_running<Acc>() -> Option<Running<Acc>> {
-    None
+/// A store as checkpointed: the newest slice is among the others, and the running
+/// accumulator, derived state, is left out; the format of a store without them.
+#[derive(Deserialize)]
+struct Checkpointed<Acc, Out> {
+    slices: VecDeque<(i64, Acc)>,
+    panes: BTreeMap<i64, PaneState<Acc, Out>>,
+    fired_through: i64,
+}
+
+// By hand, to write `Checkpointed` from a borrowed store without copying it.
+impl<Acc: Serialize, Out: Serialize> Serialize for Sliced<Acc, Out> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut store = serializer.serialize_struct("Checkpointed", 3)?;
+        store.serialize_field("slices", &Slices(&self.slices, &self.newest))?;
+        store.serialize_field("panes", &self.panes)?;
+        store.serialize_field("fired_through", &self.fired_through)?;
+        store.end()
+    }
+}
+
+/// The slices of a store in order: the older ones, then the newest.
+struct Slices<'a, Acc>(&'a VecDeque<(i64, Acc)>, &'a Option<(i64, Acc)>);
+
+impl<Acc: Serialize> Serialize for Slices<'_, Acc> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().chain(self.1))
+    }
+}
+
+impl<Acc, Out> From<Checkpointed<Acc, Out>> for Sliced<Acc, Out> {
+    fn from(checkpointed: Checkpointed<Acc, Out>) -> Self {
+        Sliced {
+            newest: None,
+            slices: checkpointed.slices,
+            panes: checkpointed.panes,
+            fired_through: checkpointed.fired_through,
+            running: None,
+        }
+    }
 }
 
 /// The accumulator of every slice present with a start in `[start, end)`.
@@ -89,6 +135,7 @@ impl<Acc> Running<Acc> {
 impl<Acc: Clone, Out: Clone> Sliced<Acc, Out> {
     pub(crate) fn new() -> Self {
         Sliced {
+            newest: None,
             slices: VecDeque::new(),
             panes: BTreeMap::new(),
             fired_through: i64::MIN,
@@ -97,7 +144,23 @@ impl<Acc: Clone, Out: Clone> Sliced<Acc, Out> {
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.slices.is_empty() && self.panes.is_empty()
+        self.newest.is_none() && self.slices.is_empty() && self.panes.is_empty()
+    }
+
+    /// Moves the newest slice to the others, for the methods that read slices there.
+    fn settle(&mut self) {
+        if let Some(newest) = self.newest.take() {
+            self.reserve();
+            self.slices.push_back(newest);
+        }
+    }
+
+    fn reserve(&mut self) {
+        // Grow by a quarter, not double: with small slides the slice rings of all keys are
+        // the working set, and it must stay in cache.
+        if self.slices.len() == self.slices.capacity() {
+            self.slices.reserve_exact(self.slices.len() / 4 + 4);
+        }
     }
 
     /// Adds an element the operator found not late for every window.
@@ -112,7 +175,23 @@ impl<Acc: Clone, Out: Clone> Sliced<Acc, Out> {
         }
         self.fired_through = self.fired_through.max(cx.watermark);
         let slice = floor(timestamp, g.step);
-        let accumulator = self.slice_mut(slice, g.step, cx.aggregate);
+        let accumulator = match &mut self.newest {
+            Some((newest, accumulator)) if *newest == slice => accumulator,
+            Some((newest, _)) if *newest > slice => self.slice_mut(slice, g.step, cx.aggregate),
+            // Settled by a watermark: take the newest back, or the rest of its elements
+            // would go to the slices.
+            None if self.slices.back().is_some_and(|(last, _)| *last == slice) => {
+                let newest = self.slices.pop_back().expect("a back slice");
+                &mut self.newest.insert(newest).1
+            }
+            None if self.slices.back().is_some_and(|(last, _)| *last > slice) => {
+                self.slice_mut(slice, g.step, cx.aggregate)
+            }
+            _ => {
+                self.settle(); // a new newest slice
+                &mut self.newest.insert((slice, cx.aggregate.create())).1
+            }
+        };
         cx.aggregate.add(accumulator, input);
         if let Some(running) = &mut self.running
             && running.covers(slice)
@@ -163,6 +242,7 @@ impl<Acc: Clone, Out: Clone> Sliced<Acc, Out> {
     where
         A: Aggregate<Accumulator = Acc, Output = Out>,
     {
+        self.settle();
         let (g, watermark) = (cx.geometry, cx.watermark);
         let lateness = cx.spec.allowed_lateness;
         // On time: windows with elements, ending in (fired_through, watermark], in order.
@@ -224,6 +304,7 @@ impl<Acc: Clone, Out: Clone> Sliced<Acc, Out> {
     where
         A: Aggregate<Accumulator = Acc, Output = Out>,
     {
+        self.settle();
         let size = cx.geometry.size;
         let starts: Vec<i64> = self.panes.keys().copied().collect();
         for start in starts {
@@ -280,6 +361,7 @@ impl<Acc: Clone, Out: Clone> Sliced<Acc, Out> {
     where
         A: Aggregate<Accumulator = Acc, Output = Out>,
     {
+        self.settle();
         let full = self.window_accumulator(cx.aggregate, window);
         if let Some(pane) = self.panes.get_mut(&window.start) {
             pane.fire(
@@ -322,11 +404,7 @@ impl<Acc: Clone, Out: Clone> Sliced<Acc, Out> {
     where
         A: Aggregate<Accumulator = Acc>,
     {
-        // Grow by a quarter, not double: with small slides the slice rings of all keys are
-        // the working set, and it must stay in cache.
-        if self.slices.len() == self.slices.capacity() {
-            self.slices.reserve_exact(self.slices.len() / 4 + 4);
-        }
+        self.reserve();
         let position = match self.slices.back() {
             Some((back, _)) if *back == slice => self.slices.len() - 1, // the common case
             Some((back, _)) if *back < slice => {

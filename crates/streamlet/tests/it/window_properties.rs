@@ -121,7 +121,20 @@ fn stream_with<A: Aggregate<Input = i64, Output = i64>>(
     inputs: &[Input],
     aggregate: A,
 ) -> (Vec<Pane<u8, i64>>, usize) {
+    stream_restoring(spec, bound, inputs, aggregate, None)
+}
+
+/// [`stream_with`], replacing the operator with one restored from its snapshot before
+/// input `restart` if given.
+fn stream_restoring<A: Aggregate<Input = i64, Output = i64>>(
+    spec: WindowSpec,
+    bound: i64,
+    inputs: &[Input],
+    aggregate: A,
+    restart: Option<(usize, A)>,
+) -> (Vec<Pane<u8, i64>>, usize) {
     let mut operator = WindowOperator::new(spec, aggregate);
+    let mut restart = restart;
     let mut watermarks =
         WatermarkHolder::new(Watermarks::bounded(Duration::from_millis(bound as u64)).never_idle());
     for partition in 0..3 {
@@ -129,6 +142,14 @@ fn stream_with<A: Aggregate<Input = i64, Output = i64>>(
     }
     let (mut panes, mut late) = (Vec::new(), 0);
     for (now, &(key, time, value, partition)) in inputs.iter().enumerate() {
+        if restart.as_ref().is_some_and(|(at, _)| *at == now) {
+            let (_, aggregate) = restart.take().expect("a restart");
+            let mut restored = WindowOperator::new(spec, aggregate);
+            restored
+                .restore(&operator.snapshot())
+                .expect("the snapshot restores");
+            operator = restored;
+        }
         let now = now as i64;
         if operator.add(key, time, &value, now, &mut panes) == Added::Late {
             late += 1;
@@ -278,5 +299,22 @@ proptest! {
                 prop_assert_eq!(subtracting, merging, "{:?}", spec);
             }
         }
+    }
+
+    #[test]
+    fn a_restored_operator_fires_what_the_original_would(
+        windows in windows(),
+        restart in 0_usize..120,
+        inputs in inputs(1_000),
+    ) {
+        // Restored stores rebuild what they do not checkpoint (the running accumulator of
+        // a sum that subtracts) and hold the newest slice among the others.
+        let spec = WindowSpec::new(windows)
+            .trigger(Trigger::on_time().late(Firing::every(1)))
+            .allowed_lateness(Duration::from_millis(700));
+        let sum = || Sum::of(|value: &i64| *value);
+        let through = stream_restoring(spec, 500, &inputs, sum(), None);
+        let restored = stream_restoring(spec, 500, &inputs, sum(), Some((restart, sum())));
+        prop_assert_eq!(through, restored);
     }
 }
