@@ -122,6 +122,15 @@ pub trait Consumer: fmt::Debug + Send + Sync {
     /// [`poll`](Consumer::poll) returns from each.
     fn positions(&self) -> Vec<(TopicPartition, u64)>;
 
+    /// The lag of each assigned partition as the backplane's client library itself measures
+    /// it, where it does: on Kafka, librdkafka's statistics (the partition's last stable
+    /// offset minus the group's committed offset, refreshed every `statistics.interval.ms`).
+    /// The default reports nothing; the runner measures lag on every backplane from end and
+    /// committed offsets anyway.
+    fn client_lag(&self) -> Vec<(TopicPartition, u64)> {
+        Vec::new()
+    }
+
     /// Leaves the group so its partitions move to the remaining members.
     async fn close(&self) -> Result<()>;
 }

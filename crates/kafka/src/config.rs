@@ -114,6 +114,9 @@ impl KafkaConfig {
             // streamlet makes room, so a second-long stall after every burst would halve
             // throughput; with 10 ms the fetcher is back as soon as there is room.
             ("fetch.queue.backoff.ms".to_owned(), "10".to_owned()),
+            // librdkafka's statistics carry each partition's lag as the client sees it,
+            // exported as `runnel_client_consumer_lag_records`.
+            ("statistics.interval.ms".to_owned(), "1000".to_owned()),
         ]);
         base.extend(self.base(Role::Consumer));
         base.insert(
@@ -159,6 +162,9 @@ const CONSUMER_ONLY: &[&str] = &[
     "coordinator.query.interval.ms",
     "group.protocol",
     "consume.callback.max.messages",
+    // A global property, but only consumers read their statistics (for lag); other clients
+    // would log them.
+    "statistics.interval.ms",
 ];
 
 /// Settings only producers understand ("P" properties).

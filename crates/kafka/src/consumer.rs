@@ -27,6 +27,7 @@ use rdkafka::consumer::{
 };
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{BorrowedMessage, Headers as _, Message as _};
+use rdkafka::statistics::Statistics;
 use rdkafka::{Offset, TopicPartitionList};
 use runnel_backend::{
     CommitOffset, ConsumedRecord, Consumer, Error, Headers, Record, Result, StartFrom,
@@ -82,6 +83,8 @@ pub(crate) struct Shared {
     /// Seeks asked for before the partitions were assigned; they win over committed
     /// offsets at the assignment.
     pending_seeks: Mutex<BTreeMap<TopicPartition, u64>>,
+    /// Lag per assigned partition from librdkafka's latest statistics.
+    client_lag: Mutex<BTreeMap<TopicPartition, u64>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -107,7 +110,33 @@ impl Shared {
             positions: Mutex::default(),
             staged: Mutex::default(),
             pending_seeks: Mutex::default(),
+            client_lag: Mutex::default(),
         }
+    }
+
+    /// Keeps the lag librdkafka reports for the partitions assigned now (it reports -1 where
+    /// it knows no committed offset or end yet, and keeps partitions it no longer fetches).
+    fn record_statistics(&self, statistics: &Statistics) {
+        let positions = lock(&self.positions);
+        let mut lag = BTreeMap::new();
+        for (name, topic) in &statistics.topics {
+            for (number, partition) in &topic.partitions {
+                let (Ok(number), Ok(behind)) = (
+                    u32::try_from(*number),
+                    u64::try_from(partition.consumer_lag),
+                ) else {
+                    continue;
+                };
+                let assigned = positions
+                    .keys()
+                    .find(|tp| tp.partition == number && &*tp.topic == name.as_str());
+                if let Some(tp) = assigned {
+                    lag.insert(tp.clone(), behind);
+                }
+            }
+        }
+        drop(positions);
+        *lock(&self.client_lag) = lag;
     }
 
     fn partitions_of(&self, list: &TopicPartitionList) -> Vec<TopicPartition> {
@@ -254,6 +283,10 @@ impl ClientContext for GroupContext {
 
     fn error(&self, error: KafkaError, reason: &str) {
         context::report_error(&self.shared.redactor, &error, reason);
+    }
+
+    fn stats(&self, statistics: Statistics) {
+        self.shared.record_statistics(&statistics);
     }
 }
 
@@ -477,6 +510,13 @@ impl Consumer for KafkaConsumer {
         lock(&self.shared.positions)
             .iter()
             .map(|(tp, offset)| (tp.clone(), *offset))
+            .collect()
+    }
+
+    fn client_lag(&self) -> Vec<(TopicPartition, u64)> {
+        lock(&self.shared.client_lag)
+            .iter()
+            .map(|(tp, lag)| (tp.clone(), *lag))
             .collect()
     }
 

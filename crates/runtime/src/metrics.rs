@@ -26,6 +26,8 @@ pub enum Metric {
     CommitLatency,
     /// Log end offset minus committed offset, per inlet partition.
     ConsumerLag,
+    /// The lag an inlet's consumer client reports itself (Kafka: librdkafka's statistics).
+    ClientConsumerLag,
     /// The oldest offset a partition keeps.
     LogStartOffset,
     /// The offset the next record of a partition will get.
@@ -50,7 +52,7 @@ pub enum Metric {
 
 impl Metric {
     /// Every metric, in the order they are rendered.
-    pub const ALL: [Metric; 17] = [
+    pub const ALL: [Metric; 18] = [
         Metric::RecordsIn,
         Metric::RecordsOut,
         Metric::BytesIn,
@@ -58,6 +60,7 @@ impl Metric {
         Metric::ProcessingLatency,
         Metric::CommitLatency,
         Metric::ConsumerLag,
+        Metric::ClientConsumerLag,
         Metric::LogStartOffset,
         Metric::LogEndOffset,
         Metric::DeadLetterRecords,
@@ -80,6 +83,7 @@ impl Metric {
             Metric::ProcessingLatency => "runnel_processing_latency_seconds",
             Metric::CommitLatency => "runnel_commit_latency_seconds",
             Metric::ConsumerLag => "runnel_consumer_lag_records",
+            Metric::ClientConsumerLag => "runnel_client_consumer_lag_records",
             Metric::LogStartOffset => "runnel_log_start_offset",
             Metric::LogEndOffset => "runnel_log_end_offset",
             Metric::DeadLetterRecords => "runnel_dead_letter_records_total",
@@ -98,6 +102,7 @@ impl Metric {
         match self {
             Metric::ProcessingLatency | Metric::CommitLatency => "histogram",
             Metric::ConsumerLag
+            | Metric::ClientConsumerLag
             | Metric::LogStartOffset
             | Metric::LogEndOffset
             | Metric::Watermark
@@ -113,7 +118,9 @@ impl Metric {
         match self {
             Metric::RecordsIn | Metric::BytesIn => &["streamlet", "inlet", "topic"],
             Metric::RecordsOut | Metric::BytesOut => &["streamlet", "outlet", "topic"],
-            Metric::ConsumerLag => &["streamlet", "inlet", "topic", "partition"],
+            Metric::ConsumerLag | Metric::ClientConsumerLag => {
+                &["streamlet", "inlet", "topic", "partition"]
+            }
             Metric::LogStartOffset | Metric::LogEndOffset => &["topic", "partition"],
             Metric::Restarts => &["streamlet", "kind"],
             Metric::StreamletState => &["streamlet", "state"],
@@ -137,6 +144,9 @@ impl Metric {
             }
             Metric::ConsumerLag => {
                 "Log end offset minus the committed offset of an inlet's consumer group."
+            }
+            Metric::ClientConsumerLag => {
+                "The lag of an inlet's partition as its consumer client reports it (Kafka: librdkafka statistics, refreshed every statistics.interval.ms)."
             }
             Metric::LogStartOffset => "The oldest offset a partition still keeps.",
             Metric::LogEndOffset => "The offset the next record appended to a partition will get.",
@@ -237,6 +247,17 @@ impl Exposition {
                         port.bytes()
                     };
                     self.sample(metric, &[name, &outlet.port, &outlet.topic], value);
+                }
+            }
+            Metric::ClientConsumerLag => {
+                for inlet in &status.inlets {
+                    let Some(port) = metrics.inlets().get(&inlet.port) else {
+                        continue;
+                    };
+                    for (partition, lag) in port.client_lag() {
+                        let number = partition.to_string();
+                        self.sample(metric, &[name, &inlet.port, &inlet.topic, &number], lag);
+                    }
                 }
             }
             Metric::ProcessingLatency => self.histogram(metric, name, metrics.processing_latency()),

@@ -236,6 +236,8 @@ pub async fn run_instance(
             topic: topic.clone(),
             group: inlet.group,
         });
+        let port_metrics = metrics.inlet(port.name);
+        port_metrics.read_by(&consumer);
         let parts = InletParts {
             index,
             port: port.name,
@@ -245,7 +247,7 @@ pub async fn run_instance(
             writer_schemas: inlet.writer_schemas,
             end_of_input: inlet.end_of_input,
             policy: port.bad_data,
-            metrics: metrics.inlet(port.name),
+            metrics: port_metrics,
             instance_metrics: metrics.clone(),
             acknowledgements: acknowledgements.clone(),
             dead_letters: dead_letters.clone(),

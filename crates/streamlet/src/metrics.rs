@@ -1,19 +1,49 @@
 //! Counters a running streamlet instance keeps, read by the runner's live view and status.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+use runnel_backend::Consumer;
 
 use crate::{Histogram, Shape};
 
-/// Records and bytes through one port.
+/// Records and bytes through one port; for an inlet, also the lag its consumer's client
+/// reports.
 #[derive(Debug, Default)]
 pub struct PortMetrics {
     records: AtomicU64,
     bytes: AtomicU64,
+    /// The inlet's current consumer (held weakly: the metrics outlive it).
+    consumer: Mutex<Option<Weak<dyn Consumer>>>,
 }
 
 impl PortMetrics {
+    /// Remembers the consumer now reading this inlet, for [`client_lag`](Self::client_lag).
+    pub(crate) fn read_by(&self, consumer: &Arc<dyn Consumer>) {
+        *self.consumer.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some(Arc::downgrade(consumer));
+    }
+
+    /// The lag per partition as the inlet's consumer client reports it
+    /// ([`Consumer::client_lag`]): empty on backplanes that do not, and while no consumer
+    /// reads the inlet.
+    pub fn client_lag(&self) -> Vec<(u32, u64)> {
+        let consumer = self
+            .consumer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .and_then(Weak::upgrade);
+        consumer.map_or_else(Vec::new, |consumer| {
+            consumer
+                .client_lag()
+                .into_iter()
+                .map(|(partition, lag)| (partition.partition, lag))
+                .collect()
+        })
+    }
+
     pub(crate) fn record(&self, bytes: usize) {
         self.records.fetch_add(1, Ordering::Relaxed);
         self.bytes.fetch_add(bytes as u64, Ordering::Relaxed);

@@ -1,6 +1,7 @@
 //! Integration tests of the Kafka backplane against real brokers the tests start
 //! themselves.
 
+mod client_lag; // the lag from librdkafka statistics
 mod conformance; // the backplane conformance suite against tansu
 mod support; // one tansu broker per test binary
 mod transactions; // exactly-once: the mock cluster, and a real broker when given one
