@@ -70,7 +70,7 @@ fn start(data: &Path, admin: &str, sets: &[&str]) -> Running {
     running
 }
 
-fn stop(running: Running) {
+fn stop(mut running: Running) {
     let pid = running.child.id().to_string();
     assert!(
         Command::new("kill")
@@ -79,8 +79,7 @@ fn stop(running: Running) {
             .unwrap()
             .success()
     );
-    let mut child = running.child;
-    assert!(child.wait().unwrap().success());
+    assert!(running.child.wait().unwrap().success());
 }
 
 const LAG: &str = "runnel_consumer_lag_records";
@@ -289,5 +288,29 @@ fn the_web_view_draws_every_streamlet_and_topic_and_its_numbers_update() {
         "a screenshot was saved"
     );
     println!("screenshot of the web view: {}", screenshot.display());
+    stop(running);
+}
+
+/// On Kafka, `/metrics` also carries each partition's lag as librdkafka's statistics report
+/// it, beside the lag Runnel measures.
+#[test]
+fn on_kafka_the_metrics_carry_the_lag_librdkafka_reports() {
+    let broker = runnel_kafka::test_broker::Tansu::start();
+    let admin = free_admin_address();
+    let mut command = crate::kafka_support::app_on(&broker, &["run", BLUEPRINT]);
+    command.args(["--admin", &admin]);
+    let running = Running::start(command);
+    running.wait_for("ready:", Duration::from_secs(60));
+    let to_metrics = r#"streamlet="to-metrics",inlet="in",topic="sensor-data",partition="#;
+    scrape_until(
+        &admin,
+        Duration::from_secs(60),
+        "a client lag sample for to-metrics",
+        |text| {
+            text.lines().any(|line| {
+                line.starts_with("runnel_client_consumer_lag_records{") && line.contains(to_metrics)
+            })
+        },
+    );
     stop(running);
 }
