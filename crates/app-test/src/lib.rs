@@ -56,7 +56,8 @@ pub fn run_to_end(mut command: Command, limit: Duration) -> Output {
 }
 
 /// A running app whose standard output arrives line by line (its standard error goes to
-/// the test's).
+/// the test's). Dropped while the app still runs (a test failed before stopping it), it
+/// kills the app, so that no process outlives the test.
 #[derive(Debug)]
 pub struct Running {
     /// The app's process, to signal or kill.
@@ -94,6 +95,15 @@ impl Running {
                 Ok(_) => {}
                 Err(_) => panic!("no output line containing '{text}' within {limit:?}"),
             }
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
         }
     }
 }

@@ -17,12 +17,11 @@ async fn a_crash_loses_no_window_result_and_counts_nothing_twice() {
     let data = tempfile::tempdir().unwrap();
     let mut first = app(&["run", BLUEPRINT], data.path());
     first.args(["--set", "generator.records-per-second=20000"]);
-    let running = Running::start(first);
+    let mut running = Running::start(first);
     running.wait_for("streamlet=stats-logger", Duration::from_secs(60));
     std::thread::sleep(Duration::from_millis(1500));
-    let mut child = running.child;
-    child.kill().unwrap(); // SIGKILL: no final checkpoint, no drain
-    child.wait().unwrap();
+    running.child.kill().unwrap(); // SIGKILL: no final checkpoint, no drain
+    running.child.wait().unwrap();
 
     let backend = open(data.path());
     let checkpoints = read_topic(&backend, "device-stats.per-minute.checkpoints").await;

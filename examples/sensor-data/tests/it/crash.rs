@@ -13,12 +13,11 @@ async fn a_crash_loses_nothing_that_was_acknowledged() {
     let data = tempfile::tempdir().unwrap();
     let mut first = app(&["run", BLUEPRINT], data.path());
     first.args(["--set", "generator.records-per-second=20000"]);
-    let running = Running::start(first);
+    let mut running = Running::start(first);
     running.wait_for("streamlet=valid-logger", Duration::from_secs(30));
     std::thread::sleep(Duration::from_millis(1500));
-    let mut child = running.child;
-    child.kill().unwrap(); // SIGKILL: no drain, no final commit
-    child.wait().unwrap();
+    running.child.kill().unwrap(); // SIGKILL: no drain, no final commit
+    running.child.wait().unwrap();
 
     let mut second = app(&["run", BLUEPRINT], data.path());
     second.args(["--set", "generator.count=0"]);

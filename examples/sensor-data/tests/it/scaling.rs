@@ -64,6 +64,16 @@ impl Member {
     }
 }
 
+/// A failed test must not leave its processes running.
+impl Drop for Member {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 /// Waits until `condition` holds, failing the test after `limit`.
 fn wait_until(limit: Duration, what: &str, mut condition: impl FnMut() -> bool) {
     let deadline = Instant::now() + limit;

@@ -6,7 +6,7 @@ use crate::support::{BLUEPRINT, Running, app};
 #[test]
 fn sigterm_drains_commits_and_exits_zero() {
     let data = tempfile::tempdir().unwrap();
-    let running = Running::start(app(&["run", BLUEPRINT], data.path()));
+    let mut running = Running::start(app(&["run", BLUEPRINT], data.path()));
     running.wait_for("streamlet=valid-logger", Duration::from_secs(30));
     let pid = running.child.id().to_string();
     assert!(
@@ -16,7 +16,6 @@ fn sigterm_drains_commits_and_exits_zero() {
             .unwrap()
             .success()
     );
-    let mut child = running.child;
-    let status = child.wait().unwrap();
+    let status = running.child.wait().unwrap();
     assert!(status.success(), "exit status {status}");
 }
