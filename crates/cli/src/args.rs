@@ -29,7 +29,7 @@ pub(crate) enum Command {
     /// endpoint.
     ///
     /// Exits 2 when the endpoint cannot be read.
-    Status(StatusArgs),
+    Status(runnel_web::StatusArgs),
 }
 
 /// `runnel verify`.
@@ -93,22 +93,4 @@ mod tests {
     fn the_command_line_is_consistent() {
         Args::command().debug_assert();
     }
-}
-
-/// `runnel status`.
-#[derive(Debug, clap::Args)]
-pub(crate) struct StatusArgs {
-    /// The admin endpoint of the running app, `host:port` or a URL.
-    #[arg(long, default_value = runnel_web::DEFAULT_ADMIN_ADDRESS)]
-    pub(crate) admin: String,
-    /// Refresh every two seconds until interrupted.
-    #[arg(long)]
-    pub(crate) watch: bool,
-    /// How to print the status: table, json or yaml.
-    #[arg(short = 'o', long = "output", default_value = "table", value_parser = parse_status_format)]
-    pub(crate) output: runnel_web::StatusFormat,
-}
-
-fn parse_status_format(text: &str) -> Result<runnel_web::StatusFormat, String> {
-    text.parse()
 }

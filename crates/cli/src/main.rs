@@ -37,11 +37,10 @@ fn main() -> ExitCode {
     let result = match args.command {
         Command::Verify(command) => verify::run(&command),
         Command::Graph(command) => graph::run(&command),
-        Command::Status(command) => {
-            runnel_web::show_status(&command.admin, command.output, command.watch)
-                .map(|()| Outcome::Passed)
-                .map_err(anyhow::Error::from)
-        }
+        Command::Status(command) => command
+            .show()
+            .map(|()| Outcome::Passed)
+            .map_err(anyhow::Error::from),
     };
     match result {
         Ok(Outcome::Passed) => ExitCode::SUCCESS,

@@ -117,7 +117,7 @@ impl App {
                 None,
                 console,
             )),
-            Command::Status(args) => commands::status_command(&args),
+            Command::Status(args) => Ok(args.show()?),
             Command::RunStreamlet { instance, run } => runtime().block_on(commands::run_command(
                 &self.name,
                 &self.registry,

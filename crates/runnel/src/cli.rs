@@ -32,25 +32,9 @@ pub(crate) enum Command {
         run: RunArgs,
     },
     /// Show the status of a running app (streamlets, rates, lag, topics) from its admin endpoint.
-    Status(StatusArgs),
+    Status(runnel_web::StatusArgs),
 }
 
-#[derive(Debug, Args)]
-pub(crate) struct StatusArgs {
-    /// The admin endpoint of the running app, `host:port` or a URL.
-    #[arg(long, default_value = runnel_web::DEFAULT_ADMIN_ADDRESS)]
-    pub(crate) admin: String,
-    /// Refresh every two seconds until interrupted.
-    #[arg(long)]
-    pub(crate) watch: bool,
-    /// How to print the status: table, json or yaml.
-    #[arg(short = 'o', long = "output", default_value = "table", value_parser = parse_status_format)]
-    pub(crate) output: runnel_web::StatusFormat,
-}
-
-fn parse_status_format(text: &str) -> Result<runnel_web::StatusFormat, String> {
-    text.parse()
-}
 #[derive(Debug, Args)]
 pub(crate) struct VerifyArgs {
     /// The blueprint file.

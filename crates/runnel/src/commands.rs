@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::AppError;
 use crate::backplane;
-use crate::cli::{ReportFormat, RunArgs, StatusArgs, VerifyArgs, View};
+use crate::cli::{ReportFormat, RunArgs, VerifyArgs, View};
 
 /// The default name of the config file beside the blueprint.
 const LOCAL_CONFIG: &str = "local.toml";
@@ -230,14 +230,6 @@ async fn admin_listener(
         .parse()
         .map_err(|_| AppError::AdminAddress(text.to_owned()))?;
     Ok(Some(runnel_web::bind(address, fall_back).await?))
-}
-
-pub(crate) fn status_command(args: &StatusArgs) -> Result<(), AppError> {
-    Ok(runnel_web::show_status(
-        &args.admin,
-        args.output,
-        args.watch,
-    )?)
 }
 
 /// Whether standard output is a terminal that can show the live table.

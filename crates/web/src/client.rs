@@ -116,6 +116,35 @@ pub fn format_status(snapshot: &Snapshot, format: StatusFormat) -> Result<String
     }
 }
 
+/// The arguments of `runnel status` and `app status`, shared by both command lines.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StatusArgs {
+    /// The admin endpoint of the running app, `host:port` or a URL.
+    #[arg(long, default_value = DEFAULT_ADMIN_ADDRESS)]
+    pub admin: String,
+    /// Refresh every two seconds until interrupted.
+    #[arg(long)]
+    pub watch: bool,
+    /// How to print the status: table, json or yaml.
+    #[arg(short = 'o', long = "output", default_value = "table", value_parser = parse_format)]
+    pub output: StatusFormat,
+}
+
+impl StatusArgs {
+    /// Prints the status as asked ([`show_status`]).
+    ///
+    /// # Errors
+    ///
+    /// When the endpoint cannot be read or the status cannot be formatted.
+    pub fn show(&self) -> Result<(), StatusError> {
+        show_status(&self.admin, self.output, self.watch)
+    }
+}
+
+fn parse_format(text: &str) -> Result<StatusFormat, String> {
+    text.parse()
+}
+
 /// Prints the status of the app whose admin endpoint is at `address` (`host:port` or a URL)
 /// in `format`; with `watch`, again every two seconds (clearing a terminal first) until the
 /// process is interrupted. What `runnel status` and `app status` do.

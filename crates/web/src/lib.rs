@@ -25,7 +25,7 @@ mod client;
 mod server;
 
 pub use client::{
-    DEFAULT_ADMIN_ADDRESS, StatusError, StatusFormat, fetch_status, format_status, show_status,
-    status_url,
+    DEFAULT_ADMIN_ADDRESS, StatusArgs, StatusError, StatusFormat, fetch_status, format_status,
+    show_status, status_url,
 };
 pub use server::{ServeError, bind, router, serve};
