@@ -66,6 +66,22 @@ type GroupTopic = (String, String);
 struct Topic {
     name: Arc<str>,
     partitions: Vec<Mutex<Vec<Record>>>,
+    /// The largest record accepted, from the topic's `max.message.bytes` setting.
+    max_record_bytes: Option<usize>,
+}
+
+/// The topic setting that limits record sizes, with Kafka's name.
+const MAX_RECORD_BYTES: &str = "max.message.bytes";
+
+/// A record's size as this backplane counts it against `max.message.bytes`: key, value,
+/// and every header's name and value.
+fn record_size(record: &Record) -> usize {
+    let headers: usize = record
+        .headers
+        .iter()
+        .map(|header| header.key.len() + header.value.len())
+        .sum();
+    record.key.as_ref().map_or(0, |key| key.len()) + record.value.len() + headers
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -188,9 +204,17 @@ impl Backend for MemoryBackend {
                 })
             };
         }
+        let max_record_bytes = match spec.config.get(MAX_RECORD_BYTES) {
+            Some(text) => Some(text.parse().map_err(|_| Error::InvalidTopic {
+                topic: spec.name.clone(),
+                reason: format!("{MAX_RECORD_BYTES} '{text}' is not a byte count"),
+            })?),
+            None => None,
+        };
         let topic = Topic {
             name: Arc::from(spec.name.as_str()),
             partitions: (0..spec.partitions).map(|_| Mutex::default()).collect(),
+            max_record_bytes,
         };
         topics.insert(spec.name.clone(), Arc::new(topic));
         Ok(TopicCreation::Created)
@@ -278,6 +302,17 @@ struct MemoryProducer {
 impl Producer for MemoryProducer {
     async fn send(&self, topic: &str, partition: u32, record: Record) -> Result<Receipt> {
         let (topic, partition) = self.state.partition(topic, partition)?;
+        if let Some(limit) = topic.max_record_bytes {
+            let size = record_size(&record);
+            if size > limit {
+                return Err(Error::RecordTooLarge {
+                    topic: topic.name.to_string(),
+                    partition: partition as u32,
+                    size,
+                    limit: Some(limit),
+                });
+            }
+        }
         let offset = self.state.append(&topic, partition, record);
         self.state.appended.send_modify(|count| *count += 1);
         Ok(Receipt::ready(Ok(offset)))

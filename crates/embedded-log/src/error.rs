@@ -208,6 +208,12 @@ impl Error {
     pub(crate) fn into_produce(self, topic: &str, partition: u32) -> runnel_backend::Error {
         match self {
             Error::Closed => runnel_backend::Error::Closed,
+            Error::RecordTooLarge { size, limit } => runnel_backend::Error::RecordTooLarge {
+                topic: topic.to_owned(),
+                partition,
+                size,
+                limit: Some(limit),
+            },
             other => runnel_backend::Error::Produce {
                 topic: topic.to_owned(),
                 partition,

@@ -42,6 +42,12 @@ pub(crate) fn registry(failures: Arc<AtomicU32>) -> Registry {
         .register("numbers", || Numbers)
         .register("copy", || Processor::new(IN, OUT, Some))
         .register("sink", || Egress::new(IN, |_: Number| async { Ok(()) }))
+        .register("poisoned", || {
+            Processor::new(IN, OUT, |number: Number| {
+                assert!(number.value != 7, "7 is poison");
+                Some(number)
+            })
+        })
         .register("flaky", move || {
             let failures = failures.clone();
             Processor::new(IN, OUT, move |number: Number| {
@@ -98,6 +104,7 @@ pub(crate) fn options() -> RunOptions {
             initial_backoff: Duration::from_millis(10),
             max_backoff: Duration::from_millis(50),
             reset_after: Duration::from_secs(60),
+            ..RestartPolicy::default()
         },
         ..RunOptions::default()
     }
