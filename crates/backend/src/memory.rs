@@ -94,6 +94,15 @@ impl MemoryBackend {
         Self::default()
     }
 
+    /// Deletes a topic with its records and committed offsets, as an administrator might
+    /// under a running app; for tests of what happens then.
+    ///
+    /// Returns whether the topic existed.
+    pub fn delete_topic(&self, topic: &str) -> bool {
+        lock(&self.state.committed).retain(|(_, name), _| name != topic);
+        lock(&self.state.topics).remove(topic).is_some()
+    }
+
     /// Every record of a topic, partition by partition, in offset order.
     ///
     /// # Errors

@@ -87,6 +87,9 @@ impl App {
                 };
             }
         };
+        if let Command::Status(args) = &cli.command {
+            return args.main(Some(&self.name));
+        }
         let console = Console::stdout(commands::interactive());
         tracing_subscriber::fmt()
             .with_env_filter(
@@ -117,7 +120,7 @@ impl App {
                 None,
                 console,
             )),
-            Command::Status(args) => Ok(args.show()?),
+            Command::Status(args) => Ok(args.show(Some(&self.name))?),
             Command::RunStreamlet { instance, run } => runtime().block_on(commands::run_command(
                 &self.name,
                 &self.registry,

@@ -32,7 +32,7 @@ pub(crate) enum Command {
         run: RunArgs,
     },
     /// Show the status of a running app (streamlets, rates, lag, topics) from its admin endpoint.
-    Status(runnel_web::StatusArgs),
+    Status(runnel_status::StatusArgs),
 }
 
 #[derive(Debug, Args)]

@@ -14,8 +14,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::end_of_input::EndOfInput;
+use crate::instance_status::InstanceStatus;
 use crate::plan::InstancePlan;
-use crate::status::{InstanceState, InstanceStatus};
+use runnel_status::InstanceState;
 
 /// When to restart a failed streamlet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

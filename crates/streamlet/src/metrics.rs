@@ -44,6 +44,24 @@ impl PortMetrics {
         })
     }
 
+    /// The partitions the inlet's consumer holds now, or `None` while no consumer reads the
+    /// inlet (before it connects, between restarts).
+    pub fn assigned_partitions(&self) -> Option<Vec<u32>> {
+        let consumer = self
+            .consumer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .and_then(Weak::upgrade)?;
+        Some(
+            consumer
+                .positions()
+                .into_iter()
+                .map(|(partition, _)| partition.partition)
+                .collect(),
+        )
+    }
+
     pub(crate) fn record(&self, bytes: usize) {
         self.records.fetch_add(1, Ordering::Relaxed);
         self.bytes.fetch_add(bytes as u64, Ordering::Relaxed);
