@@ -64,6 +64,7 @@ mod producer;
 mod settings;
 #[cfg(feature = "test-broker")]
 pub mod test_broker;
+mod topic_limits;
 mod transaction;
 
 pub use backend::KafkaBackend;

@@ -19,6 +19,7 @@ use tokio::sync::{Notify, oneshot};
 use crate::context;
 use crate::error::{LibrdkafkaError, Redactor};
 use crate::metadata::{Metadata, blocking};
+use crate::topic_limits::{BATCH_OVERHEAD, TopicLimits};
 
 /// librdkafka's default `message.max.bytes`.
 const DEFAULT_MAX_RECORD_BYTES: usize = 1_000_000;
@@ -85,6 +86,7 @@ pub(crate) type Client = ThreadedProducer<DeliveryContext>;
 pub(crate) struct KafkaProducer {
     pub(crate) client: Arc<Client>,
     metadata: Arc<Metadata>,
+    limits: Arc<TopicLimits>,
     pub(crate) redactor: Redactor,
     /// librdkafka's `message.max.bytes`: larger records are refused before they are sent.
     max_record_bytes: usize,
@@ -100,6 +102,7 @@ impl KafkaProducer {
     pub(crate) fn new(
         config: &rdkafka::ClientConfig,
         metadata: Arc<Metadata>,
+        limits: Arc<TopicLimits>,
         redactor: Redactor,
     ) -> std::result::Result<Self, KafkaError> {
         let context = DeliveryContext {
@@ -116,6 +119,7 @@ impl KafkaProducer {
         Ok(KafkaProducer {
             client: Arc::new(client),
             metadata,
+            limits,
             redactor,
             max_record_bytes,
         })
@@ -155,6 +159,17 @@ impl Producer for KafkaProducer {
                     topic: topic.to_owned(),
                     partition,
                     partitions,
+                });
+            }
+        }
+        if let Some(limit) = self.limits.max_record_bytes(topic).await {
+            let size = wire_size(&record) + BATCH_OVERHEAD;
+            if size > limit {
+                return Err(Error::RecordTooLarge {
+                    topic: topic.to_owned(),
+                    partition,
+                    size,
+                    limit: Some(limit),
                 });
             }
         }
