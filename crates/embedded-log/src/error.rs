@@ -122,6 +122,18 @@ pub enum Error {
         /// The cause.
         source: io::Error,
     },
+    /// A directory the topic tools were pointed at holds no embedded log.
+    #[error("'{}' is not an embedded log directory (it has no topics/)", path.display())]
+    NotALog {
+        /// The directory.
+        path: PathBuf,
+    },
+    /// A topic (or `topic/partition`) the topic tools asked for does not exist.
+    #[error("topic '{topic}' not found")]
+    TopicNotFound {
+        /// The topic, or `topic/partition`.
+        topic: String,
+    },
     /// A record batch failed its checks (checksum, length, offsets) somewhere other than the
     /// torn tail that recovery truncates.
     #[error("corrupt record batch in '{}' at byte {position}: {problem}", path.display())]
