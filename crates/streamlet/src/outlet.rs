@@ -4,7 +4,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use bytes::Bytes;
-use runnel_backend::{Headers, Producer, Record, partition_for_key};
+use runnel_backend::{Headers, Producer, Receipt, Record, partition_for_key};
+use tokio::sync::OwnedSemaphorePermit;
 
 use crate::acknowledgement::Acknowledgements;
 use crate::clock::Clock;
@@ -170,6 +171,57 @@ impl<T: Data> OutletSender<T> {
     ///
     /// As for [`send`](OutletSender::send).
     pub async fn send_record(&self, outgoing: Outgoing<'_, T>) -> Result<()> {
+        let (receipt, permit, _) = self.hand_to_log(outgoing).await?;
+        self.inner.parts.acknowledgements.sent(receipt, permit);
+        Ok(())
+    }
+
+    /// Sends a value like [`send_record`](OutletSender::send_record), but hands its receipt
+    /// back instead of leaving it to the instance's commit queue: the returned future
+    /// completes with the record's partition and offset once the log acknowledged it
+    /// (fsync'd locally, `acks=all` on Kafka). For sources that must answer someone only
+    /// after a record is durable, such as an HTTP ingress.
+    ///
+    /// Records are handed to the log in the order of the calls; their receipts may be
+    /// awaited later, several at a time. Until its receipt completes (or is dropped), a
+    /// record counts against the instance's unacknowledged sends, as any send does. Input
+    /// commits do not wait for it, so commit a message only after awaiting the receipts of
+    /// what derives from it. In an exactly-once streamlet a receipt completes only when the
+    /// transaction commits, which waits for handed-out messages to be committed: await it
+    /// only while holding no uncommitted message.
+    ///
+    /// ```no_run
+    /// # use runnel_streamlet::prelude::*;
+    /// # #[derive(Serialize, Deserialize, AvroSchema)] struct Order { id: String }
+    /// # const ORDERS: Outlet<Order> = Outlet::new("orders");
+    /// # async fn demo(ctx: Context, order: Order) -> Result<()> {
+    /// let orders = ctx.outlet(ORDERS);
+    /// let receipt = orders.send_with_receipt(Outgoing::new(&order)).await?;
+    /// let (partition, offset) = receipt.await?; // durable from here on
+    /// # let _ = (partition, offset); Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As for [`send`](OutletSender::send), from this call or from the receipt.
+    pub async fn send_with_receipt(
+        &self,
+        outgoing: Outgoing<'_, T>,
+    ) -> Result<futures::future::BoxFuture<'static, Result<(u32, u64)>>> {
+        let (receipt, permit, partition) = self.hand_to_log(outgoing).await?;
+        Ok(Box::pin(async move {
+            let offset = receipt.await.map_err(refused)?;
+            drop(permit); // the send is acknowledged: it no longer counts
+            Ok((partition, offset))
+        }))
+    }
+
+    /// Encodes, partitions and appends a record; returns its receipt, its permit among the
+    /// unacknowledged sends, and its partition.
+    async fn hand_to_log(
+        &self,
+        outgoing: Outgoing<'_, T>,
+    ) -> Result<(Receipt, OwnedSemaphorePermit, u32)> {
         let inner = &*self.inner;
         let parts = &inner.parts;
         let encoded = inner.codec.encode(outgoing.value)?;
@@ -215,13 +267,8 @@ impl<T: Data> OutletSender<T> {
             .producer
             .send(&parts.topic, partition, record)
             .await
-            .map_err(|error| match error {
-                // The record, not the log, is at fault: the message it came from is bad data.
-                runnel_backend::Error::RecordTooLarge { .. } => Error::bad_data(error),
-                other => Error::external(other),
-            })?;
-        parts.acknowledgements.sent(receipt, permit);
-        Ok(())
+            .map_err(refused)?;
+        Ok((receipt, permit, partition))
     }
 
     /// The outlet's topic.
@@ -232,6 +279,15 @@ impl<T: Data> OutletSender<T> {
     /// The wire format.
     pub fn format(&self) -> runnel_blueprint::descriptor::Format {
         self.inner.codec.format()
+    }
+}
+
+/// The error of a record the log refused.
+fn refused(error: runnel_backend::Error) -> Error {
+    match error {
+        // The record, not the log, is at fault: the message it came from is bad data.
+        runnel_backend::Error::RecordTooLarge { .. } => Error::bad_data(error),
+        other => Error::external(other),
     }
 }
 
