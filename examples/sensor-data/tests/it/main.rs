@@ -6,6 +6,7 @@ mod bad_input; // undecodable records go to the dead-letter topic; the pipeline 
 mod bounded_run; // a bounded run routes every metric and exits on its own
 mod crash; // kill -9 mid-stream, run again: nothing acknowledged is lost
 mod hardening; // on Kafka: poison records of every size, a paused broker
+mod http_ingress; // the HTTP variant: a 200 survives kill -9 right after it
 mod interop; // a Python confluent-kafka client feeds the app on Kafka and reads its outputs
 mod kafka; // `run --kafka`: the whole graph on a Kafka broker, outputs read by a plain consumer
 mod kafka_support; // tansu-backed runs and a plain Kafka consumer
