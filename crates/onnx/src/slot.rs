@@ -1,0 +1,151 @@
+//! [`ModelSlot`]: the model serving now, the one loading, and the model records not yet
+//! committed, so that the serving model is read again after a restart.
+//!
+//! The models inlet is committed only up to (not including) the record of the serving
+//! model: that record, and every one after it (rejected models, or one still loading), stay
+//! uncommitted. After a restart the inlet therefore delivers the serving model first, which
+//! loads and serves again before the first record is scored, and then the models after it.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use runnel_streamlet::{CommitToken, Message, OutletSender, Result};
+use tokio::task::JoinHandle;
+
+use crate::{Model, ModelError, ModelEvent, ModelRecord};
+
+/// A model being loaded and validated on a blocking thread.
+struct Loading {
+    name: String,
+    version: String,
+    token: CommitToken,
+    task: JoinHandle<(std::result::Result<Model, ModelError>, Duration)>,
+}
+
+/// The serving model and the bookkeeping around it.
+pub(crate) struct ModelSlot {
+    serving: Option<Arc<Model>>,
+    /// The record of the serving model (first, when there is one) and every model record
+    /// after it, uncommitted.
+    held: Vec<CommitToken>,
+    loading: Option<Loading>,
+    features: usize,
+    outputs: usize,
+    events: OutletSender<ModelEvent>,
+}
+
+impl ModelSlot {
+    pub(crate) fn new(features: usize, outputs: usize, events: OutletSender<ModelEvent>) -> Self {
+        ModelSlot {
+            serving: None,
+            held: Vec::new(),
+            loading: None,
+            features,
+            outputs,
+            events,
+        }
+    }
+
+    /// The model serving now.
+    pub(crate) fn serving(&self) -> Option<&Arc<Model>> {
+        self.serving.as_ref()
+    }
+
+    pub(crate) fn is_loading(&self) -> bool {
+        self.loading.is_some()
+    }
+
+    /// Starts loading the model of `message` off the scoring path.
+    pub(crate) fn load(&mut self, message: Message<ModelRecord>) {
+        let (record, token) = message.into_parts();
+        let (name, version) = (record.name.clone(), record.version.clone());
+        let (features, outputs) = (self.features, self.outputs);
+        tracing::info!("loading model {name}@{version}");
+        let task = tokio::task::spawn_blocking(move || {
+            let started = Instant::now();
+            let loaded = Model::load(&record, features, outputs);
+            (loaded, started.elapsed())
+        });
+        self.loading = Some(Loading {
+            name,
+            version,
+            token,
+            task,
+        });
+    }
+
+    /// Waits for the model loading now (forever if none is) and swaps it in, or rejects
+    /// it; either way sends its event.
+    ///
+    /// # Errors
+    ///
+    /// When the event cannot be sent.
+    pub(crate) async fn loaded(&mut self) -> Result<()> {
+        let Some(loading) = self.loading.as_mut() else {
+            return std::future::pending().await;
+        };
+        let joined = (&mut loading.task).await;
+        let loading = self.loading.take().expect("a model is loading");
+        let (loaded, took) = joined.unwrap_or_else(|join| {
+            let reason = format!("loading it panicked: {join}");
+            (Err(ModelError::Unreadable { reason }), Duration::ZERO)
+        });
+        let previous = self
+            .serving
+            .as_ref()
+            .map(|model| model.label())
+            .unwrap_or_default();
+        let label = format!("{}@{}", loading.name, loading.version);
+        let load_millis = took.as_secs_f64() * 1e3;
+        match loaded {
+            Ok(model) => {
+                tracing::info!(
+                    "serving model {label} (loaded and checked in {load_millis:.1} ms){}",
+                    if previous.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", replacing {previous}")
+                    }
+                );
+                self.serving = Some(Arc::new(model));
+                self.events
+                    .send(&ModelEvent {
+                        name: loading.name,
+                        version: loading.version,
+                        serving: true,
+                        reason: String::new(),
+                        load_millis,
+                        previous,
+                    })
+                    .await?;
+                // Everything before the new serving model can go; it stays until the next.
+                for token in std::mem::take(&mut self.held) {
+                    token.commit();
+                }
+                self.held.push(loading.token);
+            }
+            Err(error) => {
+                tracing::warn!(
+                    "rejected model {label}: {error}; {}",
+                    if previous.is_empty() {
+                        "no model serves yet".to_owned()
+                    } else {
+                        format!("{previous} goes on serving")
+                    }
+                );
+                self.events
+                    .send(&ModelEvent {
+                        name: loading.name,
+                        version: loading.version,
+                        serving: false,
+                        reason: error.to_string(),
+                        load_millis,
+                        previous,
+                    })
+                    .await?;
+                self.held.push(loading.token);
+            }
+        }
+        Ok(())
+    }
+}
