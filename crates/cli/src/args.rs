@@ -30,6 +30,8 @@ pub(crate) enum Command {
     ///
     /// Exits 1 when no process answers, or one of another app than `--app` does.
     Status(StatusCommand),
+    #[command(flatten)]
+    Tools(runnel_tools::ToolCommand),
 }
 
 /// `runnel status`.

@@ -144,6 +144,18 @@ impl KafkaBackend {
         })
     }
 
+    pub(crate) fn inner_config(&self) -> &KafkaConfig {
+        &self.inner.config
+    }
+
+    pub(crate) fn inner_redactor(&self) -> &Redactor {
+        &self.inner.redactor
+    }
+
+    pub(crate) fn admin(&self) -> &AdminClient<LogContext> {
+        &self.inner.admin
+    }
+
     /// The configuration this backend was created with.
     pub fn config(&self) -> &KafkaConfig {
         &self.inner.config

@@ -33,6 +33,8 @@ pub(crate) enum Command {
     },
     /// Show the status of a running app (streamlets, rates, lag, topics) from its admin endpoint.
     Status(runnel_status::StatusArgs),
+    #[command(flatten)]
+    Tools(runnel_tools::ToolCommand),
 }
 
 #[derive(Debug, Args)]

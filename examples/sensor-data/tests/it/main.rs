@@ -14,3 +14,4 @@ mod refusals; // bad blueprints and parameters stop the run before it starts
 mod scaling; // two run-streamlet processes share partitions; kill -9 one; nothing lost
 mod shutdown; // SIGTERM drains, commits and exits 0
 mod support; // running the binary and reading topics back
+mod tools; // topics, tail, produce, dead-letters, groups, reset-offsets: embedded log and tansu
