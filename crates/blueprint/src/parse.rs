@@ -8,9 +8,12 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use crate::code::Code;
-use crate::file::{BlueprintFile, Located, StreamletEntry, StreamletsSection, TopicFile};
+use crate::facts::Facts;
+use crate::file::{
+    BlueprintFile, ConnectionsSection, Located, StreamletEntry, StreamletsSection, TopicFile,
+};
 use crate::report::Report;
-use crate::suggest::did_you_mean;
+use crate::suggest::closest;
 
 const TOP_LEVEL_KEYS: &[&str] = &["name", "streamlets", "topics"];
 const TOPIC_KEYS: &[&str] = &[
@@ -45,6 +48,7 @@ pub(crate) fn parse_file(text: &str, report: &mut Report<'_>) -> BlueprintFile {
                 Code::BlueprintFormatError,
                 span,
                 format!("invalid toml: {}", error.message()),
+                Facts::new(),
             );
         }
     }
@@ -57,7 +61,7 @@ pub(crate) fn parse_file(text: &str, report: &mut Report<'_>) -> BlueprintFile {
         match key.get_ref().as_ref() {
             "name" => {
                 has_name = true;
-                file.name = expect_string(value, "'name'", report);
+                file.name = expect_string(value, "'name'", Facts::new().key("name"), report);
             }
             "streamlets" => file.streamlets = Some(parse_streamlets(key.span(), value, report)),
             "topics" => match value.get_ref() {
@@ -68,16 +72,32 @@ pub(crate) fn parse_file(text: &str, report: &mut Report<'_>) -> BlueprintFile {
                         }
                     }
                 }
-                other => wrong_type(report, value.span(), "'topics'", "a table", other),
-            },
-            unknown => report.at(
-                Code::BlueprintFormatError,
-                key.span(),
-                format!(
-                    "unknown key '{unknown}' (expected name, streamlets or topics){}",
-                    did_you_mean(unknown, TOP_LEVEL_KEYS.iter().copied())
+                other => wrong_type(
+                    report,
+                    value.span(),
+                    "'topics'",
+                    "a table",
+                    other,
+                    Facts::new().key("topics"),
                 ),
-            ),
+            },
+            "connections" => {
+                let connections = parse_connections(key.span(), value);
+                report_connections(&connections, report);
+                file.connections = Some(connections);
+            }
+            unknown => {
+                let suggestion = closest(unknown, TOP_LEVEL_KEYS.iter().copied());
+                report.at(
+                    Code::BlueprintFormatError,
+                    key.span(),
+                    format!(
+                        "unknown key '{unknown}' (expected name, streamlets or topics){}",
+                        hint(suggestion)
+                    ),
+                    Facts::new().key(unknown).suggestions(suggestion),
+                );
+            }
         }
     }
 
@@ -86,9 +106,97 @@ pub(crate) fn parse_file(text: &str, report: &mut Report<'_>) -> BlueprintFile {
             Code::BlueprintFormatError,
             0..0,
             "missing required key 'name' (the app name)",
+            Facts::new().key("name"),
         );
     }
     file
+}
+
+/// `"; did you mean 'x'?"` for a suggestion, or nothing.
+fn hint(suggestion: Option<&str>) -> String {
+    suggestion
+        .map(|candidate| format!("; did you mean '{candidate}'?"))
+        .unwrap_or_default()
+}
+
+/// Reads what it can of a Cloudflow 1.x `[connections]` table: `outlet = [inlets]` entries,
+/// an unquoted dotted key (`ingress.out = [...]`, a nested table in TOML) read as the path.
+fn parse_connections(key_span: Range<usize>, value: &Spanned<DeValue<'_>>) -> ConnectionsSection {
+    fn collect(
+        prefix: &str,
+        table: &DeTable<'_>,
+        entries: &mut Vec<(Located<String>, Vec<Located<String>>)>,
+    ) {
+        for (key, value) in in_file_order(table) {
+            let path = format!("{prefix}{}", key.get_ref());
+            let inlets = match value.get_ref() {
+                DeValue::Table(nested) => {
+                    collect(&format!("{path}."), nested, entries);
+                    continue;
+                }
+                DeValue::String(inlet) => vec![Located::new(inlet.to_string(), value.span())],
+                DeValue::Array(items) => items
+                    .iter()
+                    .filter_map(|item| match item.get_ref() {
+                        DeValue::String(inlet) => {
+                            Some(Located::new(inlet.to_string(), item.span()))
+                        }
+                        _ => None,
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+            entries.push((Located::new(path, key.span()), inlets));
+        }
+    }
+    let mut section = ConnectionsSection {
+        span: key_span,
+        entries: Vec::new(),
+    };
+    if let DeValue::Table(table) = value.get_ref() {
+        collect("", table, &mut section.entries);
+    }
+    section
+}
+
+/// Cloudflow 1.x wired outlets to inlets in `[connections]`; Runnel wires them through
+/// topics. The help shows the topics equivalent to what was written.
+fn report_connections(connections: &ConnectionsSection, report: &mut Report<'_>) {
+    let mut topics: Vec<String> = connections
+        .entries
+        .iter()
+        .map(|(outlet, inlets)| {
+            let id: String = outlet
+                .value
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+                .collect();
+            let consumers: Vec<String> =
+                inlets.iter().map(|i| format!("\"{}\"", i.value)).collect();
+            format!(
+                "[topics.{id}]\nproducers = [\"{}\"]\nconsumers = [{}]",
+                outlet.value,
+                consumers.join(", ")
+            )
+        })
+        .collect();
+    if topics.is_empty() {
+        topics.push(
+            "[topics.NAME]\nproducers = [\"instance.outlet\"]\nconsumers = [\"other-instance.inlet\"]".into(),
+        );
+    }
+    report
+        .at(
+            Code::BlueprintFormatError,
+            connections.span.clone(),
+            "[connections] is Cloudflow 1.x syntax: use topics instead; each outlet writes a \
+             [topics.NAME] table (its producers) and the inlets connected to it read it (its consumers)",
+            Facts::new().key("connections"),
+        )
+        .help = Some(format!(
+        "replace [connections] with topics:\n\n{}",
+        topics.join("\n\n")
+    ));
 }
 
 fn parse_streamlets(
@@ -107,20 +215,27 @@ fn parse_streamlets(
             "'streamlets'",
             "a table",
             value.get_ref(),
+            Facts::new().key("streamlets"),
         );
         section.malformed = true;
         return section;
     };
     for (name, type_ref) in in_file_order(table) {
         if is_recovery_artefact(type_ref) {
+            section.unusable.push(located_key(name));
             continue;
         }
-        let what = format!("the type of streamlet '{}'", name.get_ref());
-        if let Some(type_ref) = expect_string(type_ref, &what, report) {
-            section.entries.push(StreamletEntry {
+        let what = format!(
+            "the type of streamlet '{0}' (`{0} = \"type\"`)",
+            name.get_ref()
+        );
+        let facts = Facts::new().streamlet(name.get_ref().as_ref());
+        match expect_string(type_ref, &what, facts, report) {
+            Some(type_ref) => section.entries.push(StreamletEntry {
                 name: located_key(name),
                 type_ref,
-            });
+            }),
+            None => section.unusable.push(located_key(name)),
         }
     }
     section
@@ -143,6 +258,7 @@ fn parse_topic(
             &format!("topic '{id}'"),
             "a table",
             value.get_ref(),
+            Facts::new().topic(id.as_ref()),
         );
         return topic;
     };
@@ -152,35 +268,47 @@ fn parse_topic(
         }
         let key_name = key.get_ref().as_ref();
         let what = format!("'{key_name}' of topic '{id}'");
+        let facts = Facts::new().topic(id.as_ref()).key(key_name);
+        let facts = || facts.clone();
         match key_name {
-            "producers" => topic.producers = expect_strings(value, &what, report),
-            "consumers" => topic.consumers = expect_strings(value, &what, report),
-            "name" => topic.name = expect_string(value, &what, report),
-            "cluster" => topic.cluster = expect_string(value, &what, report),
-            "bootstrap-servers" => topic.bootstrap_servers = expect_string(value, &what, report),
+            "producers" => topic.producers = expect_strings(value, &what, facts(), report),
+            "consumers" => topic.consumers = expect_strings(value, &what, facts(), report),
+            "name" => topic.name = expect_string(value, &what, facts(), report),
+            "cluster" => topic.cluster = expect_string(value, &what, facts(), report),
+            "bootstrap-servers" => {
+                topic.bootstrap_servers = expect_string(value, &what, facts(), report);
+            }
             "partitions" => {
-                topic.partitions = expect_integer(value, &what, u32::MAX.into(), report);
+                topic.partitions = expect_integer(value, &what, u32::MAX.into(), facts(), report);
             }
             "replication" => {
-                topic.replication = expect_integer(value, &what, u16::MAX.into(), report);
+                topic.replication = expect_integer(value, &what, u16::MAX.into(), facts(), report);
             }
             "managed" => match value.get_ref() {
                 DeValue::Boolean(managed) => {
                     topic.managed = Some(Located::new(*managed, value.span()));
                 }
-                other => wrong_type(report, value.span(), &what, "a boolean", other),
+                other => wrong_type(report, value.span(), &what, "a boolean", other, facts()),
             },
-            "config" => topic.config = expect_settings(value, &what, report),
-            "producer-config" => topic.producer_config = expect_settings(value, &what, report),
-            "consumer-config" => topic.consumer_config = expect_settings(value, &what, report),
-            unknown => report.at(
-                Code::BlueprintFormatError,
-                key.span(),
-                format!(
-                    "unknown key '{unknown}' in topic '{id}'{}",
-                    did_you_mean(unknown, TOPIC_KEYS.iter().copied())
-                ),
-            ),
+            "config" => topic.config = expect_settings(value, &what, facts(), report),
+            "producer-config" => {
+                topic.producer_config = expect_settings(value, &what, facts(), report);
+            }
+            "consumer-config" => {
+                topic.consumer_config = expect_settings(value, &what, facts(), report);
+            }
+            unknown => {
+                let suggestion = closest(unknown, TOPIC_KEYS.iter().copied());
+                report.at(
+                    Code::BlueprintFormatError,
+                    key.span(),
+                    format!(
+                        "unknown key '{unknown}' in topic '{id}'{}",
+                        hint(suggestion)
+                    ),
+                    facts().suggestions(suggestion),
+                );
+            }
         }
     }
     if let (Some(_), Some(servers)) = (&topic.cluster, &topic.bootstrap_servers) {
@@ -188,6 +316,7 @@ fn parse_topic(
             Code::BlueprintFormatError,
             servers.span.clone(),
             format!("topic '{id}' sets both 'cluster' and 'bootstrap-servers'; set one of them"),
+            Facts::new().topic(id.as_ref()).key("bootstrap-servers"),
         );
     }
     topic
@@ -220,23 +349,26 @@ fn wrong_type(
     what: &str,
     expected: &str,
     found: &DeValue<'_>,
+    facts: Facts,
 ) {
     report.at(
         Code::BlueprintFormatError,
         span,
         format!("{what} must be {expected}, found {}", found.type_str()),
+        facts.expected(expected).found(found.type_str()),
     );
 }
 
 fn expect_string(
     value: &Spanned<DeValue<'_>>,
     what: &str,
+    facts: Facts,
     report: &mut Report<'_>,
 ) -> Option<Located<String>> {
     match value.get_ref() {
         DeValue::String(text) => Some(Located::new(text.to_string(), value.span())),
         other => {
-            wrong_type(report, value.span(), what, "a string", other);
+            wrong_type(report, value.span(), what, "a string", other, facts);
             None
         }
     }
@@ -245,6 +377,7 @@ fn expect_string(
 fn expect_strings(
     value: &Spanned<DeValue<'_>>,
     what: &str,
+    facts: Facts,
     report: &mut Report<'_>,
 ) -> Vec<Located<String>> {
     let DeValue::Array(items) = value.get_ref() else {
@@ -254,13 +387,15 @@ fn expect_strings(
             what,
             "an array of strings",
             value.get_ref(),
+            facts,
         );
         return Vec::new();
     };
+    let each = format!("each of {what}");
     items
         .iter()
         .filter(|item| !is_recovery_artefact(item))
-        .filter_map(|item| expect_string(item, &format!("each of {what}"), report))
+        .filter_map(|item| expect_string(item, &each, facts.clone(), report))
         .collect()
 }
 
@@ -268,10 +403,18 @@ fn expect_integer<T: TryFrom<i64>>(
     value: &Spanned<DeValue<'_>>,
     what: &str,
     max: i64,
+    facts: Facts,
     report: &mut Report<'_>,
 ) -> Option<Located<T>> {
     let DeValue::Integer(integer) = value.get_ref() else {
-        wrong_type(report, value.span(), what, "an integer", value.get_ref());
+        wrong_type(
+            report,
+            value.span(),
+            what,
+            "an integer",
+            value.get_ref(),
+            facts,
+        );
         return None;
     };
     let parsed = i64::from_str_radix(integer.as_str(), integer.radix())
@@ -282,6 +425,7 @@ fn expect_integer<T: TryFrom<i64>>(
             Code::BlueprintFormatError,
             value.span(),
             format!("{what} must be between 0 and {max}"),
+            facts.value(integer.as_str()),
         );
     }
     parsed.map(|number| Located::new(number, value.span()))
@@ -293,12 +437,13 @@ fn expect_integer<T: TryFrom<i64>>(
 fn expect_settings(
     value: &Spanned<DeValue<'_>>,
     what: &str,
+    facts: Facts,
     report: &mut Report<'_>,
 ) -> BTreeMap<String, String> {
     let mut settings = BTreeMap::new();
     match value.get_ref() {
-        DeValue::Table(table) => flatten_settings("", table, what, &mut settings, report),
-        other => wrong_type(report, value.span(), what, "a table", other),
+        DeValue::Table(table) => flatten_settings("", table, what, &facts, &mut settings, report),
+        other => wrong_type(report, value.span(), what, "a table", other, facts),
     }
     settings
 }
@@ -307,14 +452,23 @@ fn flatten_settings(
     prefix: &str,
     table: &DeTable<'_>,
     what: &str,
+    facts: &Facts,
     settings: &mut BTreeMap<String, String>,
     report: &mut Report<'_>,
 ) {
     for (key, value) in in_file_order(table) {
         let name = format!("{prefix}{}", key.get_ref());
+        let facts_of_setting = || {
+            let mut facts = facts.clone();
+            facts.key = Some(format!(
+                "{}.{name}",
+                facts.key.as_deref().unwrap_or_default()
+            ));
+            facts
+        };
         let text = match value.get_ref() {
             DeValue::Table(nested) => {
-                flatten_settings(&format!("{name}."), nested, what, settings, report);
+                flatten_settings(&format!("{name}."), nested, what, facts, settings, report);
                 continue;
             }
             DeValue::String(text) => text.to_string(),
@@ -337,6 +491,7 @@ fn flatten_settings(
                     &setting,
                     "a string, number or boolean",
                     other,
+                    facts_of_setting(),
                 );
                 continue;
             }
@@ -346,6 +501,7 @@ fn flatten_settings(
                 Code::BlueprintFormatError,
                 key.span(),
                 format!("duplicate setting '{name}' in {what}"),
+                facts_of_setting(),
             );
         }
     }
@@ -375,19 +531,26 @@ fn report_duplicate_key(
             .and_then(|value| value.get_ref().as_table())
             .and_then(|table| table.iter().find(|(name, _)| name.get_ref() == key))
             .map(|(name, _)| name.span().start);
-        let first_line = first
-            .map(|offset| format!(" (first declared on line {})", line_of(text, offset)))
-            .unwrap_or_default();
+        let first_line = first.map(|offset| report.line_of(offset));
+        let mut facts = Facts::new().streamlet(key);
+        facts.first_line = first_line.map(|line| line as u64);
         report.at(
             Code::DuplicateStreamletNamesFound,
             span,
-            format!("duplicate streamlet instance name '{key}'{first_line}"),
+            format!(
+                "duplicate streamlet instance name '{key}'{}",
+                first_line
+                    .map(|line| format!(" (first declared on line {line})"))
+                    .unwrap_or_default()
+            ),
+            facts,
         );
     } else {
         report.at(
             Code::BlueprintFormatError,
             span,
             format!("duplicate key '{key}'"),
+            Facts::new().key(key),
         );
     }
 }
@@ -400,10 +563,6 @@ fn enclosing_header(text: &str, offset: usize) -> Option<String> {
         .map(str::trim_start)
         .find(|line| line.starts_with('['))
         .map(|line| line.chars().filter(|c| !c.is_whitespace()).collect())
-}
-
-fn line_of(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())].matches('\n').count() + 1
 }
 
 fn unquote(key: &str) -> &str {
