@@ -39,10 +39,12 @@ pub(crate) fn parse_file(text: &str, report: &mut Report<'_>) -> BlueprintFile {
     };
     let root = root.into_inner();
 
+    let mut headers = None;
     for error in &errors {
         let span = error.span().unwrap_or(0..0);
         if error.message() == "duplicate key" {
-            report_duplicate_key(text, &root, span, report);
+            let headers = headers.get_or_insert_with(|| Headers::new(text));
+            report_duplicate_key(text, &root, headers, span, report);
         } else {
             report.at(
                 Code::BlueprintFormatError,
@@ -512,6 +514,7 @@ fn flatten_settings(
 fn report_duplicate_key(
     text: &str,
     root: &DeTable<'_>,
+    headers: &Headers,
     span: Range<usize>,
     report: &mut Report<'_>,
 ) {
@@ -522,7 +525,8 @@ fn report_duplicate_key(
         .map(|(_, value)| value);
     let in_streamlets = streamlets.is_some_and(|value| {
         let inline = value.span().start < span.start && span.end <= value.span().end;
-        let header = enclosing_header(text, span.start)
+        let header = headers
+            .enclosing(span.start)
             .is_some_and(|header| header.starts_with("[streamlets]"));
         matches!(value.get_ref(), DeValue::Table(_)) && (inline || header)
     });
@@ -556,13 +560,37 @@ fn report_duplicate_key(
 }
 
 /// The last `[table]` header line before `offset`, without spaces.
-fn enclosing_header(text: &str, offset: usize) -> Option<String> {
-    text[..offset.min(text.len())]
-        .lines()
-        .rev()
-        .map(str::trim_start)
-        .find(|line| line.starts_with('['))
-        .map(|line| line.chars().filter(|c| !c.is_whitespace()).collect())
+/// The `[table]` header lines of a text, found in one pass so that locating the table of
+/// each of many duplicate keys stays linear.
+struct Headers {
+    /// Each header line's offset and text without spaces, in file order.
+    lines: Vec<(usize, String)>,
+}
+
+impl Headers {
+    fn new(text: &str) -> Self {
+        let mut lines = Vec::new();
+        let mut offset = 0;
+        for line in text.split_inclusive('\n') {
+            let trimmed = line.trim_start();
+            if trimmed.starts_with('[') {
+                lines.push((
+                    offset,
+                    trimmed.chars().filter(|c| !c.is_whitespace()).collect(),
+                ));
+            }
+            offset += line.len();
+        }
+        Headers { lines }
+    }
+
+    /// The last header that starts before `offset`.
+    fn enclosing(&self, offset: usize) -> Option<&str> {
+        let after = self.lines.partition_point(|(start, _)| *start < offset);
+        after
+            .checked_sub(1)
+            .map(|index| self.lines[index].1.as_str())
+    }
 }
 
 fn unquote(key: &str) -> &str {

@@ -110,8 +110,9 @@ impl NameIndex {
     }
 
     /// The position of the name nearest to `wanted`, if one is near enough (see the module
-    /// documentation); ties go to the lowest position. An indexed name equal to `wanted` is
-    /// the nearest of all.
+    /// documentation). Among names equally near, it prefers the one that starts with more of
+    /// `wanted`, then the one indexed first. An indexed name equal to `wanted` is the nearest
+    /// of all.
     pub(crate) fn nearest(&self, wanted: &str) -> Option<usize> {
         let query: Vec<char> = wanted.chars().collect();
         if query.len() > LONGEST_SEARCHED {
@@ -121,7 +122,8 @@ impl NameIndex {
         (0..=allowed_edits(wanted)).find_map(|edits| self.search(&query, edits, &mut budget))
     }
 
-    /// The lowest position among the names at most `edits` away, depth first.
+    /// A name at most `edits` away, depth first, following the query's own characters
+    /// first; the first one found.
     fn search(&self, query: &[char], edits: usize, budget: &mut usize) -> Option<usize> {
         let width = query.len() + 1;
         let deepest = query.len() + edits;
@@ -135,21 +137,16 @@ impl NameIndex {
         for (j, cell) in rows[..width].iter_mut().enumerate() {
             *cell = saturate(j);
         }
-        let mut best: Option<u32> = None;
-        let mut consider = |node: &Node, distance: u8| {
-            if distance < limit
-                && let Some(name) = node.name
-            {
-                best = Some(best.map_or(name, |b| b.min(name)));
-            }
+        let found = |node: &Node, distance: u8| {
+            node.name
+                .filter(|_| distance < limit)
+                .map(|name| name as usize)
         };
-        consider(&self.nodes[0], rows[query.len()]);
-        let mut stack: Vec<(u32, usize)> = self.nodes[0]
-            .children
-            .iter()
-            .rev()
-            .map(|&c| (c, 1))
-            .collect();
+        if let Some(name) = found(&self.nodes[0], rows[query.len()]) {
+            return Some(name);
+        }
+        let mut stack: Vec<(u32, usize)> = Vec::new();
+        self.push_children(&self.nodes[0], 1, query, &mut stack);
         while let Some((index, depth)) = stack.pop() {
             if depth > deepest {
                 continue;
@@ -176,12 +173,40 @@ impl NameIndex {
                 row[j] = value;
                 smallest = smallest.min(value);
             }
-            consider(node, row[query.len()]);
+            if let Some(name) = found(node, row[query.len()]) {
+                return Some(name);
+            }
             if smallest < limit && depth < deepest {
-                stack.extend(node.children.iter().rev().map(|&c| (c, depth + 1)));
+                self.push_children(node, depth + 1, query, &mut stack);
             }
         }
-        best.map(|index| index as usize)
+        None
+    }
+
+    /// Pushes a node's children so that they pop in insertion order, except that the child
+    /// continuing the query (its character at `depth`) pops first.
+    fn push_children(
+        &self,
+        node: &Node,
+        depth: usize,
+        query: &[char],
+        stack: &mut Vec<(u32, usize)>,
+    ) {
+        let next = query.get(depth - 1);
+        let continues = |&&child: &&u32| Some(&self.nodes[child as usize].label) == next;
+        stack.extend(
+            node.children
+                .iter()
+                .rev()
+                .filter(|child| !continues(child))
+                .map(|&child| (child, depth)),
+        );
+        stack.extend(
+            node.children
+                .iter()
+                .filter(continues)
+                .map(|&child| (child, depth)),
+        );
     }
 }
 
@@ -192,21 +217,21 @@ mod tests {
     use super::*;
 
     proptest! {
-        /// The index answers what comparing every name would, when the budget is not hit.
+        /// The index finds a name as near as comparing every name would, when the budget
+        /// is not hit.
         #[test]
         fn the_index_agrees_with_comparing_every_name(
             names in prop::collection::vec("[abc]{0,6}", 0..40),
             wanted in "[abcd]{0,7}",
         ) {
             let index = NameIndex::new(names.iter().map(String::as_str));
-            let expected = names
+            let nearest = names
                 .iter()
-                .enumerate()
-                .map(|(position, name)| (edit_distance(&wanted, name), position))
-                .filter(|(distance, _)| *distance <= allowed_edits(&wanted))
-                .min()
-                .map(|(_, position)| position);
-            prop_assert_eq!(index.nearest(&wanted), expected);
+                .map(|name| edit_distance(&wanted, name))
+                .filter(|distance| *distance <= allowed_edits(&wanted))
+                .min();
+            let found = index.nearest(&wanted).map(|position| edit_distance(&wanted, &names[position]));
+            prop_assert_eq!(found, nearest);
         }
     }
 
@@ -236,6 +261,12 @@ mod tests {
             "gen and gem tie; gen comes first"
         );
         assert_eq!(index.nearest("generatr"), Some(3));
+        let prefixed = NameIndex::new(["xbcd", "abcx"]);
+        assert_eq!(
+            prefixed.nearest("abcd"),
+            Some(1),
+            "equally near, the one starting like the query wins"
+        );
         assert_eq!(index.nearest("storage"), None);
         assert_eq!(NameIndex::new([]).nearest("x"), None);
     }

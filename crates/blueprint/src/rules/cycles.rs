@@ -32,6 +32,7 @@ struct Graph {
 /// Reports each group of instances that records can cycle through.
 pub(crate) fn check(cx: &Context<'_>, report: &mut Report<'_>) {
     let graph = graph(cx);
+    let mut search = Search::new(graph.edges.len());
     for group in strongly_connected(&graph) {
         // In this graph every group of more than one node holds a cycle.
         if group.len() < 2 {
@@ -40,7 +41,7 @@ pub(crate) fn check(cx: &Context<'_>, report: &mut Report<'_>) {
         let Some(&start) = group.iter().filter(|&&node| node < graph.instances).min() else {
             continue;
         };
-        let Some(cycle) = shortest_cycle(&graph, start, &group) else {
+        let Some(cycle) = search.shortest_cycle(&graph, start, &group) else {
             continue;
         };
         let name = |node: usize| cx.instances[node].entry.name.value.as_str();
@@ -139,44 +140,69 @@ fn strongly_connected(graph: &Graph) -> Vec<Vec<usize>> {
     groups
 }
 
-/// The shortest path from `start` back to itself inside `group` (breadth first), as the
-/// edges followed: alternately to a topic (with the producer's span) and to an instance.
-fn shortest_cycle(
-    graph: &Graph,
-    start: usize,
-    group: &[usize],
-) -> Option<Vec<(usize, Range<usize>)>> {
-    let mut inside = vec![false; graph.edges.len()];
-    for &node in group {
-        inside[node] = true;
-    }
-    // How each node was reached: the node before it and the edge's index there.
-    let mut came_from: Vec<Option<(usize, usize)>> = vec![None; graph.edges.len()];
-    let mut queue = VecDeque::from([start]);
-    while let Some(node) = queue.pop_front() {
-        for (index, (to, _)) in graph.edges[node].iter().enumerate() {
-            let to = *to;
-            if !inside[to] {
-                continue;
-            }
-            if to == start {
-                let mut path = vec![graph.edges[node][index].clone()];
-                let mut at = node;
-                while at != start {
-                    let (before, edge) = came_from[at]?;
-                    path.push(graph.edges[before][edge].clone());
-                    at = before;
-                }
-                path.reverse();
-                return Some(path);
-            }
-            if came_from[to].is_none() {
-                came_from[to] = Some((node, index));
-                queue.push_back(to);
-            }
+/// The breadth-first search for shortest cycles, with its per-node marks allocated once for
+/// the whole graph and cleared group by group, so the searches of all groups together take
+/// time linear in the graph.
+struct Search {
+    inside: Vec<bool>,
+    /// How each node was reached: the node before it and the edge's index there.
+    came_from: Vec<Option<(usize, usize)>>,
+}
+
+impl Search {
+    fn new(nodes: usize) -> Self {
+        Search {
+            inside: vec![false; nodes],
+            came_from: vec![None; nodes],
         }
     }
-    None
+
+    /// The shortest path from `start` back to itself inside `group`, as the edges followed:
+    /// alternately to a topic (with the producer's span) and to an instance.
+    fn shortest_cycle(
+        &mut self,
+        graph: &Graph,
+        start: usize,
+        group: &[usize],
+    ) -> Option<Vec<(usize, Range<usize>)>> {
+        for &node in group {
+            self.inside[node] = true;
+        }
+        let cycle = self.breadth_first(graph, start);
+        for &node in group {
+            self.inside[node] = false;
+            self.came_from[node] = None;
+        }
+        cycle
+    }
+
+    fn breadth_first(&mut self, graph: &Graph, start: usize) -> Option<Vec<(usize, Range<usize>)>> {
+        let mut queue = VecDeque::from([start]);
+        while let Some(node) = queue.pop_front() {
+            for (index, (to, _)) in graph.edges[node].iter().enumerate() {
+                let to = *to;
+                if !self.inside[to] {
+                    continue;
+                }
+                if to == start {
+                    let mut path = vec![graph.edges[node][index].clone()];
+                    let mut at = node;
+                    while at != start {
+                        let (before, edge) = self.came_from[at]?;
+                        path.push(graph.edges[before][edge].clone());
+                        at = before;
+                    }
+                    path.reverse();
+                    return Some(path);
+                }
+                if self.came_from[to].is_none() {
+                    self.came_from[to] = Some((node, index));
+                    queue.push_back(to);
+                }
+            }
+        }
+        None
+    }
 }
 
 #[cfg(test)]
@@ -224,7 +250,7 @@ mod tests {
         let graph = graph(3, &[(0, 1), (1, 2), (2, 0), (1, 0)]);
         assert_eq!(groups(&graph), [vec![0, 1, 2, 3, 4, 5, 6]]);
         let all: Vec<usize> = (0..7).collect();
-        let cycle = shortest_cycle(&graph, 0, &all).unwrap();
+        let cycle = Search::new(7).shortest_cycle(&graph, 0, &all).unwrap();
         assert_eq!(instances_on(&graph, &cycle), [1, 0]);
         assert_eq!(cycle[0].1, 0..1, "it starts at the producer path of 0");
     }
@@ -233,8 +259,11 @@ mod tests {
     fn self_loops_are_cycles_and_chains_are_not() {
         let looped = graph(1, &[(0, 0)]);
         assert_eq!(groups(&looped), [vec![0, 1]]);
-        let cycle = shortest_cycle(&looped, 0, &[0, 1]).unwrap();
+        let mut search = Search::new(2);
+        let cycle = search.shortest_cycle(&looped, 0, &[0, 1]).unwrap();
         assert_eq!(instances_on(&looped, &cycle), [0]);
+        let again = search.shortest_cycle(&looped, 0, &[0, 1]).unwrap();
+        assert_eq!(instances_on(&looped, &again), [0], "the marks are cleared");
         assert!(groups(&graph(3, &[(0, 1), (1, 2)])).is_empty());
     }
 
