@@ -4,10 +4,9 @@
 //! it; a rule skips what an earlier rule already reported (a port of an instance whose type
 //! was not found is not checked), so one mistake gives one diagnostic.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
-use crate::blueprint::PortPath;
 use crate::descriptor::{AppDescriptor, InletDescriptor, OutletDescriptor, StreamletDescriptor};
 pub(crate) use crate::facts::Role;
 use crate::file::{BlueprintFile, StreamletEntry};
@@ -39,8 +38,9 @@ pub(crate) struct Context<'a> {
     unusable: HashSet<&'a str>,
     /// Every port path that named an existing instance, in file order (set by [`ports`]).
     pub(crate) bindings: Vec<Binding<'a>>,
-    /// Every port listed on some topic, whatever its direction (set by [`ports`]).
-    pub(crate) mentioned: BTreeSet<PortPath>,
+    /// Every port listed on some topic, whatever its direction (set by [`ports`]): the
+    /// instance's position and the port name as written.
+    pub(crate) mentioned: HashSet<(usize, &'a str)>,
 }
 
 /// A declared streamlet instance and the type it resolved to.
@@ -64,7 +64,8 @@ pub(crate) struct Binding<'a> {
     /// Index into `file.topics`.
     pub(crate) topic: usize,
     pub(crate) role: Role,
-    pub(crate) path: PortPath,
+    /// The path as written (well-formed: `instance.port`).
+    pub(crate) path: &'a str,
     pub(crate) span: Range<usize>,
     /// Index into `instances`.
     pub(crate) instance: usize,
@@ -87,7 +88,7 @@ impl<'a> Context<'a> {
                 .map(|name| name.value.as_str())
                 .collect(),
             bindings: Vec::new(),
-            mentioned: BTreeSet::new(),
+            mentioned: HashSet::new(),
         }
     }
 

@@ -11,7 +11,7 @@
 use std::cell::OnceCell;
 use std::collections::{HashMap, HashSet};
 
-use crate::blueprint::PortPath;
+use crate::blueprint::split_port_path;
 use crate::code::Code;
 use crate::descriptor::StreamletDescriptor;
 use crate::facts::{Facts, PortKind};
@@ -24,7 +24,8 @@ use crate::suggest::{NameIndex, allowed_edits, edit_distance};
 /// direction; reported once every topic is read, so that the port meant is known.
 struct Miss<'w> {
     written: &'w Located<String>,
-    path: PortPath,
+    /// The instance and port named.
+    path: (&'w str, &'w str),
     topic: usize,
     role: Role,
     /// The instance named, when it exists.
@@ -45,11 +46,12 @@ fn is_open(open: &OpenPorts<'_>, instance: usize, port: &str) -> bool {
 }
 
 /// Resolves every port path of every topic, filling `cx.bindings` and `cx.mentioned`.
-pub(crate) fn check(cx: &mut Context<'_>, report: &mut Report<'_>) {
-    // The first topic each port was bound to.
-    let mut bound: HashMap<PortPath, usize> = HashMap::new();
+pub(crate) fn check<'a>(cx: &mut Context<'a>, report: &mut Report<'_>) {
+    // The first topic each port (instance position, port name) was bound to.
+    let mut bound: HashMap<(usize, &'a str), usize> = HashMap::new();
     let mut misses = Vec::new();
-    for (index, topic) in cx.file.topics.iter().enumerate() {
+    let file = cx.file;
+    for (index, topic) in file.topics.iter().enumerate() {
         let mut listed = HashSet::new();
         let roles = [
             (Role::Producer, &topic.producers),
@@ -81,7 +83,8 @@ pub(crate) fn check(cx: &mut Context<'_>, report: &mut Report<'_>) {
                     continue;
                 };
                 if binding.port.is_some() || cx.descriptor.is_none() {
-                    if let Some(&first) = bound.get(&binding.path)
+                    let (name, port) = split_port_path(binding.path).unwrap_or_default();
+                    if let Some(&first) = bound.get(&(binding.instance, port))
                         && first != index
                     {
                         let first_topic = &cx.file.topics[first].id.value;
@@ -93,12 +96,12 @@ pub(crate) fn check(cx: &mut Context<'_>, report: &mut Report<'_>) {
                                 binding.path, topic.id.value
                             ),
                             facts()
-                                .streamlet(&binding.path.streamlet)
-                                .port(&binding.path.port)
+                                .streamlet(name)
+                                .port(port)
                                 .other_topic(first_topic),
                         );
                     } else {
-                        bound.entry(binding.path.clone()).or_insert(index);
+                        bound.entry((binding.instance, port)).or_insert(index);
                     }
                 }
                 cx.bindings.push(binding);
@@ -127,16 +130,16 @@ pub(crate) fn check(cx: &mut Context<'_>, report: &mut Report<'_>) {
 
 /// Resolves one port path. `None` when the path is malformed or names no instance; a binding
 /// without a port when the port is wrong. Paths naming no port are kept in `misses`.
-fn resolve<'a, 'w>(
+fn resolve<'a>(
     cx: &mut Context<'a>,
     topic: usize,
     role: Role,
-    written: &'w Located<String>,
-    misses: &mut Vec<Miss<'w>>,
+    written: &'a Located<String>,
+    misses: &mut Vec<Miss<'a>>,
     report: &mut Report<'_>,
 ) -> Option<Binding<'a>> {
     let text = &written.value;
-    let Some(path) = PortPath::parse(text) else {
+    let Some(path) = split_port_path(text) else {
         let example = match role {
             Role::Producer => "generator.out",
             Role::Consumer => "metrics.in",
@@ -152,25 +155,26 @@ fn resolve<'a, 'w>(
         );
         return None;
     };
+    let (name, port) = path;
     let miss = |instance, wrong_direction| Miss {
         written,
-        path: path.clone(),
+        path,
         topic,
         role,
         instance,
         wrong_direction,
     };
-    let Some(instance) = cx.instance(&path.streamlet) else {
-        if cx.undeclared_is_news(&path.streamlet) {
+    let Some(instance) = cx.instance(name) else {
+        if cx.undeclared_is_news(name) {
             misses.push(miss(None, false));
         }
         return None;
     };
-    cx.mentioned.insert(path.clone());
+    cx.mentioned.insert((instance, port));
     let mut binding = Binding {
         topic,
         role,
-        path: path.clone(),
+        path: text,
         span: written.span.clone(),
         instance,
         port: None,
@@ -179,11 +183,7 @@ fn resolve<'a, 'w>(
         // No descriptor, or its type did not resolve (already reported): nothing to check.
         return Some(binding);
     };
-    match (
-        role,
-        streamlet.outlet(&path.port),
-        streamlet.inlet(&path.port),
-    ) {
+    match (role, streamlet.outlet(port), streamlet.inlet(port)) {
         (Role::Producer, Some(outlet), _) => binding.port = Some(Port::Outlet(outlet)),
         (Role::Consumer, _, Some(inlet)) => binding.port = Some(Port::Inlet(inlet)),
         (Role::Producer, None, Some(_)) | (Role::Consumer, Some(_), None) => {
@@ -251,7 +251,7 @@ fn report_miss<'a>(
     report: &mut Report<'_>,
 ) -> Option<PortOf<'a>> {
     let text = &miss.written.value;
-    let (name, port) = (&miss.path.streamlet, &miss.path.port);
+    let (name, port) = miss.path;
     let wanted = kind_listed_by(miss.role);
     let mut facts = Facts::new()
         .port_path(text)
@@ -272,12 +272,10 @@ fn report_miss<'a>(
             });
             index.nearest(name).and_then(|instance| {
                 let port = match cx.instances[instance].streamlet {
-                    Some(streamlet) if ports_of(streamlet, wanted).contains(&port.as_str()) => {
-                        Some(port.as_str())
-                    }
+                    Some(streamlet) if ports_of(streamlet, wanted).contains(&port) => Some(port),
                     Some(streamlet) => meant_port(streamlet, instance, port, wanted, open),
                     // The instance's ports are unknown: keep the port as written.
-                    None => Some(port.as_str()),
+                    None => Some(port),
                 }?;
                 Some((instance, port.to_owned()))
             })
@@ -351,13 +349,13 @@ fn report_miss<'a>(
 /// wrong role were already reported, and ports in a Cloudflow 1.x `[connections]` table are
 /// covered by its own diagnostic).
 fn unconnected_ports<'a>(cx: &Context<'a>) -> Vec<(usize, PortKind, &'a str)> {
-    let in_connections: HashSet<PortPath> = cx
+    let in_connections: HashSet<(&str, &str)> = cx
         .file
         .connections
         .iter()
         .flat_map(|connections| &connections.entries)
         .flat_map(|(outlet, inlets)| std::iter::once(outlet).chain(inlets))
-        .filter_map(|path| PortPath::parse(&path.value))
+        .filter_map(|path| split_port_path(&path.value))
         .collect();
     let mut unconnected = Vec::new();
     for (position, instance) in cx.instances.iter().enumerate() {
@@ -371,12 +369,11 @@ fn unconnected_ports<'a>(cx: &Context<'a>) -> Vec<(usize, PortKind, &'a str)> {
             .iter()
             .map(|o| (PortKind::Outlet, &o.name));
         for (kind, port) in inlets.chain(outlets) {
-            let path = PortPath {
-                streamlet: name.clone(),
-                port: port.clone(),
-            };
-            if !cx.mentioned.contains(&path) && !in_connections.contains(&path) {
-                unconnected.push((position, kind, port.as_str()));
+            let port = port.as_str();
+            let listed = cx.mentioned.contains(&(position, port))
+                || in_connections.contains(&(name.as_str(), port));
+            if !listed {
+                unconnected.push((position, kind, port));
             }
         }
     }

@@ -48,8 +48,8 @@ pub(crate) fn check(cx: &Context<'_>, report: &mut Report<'_>) {
                         ),
                         Facts::new()
                             .topic(id)
-                            .producer(producer.path.to_string())
-                            .other_producer(first.path.to_string())
+                            .producer(producer.path)
+                            .other_producer(first.path)
                             .writer_schema(&schema.name),
                     );
                 }
@@ -70,8 +70,8 @@ pub(crate) fn check(cx: &Context<'_>, report: &mut Report<'_>) {
                         ),
                         Facts::new()
                             .topic(id)
-                            .producer(producer.path.to_string())
-                            .consumer(consumer.path.to_string())
+                            .producer(producer.path)
+                            .consumer(consumer.path)
                             .writer_schema(&writer.name)
                             .reader_schema(&reader.name),
                     );
