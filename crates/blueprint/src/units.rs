@@ -173,8 +173,12 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
             }
             1_000_000
         } else {
-            lookup(DURATION_UNITS, term.unit)
-                .ok_or_else(|| not_a_duration(&format!(": unknown unit '{}'", term.unit)))?
+            lookup(DURATION_UNITS, term.unit).ok_or_else(|| {
+                format!(
+                    "'{text}' is not a duration: unknown unit '{}' (the units are ns, us, ms, s, m, h and d, or nanoseconds, microseconds, milliseconds, seconds, minutes, hours and days)",
+                    term.unit
+                )
+            })?
         };
         let part = scale(&term, per_unit).map_err(|problem| match problem {
             Scale::TooLarge => format!("'{text}' is too long a duration"),
@@ -223,7 +227,10 @@ pub(crate) fn parse_memory_size(text: &str) -> Result<u64, String> {
             "'{text}' is not a memory size: 'KB' is ambiguous; write kB (1000 bytes) or KiB (1024 bytes)"
         ));
     } else {
-        return Err(not_a_size(&format!(": unknown unit '{}'", term.unit)));
+        return Err(format!(
+            "'{text}' is not a memory size: unknown unit '{}' (the units are B; kB, MB, GB, TB, PB, EB, powers of 1000; K, M, G, T, P, E or KiB, MiB, GiB, TiB, PiB, EiB, powers of 1024)",
+            term.unit
+        ));
     };
     let too_large = || {
         format!(
@@ -335,10 +342,9 @@ mod tests {
             parse_duration("often"),
             Err("'often' is not a duration (write it like 250ms, 5s or 1m 30s)".into())
         );
-        assert!(
-            parse_duration("5 M")
-                .unwrap_err()
-                .contains("unknown unit 'M'"),
+        assert_eq!(
+            parse_duration("5 M").unwrap_err(),
+            "'5 M' is not a duration: unknown unit 'M' (the units are ns, us, ms, s, m, h and d, or nanoseconds, microseconds, milliseconds, seconds, minutes, hours and days)",
             "units are lowercase"
         );
         assert!(
