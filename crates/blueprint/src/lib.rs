@@ -43,7 +43,8 @@
 //! file under `rules/`; `avro.rs` is the schema resolution behind `IncompatibleSchema`.
 //! `docs/blueprint.md` documents the file format and every code; `facts.rs` the structured
 //! facts of the JSON report (`docs/diagnostics.schema.json`); `suggest.rs` the "did you
-//! mean" search; `units.rs` HOCON durations and memory sizes.
+//! mean" search; `units.rs` HOCON durations and memory sizes; `constraint.rs` parameter
+//! ranges and allowed values; `connections.rs` the Cloudflow 1.x migration hint.
 //!
 //! Design decisions:
 //!
@@ -65,6 +66,7 @@ pub mod parameter;
 mod avro;
 mod blueprint;
 mod code;
+mod connections;
 mod constraint;
 mod diagnostic;
 mod error;

@@ -8,10 +8,9 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use crate::code::Code;
+use crate::connections;
 use crate::facts::Facts;
-use crate::file::{
-    BlueprintFile, ConnectionsSection, Located, StreamletEntry, StreamletsSection, TopicFile,
-};
+use crate::file::{BlueprintFile, Located, StreamletEntry, StreamletsSection, TopicFile};
 use crate::report::Report;
 use crate::suggest::closest;
 
@@ -84,8 +83,8 @@ pub(crate) fn parse_file(text: &str, report: &mut Report<'_>) -> BlueprintFile {
                 ),
             },
             "connections" => {
-                let connections = parse_connections(key.span(), value);
-                report_connections(&connections, report);
+                let connections = connections::parse(key.span(), value);
+                connections::report(&connections, report);
                 file.connections = Some(connections);
             }
             unknown => {
@@ -119,86 +118,6 @@ fn hint(suggestion: Option<&str>) -> String {
     suggestion
         .map(|candidate| format!("; did you mean '{candidate}'?"))
         .unwrap_or_default()
-}
-
-/// Reads what it can of a Cloudflow 1.x `[connections]` table: `outlet = [inlets]` entries,
-/// an unquoted dotted key (`ingress.out = [...]`, a nested table in TOML) read as the path.
-fn parse_connections(key_span: Range<usize>, value: &Spanned<DeValue<'_>>) -> ConnectionsSection {
-    fn collect(
-        prefix: &str,
-        table: &DeTable<'_>,
-        entries: &mut Vec<(Located<String>, Vec<Located<String>>)>,
-    ) {
-        for (key, value) in in_file_order(table) {
-            let path = format!("{prefix}{}", key.get_ref());
-            let inlets = match value.get_ref() {
-                DeValue::Table(nested) => {
-                    collect(&format!("{path}."), nested, entries);
-                    continue;
-                }
-                DeValue::String(inlet) => vec![Located::new(inlet.to_string(), value.span())],
-                DeValue::Array(items) => items
-                    .iter()
-                    .filter_map(|item| match item.get_ref() {
-                        DeValue::String(inlet) => {
-                            Some(Located::new(inlet.to_string(), item.span()))
-                        }
-                        _ => None,
-                    })
-                    .collect(),
-                _ => Vec::new(),
-            };
-            entries.push((Located::new(path, key.span()), inlets));
-        }
-    }
-    let mut section = ConnectionsSection {
-        span: key_span,
-        entries: Vec::new(),
-    };
-    if let DeValue::Table(table) = value.get_ref() {
-        collect("", table, &mut section.entries);
-    }
-    section
-}
-
-/// Cloudflow 1.x wired outlets to inlets in `[connections]`; Runnel wires them through
-/// topics. The help shows the topics equivalent to what was written.
-fn report_connections(connections: &ConnectionsSection, report: &mut Report<'_>) {
-    let mut topics: Vec<String> = connections
-        .entries
-        .iter()
-        .map(|(outlet, inlets)| {
-            let id: String = outlet
-                .value
-                .chars()
-                .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-                .collect();
-            let consumers: Vec<String> =
-                inlets.iter().map(|i| format!("\"{}\"", i.value)).collect();
-            format!(
-                "[topics.{id}]\nproducers = [\"{}\"]\nconsumers = [{}]",
-                outlet.value,
-                consumers.join(", ")
-            )
-        })
-        .collect();
-    if topics.is_empty() {
-        topics.push(
-            "[topics.NAME]\nproducers = [\"instance.outlet\"]\nconsumers = [\"other-instance.inlet\"]".into(),
-        );
-    }
-    report
-        .at(
-            Code::BlueprintFormatError,
-            connections.span.clone(),
-            "[connections] is Cloudflow 1.x syntax: use topics instead; each outlet writes a \
-             [topics.NAME] table (its producers) and the inlets connected to it read it (its consumers)",
-            Facts::new().key("connections"),
-        )
-        .help = Some(format!(
-        "replace [connections] with topics:\n\n{}",
-        topics.join("\n\n")
-    ));
 }
 
 fn parse_streamlets(
@@ -325,7 +244,7 @@ fn parse_topic(
 }
 
 /// The entries of a table sorted by where their key appears (the map itself is sorted by key).
-fn in_file_order<'t, 'i>(
+pub(crate) fn in_file_order<'t, 'i>(
     table: &'t DeTable<'i>,
 ) -> Vec<(
     &'t Spanned<std::borrow::Cow<'i, str>>,
