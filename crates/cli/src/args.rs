@@ -81,7 +81,8 @@ pub(crate) struct GraphArgs {
 pub(crate) enum ReportFormat {
     /// rustc-style, with the source line of each problem.
     Human,
-    /// A JSON array of {code, severity, message, file, line, column}.
+    /// A JSON array of {code, severity, message, file, line, column, facts, help}
+    /// (docs/diagnostics.schema.json).
     Json,
 }
 

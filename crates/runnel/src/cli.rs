@@ -54,7 +54,8 @@ pub(crate) struct VerifyArgs {
 pub(crate) enum ReportFormat {
     /// Messages with the offending source line, as rustc prints them.
     Human,
-    /// A JSON list of {code, severity, message, file, line, column}.
+    /// A JSON list of {code, severity, message, file, line, column, facts, help}
+    /// (docs/diagnostics.schema.json).
     Json,
 }
 
