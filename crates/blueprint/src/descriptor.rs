@@ -273,6 +273,10 @@ pub struct ParameterDescriptor {
     /// The only values allowed (`string` parameters); empty allows any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_values: Vec<String>,
+    /// Whether values are secrets (passwords, tokens): never shown in errors, logs or
+    /// status output, whichever source they come from.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub secret: bool,
 }
 
 impl ParameterDescriptor {
@@ -293,6 +297,7 @@ impl ParameterDescriptor {
             min: None,
             max: None,
             allowed_values: Vec::new(),
+            secret: false,
         }
     }
 }

@@ -29,6 +29,9 @@ impl fmt::Display for ParameterError {
 
 impl std::error::Error for ParameterError {}
 
+/// What replaces a secret value in messages.
+const REDACTED: &str = "[redacted]";
+
 /// Checks the values provided for one instance (as text, from the config file and `--set`)
 /// against its declared parameters, filling in defaults. Reports every problem at once.
 ///
@@ -83,6 +86,12 @@ pub fn resolve_parameters(
             Ok(value) => {
                 values.insert(parameter.key.clone(), value);
             }
+            Err(reason) if parameter.secret && !text.is_empty() => {
+                errors.push(error(
+                    &parameter.key,
+                    reason.replace(text.as_str(), REDACTED),
+                ));
+            }
             Err(reason) => errors.push(error(&parameter.key, reason)),
         }
     }
@@ -125,6 +134,26 @@ mod tests {
         let values = resolve_parameters("g", &declared, &provided).unwrap();
         assert_eq!(values["rate"], ParameterValue::Int(10));
         assert_eq!(values["name"], ParameterValue::String("y".into()));
+    }
+
+    #[test]
+    fn secret_values_are_never_shown() {
+        let mut pin = declared("pin", ParameterKind::Int, None);
+        pin.secret = true;
+        let mut token = declared("token", ParameterKind::String, None);
+        token.secret = true;
+        token.allowed_values = vec!["a".into(), "b".into()];
+        let provided = BTreeMap::from([
+            ("pin".to_string(), "canary-1234".to_string()),
+            ("token".to_string(), "canary-abcd".to_string()),
+        ]);
+        let errors = resolve_parameters("g", &[pin, token], &provided).unwrap_err();
+        assert_eq!(errors.len(), 2);
+        for error in errors {
+            let text = error.to_string();
+            assert!(!text.contains("canary"), "{text}");
+            assert!(text.contains("[redacted]"), "{text}");
+        }
     }
 
     #[test]

@@ -83,6 +83,7 @@ pub struct Parameter<T> {
     min: Option<Bound>,
     max: Option<Bound>,
     allowed: &'static [&'static str],
+    secret: bool,
     _type: PhantomData<fn() -> T>,
 }
 
@@ -96,8 +97,24 @@ impl<T> Parameter<T> {
             min: None,
             max: None,
             allowed: &[],
+            secret: false,
             _type: PhantomData,
         }
+    }
+
+    /// Marks the value as a secret (a password, a token): it is never shown in errors,
+    /// logs or status output, wherever it comes from (the config file, `--set`, or an
+    /// environment variable the config file names). A default is part of the code, not a
+    /// secret, and is shown by `describe`.
+    ///
+    /// ```
+    /// use runnel_streamlet::Parameter;
+    /// const PASSWORD: Parameter<String> = Parameter::string("db-password").secret();
+    /// # let _ = PASSWORD;
+    /// ```
+    pub const fn secret(mut self) -> Self {
+        self.secret = true;
+        self
     }
 
     /// Describes what the parameter controls (shown by `describe`).
@@ -136,6 +153,7 @@ impl<T> Parameter<T> {
         descriptor.min = self.min.map(Bound::text);
         descriptor.max = self.max.map(Bound::text);
         descriptor.allowed_values = self.allowed.iter().map(|v| (*v).to_owned()).collect();
+        descriptor.secret = self.secret;
         descriptor
     }
 }

@@ -68,6 +68,20 @@ fn quote(out: &mut String, location: &Location, text: &str, lines: &LineIndex<'_
     let Some(line) = text.get(line_start..).and_then(|rest| rest.lines().next()) else {
         return;
     };
+    // A line setting a secret is shown masked, underlined at its key.
+    if let Some((shown, key_end)) = crate::secrets::masked(line) {
+        let gutter = format!("{:width$} |", "");
+        let indent = shown.len() - shown.trim_start().len();
+        let _ = writeln!(out, "{gutter}");
+        let _ = writeln!(out, "{:>width$} | {shown}", location.line);
+        let _ = writeln!(
+            out,
+            "{gutter} {}{}",
+            " ".repeat(indent),
+            "^".repeat(key_end.saturating_sub(indent).max(1))
+        );
+        return;
+    }
     let start = location
         .span
         .start

@@ -135,3 +135,31 @@ fn carets_under_wide_characters_follow_the_display_width() {
         "{report}"
     );
 }
+
+#[test]
+fn a_secret_setting_is_never_quoted_in_a_report() {
+    let text = r#"name = "sensor-data"
+
+[streamlets]
+gen = "generator"
+printer = "printer"
+
+[topics.readings]
+producers = ["gen.out"]
+consumers = ["printer.in"]
+
+[topics.readings.producer-config]
+"sasl.password" = "canary-hunter2"
+"sasl.password" = "canary-hunter3"
+"#;
+    let verification = verify(Path::new("app.toml"), text, &descriptor("app.json"));
+    assert!(verification.has_errors(), "the duplicate key is an error");
+    let human = render_human(&verification.diagnostics, text);
+    assert!(!human.contains("canary"), "{human}");
+    assert!(
+        human.contains(r#""sasl.password" = "[redacted]""#),
+        "{human}"
+    );
+    let json = render_json(&verification.diagnostics);
+    assert!(!json.contains("canary"), "{json}");
+}
