@@ -223,7 +223,7 @@ fn without_text(text: &str, error: &toml::de::Error) -> String {
         if !quoted {
             message.push_str(part);
         } else {
-            message.push_str("…");
+            message.push('…');
         }
         quoted = !quoted;
     }
