@@ -9,7 +9,7 @@ use runnel_streamlet::testkit::{TestRecord, TestRun};
 use runnel_streamlet::watermark::Watermarks;
 use runnel_streamlet::window::{Firing, Pane, Sum, Timing, Trigger, WindowSpec};
 
-use crate::window_operator::{HEURISTIC, PERFECT, SCORES, Step, hms, timeline};
+use crate::scores::{HEURISTIC, PERFECT, SCORES, Step, hms, timeline};
 
 /// A team's score, with its event time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
@@ -53,6 +53,7 @@ fn scheduled(mut run: TestRun, steps: &[(i64, Step)]) -> TestRun {
 /// (processing time, window start, timing, index, value) of every pane.
 fn fired(run: &runnel_streamlet::testkit::TestOutput) -> Vec<(i64, i64, Timing, u32, i64)> {
     run.timed_output(TOTALS)
+        .expect("a timed run")
         .into_iter()
         .map(|(at, pane)| {
             assert_eq!(pane.key, "TeamX");
@@ -98,7 +99,7 @@ async fn heuristic_watermark_fires_each_window_when_it_passes_and_sends_the_nine
         ]
     );
     assert_eq!(
-        run.timed_output(LATE),
+        run.timed_output(LATE)?,
         [(hms(12, 8, 19), score(9, hms(12, 1, 25)))]
     );
     assert_eq!(run.metrics().late(), 1);
@@ -172,7 +173,7 @@ async fn an_idle_partition_stops_holding_the_watermark_after_the_timeout() -> an
         .run()
         .await?;
     let fired: Vec<(i64, i64, i64)> = run
-        .timed_output(TOTALS)
+        .timed_output(TOTALS)?
         .into_iter()
         .map(|(at, pane)| (at, pane.window_start, pane.value))
         .collect();

@@ -8,6 +8,9 @@ mod exactly_once; // killed and restarted mid-stream, a copy commits every input
 mod helpers; // processor, splitter, merge, async map, egress
 mod model; // the record types the tests use
 mod parameters; // typed parameters, defaults, validation
+mod reference_panes; // Streaming Systems' trigger examples, every pane's metadata asserted
+mod scores; // the book's running example, a harness for the window operator, pane rules
 mod testkit; // what the test kit itself reports
-mod window_operator; // the window operator alone: the Streaming Systems examples, triggers, modes
+mod triggers; // composed triggers, global windows, on-time and closing behaviours, checks
+mod window_operator; // the window operator alone: watermarks, accumulation modes, sessions
 mod window_properties; // streaming equals batch for random inputs; the accumulation modes agree
