@@ -137,6 +137,21 @@ impl<Acc, Out> PaneState<Acc, Out> {
         }
         self.trigger =
             TriggerState::legacy(trigger, self.pending, self.pending_since.take(), past_end);
+        // What a pane emitted was not early after the end; which of the late panes it was
+        // is not known: take the latest.
+        let not_early = self.not_early;
+        let emitted = self
+            .last
+            .iter_mut()
+            .chain(self.retract.iter_mut().map(|(_, emitted)| emitted));
+        for emitted in emitted {
+            if emitted.on_time_index.is_none() && emitted.timing != Timing::Early {
+                emitted.on_time_index = Some(match emitted.timing {
+                    Timing::OnTime => 0,
+                    _ => not_early.saturating_sub(1),
+                });
+            }
+        }
     }
 
     /// The next processing time after `now` at which the trigger may fire.
