@@ -110,7 +110,7 @@ mod event_time_guide {}
 ///
 /// Without either, the derive fails with `can't find crate for serde` (error E0463).
 /// `AvroSchema` needs nothing: its generated code finds `apache_avro` through this
-/// module. `crates/streamlet/tests/serde_without_dependency.rs` builds a crate both ways.
+/// module. `crates/streamlet/tests/it/serde_prelude.rs` builds a crate both ways.
 pub mod prelude {
     pub use crate::{
         AsyncMap, Context, Data, Egress, Either, Error, Inlet, Merge, Message, Outgoing, Outlet,
