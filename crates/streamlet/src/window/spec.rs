@@ -309,7 +309,7 @@ impl WindowSpec {
     /// If [`check`](Self::check) fails (at compile time in a `const` item), with a
     /// summary of the error; `check` gives the whole message.
     ///
-    /// ```compile_fail
+    /// ```compile_fail,E0080
     /// use std::time::Duration;
     /// use runnel_streamlet::window::{Trigger, WindowSpec};
     /// // error: invalid window spec: the trigger can finish before its window expires
