@@ -58,6 +58,23 @@ pub enum Error {
         #[source]
         source: BoxError,
     },
+    /// A record is larger than the topic (or the client) accepts. Retrying cannot help: the
+    /// record must be made smaller or handled as bad data.
+    #[error(
+        "record of {size} bytes for topic '{topic}' partition {partition} is larger than {}",
+        limit.map_or_else(|| "the broker accepts".to_owned(), |limit| format!("the limit of {limit} bytes"))
+    )]
+    RecordTooLarge {
+        /// The topic name.
+        topic: String,
+        /// The partition.
+        partition: u32,
+        /// The record's size as the backplane counts it (value, key, headers and overhead);
+        /// 0 when the backplane did not say.
+        size: usize,
+        /// The limit, when the backplane says what it is.
+        limit: Option<usize>,
+    },
     /// Reading records failed.
     #[error("consuming from topic '{topic}' failed")]
     Consume {

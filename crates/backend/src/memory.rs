@@ -66,6 +66,22 @@ type GroupTopic = (String, String);
 struct Topic {
     name: Arc<str>,
     partitions: Vec<Mutex<Vec<Record>>>,
+    /// The largest record accepted, from the topic's `max.message.bytes` setting.
+    max_record_bytes: Option<usize>,
+}
+
+/// The topic setting that limits record sizes, with Kafka's name.
+const MAX_RECORD_BYTES: &str = "max.message.bytes";
+
+/// A record's size as this backplane counts it against `max.message.bytes`: key, value,
+/// and every header's name and value.
+fn record_size(record: &Record) -> usize {
+    let headers: usize = record
+        .headers
+        .iter()
+        .map(|header| header.key.len() + header.value.len())
+        .sum();
+    record.key.as_ref().map_or(0, |key| key.len()) + record.value.len() + headers
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -76,6 +92,15 @@ impl MemoryBackend {
     /// An empty backplane.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Deletes a topic with its records and committed offsets, as an administrator might
+    /// under a running app; for tests of what happens then.
+    ///
+    /// Returns whether the topic existed.
+    pub fn delete_topic(&self, topic: &str) -> bool {
+        lock(&self.state.committed).retain(|(_, name), _| name != topic);
+        lock(&self.state.topics).remove(topic).is_some()
     }
 
     /// Every record of a topic, partition by partition, in offset order.
@@ -188,9 +213,17 @@ impl Backend for MemoryBackend {
                 })
             };
         }
+        let max_record_bytes = match spec.config.get(MAX_RECORD_BYTES) {
+            Some(text) => Some(text.parse().map_err(|_| Error::InvalidTopic {
+                topic: spec.name.clone(),
+                reason: format!("{MAX_RECORD_BYTES} '{text}' is not a byte count"),
+            })?),
+            None => None,
+        };
         let topic = Topic {
             name: Arc::from(spec.name.as_str()),
             partitions: (0..spec.partitions).map(|_| Mutex::default()).collect(),
+            max_record_bytes,
         };
         topics.insert(spec.name.clone(), Arc::new(topic));
         Ok(TopicCreation::Created)
@@ -278,6 +311,17 @@ struct MemoryProducer {
 impl Producer for MemoryProducer {
     async fn send(&self, topic: &str, partition: u32, record: Record) -> Result<Receipt> {
         let (topic, partition) = self.state.partition(topic, partition)?;
+        if let Some(limit) = topic.max_record_bytes {
+            let size = record_size(&record);
+            if size > limit {
+                return Err(Error::RecordTooLarge {
+                    topic: topic.name.to_string(),
+                    partition: partition as u32,
+                    size,
+                    limit: Some(limit),
+                });
+            }
+        }
         let offset = self.state.append(&topic, partition, record);
         self.state.appended.send_modify(|count| *count += 1);
         Ok(Receipt::ready(Ok(offset)))

@@ -28,8 +28,21 @@ pub(crate) enum Command {
     /// Show the status of a running app (streamlets, rates, lag, topics) from its admin
     /// endpoint.
     ///
-    /// Exits 2 when the endpoint cannot be read.
-    Status(runnel_web::StatusArgs),
+    /// Exits 1 when no process answers, or one of another app than `--app` does.
+    Status(StatusCommand),
+    #[command(flatten)]
+    Tools(runnel_tools::ToolCommand),
+}
+
+/// `runnel status`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct StatusCommand {
+    /// The app whose status to show: found at the admin address it recorded when it
+    /// started, and checked to be that app.
+    #[arg(long)]
+    pub(crate) app: Option<String>,
+    #[command(flatten)]
+    pub(crate) status: runnel_status::StatusArgs,
 }
 
 /// `runnel verify`.
@@ -68,7 +81,8 @@ pub(crate) struct GraphArgs {
 pub(crate) enum ReportFormat {
     /// rustc-style, with the source line of each problem.
     Human,
-    /// A JSON array of {code, severity, message, file, line, column}.
+    /// A JSON array of {code, severity, message, file, line, column, facts, help}
+    /// (docs/diagnostics.schema.json).
     Json,
 }
 

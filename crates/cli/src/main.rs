@@ -3,11 +3,14 @@
 //! ```text
 //! runnel verify --descriptor app.json [--format human|json] [--deny-warnings] BLUEPRINT
 //! runnel graph [--descriptor app.json] [--format text|dot|mermaid] BLUEPRINT
-//! runnel status [--admin 127.0.0.1:4040] [--watch] [-o table|json|yaml]
+//! runnel status [--app NAME] [--admin 127.0.0.1:4040] [--watch] [-o table|json|yaml]
+//! runnel topics | tail TOPIC | produce TOPIC | dead-letters | groups | reset-offsets GROUP
+//!        [--blueprint FILE] [--descriptor app.json] [--data-dir DIR | --kafka BOOTSTRAP]
 //! ```
 //!
 //! Exit codes: 0 when all is well, 1 when the blueprint has errors (or warnings under
-//! `--deny-warnings`), 2 for usage errors such as a file that cannot be read.
+//! `--deny-warnings`) or `status` reached no process (or the wrong app), 2 for usage
+//! errors such as a file that cannot be read.
 //!
 //! Where to begin: `args.rs` declares the commands; each command has its own file. The
 //! checking itself is `runnel_blueprint::verify`; this binary only reads files and prints.
@@ -37,10 +40,8 @@ fn main() -> ExitCode {
     let result = match args.command {
         Command::Verify(command) => verify::run(&command),
         Command::Graph(command) => graph::run(&command),
-        Command::Status(command) => command
-            .show()
-            .map(|()| Outcome::Passed)
-            .map_err(anyhow::Error::from),
+        Command::Status(command) => return command.status.main(command.app.as_deref()),
+        Command::Tools(command) => tools(&command),
     };
     match result {
         Ok(Outcome::Passed) => ExitCode::SUCCESS,
@@ -50,6 +51,15 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Runs a topic or offset tool (on a runtime of its own: the tools are async).
+fn tools(command: &runnel_tools::ToolCommand) -> anyhow::Result<Outcome> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(runnel_tools::run(command, None, None))?;
+    Ok(Outcome::Passed)
 }
 
 /// Reads a text file, saying which one failed.

@@ -122,6 +122,18 @@ pub enum Error {
         /// The cause.
         source: io::Error,
     },
+    /// A directory the topic tools were pointed at holds no embedded log.
+    #[error("'{}' is not an embedded log directory (it has no topics/)", path.display())]
+    NotALog {
+        /// The directory.
+        path: PathBuf,
+    },
+    /// A topic (or `topic/partition`) the topic tools asked for does not exist.
+    #[error("topic '{topic}' not found")]
+    TopicNotFound {
+        /// The topic, or `topic/partition`.
+        topic: String,
+    },
     /// A record batch failed its checks (checksum, length, offsets) somewhere other than the
     /// torn tail that recovery truncates.
     #[error("corrupt record batch in '{}' at byte {position}: {problem}", path.display())]
@@ -208,6 +220,12 @@ impl Error {
     pub(crate) fn into_produce(self, topic: &str, partition: u32) -> runnel_backend::Error {
         match self {
             Error::Closed => runnel_backend::Error::Closed,
+            Error::RecordTooLarge { size, limit } => runnel_backend::Error::RecordTooLarge {
+                topic: topic.to_owned(),
+                partition,
+                size,
+                limit: Some(limit),
+            },
             other => runnel_backend::Error::Produce {
                 topic: topic.to_owned(),
                 partition,

@@ -126,7 +126,8 @@ fn render(committed: &BTreeMap<TopicPartitionKey, u64>) -> String {
     text
 }
 
-fn parse(path: &Path) -> Result<BTreeMap<TopicPartitionKey, u64>> {
+/// Reads a group's offsets file.
+pub(crate) fn parse(path: &Path) -> Result<BTreeMap<TopicPartitionKey, u64>> {
     let corrupt = |problem: String| Error::CorruptMetadata {
         path: path.to_owned(),
         problem,
@@ -171,6 +172,19 @@ fn parse(path: &Path) -> Result<BTreeMap<TopicPartitionKey, u64>> {
         committed.insert(key, offset);
     }
     Ok(committed)
+}
+
+/// The file holding `group`'s offsets, in the groups directory.
+pub(crate) fn file_name(group: &str) -> String {
+    format!("{}.{EXTENSION}", encode_name(group))
+}
+
+/// The group whose offsets `path` holds, if it is an offsets file.
+pub(crate) fn group_of(path: &Path) -> Option<String> {
+    if path.extension()? != EXTENSION {
+        return None;
+    }
+    decode_name(path.file_stem()?.to_str()?)
 }
 
 /// The group name with bytes outside `[A-Za-z0-9_-]` as `%XX`.

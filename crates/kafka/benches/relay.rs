@@ -111,6 +111,7 @@ async fn runnel_relay(backend: &KafkaBackend, records: usize, run: usize) -> Tim
         ready: None,
         watermarks: None,
         transactional_id: None,
+        attempts: Default::default(),
     };
     let first = Arc::new(OnceLock::new());
     let first_seen = first.clone();

@@ -19,6 +19,7 @@ use crate::context::LogContext;
 use crate::error::Redactor;
 use crate::metadata::{Metadata, blocking};
 use crate::producer::KafkaProducer;
+use crate::topic_limits::TopicLimits;
 use crate::transaction::KafkaTransactionalProducer;
 use crate::{KafkaConfig, KafkaSettings};
 
@@ -45,8 +46,9 @@ pub struct KafkaBackend {
 struct Inner {
     config: KafkaConfig,
     redactor: Redactor,
-    admin: AdminClient<LogContext>,
+    admin: Arc<AdminClient<LogContext>>,
     metadata: Arc<Metadata>,
+    limits: Arc<TopicLimits>,
     /// One client per consumer group whose committed offsets were asked for.
     group_readers: Mutex<HashMap<String, Arc<BaseConsumer<LogContext>>>>,
 }
@@ -60,8 +62,12 @@ impl std::fmt::Debug for KafkaBackend {
     }
 }
 
+/// How long one round of waiting for the cluster at start lasts before saying so.
+const CONNECT_ROUND: Duration = Duration::from_secs(5);
+
 impl KafkaBackend {
-    /// Creates the clients and checks that the cluster answers.
+    /// Creates the clients and checks that the cluster answers, logging every few seconds
+    /// while it does not.
     ///
     /// # Errors
     ///
@@ -89,24 +95,65 @@ impl KafkaBackend {
             redactor.clone(),
             config.request_timeout,
         ));
-        let probe = metadata.clone();
-        let timeout = config.request_timeout;
-        let reached = tokio::task::spawn_blocking(move || probe.reachable(timeout))
-            .await
-            .unwrap_or_else(|join| std::panic::resume_unwind(join.into_panic()));
-        reached.map_err(|error| crate::Error::Connect {
-            bootstrap: config.bootstrap_servers.clone(),
-            source: redactor.error(&error),
-        })?;
+        // Ask in short rounds, saying after each unanswered one that it is still waiting,
+        // instead of one silent request timeout.
+        let started = Instant::now();
+        loop {
+            let round_started = Instant::now();
+            let probe = metadata.clone();
+            let left = config.request_timeout.saturating_sub(started.elapsed());
+            let round = CONNECT_ROUND.min(left);
+            let reached = tokio::task::spawn_blocking(move || probe.reachable(round))
+                .await
+                .unwrap_or_else(|join| std::panic::resume_unwind(join.into_panic()));
+            match reached {
+                Ok(()) => break,
+                Err(error)
+                    if started.elapsed() + Duration::from_millis(100) < config.request_timeout =>
+                {
+                    tracing::warn!(
+                        "waiting for the kafka cluster at {}: no answer for {} s ({}); giving up after {} s",
+                        config.bootstrap_servers,
+                        started.elapsed().as_secs(),
+                        redactor.error(&error),
+                        config.request_timeout.as_secs()
+                    );
+                    // A refused connection fails at once: wait out the round.
+                    let next = (round_started + round).min(started + config.request_timeout);
+                    tokio::time::sleep_until(next.into()).await;
+                }
+                Err(error) => {
+                    return Err(crate::Error::Connect {
+                        bootstrap: config.bootstrap_servers.clone(),
+                        source: redactor.error(&error),
+                    });
+                }
+            }
+        }
+        let admin = Arc::new(admin);
+        let limits = Arc::new(TopicLimits::new(admin.clone(), config.request_timeout));
         Ok(KafkaBackend {
             inner: Arc::new(Inner {
                 config,
                 redactor,
                 admin,
                 metadata,
+                limits,
                 group_readers: Mutex::default(),
             }),
         })
+    }
+
+    pub(crate) fn inner_config(&self) -> &KafkaConfig {
+        &self.inner.config
+    }
+
+    pub(crate) fn inner_redactor(&self) -> &Redactor {
+        &self.inner.redactor
+    }
+
+    pub(crate) fn admin(&self) -> &AdminClient<LogContext> {
+        &self.inner.admin
     }
 
     /// The configuration this backend was created with.
@@ -158,6 +205,7 @@ impl KafkaBackend {
         KafkaProducer::new(
             &inner.config.producer(&settings.settings, id),
             inner.metadata.clone(),
+            inner.limits.clone(),
             inner.redactor.clone(),
         )
         .map_err(|error| Error::Admin {
@@ -267,6 +315,7 @@ impl Backend for KafkaBackend {
         match results.into_iter().next() {
             Some(Ok(_)) => {
                 self.inner.metadata.forget(&spec.name);
+                self.inner.limits.forget(&spec.name);
                 self.await_topic(&spec.name).await?;
                 Ok(TopicCreation::Created)
             }

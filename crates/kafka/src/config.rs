@@ -117,6 +117,13 @@ impl KafkaConfig {
             // librdkafka's statistics carry each partition's lag as the client sees it,
             // exported as `runnel_client_consumer_lag_records`.
             ("statistics.interval.ms".to_owned(), "1000".to_owned()),
+            // A topic deleted and created again (by an administrator, or by Runnel after a
+            // broker came back empty) is only assigned again once the consumer refreshes its
+            // metadata: every 10 s instead of librdkafka's 5 minutes.
+            (
+                "topic.metadata.refresh.interval.ms".to_owned(),
+                "10000".to_owned(),
+            ),
         ]);
         base.extend(self.base(Role::Consumer));
         base.insert(

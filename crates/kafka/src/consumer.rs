@@ -174,13 +174,16 @@ impl Shared {
         }
     }
 
-    /// Starts every newly assigned partition at an explicit offset: the committed one, else
-    /// the earliest or latest one.
+    /// Starts every newly assigned partition at an explicit offset: a pending seek, the
+    /// committed one, else the earliest or latest one. Reading the committed offsets or a
+    /// partition's ends is retried; a partition whose start still cannot be read is assigned
+    /// a logical start that librdkafka resolves itself (the committed offset, else the
+    /// earliest or latest), and tracked all the same, so its commits, its end of input and
+    /// its watermark are never skipped.
     fn assign(&self, consumer: &BaseConsumer<GroupContext>, assigned: &TopicPartitionList) {
-        let committed = consumer
-            .committed_offsets(assigned.clone(), self.timeout)
+        let committed = retried(|| consumer.committed_offsets(assigned.clone(), self.timeout))
             .map_err(|error| {
-                tracing::warn!(group = %self.group, "reading committed offsets failed: {}", self.redactor.error(&error));
+                tracing::warn!(group = %self.group, "reading committed offsets failed; librdkafka resolves them instead: {}", self.redactor.error(&error));
             })
             .ok();
         let mut explicit = TopicPartitionList::new();
@@ -200,25 +203,35 @@ impl Shared {
                     })
             });
             let start = match stored {
-                Some(offset) => Some(offset),
-                None => match consumer.fetch_watermarks(topic, partition, self.timeout) {
-                    Ok((low, high)) => Some(match self.start_from {
+                Some(offset) => Offset::Offset(offset),
+                // Unknown committed offsets: let librdkafka look them up.
+                None if committed.is_none() => Offset::Stored,
+                None => match retried(|| consumer.fetch_watermarks(topic, partition, self.timeout))
+                {
+                    Ok((low, high)) => Offset::Offset(match self.start_from {
                         StartFrom::Earliest => low,
                         StartFrom::Latest => high,
                     }),
                     Err(error) => {
-                        tracing::warn!(group = %self.group, "reading the offsets of {topic}/{partition} failed: {}", self.redactor.error(&error));
-                        None
+                        tracing::warn!(group = %self.group, "reading the offsets of {topic}/{partition} failed; librdkafka resolves its start instead: {}", self.redactor.error(&error));
+                        match self.start_from {
+                            StartFrom::Earliest => Offset::Beginning,
+                            StartFrom::Latest => Offset::End,
+                        }
                     }
                 },
             };
-            let offset = start.map_or(Offset::Invalid, Offset::Offset);
             if explicit
-                .add_partition_offset(topic, partition, offset)
+                .add_partition_offset(topic, partition, start)
                 .is_ok()
-                && let Some(start) = start
             {
-                starts.push((tp, start.max(0) as u64));
+                // A logical start is at or after offset 0; the first record read moves the
+                // position to where reading really began.
+                let position = match start {
+                    Offset::Offset(offset) => offset.max(0) as u64,
+                    _ => 0,
+                };
+                starts.push((tp, position));
             }
         }
         // Seeks for partitions another member got wait for a later assignment.
@@ -243,6 +256,26 @@ impl Shared {
             list(&starts.iter().map(|(tp, _)| tp.clone()).collect::<Vec<_>>())
         );
         lock(&self.positions).extend(starts);
+    }
+}
+
+/// How often a metadata request made during a rebalance is tried before giving up.
+const ATTEMPTS: u32 = 3;
+
+/// `request`, tried up to [`ATTEMPTS`] times with a short pause between tries.
+fn retried<T>(
+    mut request: impl FnMut() -> std::result::Result<T, KafkaError>,
+) -> std::result::Result<T, KafkaError> {
+    let mut attempt = 1;
+    loop {
+        match request() {
+            Ok(value) => return Ok(value),
+            Err(error) if attempt >= ATTEMPTS => return Err(error),
+            Err(_) => {
+                std::thread::sleep(Duration::from_millis(100) * attempt);
+                attempt += 1;
+            }
+        }
     }
 }
 
@@ -721,5 +754,35 @@ fn convert(message: &BorrowedMessage<'_>, names: &mut Names, shared: &Shared) ->
             headers,
             timestamp: message.timestamp().to_millis().unwrap_or(0),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_during_a_rebalance_are_retried_a_bounded_number_of_times() {
+        let mut calls = 0;
+        let failing = retried(|| -> std::result::Result<(), KafkaError> {
+            calls += 1;
+            Err(KafkaError::MetadataFetch(
+                RDKafkaErrorCode::BrokerTransportFailure,
+            ))
+        });
+        assert!(failing.is_err());
+        assert_eq!(calls, ATTEMPTS);
+        let mut calls = 0;
+        let second_time = retried(|| {
+            calls += 1;
+            if calls < 2 {
+                Err(KafkaError::MetadataFetch(
+                    RDKafkaErrorCode::BrokerTransportFailure,
+                ))
+            } else {
+                Ok(calls)
+            }
+        });
+        assert_eq!(second_time.unwrap(), 2);
     }
 }

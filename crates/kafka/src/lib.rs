@@ -59,14 +59,17 @@ mod config;
 mod consumer;
 mod context;
 mod error;
+mod inspect;
 mod metadata;
 mod producer;
 mod settings;
 #[cfg(feature = "test-broker")]
 pub mod test_broker;
+mod topic_limits;
 mod transaction;
 
 pub use backend::KafkaBackend;
 pub use config::KafkaConfig;
 pub use error::{Error, LibrdkafkaError};
+pub use inspect::KafkaTopic;
 pub use settings::{KafkaSettings, REDACTED, is_secret};

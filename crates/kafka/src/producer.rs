@@ -19,6 +19,23 @@ use tokio::sync::{Notify, oneshot};
 use crate::context;
 use crate::error::{LibrdkafkaError, Redactor};
 use crate::metadata::{Metadata, blocking};
+use crate::topic_limits::{BATCH_OVERHEAD, TopicLimits};
+
+/// librdkafka's default `message.max.bytes`.
+const DEFAULT_MAX_RECORD_BYTES: usize = 1_000_000;
+
+/// A record's size as librdkafka counts it against `message.max.bytes`: key, value and
+/// headers plus the largest per-record overhead of the v2 batch format.
+fn wire_size(record: &Record) -> usize {
+    /// `RD_KAFKAP_MESSAGE_V2_MAX_OVERHEAD`: varint lengths, attributes, deltas.
+    const OVERHEAD: usize = 5 + 1 + 10 + 5 + 5 + 5 + 5;
+    let headers: usize = record
+        .headers
+        .iter()
+        .map(|header| header.key.len() + header.value.len() + 10)
+        .sum();
+    OVERHEAD + record.key.as_ref().map_or(0, |key| key.len()) + record.value.len() + headers
+}
 
 /// How long `flush` waits for outstanding deliveries at most.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(300);
@@ -69,7 +86,10 @@ pub(crate) type Client = ThreadedProducer<DeliveryContext>;
 pub(crate) struct KafkaProducer {
     pub(crate) client: Arc<Client>,
     metadata: Arc<Metadata>,
+    limits: Arc<TopicLimits>,
     pub(crate) redactor: Redactor,
+    /// librdkafka's `message.max.bytes`: larger records are refused before they are sent.
+    max_record_bytes: usize,
 }
 
 impl std::fmt::Debug for KafkaProducer {
@@ -82,6 +102,7 @@ impl KafkaProducer {
     pub(crate) fn new(
         config: &rdkafka::ClientConfig,
         metadata: Arc<Metadata>,
+        limits: Arc<TopicLimits>,
         redactor: Redactor,
     ) -> std::result::Result<Self, KafkaError> {
         let context = DeliveryContext {
@@ -91,14 +112,34 @@ impl KafkaProducer {
             waiting: AtomicUsize::new(0),
         };
         let client: Client = config.create_with_context(context)?;
+        let max_record_bytes = config
+            .get("message.max.bytes")
+            .and_then(|bytes| bytes.parse().ok())
+            .unwrap_or(DEFAULT_MAX_RECORD_BYTES);
         Ok(KafkaProducer {
             client: Arc::new(client),
             metadata,
+            limits,
             redactor,
+            max_record_bytes,
         })
     }
 
-    fn produce_error(&self, topic: &str, partition: u32, error: &KafkaError) -> Error {
+    fn produce_error(
+        &self,
+        topic: &str,
+        partition: u32,
+        error: &KafkaError,
+        record: &Record,
+    ) -> Error {
+        if error.rdkafka_error_code() == Some(RDKafkaErrorCode::MessageSizeTooLarge) {
+            return Error::RecordTooLarge {
+                topic: topic.to_owned(),
+                partition,
+                size: wire_size(record),
+                limit: Some(self.max_record_bytes),
+            };
+        }
         Error::Produce {
             topic: topic.to_owned(),
             partition,
@@ -118,6 +159,17 @@ impl Producer for KafkaProducer {
                     topic: topic.to_owned(),
                     partition,
                     partitions,
+                });
+            }
+        }
+        if let Some(limit) = self.limits.max_record_bytes(topic).await {
+            let size = wire_size(&record) + BATCH_OVERHEAD;
+            if size > limit {
+                return Err(Error::RecordTooLarge {
+                    topic: topic.to_owned(),
+                    partition,
+                    size,
+                    limit: Some(limit),
                 });
             }
         }
@@ -156,13 +208,26 @@ impl Producer for KafkaProducer {
                     let _ = tokio::time::timeout(Duration::from_millis(50), space).await;
                     context.waiting.fetch_sub(1, Ordering::AcqRel);
                 }
-                Err((error, _)) => return Err(self.produce_error(topic, partition, &error)),
+                Err((error, _)) => {
+                    return Err(self.produce_error(topic, partition, &error, &record));
+                }
             }
         }
         let (topic, partition_number) = (topic.to_owned(), partition);
+        let size = wire_size(&record);
         Ok(Receipt::new(async move {
             match receipt.await {
                 Ok(Ok(offset)) => Ok(offset),
+                // The broker refused it: the topic's `max.message.bytes` is below the
+                // producer's `message.max.bytes`.
+                Ok(Err(cause)) if cause.code() == Some(RDKafkaErrorCode::MessageSizeTooLarge) => {
+                    Err(Error::RecordTooLarge {
+                        topic,
+                        partition: partition_number,
+                        size,
+                        limit: None,
+                    })
+                }
                 Ok(Err(cause)) => Err(Error::Produce {
                     topic,
                     partition: partition_number,

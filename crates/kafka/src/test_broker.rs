@@ -35,6 +35,8 @@ pub struct Tansu {
     watchdog: Child,
     port: u16,
     log: PathBuf,
+    /// Where the watchdog writes the broker's process id.
+    pid_file: PathBuf,
 }
 
 impl Tansu {
@@ -49,12 +51,13 @@ impl Tansu {
         let port = free_port();
         let url = format!("tcp://127.0.0.1:{port}");
         let log = std::env::temp_dir().join(format!("runnel-tansu-{port}.log"));
+        let pid_file = std::env::temp_dir().join(format!("runnel-tansu-{port}.pid"));
         let output = std::fs::File::create(&log).expect("creating the tansu log file");
         // The shell stops tansu when asked (SIGTERM) and when the test process is gone.
         let watchdog = Command::new("sh")
             .arg("-c")
             .arg(concat!(
-                "\"$0\" \"$@\" & child=$!; ",
+                "\"$0\" \"$@\" & child=$!; echo $child > \"$RUNNEL_TANSU_PID_FILE\"; ",
                 "trap 'kill $child 2>/dev/null; exit 0' TERM INT; ",
                 "while kill -0 $PPID 2>/dev/null && kill -0 $child 2>/dev/null; do sleep 0.3; done; ",
                 "kill $child 2>/dev/null"
@@ -62,6 +65,7 @@ impl Tansu {
             .arg(&binary)
             .args(["broker", "--listener-url", &url, "--advertised-listener-url", &url])
             .args(["--storage-engine", "memory://tansu/"])
+            .env("RUNNEL_TANSU_PID_FILE", &pid_file)
             .stdin(Stdio::null())
             .stdout(output.try_clone().expect("sharing the tansu log file"))
             .stderr(output)
@@ -71,6 +75,7 @@ impl Tansu {
             watchdog,
             port,
             log,
+            pid_file,
         };
         let deadline = Instant::now() + Duration::from_secs(30);
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
@@ -87,6 +92,35 @@ impl Tansu {
     /// `127.0.0.1:<port>`.
     pub fn bootstrap_servers(&self) -> String {
         format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Freezes the broker (SIGSTOP): connections stay open and nothing answers, as with a
+    /// broker that hangs or a network that drops packets.
+    ///
+    /// # Panics
+    ///
+    /// When the broker's process id is unknown or the signal cannot be sent.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Lets a [paused](Tansu::pause) broker go on (SIGCONT).
+    ///
+    /// # Panics
+    ///
+    /// When the broker's process id is unknown or the signal cannot be sent.
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = std::fs::read_to_string(&self.pid_file)
+            .unwrap_or_else(|error| panic!("reading {}: {error}", self.pid_file.display()));
+        let sent = Command::new("kill")
+            .args([signal, pid.trim()])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success(), "kill {signal} {} failed", pid.trim());
     }
 
     /// A configuration for this broker with [`TANSU_SETTINGS`].
@@ -110,6 +144,11 @@ impl Tansu {
 
 impl Drop for Tansu {
     fn drop(&mut self) {
+        // A paused broker does not stop on SIGTERM.
+        if let Ok(pid) = std::fs::read_to_string(&self.pid_file) {
+            let _ = Command::new("kill").args(["-CONT", pid.trim()]).status();
+            let _ = std::fs::remove_file(&self.pid_file);
+        }
         let _ = Command::new("kill")
             .arg(self.watchdog.id().to_string())
             .status();

@@ -112,10 +112,29 @@ pub(crate) async fn run_command(
     let backplane = backplane::open(args, &config, data_dir).await?;
 
     let admin = admin_listener(args.admin.as_deref()).await?;
-    let admin_url = admin
+    let admin_address = admin
         .as_ref()
-        .and_then(|listener| listener.local_addr().ok())
-        .map(|address| format!("http://{address}/"));
+        .and_then(|listener| listener.local_addr().ok());
+    let admin_url = admin_address.map(|address| format!("http://{address}/"));
+    // `status` finds the endpoint wherever it ended up.
+    let _admin_record = match admin_address {
+        Some(address) => {
+            let default = runnel_status::DEFAULT_ADMIN_ADDRESS;
+            if args.admin.is_none() && address.to_string() != default {
+                tracing::warn!(
+                    "the admin address {default} is taken (by another app?); serving on {address} instead, where `{app} status` finds it"
+                );
+            }
+            match runnel_status::record_admin_address(app, &address.to_string()) {
+                Ok(record) => Some(record),
+                Err(error) => {
+                    tracing::warn!("recording the admin address for `status` failed: {error}");
+                    None
+                }
+            }
+        }
+        None => None,
+    };
     console.print(&banner(
         &blueprint,
         &plan,
@@ -224,7 +243,7 @@ async fn admin_listener(
     let (text, fall_back) = match address {
         Some("off") => return Ok(None),
         Some(text) => (text, false),
-        None => (runnel_web::DEFAULT_ADMIN_ADDRESS, true),
+        None => (runnel_status::DEFAULT_ADMIN_ADDRESS, true),
     };
     let address = text
         .parse()

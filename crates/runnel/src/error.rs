@@ -62,7 +62,10 @@ pub enum AppError {
     Admin(#[from] runnel_web::ServeError),
     /// The status of a running app could not be read.
     #[error(transparent)]
-    Status(#[from] runnel_web::StatusError),
+    Status(#[from] runnel_status::StatusError),
+    /// A topic or offset tool failed.
+    #[error(transparent)]
+    Tool(#[from] runnel_tools::ToolError),
     /// Printing the descriptor failed.
     #[error("writing the descriptor failed")]
     Describe(#[source] serde_json::Error),

@@ -35,11 +35,14 @@ mod error;
 
 pub use app::App;
 pub use error::AppError;
+/// The partition a record key goes to among `partitions`, as keyed outlets (and Kafka's
+/// default partitioner, murmur2) choose it.
+pub use runnel_backend::partition_for_key;
 pub use runnel_streamlet::{
     AsyncMap, Checkpoints, Clock, CommitToken, Context, Data, Egress, Either, Error, ErrorKind,
     Inlet, InletStream, Merge, Message, Outgoing, Outlet, OutletSender, Parameter, Processor,
-    Result, Shape, Splitter, Streamlet, SystemClock, WindowedAggregate, checkpoint, dead_letter,
-    testkit, watermark, window,
+    RejectedRecord, Result, Shape, Splitter, Streamlet, SystemClock, WindowedAggregate, checkpoint,
+    dead_letter, testkit, watermark, window,
 };
 
 /// Everything a streamlet file needs, in one import.

@@ -27,6 +27,8 @@
 mod console;
 mod end_of_input;
 mod error;
+mod health;
+mod instance_status;
 mod local_config;
 mod metrics;
 mod plan;
@@ -35,19 +37,22 @@ mod runner;
 mod shutdown;
 mod status;
 mod supervisor;
+mod topic_keeper;
 mod view;
 
 pub use console::{Console, ConsoleLine};
 pub use error::RunError;
+pub use instance_status::{InstanceStatus, PortBinding};
 pub use local_config::{ConfigError, LocalConfig};
 pub use metrics::{Metric, render_prometheus};
 pub use plan::{InletPlan, InstancePlan, OutletPlan, Plan, PlanError, TopicPlan, plan};
 pub use registry::{Factory, Registry};
+pub use runnel_status::{
+    History, InletSnapshot, InstanceSnapshot, InstanceState, OutletSnapshot, PartitionSnapshot,
+    Problem, Snapshot, TopicSnapshot, render_table,
+};
 pub use runner::{RunOptions, RunReport, Running, provision, run, start};
 pub use shutdown::{INTERRUPTED_EXIT_CODE, stop_on_signals};
-pub use status::{
-    InletSnapshot, InstanceSnapshot, InstanceState, InstanceStatus, OutletSnapshot,
-    PartitionSnapshot, PortBinding, Snapshot, StatusBoard, TopicBinding, TopicSnapshot,
-};
+pub use status::{StatusBoard, TopicBinding};
 pub use supervisor::{Outcome, RestartPolicy};
-pub use view::{ViewMode, render_lines, render_table};
+pub use view::{ViewMode, render_lines};

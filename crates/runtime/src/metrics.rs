@@ -6,7 +6,10 @@ use std::fmt::Write;
 
 use runnel_streamlet::{BUCKET_BOUNDS, Histogram};
 
-use crate::status::{InstanceState, InstanceStatus, StatusBoard};
+use runnel_status::{InstanceSnapshot, InstanceState, Problem};
+
+use crate::instance_status::InstanceStatus;
+use crate::status::StatusBoard;
 
 /// Every metric Runnel exports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,10 +35,12 @@ pub enum Metric {
     LogStartOffset,
     /// The offset the next record of a partition will get.
     LogEndOffset,
-    /// Records that failed to decode and went to the dead-letter topic.
+    /// Records rejected and sent to the dead-letter topic.
     DeadLetterRecords,
-    /// Records that failed to decode and were skipped.
+    /// Records rejected and skipped.
     SkippedRecords,
+    /// Records given up on after failing the streamlet repeatedly.
+    GivenUpRecords,
     /// Records too late for their windows, sent to the late output.
     LateRecords,
     /// The event-time watermark of a streamlet that tracks event time.
@@ -46,13 +51,15 @@ pub enum Metric {
     Restarts,
     /// 1 for the state a streamlet is in, 0 for the others.
     StreamletState,
-    /// 1 once every streamlet of the process has connected its ports.
+    /// 1 for each problem a streamlet has now, 0 for the others.
+    StreamletProblem,
+    /// 1 while the process is ready: every streamlet connected and none has a problem.
     Ready,
 }
 
 impl Metric {
     /// Every metric, in the order they are rendered.
-    pub const ALL: [Metric; 18] = [
+    pub const ALL: [Metric; 20] = [
         Metric::RecordsIn,
         Metric::RecordsOut,
         Metric::BytesIn,
@@ -65,11 +72,13 @@ impl Metric {
         Metric::LogEndOffset,
         Metric::DeadLetterRecords,
         Metric::SkippedRecords,
+        Metric::GivenUpRecords,
         Metric::LateRecords,
         Metric::Watermark,
         Metric::WatermarkLag,
         Metric::Restarts,
         Metric::StreamletState,
+        Metric::StreamletProblem,
         Metric::Ready,
     ];
 
@@ -88,11 +97,13 @@ impl Metric {
             Metric::LogEndOffset => "runnel_log_end_offset",
             Metric::DeadLetterRecords => "runnel_dead_letter_records_total",
             Metric::SkippedRecords => "runnel_skipped_records_total",
+            Metric::GivenUpRecords => "runnel_given_up_records_total",
             Metric::LateRecords => "runnel_late_records_total",
             Metric::Watermark => "runnel_watermark_seconds",
             Metric::WatermarkLag => "runnel_watermark_lag_seconds",
             Metric::Restarts => "runnel_restarts_total",
             Metric::StreamletState => "runnel_streamlet_state",
+            Metric::StreamletProblem => "runnel_streamlet_problem",
             Metric::Ready => "runnel_ready",
         }
     }
@@ -108,6 +119,7 @@ impl Metric {
             | Metric::Watermark
             | Metric::WatermarkLag
             | Metric::StreamletState
+            | Metric::StreamletProblem
             | Metric::Ready => "gauge",
             _ => "counter",
         }
@@ -124,6 +136,7 @@ impl Metric {
             Metric::LogStartOffset | Metric::LogEndOffset => &["topic", "partition"],
             Metric::Restarts => &["streamlet", "kind"],
             Metric::StreamletState => &["streamlet", "state"],
+            Metric::StreamletProblem => &["streamlet", "problem"],
             Metric::Ready => &[],
             _ => &["streamlet"],
         }
@@ -151,17 +164,27 @@ impl Metric {
             Metric::LogStartOffset => "The oldest offset a partition still keeps.",
             Metric::LogEndOffset => "The offset the next record appended to a partition will get.",
             Metric::DeadLetterRecords => {
-                "Records that failed to decode and went to the dead-letter topic."
+                "Records rejected (undecodable, refused by the streamlet, or given up on) and sent to the dead-letter topic."
             }
-            Metric::SkippedRecords => "Records that failed to decode and were skipped.",
+            Metric::SkippedRecords => "Records rejected and skipped under the skip policy.",
+            Metric::GivenUpRecords => {
+                "Records given up on after they failed the streamlet several times in a row, and handed to the bad-data policy."
+            }
             Metric::LateRecords => {
                 "Records that arrived after their windows' allowed lateness (sent to the late output)."
             }
             Metric::Watermark => "The event-time watermark, in seconds since the Unix epoch.",
             Metric::WatermarkLag => "How far the watermark is behind the wall clock, in seconds.",
             Metric::Restarts => "Restarts of a streamlet after a failure, by kind of failure.",
-            Metric::StreamletState => "1 for the state a streamlet is in, 0 for the others.",
-            Metric::Ready => "1 once every streamlet of this process has connected its ports.",
+            Metric::StreamletState => {
+                "1 for the state a streamlet is in (stalled while it has a problem), 0 for the others."
+            }
+            Metric::StreamletProblem => {
+                "1 for each problem keeping a streamlet from making progress now, 0 for the others."
+            }
+            Metric::Ready => {
+                "1 while every streamlet of this process is connected and none has a problem."
+            }
         }
     }
 }
@@ -175,7 +198,12 @@ pub fn render_prometheus(board: &StatusBoard) -> String {
     for metric in Metric::ALL {
         out.header(metric);
         match metric {
-            Metric::Ready => out.sample(metric, &[], u8::from(board.is_ready())),
+            Metric::Ready => out.sample(metric, &[], u8::from(board.readiness().is_ok())),
+            Metric::StreamletState | Metric::StreamletProblem => {
+                for streamlet in &snapshot.streamlets {
+                    out.health(metric, streamlet);
+                }
+            }
             Metric::LogStartOffset | Metric::LogEndOffset => {
                 for topic in &snapshot.topics {
                     for partition in &topic.partitions {
@@ -281,13 +309,24 @@ impl Exposition {
                     self.sample(metric, &[name, kind], count);
                 }
             }
-            Metric::StreamletState => {
-                let current = status.state();
-                for state in InstanceState::ALL {
-                    self.sample(metric, &[name, state.label()], u8::from(state == current));
-                }
-            }
+            Metric::GivenUpRecords => self.sample(metric, &[name], metrics.given_up()),
             _ => {}
+        }
+    }
+
+    /// The state and problem gauges of one instance, from the latest sample.
+    fn health(&mut self, metric: Metric, streamlet: &InstanceSnapshot) {
+        let name = streamlet.name.as_str();
+        if metric == Metric::StreamletState {
+            for state in InstanceState::ALL {
+                let current = u8::from(state == streamlet.state);
+                self.sample(metric, &[name, state.label()], current);
+            }
+            return;
+        }
+        for label in Problem::LABELS {
+            let active = streamlet.problems.iter().any(|p| p.label() == label);
+            self.sample(metric, &[name, label], u8::from(active));
         }
     }
 

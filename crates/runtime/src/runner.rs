@@ -13,13 +13,14 @@ use tokio_util::sync::CancellationToken;
 use crate::RunError;
 use crate::console::Console;
 use crate::end_of_input::EndOfInput;
+use crate::instance_status::{InstanceStatus, PortBinding};
 use crate::plan::InstancePlan;
 use crate::plan::Plan;
-use crate::status::{
-    InstanceState, InstanceStatus, PortBinding, Snapshot, StatusBoard, TopicBinding,
-};
+use crate::status::{StatusBoard, TopicBinding};
 use crate::supervisor::{Outcome, RestartPolicy, Supervision, supervise};
+use crate::topic_keeper::keep_topics;
 use crate::view::{ViewMode, show};
+use runnel_status::{InstanceState, Snapshot};
 
 /// How to run.
 #[derive(Clone, Debug)]
@@ -199,6 +200,18 @@ pub async fn start(
         let (board, stop) = (board.clone(), stop_sampler.clone());
         async move { board.sample_every(Duration::from_secs(1), stop).await }
     });
+    let managed = plan
+        .topics
+        .iter()
+        .filter(|topic| topic.managed)
+        .map(|topic| topic.spec.clone())
+        .collect();
+    let topic_keeper = tokio::spawn(keep_topics(
+        board.clone(),
+        backend.clone(),
+        managed,
+        stop_sampler.clone(),
+    ));
     let view = tokio::spawn(show(
         board.clone(),
         console,
@@ -259,6 +272,7 @@ pub async fn start(
         background: Background {
             announce_ready,
             sampler,
+            topic_keeper,
             stop_sampler,
             view,
             stop_view,
@@ -313,6 +327,7 @@ pub struct Running {
 struct Background {
     announce_ready: tokio::task::JoinHandle<()>,
     sampler: tokio::task::JoinHandle<()>,
+    topic_keeper: tokio::task::JoinHandle<()>,
     stop_sampler: CancellationToken,
     view: tokio::task::JoinHandle<()>,
     stop_view: CancellationToken,
@@ -368,6 +383,7 @@ impl Running {
         background.announce_ready.abort();
         background.stop_sampler.cancel();
         let _ = background.sampler.await;
+        let _ = background.topic_keeper.await;
         let status = self.board.sample(None).await;
         self.board.publish(status.clone());
         background.stop_view.cancel();

@@ -1,245 +1,27 @@
-//! What a run looks like right now: per-instance state, counters, rates and consumer lag,
-//! and the topics with their offsets, sampled periodically into a [`Snapshot`]. The live
-//! view, the admin API (`/api/status`, `/metrics`) and `runnel status` all read it.
+//! What a run looks like right now: per-instance state, counters, rates, consumer lag and
+//! problems, and the topics with their offsets, sampled every second into a [`Snapshot`]
+//! (and the last minutes of them into a [`History`]). The live view, the admin API
+//! (`/api/status`, `/api/history`, `/metrics`, `/health/ready`) and `runnel status` all
+//! read it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use runnel_backend::{Backend, PartitionOffsets};
-use runnel_streamlet::InstanceMetrics;
-use serde::{Deserialize, Serialize};
+use runnel_status::{
+    History, HistoryPoint, InletSnapshot, InstanceSnapshot, InstanceState, OutletSnapshot,
+    PartitionSnapshot, Problem, Snapshot, StreamletPoint, TopicSnapshot,
+};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-/// The life-cycle state of a streamlet instance.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum InstanceState {
-    /// Connecting its ports.
-    Starting,
-    /// Processing.
-    Running,
-    /// Failed; waiting out the backoff before the next start.
-    Restarting,
-    /// Returned on its own: its inputs ended (or, for a source, it produced everything).
-    Finished,
-    /// Stopped by a shutdown request.
-    Stopped,
-}
+use crate::health::{self, HealthWatch, REQUEST_TIMEOUT};
+use crate::instance_status::InstanceStatus;
 
-impl InstanceState {
-    /// Every state, in life-cycle order.
-    pub const ALL: [InstanceState; 5] = [
-        InstanceState::Starting,
-        InstanceState::Running,
-        InstanceState::Restarting,
-        InstanceState::Finished,
-        InstanceState::Stopped,
-    ];
-
-    /// The name shown in views and metric labels.
-    pub fn label(self) -> &'static str {
-        match self {
-            InstanceState::Starting => "starting",
-            InstanceState::Running => "running",
-            InstanceState::Restarting => "restarting",
-            InstanceState::Finished => "finished",
-            InstanceState::Stopped => "stopped",
-        }
-    }
-}
-
-/// A port of an instance and the topic it is bound to.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PortBinding {
-    /// The port name.
-    pub port: String,
-    /// The topic name.
-    pub topic: String,
-    /// The consumer group, for inlets.
-    pub group: Option<String>,
-}
-
-/// The live status of one streamlet instance, shared by its supervisor and the views.
-#[derive(Debug)]
-pub struct InstanceStatus {
-    /// The instance name.
-    pub name: String,
-    /// The streamlet type.
-    pub type_name: String,
-    /// The counters of the instance (they survive restarts).
-    pub metrics: Arc<InstanceMetrics>,
-    /// The inlets with their topics and consumer groups.
-    pub inlets: Vec<PortBinding>,
-    /// The outlets with their topics.
-    pub outlets: Vec<PortBinding>,
-    state: Mutex<InstanceState>,
-    failures: Mutex<Failures>,
-}
-
-#[derive(Debug, Default)]
-struct Failures {
-    by_kind: BTreeMap<&'static str, u32>,
-    last: Option<String>,
-}
-
-impl InstanceStatus {
-    /// A starting instance.
-    pub fn new(
-        name: &str,
-        type_name: &str,
-        metrics: Arc<InstanceMetrics>,
-        inlets: Vec<PortBinding>,
-        outlets: Vec<PortBinding>,
-    ) -> Self {
-        InstanceStatus {
-            name: name.to_owned(),
-            type_name: type_name.to_owned(),
-            metrics,
-            inlets,
-            outlets,
-            state: Mutex::new(InstanceState::Starting),
-            failures: Mutex::default(),
-        }
-    }
-
-    /// The current state.
-    pub fn state(&self) -> InstanceState {
-        *self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    pub(crate) fn set_state(&self, state: InstanceState) {
-        *self.state.lock().unwrap_or_else(PoisonError::into_inner) = state;
-    }
-
-    /// How often the instance was restarted after a failure.
-    pub fn restarts(&self) -> u32 {
-        self.failures().by_kind.values().sum()
-    }
-
-    /// Restarts by the kind of failure: `internal`, `external`, `bad_data`, `panic`.
-    pub fn restarts_by_kind(&self) -> BTreeMap<&'static str, u32> {
-        self.failures().by_kind.clone()
-    }
-
-    /// The last failure, if any.
-    pub fn last_error(&self) -> Option<String> {
-        self.failures().last.clone()
-    }
-
-    pub(crate) fn record_failure(&self, kind: &'static str, message: String) {
-        let mut failures = self.failures();
-        *failures.by_kind.entry(kind).or_default() += 1;
-        failures.last = Some(message);
-    }
-
-    fn failures(&self) -> std::sync::MutexGuard<'_, Failures> {
-        self.failures.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// The state of a run at one moment: what `/api/status` returns.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Snapshot {
-    /// The app name.
-    pub app: String,
-    /// Whether every streamlet of this process has connected its ports.
-    pub ready: bool,
-    /// Every instance of this process, in blueprint order.
-    pub streamlets: Vec<InstanceSnapshot>,
-    /// Every topic of the blueprint.
-    pub topics: Vec<TopicSnapshot>,
-}
-
-/// One instance at one moment.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct InstanceSnapshot {
-    /// The instance name.
-    pub name: String,
-    /// The streamlet type.
-    #[serde(rename = "type")]
-    pub type_name: String,
-    /// Its state.
-    pub state: InstanceState,
-    /// Restarts after failures.
-    pub restarts: u32,
-    /// Records read so far.
-    pub records_in: u64,
-    /// Records sent so far.
-    pub records_out: u64,
-    /// Records read per second since the previous sample.
-    pub rate_in: f64,
-    /// Records sent per second since the previous sample.
-    pub rate_out: f64,
-    /// Records on its input topics not yet committed by its consumer groups.
-    pub lag: u64,
-    /// Records sent to the dead-letter topic.
-    pub dead_lettered: u64,
-    /// The event-time watermark (milliseconds since the Unix epoch), for streamlets that
-    /// track event time.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub watermark: Option<i64>,
-    /// The last failure, if any.
-    pub last_error: Option<String>,
-    /// Each inlet: its topic, records read and lag per partition.
-    pub inlets: Vec<InletSnapshot>,
-    /// Each outlet: its topic and records sent.
-    pub outlets: Vec<OutletSnapshot>,
-}
-
-/// One inlet at one moment.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct InletSnapshot {
-    /// The inlet name.
-    pub port: String,
-    /// Its topic.
-    pub topic: String,
-    /// Its consumer group.
-    pub group: String,
-    /// Records read so far.
-    pub records: u64,
-    /// Per partition: log end offset minus committed offset.
-    pub partition_lag: Vec<u64>,
-}
-
-/// One outlet at one moment.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct OutletSnapshot {
-    /// The outlet name.
-    pub port: String,
-    /// Its topic.
-    pub topic: String,
-    /// Records sent so far.
-    pub records: u64,
-}
-
-/// One topic at one moment.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct TopicSnapshot {
-    /// The topic name.
-    pub name: String,
-    /// The outlets writing it, as `instance.port`.
-    pub producers: Vec<String>,
-    /// The inlets reading it, as `instance.port`.
-    pub consumers: Vec<String>,
-    /// Start and end offsets per partition.
-    pub partitions: Vec<PartitionSnapshot>,
-    /// The largest lag of its readers in this process.
-    pub lag: u64,
-}
-
-/// The offsets of one partition at one moment.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PartitionSnapshot {
-    /// The partition number.
-    pub partition: u32,
-    /// The oldest offset still kept.
-    pub start: u64,
-    /// The offset the next record will get.
-    pub end: u64,
-}
+/// How many samples the history keeps: five minutes at one a second.
+const HISTORY_POINTS: usize = 300;
 
 /// A topic the board reports on: its name and who writes and reads it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -261,6 +43,18 @@ pub struct StatusBoard {
     backend: Arc<dyn Backend>,
     ready: AtomicBool,
     latest: watch::Sender<Snapshot>,
+    health: Mutex<HealthWatch>,
+    history: Mutex<VecDeque<HistoryPoint>>,
+    interval: Mutex<Duration>,
+}
+
+/// What one sample read from the backplane.
+#[derive(Debug, Default)]
+struct Observed {
+    offsets: BTreeMap<String, Vec<PartitionOffsets>>,
+    missing: BTreeSet<String>,
+    /// Why the backplane did not answer, if it did not.
+    unreachable: Option<String>,
 }
 
 impl StatusBoard {
@@ -282,6 +76,9 @@ impl StatusBoard {
             backend,
             ready: AtomicBool::new(false),
             latest,
+            health: Mutex::default(),
+            history: Mutex::default(),
+            interval: Mutex::new(Duration::from_secs(1)),
         }
     }
 
@@ -295,13 +92,41 @@ impl StatusBoard {
         &self.instances
     }
 
-    /// Whether every instance has connected its ports (and so its topics exist).
+    /// Whether every instance has connected its ports (and so its topics existed).
     pub fn is_ready(&self) -> bool {
         self.ready.load(Ordering::Acquire)
     }
 
     pub(crate) fn mark_ready(&self) {
         self.ready.store(true, Ordering::Release);
+    }
+
+    /// Whether the process is ready: every instance connected its ports, and none had a
+    /// problem at the last sample. `Err` lists why not, a line per reason.
+    ///
+    /// # Errors
+    ///
+    /// The reasons the process is not ready.
+    pub fn readiness(&self) -> Result<(), Vec<String>> {
+        if !self.is_ready() {
+            return Err(vec!["streamlets are still starting".to_owned()]);
+        }
+        let latest = self.latest.borrow();
+        let reasons: Vec<String> = latest
+            .streamlets
+            .iter()
+            .flat_map(|instance| {
+                instance
+                    .problems
+                    .iter()
+                    .map(|problem| format!("{}: {problem}", instance.name))
+            })
+            .collect();
+        if reasons.is_empty() {
+            Ok(())
+        } else {
+            Err(reasons)
+        }
     }
 
     /// The latest snapshot, updated by [`StatusBoard::sample_every`].
@@ -314,11 +139,31 @@ impl StatusBoard {
         self.latest.send_replace(snapshot);
     }
 
+    /// The samples of the last minutes, oldest first.
+    pub fn history(&self) -> History {
+        History {
+            interval_ms: self
+                .interval
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .as_millis() as u64,
+            points: self
+                .history
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .iter()
+                .cloned()
+                .collect(),
+        }
+    }
+
     /// Samples every `interval` until `stop` fires.
     pub async fn sample_every(&self, interval: Duration, stop: CancellationToken) {
+        *self.interval.lock().unwrap_or_else(PoisonError::into_inner) = interval;
         let mut previous: Option<(Instant, Snapshot)> = None;
         loop {
             let snapshot = self.sample(previous.as_ref()).await;
+            self.remember(&snapshot);
             previous = Some((Instant::now(), snapshot.clone()));
             self.latest.send_replace(snapshot);
             tokio::select! {
@@ -328,17 +173,70 @@ impl StatusBoard {
         }
     }
 
-    /// Takes one snapshot; rates are relative to `previous` (when it was taken, and what).
-    pub async fn sample(&self, previous: Option<&(Instant, Snapshot)>) -> Snapshot {
-        let mut offsets: BTreeMap<String, Vec<PartitionOffsets>> = BTreeMap::new();
-        for topic in &self.topics {
-            if let Ok(found) = self.backend.offsets(&topic.name).await {
-                offsets.insert(topic.name.clone(), found);
-            }
+    fn remember(&self, snapshot: &Snapshot) {
+        let at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_millis() as i64);
+        let point = HistoryPoint {
+            at,
+            streamlets: snapshot
+                .streamlets
+                .iter()
+                .map(|instance| StreamletPoint {
+                    name: instance.name.clone(),
+                    rate_in: instance.rate_in,
+                    rate_out: instance.rate_out,
+                    lag: instance.lag,
+                    restarts: instance.restarts,
+                    stalled: !instance.problems.is_empty(),
+                })
+                .collect(),
+        };
+        let mut history = self.history.lock().unwrap_or_else(PoisonError::into_inner);
+        if history.len() == HISTORY_POINTS {
+            history.pop_front();
         }
+        history.push_back(point);
+    }
+
+    /// Takes one snapshot; rates are relative to `previous` (when it was taken, and what).
+    /// A backplane that does not answer within a couple of seconds is reported as a problem
+    /// of every instance, and the lag and offsets it did not report are those of `previous`.
+    pub async fn sample(&self, previous: Option<&(Instant, Snapshot)>) -> Snapshot {
+        let observed = self.observe().await;
+        let now = Instant::now();
+        let outage = self
+            .health
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .backplane(observed.unreachable.clone(), now);
+        let earlier = previous.map(|(_, snapshot)| snapshot);
         let mut streamlets = Vec::with_capacity(self.instances.len());
         for status in &self.instances {
-            streamlets.push(self.instance(status, &offsets, previous).await);
+            let mut snapshot = self.instance(status, &observed, previous).await;
+            if observed.unreachable.is_some()
+                && let Some(before) =
+                    earlier.and_then(|s| s.streamlets.iter().find(|b| b.name == status.name))
+            {
+                // Offsets could not be read: keep what was known.
+                snapshot.lag = before.lag;
+                for (inlet, known) in snapshot.inlets.iter_mut().zip(&before.inlets) {
+                    inlet.partition_lag.clone_from(&known.partition_lag);
+                }
+            }
+            if !matches!(
+                snapshot.state,
+                InstanceState::Finished | InstanceState::Stopped
+            ) {
+                snapshot.problems.splice(0..0, outage.clone());
+            }
+            if status.state() == InstanceState::Running && !snapshot.problems.is_empty() {
+                snapshot.state = InstanceState::Stalled;
+            }
+            if let Some(problem) = snapshot.problems.first() {
+                snapshot.last_error = Some(problem.to_string());
+            }
+            streamlets.push(snapshot);
         }
         let topics = self
             .topics
@@ -347,17 +245,21 @@ impl StatusBoard {
                 name: topic.name.clone(),
                 producers: topic.producers.clone(),
                 consumers: topic.consumers.clone(),
-                partitions: offsets
-                    .get(&topic.name)
-                    .into_iter()
-                    .flatten()
-                    .enumerate()
-                    .map(|(partition, range)| PartitionSnapshot {
-                        partition: partition as u32,
-                        start: range.start,
-                        end: range.end,
-                    })
-                    .collect(),
+                partitions: match observed.offsets.get(&topic.name) {
+                    Some(offsets) => offsets
+                        .iter()
+                        .enumerate()
+                        .map(|(partition, range)| PartitionSnapshot {
+                            partition: partition as u32,
+                            start: range.start,
+                            end: range.end,
+                        })
+                        .collect(),
+                    None => earlier
+                        .and_then(|s| s.topics.iter().find(|t| t.name == topic.name))
+                        .map(|t| t.partitions.clone())
+                        .unwrap_or_default(),
+                },
                 lag: streamlets
                     .iter()
                     .flat_map(|s| &s.inlets)
@@ -365,20 +267,50 @@ impl StatusBoard {
                     .map(|inlet| inlet.partition_lag.iter().sum::<u64>())
                     .max()
                     .unwrap_or(0),
+                missing: observed.missing.contains(&topic.name),
             })
             .collect();
+        let ready = self.is_ready() && streamlets.iter().all(|s| s.problems.is_empty());
         Snapshot {
             app: self.app.clone(),
-            ready: self.is_ready(),
+            ready,
             streamlets,
             topics,
         }
     }
 
+    /// Reads every topic's offsets, each request bounded by [`REQUEST_TIMEOUT`]; the first
+    /// that fails (other than for a missing topic) or times out marks the backplane
+    /// unreachable and ends the round.
+    async fn observe(&self) -> Observed {
+        let mut observed = Observed::default();
+        for topic in &self.topics {
+            let asked = tokio::time::timeout(REQUEST_TIMEOUT, self.backend.offsets(&topic.name));
+            match asked.await {
+                Ok(Ok(offsets)) if !offsets.is_empty() => {
+                    observed.offsets.insert(topic.name.clone(), offsets);
+                }
+                Ok(Ok(_) | Err(runnel_backend::Error::TopicNotFound { .. })) => {
+                    observed.missing.insert(topic.name.clone());
+                }
+                Ok(Err(error)) => {
+                    observed.unreachable = Some(error_chain(&error));
+                    break;
+                }
+                Err(_) => {
+                    observed.unreachable =
+                        Some(format!("no answer within {} s", REQUEST_TIMEOUT.as_secs()));
+                    break;
+                }
+            }
+        }
+        observed
+    }
+
     async fn instance(
         &self,
         status: &InstanceStatus,
-        offsets: &BTreeMap<String, Vec<PartitionOffsets>>,
+        observed: &Observed,
         previous: Option<&(Instant, Snapshot)>,
     ) -> InstanceSnapshot {
         let metrics = &status.metrics;
@@ -394,16 +326,40 @@ impl StatusBoard {
                 rate(records_out, earlier.records_out, seconds),
             )
         });
+        let mut problems = Vec::new();
+        let missing = status
+            .inlets
+            .iter()
+            .chain(&status.outlets)
+            .map(|binding| &binding.topic)
+            .filter(|topic| observed.missing.contains(*topic));
+        for topic in missing.collect::<BTreeSet<_>>() {
+            problems.push(Problem::TopicMissing {
+                topic: topic.clone(),
+            });
+        }
+        let running = status.state() == InstanceState::Running;
         let mut inlets = Vec::with_capacity(status.inlets.len());
         for inlet in &status.inlets {
             let group = inlet.group.clone().unwrap_or_default();
-            let ends = offsets.get(&inlet.topic).cloned().unwrap_or_default();
-            let committed = self
-                .backend
-                .committed(&group, &inlet.topic)
-                .await
+            let ranges = observed
+                .offsets
+                .get(&inlet.topic)
+                .cloned()
                 .unwrap_or_default();
-            let partition_lag = ends
+            let committed = if observed.unreachable.is_some() || ranges.is_empty() {
+                Vec::new()
+            } else {
+                tokio::time::timeout(
+                    REQUEST_TIMEOUT,
+                    self.backend.committed(&group, &inlet.topic),
+                )
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or_default()
+            };
+            let partition_lag: Vec<u64> = ranges
                 .iter()
                 .enumerate()
                 .map(|(partition, range)| {
@@ -415,16 +371,42 @@ impl StatusBoard {
                     range.end.saturating_sub(done.max(range.start))
                 })
                 .collect();
+            let port = metrics.inlets().get(&inlet.port);
+            let assigned = port.and_then(|port| port.assigned_partitions());
+            if running && committed.len() == ranges.len() && !ranges.is_empty() {
+                let ends: Vec<u64> = ranges.iter().map(|range| range.end).collect();
+                let now = Instant::now();
+                let mut watch = self.health.lock().unwrap_or_else(PoisonError::into_inner);
+                let waiting = watch.waiting(&group, &inlet.topic, &committed, &ends, now);
+                let problem = watch.assignment(
+                    &status.name,
+                    &inlet.port,
+                    &inlet.topic,
+                    assigned.as_ref().map(Vec::len),
+                    ranges.len() as u32,
+                    &waiting,
+                    now,
+                );
+                problems.extend(problem);
+            }
             inlets.push(InletSnapshot {
                 port: inlet.port.clone(),
                 topic: inlet.topic.clone(),
                 group,
-                records: metrics
-                    .inlets()
-                    .get(&inlet.port)
-                    .map_or(0, |port| port.records()),
+                records: port.map_or(0, |port| port.records()),
                 partition_lag,
+                assigned: assigned.unwrap_or_default(),
             });
+        }
+        problems.extend(health::restart_loop(
+            status.failures_within(health::LOOP_WINDOW),
+        ));
+        // An instance that finished or stopped has nothing left to make progress on.
+        if matches!(
+            status.state(),
+            InstanceState::Finished | InstanceState::Stopped
+        ) {
+            problems.clear();
         }
         let outlets = status
             .outlets
@@ -452,10 +434,25 @@ impl StatusBoard {
                 .flat_map(|i: &InletSnapshot| &i.partition_lag)
                 .sum(),
             dead_lettered: metrics.dead_lettered(),
+            skipped: metrics.skipped(),
+            given_up: metrics.given_up(),
             watermark: metrics.watermark(),
+            problems,
             last_error: status.last_error(),
             inlets,
             outlets,
         }
     }
+}
+
+/// `error: cause: cause`.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }

@@ -7,14 +7,16 @@ use std::time::{Duration, Instant};
 
 use runnel_backend::Backend;
 use runnel_streamlet::{
-    HostSettings, InletWiring, OutletWiring, SystemClock, Wiring, run_instance,
+    ErrorKind, FailedAttempts, HostSettings, InletWiring, OutletWiring, SystemClock, Wiring,
+    run_instance,
 };
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::end_of_input::EndOfInput;
+use crate::instance_status::InstanceStatus;
 use crate::plan::InstancePlan;
-use crate::status::{InstanceState, InstanceStatus};
+use runnel_status::InstanceState;
 
 /// When to restart a failed streamlet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,6 +27,9 @@ pub struct RestartPolicy {
     pub max_backoff: Duration,
     /// A run that lasted this long resets the wait to the initial one.
     pub reset_after: Duration,
+    /// How many times in a row the instance may fail while handling the same record before
+    /// that record is handed to its inlet's bad-data policy (see [`FailedAttempts`]).
+    pub max_attempts_per_record: u32,
 }
 
 impl Default for RestartPolicy {
@@ -33,6 +38,7 @@ impl Default for RestartPolicy {
             initial_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(30),
             reset_after: Duration::from_secs(60),
+            max_attempts_per_record: 3,
         }
     }
 }
@@ -95,6 +101,9 @@ pub(crate) async fn supervise(
     shutdown: CancellationToken,
 ) -> Outcome {
     let mut backoff = Backoff::new(supervision.restart);
+    let attempts = Arc::new(FailedAttempts::new(
+        supervision.restart.max_attempts_per_record,
+    ));
     loop {
         status.set_state(InstanceState::Starting);
         let started = Instant::now();
@@ -104,7 +113,7 @@ pub(crate) async fn supervise(
             run_instance(
                 (instance.factory)(),
                 supervision.backend.clone(),
-                wiring(&instance, &supervision, ready),
+                wiring(&instance, &supervision, ready, attempts.clone()),
                 Arc::new(SystemClock),
                 status.metrics.clone(),
                 shutdown.clone(),
@@ -140,6 +149,17 @@ pub(crate) async fn supervise(
         };
         let (kind, failure) = failure;
         status.record_failure(kind, failure.clone());
+        // A broker or service being away is no fault of the record in hand.
+        if kind != ErrorKind::External.label()
+            && let Some(failures) = attempts.record_failure(&failure)
+            && failures >= attempts.max_attempts()
+        {
+            tracing::warn!(
+                streamlet = %instance.name,
+                "streamlet '{}' failed {failures} times in a row while handling the same record; it goes to the inlet's bad-data policy after this restart",
+                instance.name
+            );
+        }
         if shutdown.is_cancelled() {
             tracing::error!(streamlet = %instance.name, "streamlet '{}' failed while stopping: {failure}", instance.name);
             status.set_state(InstanceState::Stopped);
@@ -167,6 +187,7 @@ fn wiring(
     instance: &InstancePlan,
     supervision: &Supervision,
     ready: tokio::sync::oneshot::Sender<()>,
+    attempts: Arc<FailedAttempts>,
 ) -> Wiring {
     Wiring {
         app: supervision.app.clone(),
@@ -208,6 +229,7 @@ fn wiring(
             "{}.{}.{}",
             supervision.app, instance.name, supervision.replica
         )),
+        attempts,
     }
 }
 
@@ -229,6 +251,7 @@ mod tests {
             initial_backoff: Duration::from_secs(1),
             max_backoff: Duration::from_secs(5),
             reset_after: Duration::from_secs(60),
+            max_attempts_per_record: 3,
         };
         let mut backoff = Backoff::new(policy);
         let quick = Duration::from_millis(10);

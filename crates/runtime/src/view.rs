@@ -2,14 +2,15 @@
 //! second, lag, restarts) redrawn every second on a terminal, or plain log lines
 //! periodically when output goes elsewhere.
 
-use std::fmt::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
 use crate::console::Console;
-use crate::status::{Snapshot, StatusBoard};
+use runnel_status::{Snapshot, render_table};
+
+use crate::status::StatusBoard;
 
 /// How a run shows its progress.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -62,45 +63,6 @@ pub(crate) async fn show(
     }
 }
 
-/// The live table.
-pub fn render_table(snapshot: &Snapshot, footer: &str) -> String {
-    let width = snapshot
-        .streamlets
-        .iter()
-        .map(|i| i.name.len())
-        .max()
-        .unwrap_or(0)
-        .max(9);
-    let type_width = snapshot
-        .streamlets
-        .iter()
-        .map(|i| i.type_name.len())
-        .max()
-        .unwrap_or(0)
-        .max(4);
-    let mut table = String::new();
-    let _ = writeln!(
-        table,
-        "{:<width$}  {:<type_width$}  {:<10}  {:>9}  {:>9}  {:>9}  {:>8}",
-        "streamlet", "type", "state", "in/s", "out/s", "lag", "restarts"
-    );
-    for instance in &snapshot.streamlets {
-        let _ = writeln!(
-            table,
-            "{:<width$}  {:<type_width$}  {:<10}  {:>9}  {:>9}  {:>9}  {:>8}",
-            instance.name,
-            instance.type_name,
-            instance.state.label(),
-            grouped(instance.rate_in.round() as u64),
-            grouped(instance.rate_out.round() as u64),
-            grouped(instance.lag),
-            instance.restarts,
-        );
-    }
-    let _ = writeln!(table, "{footer}");
-    table
-}
-
 /// One plain line per instance.
 pub fn render_lines(snapshot: &Snapshot) -> Vec<String> {
     snapshot
@@ -122,23 +84,10 @@ pub fn render_lines(snapshot: &Snapshot) -> Vec<String> {
         .collect()
 }
 
-/// `1234567` as `1,234,567`.
-fn grouped(number: u64) -> String {
-    let digits = number.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::status::{InstanceSnapshot, InstanceState};
+    use runnel_status::{InstanceSnapshot, InstanceState};
 
     fn instance(name: &str, rate: f64, lag: u64) -> InstanceSnapshot {
         InstanceSnapshot {
@@ -152,33 +101,14 @@ mod tests {
             rate_out: 0.0,
             lag,
             dead_lettered: 0,
+            skipped: 0,
+            given_up: 0,
+            problems: Vec::new(),
             watermark: None,
             last_error: None,
             inlets: Vec::new(),
             outlets: Vec::new(),
         }
-    }
-
-    #[test]
-    fn the_table_has_a_row_per_instance_with_grouped_numbers() {
-        let snapshot = Snapshot {
-            app: "a".into(),
-            ready: true,
-            topics: Vec::new(),
-            streamlets: vec![instance("valid-log", 12_345.4, 1_000_000)],
-        };
-        let table = render_table(&snapshot, "Ctrl-C to stop");
-        let lines: Vec<&str> = table.lines().collect();
-        assert_eq!(lines.len(), 3);
-        assert!(
-            lines[1].starts_with("valid-log  logger  running"),
-            "{table}"
-        );
-        assert!(
-            lines[1].contains("12,345") && lines[1].contains("1,000,000"),
-            "{table}"
-        );
-        assert_eq!(lines[2], "Ctrl-C to stop");
     }
 
     #[test]

@@ -55,6 +55,20 @@ impl CodecError {
     }
 }
 
+/// What a value that is not Avro looks like, for a decoding error that says what went
+/// wrong instead of the Avro decoder's view of it ("cannot convert i64 to usize").
+fn foreign_format(bytes: &[u8]) -> Option<&'static str> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let trimmed = text.trim_start();
+    if (trimmed.starts_with('{') || trimmed.starts_with('['))
+        && serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
+    {
+        return Some("JSON");
+    }
+    let printable = !text.is_empty() && text.chars().all(|c| !c.is_control() || c.is_whitespace());
+    printable.then_some("text")
+}
+
 /// Encodes and decodes the values of one port.
 #[derive(Debug)]
 pub(crate) struct Codec<T> {
@@ -151,21 +165,39 @@ impl<T: Data> Codec<T> {
             None => apache_avro::from_avro_datum(&self.schema, &mut remaining, None),
         }
         .map_err(|error| {
-            CodecError::new(format!("invalid avro for {}: {error}", self.type_name()))
+            self.invalid(
+                bytes,
+                format!("invalid avro for {}: {error}", self.type_name()),
+            )
         })?;
         if !remaining.is_empty() {
-            return Err(CodecError::new(format!(
-                "invalid avro for {}: {} bytes left over after the value",
-                self.type_name(),
-                remaining.len()
-            )));
+            return Err(self.invalid(
+                bytes,
+                format!(
+                    "invalid avro for {}: {} bytes left over after the value",
+                    self.type_name(),
+                    remaining.len()
+                ),
+            ));
         }
         apache_avro::from_value(&value).map_err(|error| {
-            CodecError::new(format!(
-                "avro value does not fit {}: {error}",
-                self.type_name()
-            ))
+            self.invalid(
+                bytes,
+                format!("avro value does not fit {}: {error}", self.type_name()),
+            )
         })
+    }
+
+    /// The error for `bytes` that did not decode: `detail`, unless the bytes are plainly
+    /// another format, which is then what the error says.
+    fn invalid(&self, bytes: &[u8], detail: String) -> CodecError {
+        match foreign_format(bytes) {
+            Some(format) => CodecError::new(format!(
+                "invalid avro for {}: the value is {format}, not Avro; the topic's producers must write Avro with the inlet's schema, or the inlet must be declared `.json()`",
+                self.type_name()
+            )),
+            None => CodecError::new(detail),
+        }
     }
 
     fn type_name(&self) -> String {
@@ -281,5 +313,22 @@ mod tests {
         let json = Codec::<V1>::new(Format::Json);
         assert!(json.decode(b"{\"id\": 3}", None).is_err());
         assert_eq!(json.decode(b"{\"id\": \"x\"}", None).unwrap().id, "x");
+    }
+
+    #[test]
+    fn json_or_text_on_an_avro_port_is_called_what_it_is() {
+        let codec = Codec::<V1>::new(Format::Avro);
+        let json = codec
+            .decode(br#"{"device_id": 17, "value": 3.5}"#, None)
+            .unwrap_err();
+        assert_eq!(
+            json.to_string(),
+            "invalid avro for V1: the value is JSON, not Avro; the topic's producers must write Avro with the inlet's schema, or the inlet must be declared `.json()`"
+        );
+        let text = codec.decode(b"temperature=21.5 unit=C", None).unwrap_err();
+        assert!(
+            text.to_string().contains("the value is text, not Avro"),
+            "{text}"
+        );
     }
 }

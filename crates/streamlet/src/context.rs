@@ -120,7 +120,12 @@ impl Context {
             metrics: parts.metrics.clone(),
             tag_schema: parts.tag_schema,
         };
-        OutletSender::new(parts, port.format, outlet.key_function())
+        OutletSender::new(
+            parts,
+            port.format,
+            outlet.key_function(),
+            outlet.forwards_input_headers(),
+        )
     }
 
     /// The checked value of a parameter.

@@ -23,7 +23,7 @@ use crate::inlet::InletParts;
 use crate::outlet::OutletParts;
 use crate::port::Direction;
 use crate::watermark::ScriptedWatermarks;
-use crate::{Context, DynStreamlet, Error, InstanceMetrics, Result};
+use crate::{Context, DynStreamlet, Error, FailedAttempts, InstanceMetrics, Result};
 
 /// Where one instance's ports are connected, and its checked parameter values.
 #[derive(Debug)]
@@ -51,6 +51,9 @@ pub struct Wiring {
     /// stable across restarts of the same process or replica, so a restart fences the
     /// previous attempt. `None` means `<app>.<instance>`.
     pub transactional_id: Option<String>,
+    /// The record the instance was handling when it last failed, kept across restarts by
+    /// the supervisor, so a record that fails it again and again is given up on.
+    pub attempts: Arc<FailedAttempts>,
 }
 
 /// The topic and consumer group of one inlet.
@@ -253,6 +256,7 @@ pub async fn run_instance(
             dead_letters: dead_letters.clone(),
             shutdown: shutdown.clone(),
             poll_batch: settings.poll_batch,
+            attempts: wiring.attempts.clone(),
         };
         inlets.insert(port.name, parts);
     }

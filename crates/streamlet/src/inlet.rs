@@ -13,6 +13,7 @@ use crate::codec::{Codec, SCHEMA_HEADER};
 use crate::dead_letter::DeadLetters;
 use crate::message::CommitToken;
 use crate::metrics::PortMetrics;
+use crate::rejection::{FailedAttempts, InletHandle};
 use crate::{Data, Error, InstanceMetrics, Message, Result};
 
 /// Everything an inlet needs except its value type; the host prepares it.
@@ -32,6 +33,7 @@ pub(crate) struct InletParts {
     pub(crate) dead_letters: Arc<DeadLetters>,
     pub(crate) shutdown: CancellationToken,
     pub(crate) poll_batch: usize,
+    pub(crate) attempts: Arc<FailedAttempts>,
 }
 
 /// The records arriving on one inlet, decoded.
@@ -40,8 +42,11 @@ pub(crate) struct InletParts {
 /// the input is bounded and fully read (every producer of the topic finished, in local runs).
 /// Records that fail to decode never reach the streamlet: the inlet's [`BadDataPolicy`]
 /// sends them to the dead-letter topic (the default), skips them, or fails the streamlet.
+/// So does a record that failed the streamlet too often in a row (see
+/// [`FailedAttempts`]).
 pub struct InletStream<T> {
     parts: InletParts,
+    handle: Arc<InletHandle>,
     codec: Codec<T>,
     buffer: VecDeque<ConsumedRecord>,
     input_may_end: bool,
@@ -49,24 +54,6 @@ pub struct InletStream<T> {
     /// member is behind one of them the input cannot be read to its end, and the backplane
     /// (a network round trip on Kafka) need not be asked again.
     known_ends: Vec<u64>,
-}
-
-/// A record that failed to decode, under the `fail` policy.
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "record at offset {offset} of {topic}/{partition} on inlet '{inlet}' does not decode: {reason}"
-)]
-pub struct UndecodableRecord {
-    /// The inlet.
-    pub inlet: String,
-    /// The topic.
-    pub topic: String,
-    /// The partition.
-    pub partition: u32,
-    /// The offset.
-    pub offset: u64,
-    /// Why it does not decode.
-    pub reason: String,
 }
 
 impl<T: Data> InletStream<T> {
@@ -77,8 +64,18 @@ impl<T: Data> InletStream<T> {
             .fold(Codec::new(format), |codec, definition| {
                 codec.with_writer_schema(definition)
             });
+        let handle = Arc::new(InletHandle {
+            index: parts.index,
+            port: parts.port,
+            topic: parts.topic.clone(),
+            policy: parts.policy,
+            acknowledgements: parts.acknowledgements.clone(),
+            dead_letters: parts.dead_letters.clone(),
+            metrics: parts.instance_metrics.clone(),
+        });
         InletStream {
             parts,
+            handle,
             codec,
             buffer: VecDeque::new(),
             input_may_end: true,
@@ -184,89 +181,59 @@ impl<T: Data> InletStream<T> {
         Ok(!behind(&positions, &self.known_ends))
     }
 
-    /// Decodes the first buffered record; one that does not decode is handled by the
-    /// bad-data policy and yields `None`. Cancel safe: the record leaves the buffer only
-    /// once it is delivered or handled.
+    /// Decodes the first buffered record; one that does not decode, or that failed the
+    /// streamlet too often, is handled by the bad-data policy and yields `None`. Cancel
+    /// safe: the record leaves the buffer only once it is delivered or handled.
     async fn deliver_front(&mut self) -> Result<Option<Message<T>>> {
         let permit = self.parts.acknowledgements.message_permit().await;
         let front = self
             .buffer
             .front()
             .expect("deliver_front is called with a buffered record");
-        let writer = front
-            .record
-            .headers
-            .get(SCHEMA_HEADER)
-            .map(|value| &value[..]);
-        let reason = match self.codec.decode(&front.record.value, writer) {
-            Ok(value) => {
-                let consumed = self.buffer.pop_front().expect("the front record exists");
-                self.parts.metrics.record(consumed.record.value.len());
-                let commit = CommitToken::new(
-                    self.parts.acknowledgements.clone(),
-                    self.parts.index,
-                    consumed.partition,
-                    consumed.offset,
-                    permit,
-                );
-                let record = consumed.record;
-                return Ok(Some(Message::new(
-                    value,
-                    record.key,
-                    record.headers,
-                    record.timestamp,
-                    consumed.topic,
-                    consumed.partition,
-                    consumed.offset,
-                    commit,
-                )));
+        let position = (self.parts.index, front.partition, front.offset);
+        let reason = match self.parts.attempts.deliver(position) {
+            Some(give_up) => {
+                self.parts.instance_metrics.count_given_up();
+                format!(
+                    "failed the streamlet {} times in a row; the last time: {}",
+                    give_up.failures, give_up.last_error
+                )
             }
-            Err(error) => error.to_string(),
+            None => {
+                let writer = front
+                    .record
+                    .headers
+                    .get(SCHEMA_HEADER)
+                    .map(|value| &value[..]);
+                match self.codec.decode(&front.record.value, writer) {
+                    Ok(value) => {
+                        let consumed = self.buffer.pop_front().expect("the front record exists");
+                        self.parts.metrics.record(consumed.record.value.len());
+                        let token = CommitToken::new(
+                            self.handle.clone(),
+                            consumed.partition,
+                            consumed.offset,
+                            consumed.record,
+                            permit,
+                        );
+                        return Ok(Some(Message::new(value, token)));
+                    }
+                    Err(error) => format!("does not decode: {error}"),
+                }
+            }
         };
-        let (topic, partition, offset) = (front.topic.clone(), front.partition, front.offset);
-        match self.parts.policy {
-            BadDataPolicy::DeadLetter => {
-                tracing::warn!(
-                    inlet = self.parts.port,
-                    %topic,
-                    partition,
-                    offset,
-                    "sending an undecodable record to the dead-letter topic '{}': {reason}",
-                    self.parts.dead_letters.topic
-                );
-                let copy = front.clone();
-                self.parts
-                    .dead_letters
-                    .send(self.parts.port, copy, &reason)
-                    .await
-                    .map_err(Error::external)?;
-                self.parts.instance_metrics.count_dead_lettered();
-            }
-            BadDataPolicy::Skip => {
-                tracing::warn!(
-                    inlet = self.parts.port,
-                    %topic,
-                    partition,
-                    offset,
-                    "skipping an undecodable record: {reason}"
-                );
-                self.parts.instance_metrics.count_skipped();
-            }
-            BadDataPolicy::Fail => {
-                return Err(Error::bad_data(UndecodableRecord {
-                    inlet: self.parts.port.to_owned(),
-                    topic: topic.to_string(),
-                    partition,
-                    offset,
-                    reason,
-                }));
-            }
-        }
+        // A copy (the bytes are shared) goes with the token, so the record stays buffered
+        // until the policy is applied, in case this future is dropped on the way.
+        let token = CommitToken::new(
+            self.handle.clone(),
+            front.partition,
+            front.offset,
+            front.record.clone(),
+            permit,
+        );
+        token.apply_policy(reason).await?;
         let consumed = self.buffer.pop_front().expect("the front record exists");
         self.parts.metrics.record(consumed.record.value.len());
-        self.parts
-            .acknowledgements
-            .commit(self.parts.index, partition, offset, None, permit);
         Ok(None)
     }
 }

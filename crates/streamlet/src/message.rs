@@ -4,11 +4,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::Bytes;
-use runnel_backend::Headers;
+use runnel_backend::{Headers, Record};
 use tokio::sync::OwnedSemaphorePermit;
 
-use crate::acknowledgement::Acknowledgements;
+use crate::Result;
+use crate::rejection::InletHandle;
 
 /// A value read from an inlet, with its key, headers, event timestamp and origin.
 ///
@@ -17,39 +17,18 @@ use crate::acknowledgement::Acknowledgements;
 /// covers every earlier message of the same partition (Kafka's offset semantics); a message
 /// dropped without a commit is read again after a restart unless a later one on its
 /// partition is committed.
+///
+/// A message the streamlet cannot process is [rejected](Message::reject) instead: the
+/// inlet's [`BadDataPolicy`](runnel_blueprint::descriptor::BadDataPolicy) decides whether it
+/// goes to the dead-letter topic, is skipped, or fails the streamlet.
 pub struct Message<T> {
     value: T,
-    key: Option<Bytes>,
-    headers: Headers,
-    timestamp: i64,
-    topic: Arc<str>,
-    partition: u32,
-    offset: u64,
-    commit: CommitToken,
+    token: CommitToken,
 }
 
 impl<T> Message<T> {
-    #[allow(clippy::too_many_arguments)] // an internal constructor, called in one place
-    pub(crate) fn new(
-        value: T,
-        key: Option<Bytes>,
-        headers: Headers,
-        timestamp: i64,
-        topic: Arc<str>,
-        partition: u32,
-        offset: u64,
-        commit: CommitToken,
-    ) -> Self {
-        Message {
-            value,
-            key,
-            headers,
-            timestamp,
-            topic,
-            partition,
-            offset,
-            commit,
-        }
+    pub(crate) fn new(value: T, token: CommitToken) -> Self {
+        Message { value, token }
     }
 
     /// The decoded value.
@@ -59,7 +38,7 @@ impl<T> Message<T> {
 
     /// The record key, if it has one.
     pub fn key(&self) -> Option<&[u8]> {
-        self.key.as_deref()
+        self.token.record.key.as_deref()
     }
 
     /// The record key as UTF-8 text, if it has one and it is text.
@@ -69,50 +48,56 @@ impl<T> Message<T> {
 
     /// The record headers.
     pub fn headers(&self) -> &Headers {
-        &self.headers
+        &self.token.record.headers
     }
 
     /// The event timestamp, in milliseconds since the Unix epoch.
     pub fn timestamp(&self) -> i64 {
-        self.timestamp
+        self.token.record.timestamp
     }
 
     /// The topic the record was read from.
     pub fn topic(&self) -> &str {
-        &self.topic
+        &self.token.inlet.topic
     }
 
     /// The partition the record was read from.
     pub fn partition(&self) -> u32 {
-        self.partition
+        self.token.partition
     }
 
     /// The offset of the record in its partition.
     pub fn offset(&self) -> u64 {
-        self.offset
+        self.token.offset
     }
 
-    /// Marks this message (and the earlier ones of its partition) as processed.
+    /// Marks the message as done; see [`CommitToken::commit`].
     pub fn commit(self) {
-        self.commit.commit();
+        self.token.commit();
     }
 
-    /// Splits the message into its value and its commit token, to commit later.
+    /// Hands the message to its inlet's bad-data policy because the streamlet cannot process
+    /// it; see [`CommitToken::reject`].
+    ///
+    /// # Errors
+    ///
+    /// Under the `fail` policy, an [`ErrorKind::BadData`](crate::ErrorKind::BadData) error
+    /// naming the record and `reason`; when the dead-letter topic cannot be written.
+    pub async fn reject(self, reason: impl fmt::Display) -> Result<()> {
+        self.token.reject(reason).await
+    }
+
+    /// Splits the message into its value and the token that commits it, so the value can be
+    /// moved into the streamlet's logic and the commit made later.
     pub fn into_parts(self) -> (T, CommitToken) {
-        (self.value, self.commit)
+        (self.value, self.token)
     }
 
-    /// Transforms the value, keeping the key, headers, timestamp, origin and commit token.
+    /// The same message with its value transformed.
     pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Message<U> {
         Message {
             value: f(self.value),
-            key: self.key,
-            headers: self.headers,
-            timestamp: self.timestamp,
-            topic: self.topic,
-            partition: self.partition,
-            offset: self.offset,
-            commit: self.commit,
+            token: self.token,
         }
     }
 }
@@ -121,48 +106,54 @@ impl<T: fmt::Debug> fmt::Debug for Message<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Message")
             .field("value", &self.value)
-            .field("topic", &self.topic)
-            .field("partition", &self.partition)
-            .field("offset", &self.offset)
-            .field("timestamp", &self.timestamp)
+            .field("topic", &self.token.inlet.topic)
+            .field("partition", &self.token.partition)
+            .field("offset", &self.token.offset)
+            .field("timestamp", &self.token.record.timestamp)
             .finish_non_exhaustive()
     }
 }
 
-/// The right to commit one input record, separated from its value.
+/// What commits (or rejects) one message, separated from its value by
+/// [`Message::into_parts`].
+///
+/// It keeps the record as it was read (key, encoded value, headers, timestamp), so a
+/// rejected message reaches the dead-letter topic exactly as it arrived. Holding it also
+/// holds one of the instance's slots for uncommitted messages, which bound how far the
+/// streamlet reads ahead.
 pub struct CommitToken {
-    acknowledgements: Acknowledgements,
-    inlet: usize,
-    partition: u32,
-    offset: u64,
+    pub(crate) inlet: Arc<InletHandle>,
+    pub(crate) partition: u32,
+    pub(crate) offset: u64,
+    pub(crate) record: Record,
     permit: OwnedSemaphorePermit,
-    /// When the message was handed to the streamlet.
     delivered: Instant,
 }
 
 impl CommitToken {
     pub(crate) fn new(
-        acknowledgements: Acknowledgements,
-        inlet: usize,
+        inlet: Arc<InletHandle>,
         partition: u32,
         offset: u64,
+        record: Record,
         permit: OwnedSemaphorePermit,
     ) -> Self {
         CommitToken {
-            acknowledgements,
             inlet,
             partition,
             offset,
+            record,
             permit,
             delivered: Instant::now(),
         }
     }
 
-    /// Marks the record (and the earlier ones of its partition) as processed.
+    /// Marks the message as done: its offset is committed once every output sent before
+    /// this call is acknowledged by the log.
     pub fn commit(self) {
         let processing = Some(self.delivered.elapsed());
-        self.acknowledgements.commit(
-            self.inlet,
+        self.inlet.acknowledgements.commit(
+            self.inlet.index,
             self.partition,
             self.offset,
             processing,
@@ -170,9 +161,85 @@ impl CommitToken {
         );
     }
 
-    /// The offset this token commits.
+    /// Hands the message to its inlet's bad-data policy because the streamlet cannot process
+    /// it, and logs and counts it with `reason` and the record's origin:
+    ///
+    /// - `dead-letter` (the default): the record, as it was read, goes to the dead-letter
+    ///   topic with `reason` and its origin in headers; it is committed once that write is
+    ///   acknowledged;
+    /// - `skip`: it is committed and nothing else happens;
+    /// - `fail`: the streamlet fails with an error naming the record and `reason`.
+    ///
+    /// Outputs already sent for the message stay sent.
+    ///
+    /// # Errors
+    ///
+    /// Under the `fail` policy, an [`ErrorKind::BadData`](crate::ErrorKind::BadData) error
+    /// ([`RejectedRecord`](crate::RejectedRecord)); an
+    /// [`ErrorKind::External`](crate::ErrorKind::External) error when the dead-letter topic
+    /// cannot be written.
+    pub async fn reject(self, reason: impl fmt::Display) -> Result<()> {
+        let reason = format!("was rejected by the streamlet: {reason}");
+        self.apply_policy(reason).await
+    }
+
+    /// Settles a message after handling it: commits it when `outcome` is `Ok`,
+    /// [rejects](CommitToken::reject) it when handling failed on bad data (an
+    /// [`ErrorKind::BadData`](crate::ErrorKind::BadData) error, such as an output too large
+    /// for its topic), and returns any other error, which fails the streamlet. The helpers
+    /// ([`Processor`](crate::Processor) and the others) settle every message this way.
+    ///
+    /// # Errors
+    ///
+    /// `outcome`'s error unless it is bad data; the errors of [`reject`](CommitToken::reject).
+    pub async fn settle(self, outcome: Result<()>) -> Result<()> {
+        match outcome {
+            Ok(()) => {
+                self.commit();
+                Ok(())
+            }
+            Err(error) if error.kind() == crate::ErrorKind::BadData => {
+                self.apply_policy(format!("could not be processed: {error:#}"))
+                    .await
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// The offset of the message this token commits.
     pub fn offset(&self) -> u64 {
         self.offset
+    }
+
+    /// The key of the message this token commits.
+    pub fn key(&self) -> Option<&[u8]> {
+        self.record.key.as_deref()
+    }
+
+    /// The event timestamp of the message this token commits.
+    pub fn timestamp(&self) -> i64 {
+        self.record.timestamp
+    }
+
+    /// The headers of the message this token commits.
+    pub fn headers(&self) -> &Headers {
+        &self.record.headers
+    }
+
+    /// Applies the inlet's policy; `reason` completes "record at offset ... on inlet '...'".
+    pub(crate) async fn apply_policy(self, reason: String) -> Result<()> {
+        let inlet = self.inlet.clone();
+        inlet.apply_policy(self, reason).await
+    }
+
+    pub(crate) fn into_commit(self) -> (Arc<InletHandle>, u32, u64, Record, OwnedSemaphorePermit) {
+        (
+            self.inlet,
+            self.partition,
+            self.offset,
+            self.record,
+            self.permit,
+        )
     }
 }
 

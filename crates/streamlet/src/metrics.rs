@@ -44,6 +44,24 @@ impl PortMetrics {
         })
     }
 
+    /// The partitions the inlet's consumer holds now, or `None` while no consumer reads the
+    /// inlet (before it connects, between restarts).
+    pub fn assigned_partitions(&self) -> Option<Vec<u32>> {
+        let consumer = self
+            .consumer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .and_then(Weak::upgrade)?;
+        Some(
+            consumer
+                .positions()
+                .into_iter()
+                .map(|(partition, _)| partition.partition)
+                .collect(),
+        )
+    }
+
     pub(crate) fn record(&self, bytes: usize) {
         self.records.fetch_add(1, Ordering::Relaxed);
         self.bytes.fetch_add(bytes as u64, Ordering::Relaxed);
@@ -73,6 +91,7 @@ pub struct InstanceMetrics {
     outlets: BTreeMap<String, Arc<PortMetrics>>,
     dead_lettered: AtomicU64,
     skipped: AtomicU64,
+    given_up: AtomicU64,
     committed: AtomicU64,
     processing: Histogram,
     commit_latency: Histogram,
@@ -88,6 +107,7 @@ impl Default for InstanceMetrics {
             outlets: BTreeMap::new(),
             dead_lettered: AtomicU64::default(),
             skipped: AtomicU64::default(),
+            given_up: AtomicU64::default(),
             committed: AtomicU64::default(),
             processing: Histogram::default(),
             commit_latency: Histogram::default(),
@@ -133,12 +153,13 @@ impl InstanceMetrics {
         self.outlets.values().map(|port| port.records()).sum()
     }
 
-    /// Records that failed to decode and went to the dead-letter topic.
+    /// Records rejected (undecodable, refused by the streamlet, given up on) and sent to the
+    /// dead-letter topic.
     pub fn dead_lettered(&self) -> u64 {
         self.dead_lettered.load(Ordering::Relaxed)
     }
 
-    /// Records that failed to decode and were skipped.
+    /// Records rejected (undecodable, or refused by the streamlet) and skipped.
     pub fn skipped(&self) -> u64 {
         self.skipped.load(Ordering::Relaxed)
     }
@@ -174,6 +195,17 @@ impl InstanceMetrics {
 
     pub(crate) fn count_dead_lettered(&self) {
         self.dead_lettered.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records given up on after they failed the streamlet several times in a row, and
+    /// handed to the inlet's bad-data policy (see
+    /// [`FailedAttempts`](crate::FailedAttempts)).
+    pub fn given_up(&self) -> u64 {
+        self.given_up.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn count_given_up(&self) {
+        self.given_up.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn count_skipped(&self) {

@@ -11,7 +11,11 @@ use crate::clock::Clock;
 use crate::codec::{Codec, SCHEMA_HEADER};
 use crate::metrics::PortMetrics;
 use crate::port::KeyFunction;
-use crate::{Data, Error, Result};
+use crate::{CommitToken, Data, Error, Result};
+
+/// Headers of Runnel's own (schema tags, dead-letter reasons, pane metadata), which stay
+/// with the record they describe and are never forwarded to derived records.
+const RUNNEL_HEADER_PREFIX: &str = "runnel.";
 
 /// Everything an outlet needs except its value type; the host prepares it.
 #[derive(Debug)]
@@ -35,6 +39,8 @@ struct Inner<T> {
     parts: OutletParts,
     codec: Codec<T>,
     key: Option<KeyFunction<T>>,
+    /// Whether headers of the input a value derives from go with it.
+    forward_headers: bool,
     next_partition: AtomicU32,
 }
 
@@ -52,6 +58,8 @@ pub struct Outgoing<'a, T> {
     key: Option<Bytes>,
     timestamp: Option<i64>,
     headers: Headers,
+    /// The headers of the input the value derives from.
+    input_headers: Option<&'a Headers>,
 }
 
 impl<'a, T> Outgoing<'a, T> {
@@ -62,7 +70,30 @@ impl<'a, T> Outgoing<'a, T> {
             key: None,
             timestamp: None,
             headers: Headers::new(),
+            input_headers: None,
         }
+    }
+
+    /// The value derives from an input with these headers: they go with it (before the ones
+    /// set with [`header`](Outgoing::header)), except Runnel's own (`runnel.*`), unless the
+    /// outlet is declared [`without_input_headers`](crate::Outlet::without_input_headers).
+    ///
+    /// ```
+    /// # use runnel_streamlet::prelude::*;
+    /// # #[derive(Serialize, Deserialize, AvroSchema)] struct Reading { celsius: f64 }
+    /// # const IN: Inlet<Reading> = Inlet::new("in");
+    /// # const OUT: Outlet<Reading> = Outlet::new("out");
+    /// # async fn demo(mut ctx: Context) -> Result<()> {
+    /// let (mut readings, out) = (ctx.inlet(IN), ctx.outlet(OUT));
+    /// while let Some(message) = readings.next().await? {
+    ///     out.send_record(Outgoing::new(message.value()).input_headers(message.headers())).await?;
+    ///     message.commit();
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn input_headers(mut self, headers: &'a Headers) -> Self {
+        self.input_headers = Some(headers);
+        self
     }
 
     /// Sets the key, overriding the outlet's key function.
@@ -89,12 +120,14 @@ impl<T: Data> OutletSender<T> {
         parts: OutletParts,
         format: runnel_blueprint::descriptor::Format,
         key: Option<KeyFunction<T>>,
+        forward_headers: bool,
     ) -> Self {
         OutletSender {
             inner: Arc::new(Inner {
                 parts,
                 codec: Codec::new(format),
                 key,
+                forward_headers,
                 next_partition: AtomicU32::new(0),
             }),
         }
@@ -107,16 +140,35 @@ impl<T: Data> OutletSender<T> {
     ///
     /// # Errors
     ///
-    /// When the value cannot be encoded or the log refuses it.
+    /// An [`ErrorKind::BadData`](crate::ErrorKind::BadData) error when the record is larger
+    /// than its topic accepts ([`CommitToken::settle`](crate::CommitToken::settle) then hands
+    /// the input it came from to the inlet's bad-data policy); an internal error when the
+    /// value cannot be encoded; an external one when the log refuses the record otherwise.
     pub async fn send(&self, value: &T) -> Result<()> {
         self.send_record(Outgoing::new(value)).await
+    }
+
+    /// Sends a value derived from the message `from` commits: with the input's event
+    /// timestamp and headers (see [`Outgoing::input_headers`]), keyed by the outlet's key
+    /// function. This is how the helpers send.
+    ///
+    /// # Errors
+    ///
+    /// As for [`send`](OutletSender::send).
+    pub async fn send_derived(&self, value: &T, from: &CommitToken) -> Result<()> {
+        self.send_record(
+            Outgoing::new(value)
+                .timestamp(from.timestamp())
+                .input_headers(from.headers()),
+        )
+        .await
     }
 
     /// Sends a value with its own key, timestamp or headers.
     ///
     /// # Errors
     ///
-    /// When the value cannot be encoded or the log refuses it.
+    /// As for [`send`](OutletSender::send).
     pub async fn send_record(&self, outgoing: Outgoing<'_, T>) -> Result<()> {
         let inner = &*self.inner;
         let parts = &inner.parts;
@@ -130,7 +182,20 @@ impl<T: Data> OutletSender<T> {
             Some(key) => partition_for_key(key, parts.partitions),
             None => inner.next_partition.fetch_add(1, Ordering::Relaxed) % parts.partitions,
         };
-        let mut headers = outgoing.headers;
+        let mut headers = match outgoing.input_headers {
+            Some(input) if inner.forward_headers && !input.is_empty() => {
+                let mut headers: Headers = input
+                    .iter()
+                    .filter(|header| !header.key.starts_with(RUNNEL_HEADER_PREFIX))
+                    .cloned()
+                    .collect();
+                for header in &outgoing.headers {
+                    headers.push(header.key.clone(), header.value.clone());
+                }
+                headers
+            }
+            _ => outgoing.headers,
+        };
         if parts.tag_schema
             && let Some(fingerprint) = inner.codec.fingerprint()
         {
@@ -150,7 +215,11 @@ impl<T: Data> OutletSender<T> {
             .producer
             .send(&parts.topic, partition, record)
             .await
-            .map_err(Error::external)?;
+            .map_err(|error| match error {
+                // The record, not the log, is at fault: the message it came from is bad data.
+                runnel_backend::Error::RecordTooLarge { .. } => Error::bad_data(error),
+                other => Error::external(other),
+            })?;
         parts.acknowledgements.sent(receipt, permit);
         Ok(())
     }

@@ -78,17 +78,24 @@ pub type KeyFunction<T> = fn(&T) -> String;
 /// key (UTF-8) is set on every record and picks the partition as Kafka's default partitioner
 /// does, so all values with one key stay in order on one partition.
 ///
+/// Values derived from an input (everything the helpers send, and
+/// [`OutletSender::send_derived`](crate::OutletSender::send_derived)) carry the input's
+/// headers, trace ids for example, except Runnel's own (`runnel.*`);
+/// [`without_input_headers`](Outlet::without_input_headers) turns that off for one outlet.
+///
 /// ```
 /// use runnel_streamlet::prelude::*;
 /// # #[derive(Serialize, Deserialize, AvroSchema)] struct Reading { sensor: String, celsius: f64 }
 /// /// Readings, partitioned by sensor.
 /// pub const OUT: Outlet<Reading> = Outlet::new("out").keyed_by(|reading| reading.sensor.clone());
 /// assert!(OUT.is_keyed());
+/// assert!(OUT.forwards_input_headers());
 /// ```
 pub struct Outlet<T> {
     name: &'static str,
     format: Format,
     key: Option<KeyFunction<T>>,
+    forward_headers: bool,
     _type: PhantomData<fn() -> T>,
 }
 
@@ -99,8 +106,28 @@ impl<T> Outlet<T> {
             name,
             format: Format::Avro,
             key: None,
+            forward_headers: true,
             _type: PhantomData,
         }
+    }
+
+    /// Sends values derived from an input without the input's headers (only the ones set
+    /// explicitly with [`Outgoing::header`](crate::Outgoing::header)).
+    ///
+    /// ```
+    /// # use runnel_streamlet::prelude::*;
+    /// # #[derive(Serialize, Deserialize, AvroSchema)] struct Alert { text: String }
+    /// pub const ALERTS: Outlet<Alert> = Outlet::new("alerts").without_input_headers();
+    /// assert!(!ALERTS.forwards_input_headers());
+    /// ```
+    pub const fn without_input_headers(mut self) -> Self {
+        self.forward_headers = false;
+        self
+    }
+
+    /// Whether values derived from an input carry its headers (the default).
+    pub const fn forwards_input_headers(&self) -> bool {
+        self.forward_headers
     }
 
     /// Writes JSON instead of Avro.

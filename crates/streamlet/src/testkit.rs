@@ -217,6 +217,8 @@ pub struct TestRun {
     cursor: Option<i64>,
     /// Whether the test sets the watermarks.
     scripted: bool,
+    /// The largest record the outlets' and the dead-letter topics accept.
+    max_record_bytes: Option<usize>,
 }
 
 impl std::fmt::Debug for dyn DynStreamlet {
@@ -239,6 +241,7 @@ impl TestRun {
             clock: Arc::new(SystemClock),
             cursor: None,
             scripted: false,
+            max_record_bytes: None,
         }
     }
 
@@ -359,6 +362,14 @@ impl TestRun {
         self
     }
 
+    /// Makes the outlets' topics and the dead-letter topic refuse records larger than
+    /// `bytes` (key, value and headers), as a Kafka topic's `max.message.bytes` does; for
+    /// testing what happens to oversized outputs and dead letters.
+    pub fn max_record_bytes(mut self, bytes: usize) -> Self {
+        self.max_record_bytes = Some(bytes);
+        self
+    }
+
     /// Asks the streamlet to stop after this long, as a shutdown signal would; for sources.
     pub fn stop_after(mut self, after: Duration) -> Self {
         self.stop_after = Some(after);
@@ -432,8 +443,12 @@ impl TestRun {
             self.clock.clone()
         };
 
+        let limited = |spec: TopicSpec| match self.max_record_bytes {
+            Some(bytes) => spec.with_config("max.message.bytes", bytes.to_string()),
+            None => spec,
+        };
         backend
-            .create_topic(&TopicSpec::new(DEAD_LETTER_TOPIC, 1))
+            .create_topic(&limited(TopicSpec::new(DEAD_LETTER_TOPIC, 1)))
             .await?;
         let producer = backend.producer(&ProducerConfig::default()).await?;
         let (end_of_input, ended) = watch::channel(!timed);
@@ -491,7 +506,7 @@ impl TestRun {
         for port in shape.ports_in(Direction::Outlet) {
             let topic = format!("out.{}", port.name);
             backend
-                .create_topic(&TopicSpec::new(&topic, self.partitions))
+                .create_topic(&limited(TopicSpec::new(&topic, self.partitions)))
                 .await?;
             outlets.push(OutletWiring {
                 port: port.name.to_owned(),
@@ -514,6 +529,7 @@ impl TestRun {
             ready: None,
             watermarks: self.scripted.then_some(scripted),
             transactional_id: None,
+            attempts: Default::default(),
         };
 
         let metrics = Arc::new(InstanceMetrics::for_shape(&shape));

@@ -1,4 +1,4 @@
-//! The admin HTTP endpoint of a Runnel process, and the client the `status` commands use.
+//! The admin HTTP endpoint of a Runnel process.
 //!
 //! Every process that runs streamlets serves, on 127.0.0.1:4040 by default:
 //!
@@ -6,8 +6,10 @@
 //!   records per second, lag, restarts and state colours, refreshed every second; the page
 //!   is compiled into the binary and needs no network;
 //! - `/metrics` — Prometheus metrics (listed in `docs/metrics.md`);
-//! - `/health/live` and `/health/ready`;
-//! - `/api/status` — the [`Snapshot`](runnel_runtime::Snapshot) as JSON.
+//! - `/health/live` and `/health/ready` (ready while every streamlet is connected and none
+//!   has a [`Problem`](runnel_runtime::Problem));
+//! - `/api/status` — the [`Snapshot`](runnel_runtime::Snapshot) as JSON;
+//! - `/api/history` — the last five minutes of samples, for the charts.
 //!
 //! ```no_run
 //! # async fn demo(board: std::sync::Arc<runnel_runtime::StatusBoard>) -> Result<(), runnel_web::ServeError> {
@@ -17,15 +19,10 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Where to begin: `server.rs` for the routes, `assets/` for the page, `client.rs` for
-//! `status`.
+//! Where to begin: `server.rs` for the routes, `assets/` for the page. The `status`
+//! commands read `/api/status` with `runnel-status`.
 #![deny(missing_docs)]
 
-mod client;
 mod server;
 
-pub use client::{
-    DEFAULT_ADMIN_ADDRESS, StatusArgs, StatusError, StatusFormat, fetch_status, format_status,
-    show_status, status_url,
-};
 pub use server::{ServeError, bind, router, serve};

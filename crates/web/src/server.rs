@@ -39,8 +39,9 @@ pub enum ServeError {
 /// | `/` | the live web view of the blueprint |
 /// | `/metrics` | Prometheus metrics |
 /// | `/health/live` | 200 while the process serves requests |
-/// | `/health/ready` | 200 once every streamlet has connected its ports, 503 before |
+/// | `/health/ready` | 200 while every streamlet is connected and none has a problem; 503 with the reasons otherwise |
 /// | `/api/status` | the status as JSON (a [`Snapshot`](runnel_runtime::Snapshot)) |
+/// | `/api/history` | the last minutes of samples as JSON (a [`History`](runnel_runtime::History)) |
 pub fn router(board: Arc<StatusBoard>) -> Router {
     Router::new()
         .route("/", get(index))
@@ -61,6 +62,7 @@ pub fn router(board: Arc<StatusBoard>) -> Router {
         .route("/health/live", get(|| async { "live\n" }))
         .route("/health/ready", get(ready))
         .route("/api/status", get(status))
+        .route("/api/history", get(history))
         .with_state(board)
 }
 
@@ -117,15 +119,25 @@ async fn metrics(State(board): State<Arc<StatusBoard>>) -> Response {
 }
 
 async fn ready(State(board): State<Arc<StatusBoard>>) -> Response {
-    if board.is_ready() {
-        (StatusCode::OK, "ready\n").into_response()
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "starting\n").into_response()
+    match board.readiness() {
+        Ok(()) => (StatusCode::OK, "ready\n").into_response(),
+        Err(reasons) => {
+            let mut body = String::from("not ready\n");
+            for reason in reasons {
+                body.push_str(&reason);
+                body.push('\n');
+            }
+            (StatusCode::SERVICE_UNAVAILABLE, body).into_response()
+        }
     }
+}
+
+async fn history(State(board): State<Arc<StatusBoard>>) -> Response {
+    axum::Json(board.history()).into_response()
 }
 
 async fn status(State(board): State<Arc<StatusBoard>>) -> Response {
     let mut snapshot = board.latest().borrow().clone();
-    snapshot.ready = board.is_ready();
+    snapshot.ready = board.readiness().is_ok();
     axum::Json(snapshot).into_response()
 }

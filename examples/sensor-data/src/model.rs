@@ -16,7 +16,7 @@ pub struct Measurements {
 /// One reading of one device.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
 pub struct SensorData {
-    /// The device, such as `device-3`.
+    /// The device's id, a UUID.
     pub device_id: String,
     /// When it was measured, in milliseconds since the Unix epoch.
     pub timestamp: i64,

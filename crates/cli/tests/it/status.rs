@@ -6,7 +6,7 @@ use crate::support::runnel;
 /// What an app's `/api/status` returns, trimmed to one streamlet and one topic.
 const STATUS: &str = r#"{"app":"demo","ready":true,
  "streamlets":[{"name":"copy","type":"copy","state":"running","restarts":2,"records_in":40,
-   "records_out":40,"rate_in":12.4,"rate_out":12.4,"lag":7,"dead_lettered":0,"last_error":null,
+   "records_out":40,"rate_in":12.4,"rate_out":12.4,"lag":7,"dead_lettered":3,"last_error":null,
    "inlets":[{"port":"in","topic":"raw","group":"demo.copy.in","records":40,"partition_lag":[7]}],
    "outlets":[{"port":"out","topic":"copied","records":40}]}],
  "topics":[{"name":"raw","producers":[],"consumers":["copy.in"],
@@ -44,7 +44,10 @@ fn status_prints_a_table_by_default() {
         .find(|l| l.starts_with("copy"))
         .expect("a row for the streamlet");
     let columns: Vec<&str> = copy.split_whitespace().collect();
-    assert_eq!(columns, ["copy", "copy", "running", "12", "12", "7", "2"]);
+    assert_eq!(
+        columns,
+        ["copy", "copy", "running", "12", "12", "7", "3", "2"]
+    );
     let raw = lines
         .iter()
         .find(|l| l.starts_with("raw"))
@@ -74,11 +77,26 @@ fn status_prints_json_and_yaml_on_request() {
 #[test]
 fn status_of_nothing_running_says_where_it_looked() {
     let run = runnel(&["status", "--admin", "127.0.0.1:1"]);
-    assert_eq!(run.code, 2);
+    assert_eq!(run.code, 1, "the same code as an app's own status command");
     assert!(
         run.stderr
-            .starts_with("error: reading http://127.0.0.1:1/api/status failed: "),
+            .starts_with("error: no runnel process answered at http://127.0.0.1:1/api/status: "),
         "{}",
         run.stderr
     );
+}
+
+#[test]
+fn status_of_another_app_than_asked_is_an_error() {
+    let address = fake_admin_endpoint();
+    let run = runnel(&["status", "--app", "sensor-data", "--admin", &address]);
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stderr,
+        format!(
+            "error: the process at http://{address}/api/status runs app 'demo', not 'sensor-data'\n"
+        )
+    );
+    let run = runnel(&["status", "--app", "demo", "--admin", &address]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
 }

@@ -1,6 +1,5 @@
 //! The pending buffer of a partition is bounded: senders wait instead of memory growing.
 
-use std::error::Error as _;
 use std::time::Duration;
 
 use runnel_backend::{Backend, ConsumerConfig, ProducerConfig, Record, TopicSpec};
@@ -83,12 +82,16 @@ async fn a_record_over_the_size_limit_is_refused() {
         .unwrap_err();
     assert_eq!(
         error.to_string(),
-        "producing to topic 't' partition 0 failed"
+        "record of 1020 bytes for topic 't' partition 0 is larger than the limit of 1000 bytes"
     );
-    assert_eq!(
-        error.source().unwrap().to_string(),
-        "record of 1020 bytes exceeds the limit of 1000 bytes"
-    );
+    assert!(matches!(
+        error,
+        runnel_backend::Error::RecordTooLarge {
+            size: 1020,
+            limit: Some(1000),
+            ..
+        }
+    ));
     assert_eq!(
         producer
             .send("t", 0, Record::new(vec![0u8; 980]))

@@ -76,6 +76,7 @@ fn start(
         ready: None,
         watermarks: None,
         transactional_id: Some(format!("{}.copy.0", topics.input)),
+        attempts: Default::default(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)

@@ -1,6 +1,7 @@
 //! Integration tests of the runtime on the in-memory backplane.
 
 mod bounded; // bounded inputs drain the whole graph and the run returns
+mod health; // outages and missing topics are reported; managed topics are created again
 mod metrics_docs; // docs/metrics.md lists every metric
 mod provisioning; // topics are created or must exist; bad configuration stops the run early
 mod schemas; // producers with different schema versions on one topic

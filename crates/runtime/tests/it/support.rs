@@ -36,12 +36,43 @@ impl Streamlet for Numbers {
     }
 }
 
+/// Emits a number every 10 ms until stopped.
+pub(crate) struct Ticker;
+
+impl Streamlet for Ticker {
+    fn shape(&self) -> Shape {
+        Shape::new().outlet(OUT)
+    }
+
+    async fn run(self, ctx: Context) -> Result<()> {
+        let out = ctx.outlet(OUT);
+        let mut value = 0;
+        while !ctx.is_stopping() {
+            // A missing topic fails a send; the supervisor restarts the ticker.
+            out.send(&Number { value }).await?;
+            value += 1;
+            tokio::select! {
+                () = ctx.stopped() => break,
+                () = tokio::time::sleep(Duration::from_millis(10)) => {}
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The registry of the test app; `failures` makes `flaky` fail its first runs.
 pub(crate) fn registry(failures: Arc<AtomicU32>) -> Registry {
     Registry::new()
         .register("numbers", || Numbers)
+        .register("ticker", || Ticker)
         .register("copy", || Processor::new(IN, OUT, Some))
         .register("sink", || Egress::new(IN, |_: Number| async { Ok(()) }))
+        .register("poisoned", || {
+            Processor::new(IN, OUT, |number: Number| {
+                assert!(number.value != 7, "7 is poison");
+                Some(number)
+            })
+        })
         .register("flaky", move || {
             let failures = failures.clone();
             Processor::new(IN, OUT, move |number: Number| {
@@ -98,6 +129,7 @@ pub(crate) fn options() -> RunOptions {
             initial_backoff: Duration::from_millis(10),
             max_backoff: Duration::from_millis(50),
             reset_after: Duration::from_secs(60),
+            ..RestartPolicy::default()
         },
         ..RunOptions::default()
     }

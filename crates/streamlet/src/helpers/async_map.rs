@@ -5,7 +5,7 @@ use std::future::Future;
 use futures::StreamExt;
 use futures::stream::FuturesOrdered;
 
-use crate::{Context, Data, Inlet, Outgoing, Outlet, Result, Shape, Streamlet};
+use crate::{Context, Data, Inlet, Outlet, Result, Shape, Streamlet};
 
 /// A streamlet that calls an async function (a lookup, an HTTP call, a model) for each input
 /// value with up to `concurrency` calls in flight, and emits and commits the results in
@@ -99,18 +99,19 @@ where
             tokio::select! {
                 // Finished calls first, so results leave in order as early as possible.
                 biased;
-                Some((result, commit, timestamp)) = in_flight.next(), if !in_flight.is_empty() => {
-                    let value: Out = result?;
-                    output.send_record(Outgoing::new(&value).timestamp(timestamp)).await?;
-                    crate::CommitToken::commit(commit);
+                Some((result, token)) = in_flight.next(), if !in_flight.is_empty() => {
+                    let outcome = match result {
+                        Ok(value) => output.send_derived(&value, &token).await,
+                        Err(error) => Err(error),
+                    };
+                    token.settle(outcome).await?;
                 }
                 message = input.next(), if input_open && in_flight.len() < self.concurrency => {
                     match message? {
                         Some(message) => {
-                            let timestamp = message.timestamp();
-                            let (value, commit) = message.into_parts();
-                            let call = (self.call)(value);
-                            in_flight.push_back(async move { (call.await, commit, timestamp) });
+                            let (value, token) = message.into_parts();
+                            let call: Fut = (self.call)(value);
+                            in_flight.push_back(async move { (call.await, token) });
                         }
                         None => input_open = false,
                     }

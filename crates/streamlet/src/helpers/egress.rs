@@ -68,9 +68,9 @@ where
     async fn run(mut self, mut ctx: Context) -> Result<()> {
         let mut input = ctx.inlet(self.inlet);
         while let Some(message) = input.next().await? {
-            let (value, commit) = message.into_parts();
-            (self.sink)(value).await?;
-            commit.commit();
+            let (value, token) = message.into_parts();
+            let outcome = (self.sink)(value).await;
+            token.settle(outcome).await?;
         }
         Ok(())
     }

@@ -74,13 +74,15 @@ impl<T: Data> Streamlet for Merge<T> {
             .collect();
         let mut merged = futures::stream::select_all(streams);
         while let Some(message) = merged.next().await {
-            let message = message?;
-            let mut outgoing = Outgoing::new(message.value()).timestamp(message.timestamp());
-            if let Some(key) = message.key() {
+            let (value, token) = message?.into_parts();
+            let mut outgoing = Outgoing::new(&value)
+                .timestamp(token.timestamp())
+                .input_headers(token.headers());
+            if let Some(key) = token.key() {
                 outgoing = outgoing.key(key.to_vec());
             }
-            output.send_record(outgoing).await?;
-            message.commit();
+            let outcome = output.send_record(outgoing).await;
+            token.settle(outcome).await?;
         }
         Ok(())
     }

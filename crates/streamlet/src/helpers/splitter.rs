@@ -1,6 +1,6 @@
 //! [`Splitter`]: route each value of one inlet to one of two outlets.
 
-use crate::{Context, Data, Inlet, Outgoing, Outlet, Result, Shape, Streamlet};
+use crate::{Context, Data, Inlet, Outlet, Result, Shape, Streamlet};
 
 /// Which outlet of a [`Splitter`] a value goes to. By Cloudflow's convention, `Left` is for
 /// values that failed a check and `Right` for the ones that passed.
@@ -98,20 +98,12 @@ where
         let mut input = ctx.inlet(self.inlet);
         let (left, right) = (ctx.outlet(self.left), ctx.outlet(self.right));
         while let Some(message) = input.next().await? {
-            let timestamp = message.timestamp();
-            let (value, commit) = message.into_parts();
-            match (self.route)(value) {
-                Either::Left(value) => {
-                    left.send_record(Outgoing::new(&value).timestamp(timestamp))
-                        .await?;
-                }
-                Either::Right(value) => {
-                    right
-                        .send_record(Outgoing::new(&value).timestamp(timestamp))
-                        .await?;
-                }
-            }
-            commit.commit();
+            let (value, token) = message.into_parts();
+            let outcome = match (self.route)(value) {
+                Either::Left(value) => left.send_derived(&value, &token).await,
+                Either::Right(value) => right.send_derived(&value, &token).await,
+            };
+            token.settle(outcome).await?;
         }
         Ok(())
     }

@@ -145,6 +145,7 @@ async fn start(inputs: usize, settings: HostSettings) -> Fixture {
         ready: None,
         watermarks: None,
         transactional_id: None,
+        attempts: Default::default(),
     };
     let streamlet = Processor::new(IN, OUT, Some);
     let metrics = Arc::new(InstanceMetrics::for_shape(&Streamlet::shape(&streamlet)));

@@ -101,6 +101,7 @@ fn start(
         ready: None,
         watermarks: None,
         transactional_id: None,
+        attempts: Default::default(),
     };
     let streamlet = counts();
     let metrics = Arc::new(InstanceMetrics::for_shape(&Streamlet::shape(&streamlet)));

@@ -92,6 +92,7 @@ fn start(
         ready: None,
         watermarks: None,
         transactional_id: Some("app.copy.0".into()),
+        attempts: Default::default(),
     };
     let metrics = Arc::new(InstanceMetrics::for_shape(&SlowCopy.shape()));
     let runtime = tokio::runtime::Builder::new_multi_thread()

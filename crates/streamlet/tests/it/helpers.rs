@@ -135,3 +135,30 @@ async fn egress_sees_every_value() -> anyhow::Result<()> {
     assert_eq!(received.recv().await.as_deref(), Some("b"));
     Ok(())
 }
+
+#[tokio::test]
+async fn helpers_forward_input_headers_except_runnels_own() -> anyhow::Result<()> {
+    let input = TestRecord::new(reading("a", 1.0))
+        .header("traceparent", "00-abc-01")
+        .header("runnel.dead-letter.error", "an earlier rejection");
+    let run = TestRun::new(Processor::new(IN, OUT, Some))
+        .input_records(IN, [input])
+        .run()
+        .await?;
+    let headers = &run.records(OUT)[0].headers;
+    assert_eq!(headers.get_str("traceparent"), Some("00-abc-01"));
+    assert_eq!(headers.get("runnel.dead-letter.error"), None);
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_outlet_can_drop_input_headers() -> anyhow::Result<()> {
+    const BARE: Outlet<Reading> = Outlet::new("out").without_input_headers();
+    let input = TestRecord::new(reading("a", 1.0)).header("traceparent", "00-abc-01");
+    let run = TestRun::new(Processor::new(IN, BARE, Some))
+        .input_records(IN, [input])
+        .run()
+        .await?;
+    assert!(run.records(BARE)[0].headers.is_empty());
+    Ok(())
+}

@@ -114,7 +114,7 @@ async fn readiness_is_503_until_every_streamlet_has_connected() {
     tokio::spawn(runnel_web::serve(listener, board, shutdown.clone()));
     assert_eq!(
         get(&address, "/health/ready").await,
-        (503, "starting\n".to_owned())
+        (503, "not ready\nstreamlets are still starting\n".to_owned())
     );
     assert_eq!(get(&address, "/health/live").await.0, 200);
     let (_, metrics) = get(&address, "/metrics").await;

@@ -1,4 +1,4 @@
-use runnel_web::{StatusFormat, fetch_status, format_status, status_url};
+use runnel_status::{StatusFormat, fetch_status, format_status, status_url};
 
 use crate::support::{serve, until_ok};
 
@@ -43,7 +43,7 @@ async fn status_reads_a_running_app_and_prints_table_json_and_yaml() {
     let error = fetch_status("http://127.0.0.1:1/api/status").unwrap_err();
     assert_eq!(
         error.to_string(),
-        "reading http://127.0.0.1:1/api/status failed"
+        "no runnel process answered at http://127.0.0.1:1/api/status"
     );
     assert_eq!(status_url("http://host:9/"), "http://host:9/api/status");
 

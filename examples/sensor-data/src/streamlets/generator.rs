@@ -32,10 +32,49 @@ pub struct Generator;
 
 /// The reading with running number `sequence`: deterministic, so tests can predict it.
 pub fn reading(sequence: i64, devices: i64, invalid_every: i64, timestamp: i64) -> SensorData {
+    let device = device_id(sequence % devices.max(1));
+    reading_of(sequence, device, invalid_every, timestamp)
+}
+
+/// The id of device number `device`: a UUID, as in Cloudflow's sensor-data example,
+/// derived from the number, and chosen so that devices spread over the partitions of a
+/// topic keyed by device id: device `n` goes to partition `n % p` of a topic with `p` of 1,
+/// 2, 3, 4, 6 or 12 partitions (and so consecutive devices never share one).
+pub fn device_id(device: i64) -> String {
+    const SPREAD: u64 = 12;
+    let want = device.rem_euclid(SPREAD as i64) as u64;
+    (0_u64..)
+        .map(|attempt| uuid((device as u64).wrapping_mul(1 << 20).wrapping_add(attempt)))
+        .find(|id| u64::from(runnel::partition_for_key(id.as_bytes(), SPREAD as u32)) == want)
+        .expect("one in twelve candidates fits")
+}
+
+/// A version-4-shaped UUID from the bits of `seed` (splitmix64).
+fn uuid(seed: u64) -> String {
+    let mix = |mut z: u64| {
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let (high, low) = (
+        mix(seed.wrapping_add(0x9e37_79b9_7f4a_7c15)),
+        mix(seed ^ 0x5851_f42d_4c95_7f2d),
+    );
+    format!(
+        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+        high >> 32,
+        (high >> 16) & 0xffff,
+        high & 0x0fff,
+        (low >> 48) & 0x3fff | 0x8000,
+        low & 0xffff_ffff_ffff
+    )
+}
+
+fn reading_of(sequence: i64, device_id: String, invalid_every: i64, timestamp: i64) -> SensorData {
     let wave = (sequence as f64 / 10.0).sin();
     let faulty = invalid_every > 0 && sequence % invalid_every == invalid_every - 1;
     SensorData {
-        device_id: format!("device-{}", sequence % devices.max(1)),
+        device_id,
         timestamp,
         sequence,
         measurements: Measurements {
@@ -61,6 +100,7 @@ impl Streamlet for Generator {
         let out = ctx.outlet(OUT);
         let (rate, count) = (ctx.parameter(RATE), ctx.parameter(COUNT));
         let (devices, invalid_every) = (ctx.parameter(DEVICES), ctx.parameter(INVALID_EVERY));
+        let ids: Vec<String> = (0..devices.max(1)).map(device_id).collect();
         let started = Instant::now();
         let mut sequence = 0;
         while !ctx.is_stopping() && (count < 0 || sequence < count) {
@@ -72,7 +112,8 @@ impl Streamlet for Generator {
             };
             while sequence < due && (count < 0 || sequence < count) {
                 let now = ctx.clock().now_millis();
-                out.send(&reading(sequence, devices, invalid_every, now))
+                let device = ids[(sequence % devices.max(1)) as usize].clone();
+                out.send(&reading_of(sequence, device, invalid_every, now))
                     .await?;
                 sequence += 1;
             }
@@ -92,6 +133,18 @@ impl Streamlet for Generator {
 mod tests {
     use super::*;
     use runnel::testkit::TestRun;
+
+    #[test]
+    fn devices_spread_over_every_partition() {
+        for partitions in [2_u32, 3, 4, 6, 12] {
+            let used: std::collections::BTreeSet<u32> = (0..i64::from(partitions))
+                .map(|device| runnel::partition_for_key(device_id(device).as_bytes(), partitions))
+                .collect();
+            assert_eq!(used.len(), partitions as usize, "{partitions} partitions");
+        }
+        assert_eq!(device_id(3), device_id(3), "ids are deterministic");
+        assert_eq!(device_id(3).len(), 36);
+    }
 
     #[tokio::test]
     async fn generates_the_configured_count_with_faulty_readings_at_the_interval()

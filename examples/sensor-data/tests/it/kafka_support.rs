@@ -5,7 +5,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::Message;
+use rdkafka::message::{Headers as _, Message};
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 use runnel_kafka::test_broker::Tansu;
 
@@ -28,6 +28,18 @@ pub(crate) struct Seen {
     pub(crate) partition: i32,
     pub(crate) key: Option<Vec<u8>>,
     pub(crate) value: Vec<u8>,
+    pub(crate) headers: Vec<(String, Vec<u8>)>,
+}
+
+impl Seen {
+    /// The last header called `name`, as text.
+    pub(crate) fn header(&self, name: &str) -> Option<String> {
+        self.headers
+            .iter()
+            .rev()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| String::from_utf8_lossy(value).into_owned())
+    }
 }
 
 /// Reads `topic` from the beginning with a plain librdkafka consumer (no group, every
@@ -63,10 +75,17 @@ pub(crate) fn read_topic(
     let mut seen = Vec::new();
     while Instant::now() < deadline {
         if let Some(Ok(message)) = consumer.poll(Duration::from_millis(200)) {
+            let headers = message.headers().map_or_else(Vec::new, |headers| {
+                headers
+                    .iter()
+                    .map(|h| (h.key.to_owned(), h.value.unwrap_or_default().to_vec()))
+                    .collect()
+            });
             let record = Seen {
                 partition: message.partition(),
                 key: message.key().map(<[u8]>::to_vec),
                 value: message.payload().unwrap_or_default().to_vec(),
+                headers,
             };
             let done = enough(&record);
             seen.push(record);

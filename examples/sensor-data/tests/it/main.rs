@@ -5,6 +5,7 @@
 mod bad_input; // undecodable records go to the dead-letter topic; the pipeline goes on
 mod bounded_run; // a bounded run routes every metric and exits on its own
 mod crash; // kill -9 mid-stream, run again: nothing acknowledged is lost
+mod hardening; // on Kafka: poison records of every size, a paused broker
 mod interop; // a Python confluent-kafka client feeds the app on Kafka and reads its outputs
 mod kafka; // `run --kafka`: the whole graph on a Kafka broker, outputs read by a plain consumer
 mod kafka_support; // tansu-backed runs and a plain Kafka consumer
@@ -13,3 +14,4 @@ mod refusals; // bad blueprints and parameters stop the run before it starts
 mod scaling; // two run-streamlet processes share partitions; kill -9 one; nothing lost
 mod shutdown; // SIGTERM drains, commits and exits 0
 mod support; // running the binary and reading topics back
+mod tools; // topics, tail, produce, dead-letters, groups, reset-offsets: embedded log and tansu
