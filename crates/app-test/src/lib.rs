@@ -63,6 +63,8 @@ pub struct Running {
     /// The app's process, to signal or kill.
     pub child: Child,
     lines: mpsc::Receiver<String>,
+    /// Every line the app printed so far, whether waited for or not.
+    printed: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Running {
@@ -75,14 +77,35 @@ impl Running {
             .expect("the app binary starts");
         let stdout = child.stdout.take().expect("standard output is piped");
         let (sender, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if sender.send(line).is_err() {
-                    break;
+        let printed = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        std::thread::spawn({
+            let printed = printed.clone();
+            move || {
+                for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                    printed
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .push(line.clone());
+                    if sender.send(line).is_err() {
+                        break;
+                    }
                 }
             }
         });
-        Running { child, lines }
+        Running {
+            child,
+            lines,
+            printed,
+        }
+    }
+
+    /// Everything the app printed on standard output so far, a line each.
+    pub fn printed(&self) -> String {
+        let printed = self
+            .printed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        printed.iter().map(|line| format!("{line}\n")).collect()
     }
 
     /// Waits for an output line containing `text` and returns it; panics after `limit`.
