@@ -37,9 +37,7 @@ fn write_files(directory: &Path) -> std::path::PathBuf {
     .unwrap();
     std::fs::write(
         directory.join("local.toml"),
-        format!(
-            "[kafka]\n\"sasl.username\" = \"runnel\"\n\"sasl.password\" = \"${{RUNNEL_TEST_SECRET}}\"\n"
-        ),
+        "[kafka]\n\"sasl.username\" = \"runnel\"\n\"sasl.password\" = \"${RUNNEL_TEST_SECRET}\"\n",
     )
     .unwrap();
     blueprint
