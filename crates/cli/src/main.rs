@@ -4,6 +4,7 @@
 //! runnel verify --descriptor app.json [--format human|json] [--deny-warnings] BLUEPRINT
 //! runnel graph [--descriptor app.json] [--format text|dot|mermaid] BLUEPRINT
 //! runnel status [--app NAME] [--admin 127.0.0.1:4040] [--watch] [-o table|json|yaml]
+//! runnel new NAME [--path runnel/crates/runnel | --git URL]
 //! runnel topics | tail TOPIC | produce TOPIC | dead-letters | groups | reset-offsets GROUP
 //!        [--blueprint FILE] [--descriptor app.json] [--data-dir DIR | --kafka BOOTSTRAP]
 //! ```
@@ -17,6 +18,7 @@
 
 mod args;
 mod graph;
+mod new;
 mod verify;
 
 use std::io::Write as _;
@@ -41,6 +43,7 @@ fn main() -> ExitCode {
         Command::Verify(command) => verify::run(&command),
         Command::Graph(command) => graph::run(&command),
         Command::Status(command) => return command.status.main(command.app.as_deref()),
+        Command::New(args) => new::run(&args),
         Command::Tools(command) => tools(&command),
     };
     match result {
