@@ -17,6 +17,8 @@
 //! running.wait_for("ready", Duration::from_secs(10));
 //! ```
 
+pub mod chromium;
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};

@@ -45,6 +45,11 @@ pub(crate) struct Served {
 }
 
 pub(crate) async fn serve() -> Served {
+    serve_on(Arc::new(MemoryBackend::new())).await
+}
+
+/// [`serve`] on `backend`.
+pub(crate) async fn serve_on(backend: Arc<dyn runnel_backend::Backend>) -> Served {
     let registry = Registry::new()
         .register("ticks", || Ticks)
         .register("sink", || Egress::new(IN, |_: Tick| async { Ok(()) }));
@@ -69,7 +74,6 @@ partitions = 2
         view: ViewMode::Off,
         ..RunOptions::default()
     };
-    let backend = Arc::new(MemoryBackend::new());
     let running = runnel_runtime::start(
         plan,
         backend,

@@ -8,6 +8,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use runnel_app_test::chromium::{attribute_values, chromium, rendered};
+
 use crate::support::{BLUEPRINT, Running, app, run_to_end, stdout_of};
 
 /// A free port on 127.0.0.1 for the admin endpoint.
@@ -181,46 +183,6 @@ fn status_prints_tables_and_json_from_a_running_app() {
     assert_eq!(json["topics"].as_array().unwrap().len(), 4);
     assert!(json["streamlets"][1]["records_in"].as_u64().unwrap() > 0);
     stop(running);
-}
-
-/// Chromium as the machine's probe and the test set-up install it: headless, no sandbox (we
-/// run as root), no background networking (the network is closed).
-fn chromium(profile: &Path, args: &[&str]) -> Command {
-    let mut command = Command::new("chromium");
-    command
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-        ])
-        .args([
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .args(args);
-    command
-}
-
-/// The page's DOM after its scripts ran for a few (virtual) seconds.
-fn rendered(profile: &Path, url: &str) -> String {
-    let output = chromium(profile, &["--virtual-time-budget=4000", "--dump-dom", url])
-        .stderr(std::process::Stdio::null())
-        .output()
-        .expect("chromium runs; scripts/test installs it (apt-get install chromium)");
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-/// Every value of `attribute` in the DOM, in order.
-fn attribute_values(dom: &str, attribute: &str) -> Vec<String> {
-    let marker = format!("{attribute}=\"");
-    dom.split(&marker)
-        .skip(1)
-        .filter_map(|rest| rest.split('"').next())
-        .map(str::to_owned)
-        .collect()
 }
 
 #[test]
