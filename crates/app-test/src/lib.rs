@@ -110,6 +110,44 @@ impl Running {
         printed.iter().map(|line| format!("{line}\n")).collect()
     }
 
+    /// Waits for an output line for which `wanted` holds and returns it; panics after
+    /// `limit`, saying it waited for `what`.
+    pub fn wait_for_line(
+        &self,
+        what: &str,
+        limit: Duration,
+        wanted: impl Fn(&str) -> bool,
+    ) -> String {
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if wanted(&line) => return line,
+                Ok(_) => {}
+                Err(_) => panic!("no output line showed {what} within {limit:?}"),
+            }
+        }
+    }
+
+    /// Waits until a plain status line (`--view plain`) says `streamlet` has read at least
+    /// `records` (its `total_in`); panics after `limit`.
+    pub fn wait_until_read(&self, streamlet: &str, records: u64, limit: Duration) {
+        let name = format!("streamlet={streamlet} ");
+        self.wait_for_line(
+            &format!("{streamlet} reading {records} records"),
+            limit,
+            |line| {
+                line.contains(&name)
+                    && line
+                        .split("total_in=")
+                        .nth(1)
+                        .and_then(|rest| rest.split_whitespace().next())
+                        .and_then(|total| total.parse::<u64>().ok())
+                        .is_some_and(|total| total >= records)
+            },
+        );
+    }
+
     /// Waits for an output line containing `text` and returns it; panics after `limit`.
     pub fn wait_for(&self, text: &str, limit: Duration) -> String {
         let deadline = Instant::now() + limit;

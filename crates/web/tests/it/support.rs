@@ -128,3 +128,23 @@ pub(crate) async fn until_ok(address: &str, path: &str) -> String {
     }
     panic!("{path} never answered 200");
 }
+
+/// Waits (at most 20 s) until `/api/status` answers a snapshot satisfying `condition`, and
+/// returns it.
+pub(crate) async fn status_until(
+    address: &str,
+    what: &str,
+    condition: impl Fn(&runnel_runtime::Snapshot) -> bool,
+) -> runnel_runtime::Snapshot {
+    for _ in 0..400 {
+        let (code, json) = get(address, "/api/status").await;
+        if code == 200 {
+            let snapshot: runnel_runtime::Snapshot = serde_json::from_str(&json).unwrap();
+            if condition(&snapshot) {
+                return snapshot;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the status never showed {what}");
+}

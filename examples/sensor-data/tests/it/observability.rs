@@ -151,7 +151,19 @@ fn status_prints_tables_and_json_from_a_running_app() {
     let data = tempfile::tempdir().unwrap();
     let admin = free_admin_address();
     let running = start(data.path(), &admin, &["generator.records-per-second=50"]);
-    std::thread::sleep(Duration::from_millis(1500));
+    // A sample taken after records reached the middle of the graph.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let status: serde_json::Value = serde_json::from_str(&get(&admin, "/api/status")).unwrap();
+        if status["streamlets"][2]["records_in"].as_u64() > Some(0) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no records reached validation: {status}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let status = |output: &str| {
         let mut command = Command::new(env!("CARGO_BIN_EXE_sensor-data"));
         command.args(["status", "--admin", &admin, "-o", output]);
@@ -192,7 +204,16 @@ fn the_web_view_draws_every_streamlet_and_topic_and_its_numbers_update() {
     let running = start(data.path(), &admin, &["generator.records-per-second=50"]);
     let url = format!("http://{admin}/");
     let first = rendered(&data.path().join("chromium-1"), &url);
-    std::thread::sleep(Duration::from_secs(2));
+    let records_in = |text: &str| metric(text, "runnel_records_in_total", "");
+    let seen = records_in(&get(&admin, "/metrics"));
+    // The page shows a sample a second old at most: render again well after the counters
+    // moved on.
+    scrape_until(
+        &admin,
+        Duration::from_secs(30),
+        "records flowing on",
+        |text| records_in(text) > seen + 1000.0,
+    );
     let second = rendered(&data.path().join("chromium-2"), &url);
 
     let mut streamlets = attribute_values(&second, "data-streamlet");
