@@ -17,6 +17,8 @@
 //! running.wait_for("ready", Duration::from_secs(10));
 //! ```
 
+pub mod chromium;
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
@@ -63,6 +65,8 @@ pub struct Running {
     /// The app's process, to signal or kill.
     pub child: Child,
     lines: mpsc::Receiver<String>,
+    /// Every line the app printed so far, whether waited for or not.
+    printed: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Running {
@@ -75,14 +79,73 @@ impl Running {
             .expect("the app binary starts");
         let stdout = child.stdout.take().expect("standard output is piped");
         let (sender, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if sender.send(line).is_err() {
-                    break;
+        let printed = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        std::thread::spawn({
+            let printed = printed.clone();
+            move || {
+                for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                    printed
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .push(line.clone());
+                    if sender.send(line).is_err() {
+                        break;
+                    }
                 }
             }
         });
-        Running { child, lines }
+        Running {
+            child,
+            lines,
+            printed,
+        }
+    }
+
+    /// Everything the app printed on standard output so far, a line each.
+    pub fn printed(&self) -> String {
+        let printed = self
+            .printed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        printed.iter().map(|line| format!("{line}\n")).collect()
+    }
+
+    /// Waits for an output line for which `wanted` holds and returns it; panics after
+    /// `limit`, saying it waited for `what`.
+    pub fn wait_for_line(
+        &self,
+        what: &str,
+        limit: Duration,
+        wanted: impl Fn(&str) -> bool,
+    ) -> String {
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if wanted(&line) => return line,
+                Ok(_) => {}
+                Err(_) => panic!("no output line showed {what} within {limit:?}"),
+            }
+        }
+    }
+
+    /// Waits until a plain status line (`--view plain`) says `streamlet` has read at least
+    /// `records` (its `total_in`); panics after `limit`.
+    pub fn wait_until_read(&self, streamlet: &str, records: u64, limit: Duration) {
+        let name = format!("streamlet={streamlet} ");
+        self.wait_for_line(
+            &format!("{streamlet} reading {records} records"),
+            limit,
+            |line| {
+                line.contains(&name)
+                    && line
+                        .split("total_in=")
+                        .nth(1)
+                        .and_then(|rest| rest.split_whitespace().next())
+                        .and_then(|total| total.parse::<u64>().ok())
+                        .is_some_and(|total| total >= records)
+            },
+        );
     }
 
     /// Waits for an output line containing `text` and returns it; panics after `limit`.

@@ -39,6 +39,8 @@ mod transaction;
 
 #[cfg(feature = "conformance")]
 pub mod conformance;
+#[cfg(feature = "testing")]
+mod pausable;
 
 pub use backend::{
     Backend, Consumer, ConsumerConfig, Producer, ProducerConfig, Receipt, StartFrom,
@@ -46,6 +48,8 @@ pub use backend::{
 pub use error::{BoxError, Error, Result};
 pub use memory::MemoryBackend;
 pub use partitioner::{murmur2, partition_for_key};
+#[cfg(feature = "testing")]
+pub use pausable::PausableBackend;
 pub use record::{CommitOffset, ConsumedRecord, Header, Headers, Record, TopicPartition};
 pub use topic::{PartitionOffsets, TopicCreation, TopicInfo, TopicSpec};
 pub use transaction::{GroupOffsets, TransactionConfig, TransactionalProducer};

@@ -122,15 +122,22 @@ impl PortPath {
     /// Splits `instance.port`; `None` unless there is exactly one `.` with text on both sides
     /// and no whitespace.
     pub fn parse(path: &str) -> Option<PortPath> {
-        let (streamlet, port) = path.split_once('.')?;
-        let well_formed = |part: &str| {
-            !part.is_empty() && !part.contains('.') && !part.chars().any(char::is_whitespace)
-        };
-        (well_formed(streamlet) && well_formed(port)).then(|| PortPath {
+        let (streamlet, port) = split_port_path(path)?;
+        Some(PortPath {
             streamlet: streamlet.to_owned(),
             port: port.to_owned(),
         })
     }
+}
+
+/// The instance and port of `instance.port`, borrowed; `None` unless there is exactly one
+/// `.` with text on both sides and no whitespace.
+pub(crate) fn split_port_path(path: &str) -> Option<(&str, &str)> {
+    let (streamlet, port) = path.split_once('.')?;
+    let well_formed = |part: &str| {
+        !part.is_empty() && !part.contains('.') && !part.chars().any(char::is_whitespace)
+    };
+    (well_formed(streamlet) && well_formed(port)).then_some((streamlet, port))
 }
 
 impl std::fmt::Display for PortPath {

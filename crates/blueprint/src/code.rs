@@ -115,6 +115,10 @@ codes! {
     BacktrackingVolumeMountPath => Error,
     /// (Runnel) The app name is not a DNS-1123 label of at most 63 characters.
     InvalidAppName => Error,
+    /// (Runnel) A parameter's range or allowed values make no sense: a range on a kind
+    /// without order, a bound that is not a value, `min` above `max`, allowed values on a
+    /// kind other than `string`.
+    InvalidConfigParameterConstraint => Error,
     /// (Runnel) A topic has no producers: only an external system can write it.
     TopicWithoutProducers => Warning,
     /// (Runnel) A topic has no consumers: only an external system can read it.

@@ -240,6 +240,10 @@ pub enum BadDataPolicy {
 /// let json = r#"{"key": "name", "type": "regex-string", "pattern": "[a-z]+", "default": "x"}"#;
 /// let parameter: ParameterDescriptor = serde_json::from_str(json).unwrap();
 /// assert_eq!(parameter.kind, ParameterKind::RegexString { pattern: "[a-z]+".into() });
+///
+/// let json = r#"{"key": "rate", "type": "int", "min": "1", "max": "1000", "default": "10"}"#;
+/// let parameter: ParameterDescriptor = serde_json::from_str(json).unwrap();
+/// assert_eq!(parameter.max.as_deref(), Some("1000"));
 /// ```
 // No `deny_unknown_fields` here: serde does not support it together with `flatten` (every
 // parameter was refused), so unknown fields of a parameter are ignored.
@@ -258,6 +262,44 @@ pub struct ParameterDescriptor {
     /// the parameter required.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<String>,
+    /// The lowest value allowed, inclusive, in the parameter's syntax (`int`, `double`,
+    /// `duration` and `memory-size` parameters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<String>,
+    /// The highest value allowed, inclusive, in the parameter's syntax (`int`, `double`,
+    /// `duration` and `memory-size` parameters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<String>,
+    /// The only values allowed (`string` parameters); empty allows any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_values: Vec<String>,
+    /// Whether values are secrets (passwords, tokens): never shown in errors, logs or
+    /// status output, whichever source they come from.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub secret: bool,
+}
+
+impl ParameterDescriptor {
+    /// A parameter without description, default or constraints.
+    ///
+    /// ```
+    /// use runnel_blueprint::descriptor::ParameterDescriptor;
+    /// use runnel_blueprint::parameter::ParameterKind;
+    /// let parameter = ParameterDescriptor::new("rate", ParameterKind::Int);
+    /// assert_eq!((parameter.key.as_str(), parameter.default), ("rate", None));
+    /// ```
+    pub fn new(key: impl Into<String>, kind: ParameterKind) -> Self {
+        ParameterDescriptor {
+            key: key.into(),
+            description: String::new(),
+            kind,
+            default: None,
+            min: None,
+            max: None,
+            allowed_values: Vec::new(),
+            secret: false,
+        }
+    }
 }
 
 /// A volume a streamlet expects to be mounted.
@@ -302,5 +344,28 @@ mod tests {
         assert_eq!(parameters[0].default.as_deref(), Some("5s"));
         let written = serde_json::to_string(&descriptor).unwrap();
         assert_eq!(AppDescriptor::from_json(&written).unwrap(), descriptor);
+        assert!(
+            !written.contains("min") && !written.contains("allowed-values"),
+            "constraints are left out when absent, so older readers see the same descriptor: {written}"
+        );
+    }
+
+    #[test]
+    fn constraints_round_trip_through_json() {
+        let json = serde_json::json!({
+            "descriptor-version": 1, "app": "demo",
+            "streamlets": [{"type": "t", "parameters": [
+                {"key": "rate", "type": "int", "min": "1", "max": "100"},
+                {"key": "level", "type": "string", "allowed-values": ["debug", "info"]},
+            ]}]
+        });
+        let descriptor: AppDescriptor = serde_json::from_value(json.clone()).unwrap();
+        let parameters = &descriptor.streamlets[0].parameters;
+        assert_eq!(parameters[0].min.as_deref(), Some("1"));
+        assert_eq!(parameters[1].allowed_values, ["debug", "info"]);
+        assert_eq!(
+            serde_json::to_value(parameters).unwrap(),
+            json["streamlets"][0]["parameters"]
+        );
     }
 }

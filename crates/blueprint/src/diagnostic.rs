@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::code::Code;
+use crate::facts::Facts;
 
 /// How serious a problem is.
 ///
@@ -83,6 +84,10 @@ pub struct Diagnostic {
     pub message: String,
     /// Where, when the problem has a place in the blueprint text.
     pub location: Option<Location>,
+    /// What the rule knows about the problem (streamlet, type, port path, topic, ...).
+    pub facts: Facts,
+    /// How to fix it, when the message alone does not say (may span several lines).
+    pub help: Option<String>,
 }
 
 impl Diagnostic {
@@ -112,6 +117,11 @@ impl<'t> LineIndex<'t> {
             .chain(text.match_indices('\n').map(|(at, _)| at + 1))
             .collect();
         LineIndex { text, starts }
+    }
+
+    /// The byte offset where a 1-based line starts.
+    pub(crate) fn start_of(&self, line: usize) -> Option<usize> {
+        self.starts.get(line.checked_sub(1)?).copied()
     }
 
     /// The 1-based line and character column of a byte offset (clamped to the text).

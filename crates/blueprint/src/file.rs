@@ -29,6 +29,8 @@ pub(crate) struct BlueprintFile {
     pub(crate) streamlets: Option<StreamletsSection>,
     /// The `[topics.<id>]` tables, in file order.
     pub(crate) topics: Vec<TopicFile>,
+    /// A Cloudflow 1.x `[connections]` table (not supported; reported with a migration hint).
+    pub(crate) connections: Option<ConnectionsSection>,
     /// Whether the TOML itself had errors: what parsed may then miss parts of the file, so
     /// rules about missing things stay quiet.
     pub(crate) had_syntax_errors: bool,
@@ -43,6 +45,18 @@ pub(crate) struct StreamletsSection {
     pub(crate) entries: Vec<StreamletEntry>,
     /// Whether `streamlets` had the wrong type (then `entries` is empty but not "empty").
     pub(crate) malformed: bool,
+    /// Instance names declared with a value that is not a type string (a number, a table
+    /// from a dotted key, or nothing after a syntax error); already reported.
+    pub(crate) unusable: Vec<Located<String>>,
+}
+
+/// A Cloudflow 1.x `[connections]` table: `"outlet.path" = ["inlet.path", ...]`.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ConnectionsSection {
+    /// The span of the `connections` key.
+    pub(crate) span: Range<usize>,
+    /// Each outlet path and the inlet paths it was connected to, as far as they read.
+    pub(crate) entries: Vec<(Located<String>, Vec<Located<String>>)>,
 }
 
 /// `instance = "type"`.

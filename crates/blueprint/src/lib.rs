@@ -30,16 +30,21 @@
 //! "#;
 //! let verification = verify(Path::new("blueprint.toml"), text, &descriptor);
 //! assert!(verification.has_errors());
-//! let problem = &verification.diagnostics[1];
+//! // One mistake, one diagnostic: `log.in` is not also reported as unconnected.
+//! let [problem] = &verification.diagnostics[..] else { panic!() };
 //! assert_eq!(problem.code, Code::PortPathNotFound);
 //! assert_eq!(problem.location.as_ref().unwrap().to_string(), "blueprint.toml:8:14");
+//! assert_eq!(problem.facts.suggestions, ["log.in"]);
 //! println!("{}", render_human(&verification.diagnostics, text));
 //! ```
 //!
 //! Where to begin: [`verify`] (in `verify.rs`) runs the rules in order;
 //! `parse.rs` turns the text into a spanned `BlueprintFile`; each rule family has its own
 //! file under `rules/`; `avro.rs` is the schema resolution behind `IncompatibleSchema`.
-//! `docs/blueprint.md` documents the file format and every code.
+//! `docs/blueprint.md` documents the file format and every code; `facts.rs` the structured
+//! facts of the JSON report (`docs/diagnostics.schema.json`); `suggest.rs` the "did you
+//! mean" search; `units.rs` HOCON durations and memory sizes; `constraint.rs` parameter
+//! ranges and allowed values; `connections.rs` the Cloudflow 1.x migration hint.
 //!
 //! Design decisions:
 //!
@@ -47,6 +52,9 @@
 //! - One pass reports everything: the TOML parser recovers from syntax errors, each rule
 //!   skips what an earlier one already reported, and diagnostics are sorted by position so
 //!   the output is deterministic.
+//! - Verification takes time linear in the size of the blueprint and descriptor (hash maps,
+//!   one strongly-connected-components pass, bounded suggestion searches); the benchmark is
+//!   `benches/verify.rs`.
 //! - Problems of the descriptor itself (a bad parameter or port name) are located at the
 //!   blueprint text that declares an instance of that streamlet type, and have no location
 //!   when no instance uses it.
@@ -58,20 +66,27 @@ pub mod parameter;
 mod avro;
 mod blueprint;
 mod code;
+mod connections;
+mod constraint;
 mod diagnostic;
 mod error;
+mod facts;
 mod file;
 mod names;
 mod parse;
 mod render;
 mod report;
 mod rules;
+mod secrets;
 mod suggest;
+mod units;
 mod verify;
 
 pub use blueprint::{Blueprint, PortPath, StreamletInstance, Topic};
 pub use code::{Code, UnknownCode};
 pub use diagnostic::{Diagnostic, Location, Severity};
 pub use error::{Error, Result};
+pub use facts::{Facts, PortKind, Role};
 pub use render::{render_human, render_json};
+pub use secrets::is_secret_setting;
 pub use verify::{Verification, parse, verify};

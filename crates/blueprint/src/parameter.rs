@@ -10,14 +10,24 @@
 //! | `bool` | `true`, `false` |
 //! | `string` | anything |
 //! | `regex-string` | anything the whole pattern matches |
-//! | `duration` | `250ms`, `5s`, `1m 30s`, `2 minutes` |
-//! | `memory-size` | `1024`, `512k`, `64Mi`, `1G`, `2GiB` (`k`/`M`/`G`/`T` and `KB`.. are powers of 1000, `Ki`/`Mi`/`Gi`/`Ti` and `KiB`.. powers of 1024) |
+//! | `duration` | `250ms`, `5s`, `42 m`, `2 minutes`, `3 days`, `1m 30s`; a bare number is milliseconds |
+//! | `memory-size` | `1024`, `512k`, `64MiB`, `1G`, `2 GB`; a bare number is bytes |
+//!
+//! Durations and memory sizes are read as HOCON (Lightbend Config, which Cloudflow used)
+//! reads them, with HOCON's units and meanings: a single-letter size unit (`k`, `M`, `G`,
+//! `T`) is a power of 1024, as in `java -Xmx2G`; `kB`, `MB`, `GB`, `TB` are powers of 1000;
+//! `KiB`, `MiB`... powers of 1024. The full lists are in `docs/descriptor.md`.
+//!
+//! A parameter may also declare a range (`min`, `max`) or allowed values; see
+//! [`ParameterDescriptor::parse_value`](crate::descriptor::ParameterDescriptor::parse_value).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+
+use crate::units::{format_duration, format_memory_size, parse_duration, parse_memory_size};
 
 /// The type of a parameter, with its validation.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,8 +69,10 @@ impl ParameterKind {
     /// Parses a value written as text.
     ///
     /// ```
+    /// use std::time::Duration;
     /// use runnel_blueprint::parameter::{ParameterKind, ParameterValue};
     /// assert_eq!(ParameterKind::MemorySize.parse("64Mi"), Ok(ParameterValue::MemorySize(64 << 20)));
+    /// assert_eq!(ParameterKind::Duration.parse("42 m"), Ok(ParameterValue::Duration(Duration::from_secs(42 * 60))));
     /// assert!(ParameterKind::Int.parse("ten").is_err());
     /// ```
     ///
@@ -95,21 +107,36 @@ impl ParameterKind {
                     Err(format!("'{text}' does not match the pattern '{pattern}'"))
                 }
             }
-            ParameterKind::Duration => humantime::parse_duration(trimmed)
-                .map(ParameterValue::Duration)
-                .map_err(|_| {
-                    format!("'{text}' is not a duration (write it like 250ms, 5s or 1m 30s)")
-                }),
-            ParameterKind::MemorySize => parse_memory_size(trimmed)
-                .map(ParameterValue::MemorySize)
-                .ok_or_else(|| {
-                    format!("'{text}' is not a memory size (write it like 1024, 512k, 64Mi or 1G)")
-                }),
+            ParameterKind::Duration => parse_duration(text).map(ParameterValue::Duration),
+            ParameterKind::MemorySize => parse_memory_size(text).map(ParameterValue::MemorySize),
         }
+    }
+
+    /// Whether values of this kind are ordered, so a range (`min`, `max`) applies.
+    pub fn is_ordered(&self) -> bool {
+        matches!(
+            self,
+            ParameterKind::Int
+                | ParameterKind::Double
+                | ParameterKind::Duration
+                | ParameterKind::MemorySize
+        )
     }
 }
 
 /// A parsed parameter value.
+///
+/// `Display` writes it in the parameter syntax, so that it parses back to the same value
+/// (`90s`, `64MiB`).
+///
+/// ```
+/// use std::time::Duration;
+/// use runnel_blueprint::parameter::ParameterValue;
+/// assert_eq!(ParameterValue::Duration(Duration::from_secs(90)).to_string(), "90s");
+/// assert_eq!(ParameterValue::MemorySize(64 << 20).to_string(), "64MiB");
+/// assert!(ParameterValue::Int(3) < ParameterValue::Int(4));
+/// assert_eq!(ParameterValue::Int(3).partial_cmp(&ParameterValue::Double(4.0)), None);
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub enum ParameterValue {
     /// An `int`.
@@ -124,6 +151,33 @@ pub enum ParameterValue {
     Duration(Duration),
     /// A `memory-size`, in bytes.
     MemorySize(u64),
+}
+
+impl std::fmt::Display for ParameterValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ParameterValue::Int(value) => write!(f, "{value}"),
+            ParameterValue::Double(value) => write!(f, "{value}"),
+            ParameterValue::Bool(value) => write!(f, "{value}"),
+            ParameterValue::String(value) => f.write_str(value),
+            ParameterValue::Duration(value) => f.write_str(&format_duration(*value)),
+            ParameterValue::MemorySize(value) => f.write_str(&format_memory_size(*value)),
+        }
+    }
+}
+
+/// Values of one ordered kind compare; values of different kinds, booleans and strings do
+/// not.
+impl PartialOrd for ParameterValue {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        match (self, other) {
+            (ParameterValue::Int(a), ParameterValue::Int(b)) => a.partial_cmp(b),
+            (ParameterValue::Double(a), ParameterValue::Double(b)) => a.partial_cmp(b),
+            (ParameterValue::Duration(a), ParameterValue::Duration(b)) => a.partial_cmp(b),
+            (ParameterValue::MemorySize(a), ParameterValue::MemorySize(b)) => a.partial_cmp(b),
+            _ => None,
+        }
+    }
 }
 
 /// The most memory a compiled validation pattern may take. Generous on purpose: patterns such
@@ -174,38 +228,18 @@ pub fn compile_pattern(pattern: &str) -> Result<regex::Regex, String> {
 /// How many compiled patterns [`compile_pattern`] keeps.
 pub const PATTERN_CACHE_CAPACITY: usize = 64;
 
-fn parse_memory_size(text: &str) -> Option<u64> {
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (digits, unit) = text.split_at(split);
-    let number: u64 = digits.parse().ok()?;
-    let multiplier: u64 = match unit.trim() {
-        "" | "B" => 1,
-        "k" | "K" | "KB" | "kB" => 1_000,
-        "M" | "MB" => 1_000_000,
-        "G" | "GB" => 1_000_000_000,
-        "T" | "TB" => 1_000_000_000_000,
-        "Ki" | "KiB" => 1 << 10,
-        "Mi" | "MiB" => 1 << 20,
-        "Gi" | "GiB" => 1 << 30,
-        "Ti" | "TiB" => 1 << 40,
-        _ => return None,
-    };
-    number.checked_mul(multiplier)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn memory_sizes_use_decimal_and_binary_units() {
+    fn memory_sizes_use_hocon_units() {
         let parse = |text| ParameterKind::MemorySize.parse(text);
         assert_eq!(parse("1024"), Ok(ParameterValue::MemorySize(1024)));
-        assert_eq!(parse("512k"), Ok(ParameterValue::MemorySize(512_000)));
+        assert_eq!(parse("512k"), Ok(ParameterValue::MemorySize(512 << 10)));
         assert_eq!(parse("2GiB"), Ok(ParameterValue::MemorySize(2 << 30)));
-        assert_eq!(parse("1 G"), Ok(ParameterValue::MemorySize(1_000_000_000)));
+        assert_eq!(parse("1 G"), Ok(ParameterValue::MemorySize(1 << 30)));
+        assert_eq!(parse("1 GB"), Ok(ParameterValue::MemorySize(1_000_000_000)));
         assert!(parse("12 parsecs").is_err());
         assert!(
             parse("99999999999999Ti").is_err(),
@@ -240,7 +274,14 @@ mod tests {
             parse("250ms"),
             Ok(ParameterValue::Duration(Duration::from_millis(250)))
         );
-        assert!(parse("soon").is_err());
+        assert_eq!(
+            parse("2 minutes"),
+            Ok(ParameterValue::Duration(Duration::from_secs(120)))
+        );
+        assert_eq!(
+            parse("soon"),
+            Err("'soon' is not a duration (write it like 250ms, 5s or 1m 30s)".into())
+        );
     }
 
     #[test]

@@ -8,9 +8,11 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use crate::code::Code;
+use crate::connections;
+use crate::facts::Facts;
 use crate::file::{BlueprintFile, Located, StreamletEntry, StreamletsSection, TopicFile};
 use crate::report::Report;
-use crate::suggest::did_you_mean;
+use crate::suggest::closest;
 
 const TOP_LEVEL_KEYS: &[&str] = &["name", "streamlets", "topics"];
 const TOPIC_KEYS: &[&str] = &[
@@ -36,15 +38,18 @@ pub(crate) fn parse_file(text: &str, report: &mut Report<'_>) -> BlueprintFile {
     };
     let root = root.into_inner();
 
+    let mut headers = None;
     for error in &errors {
         let span = error.span().unwrap_or(0..0);
         if error.message() == "duplicate key" {
-            report_duplicate_key(text, &root, span, report);
+            let headers = headers.get_or_insert_with(|| Headers::new(text));
+            report_duplicate_key(text, &root, headers, span, report);
         } else {
             report.at(
                 Code::BlueprintFormatError,
                 span,
                 format!("invalid toml: {}", error.message()),
+                Facts::new(),
             );
         }
     }
@@ -57,7 +62,7 @@ pub(crate) fn parse_file(text: &str, report: &mut Report<'_>) -> BlueprintFile {
         match key.get_ref().as_ref() {
             "name" => {
                 has_name = true;
-                file.name = expect_string(value, "'name'", report);
+                file.name = expect_string(value, "'name'", Facts::new().key("name"), report);
             }
             "streamlets" => file.streamlets = Some(parse_streamlets(key.span(), value, report)),
             "topics" => match value.get_ref() {
@@ -68,16 +73,32 @@ pub(crate) fn parse_file(text: &str, report: &mut Report<'_>) -> BlueprintFile {
                         }
                     }
                 }
-                other => wrong_type(report, value.span(), "'topics'", "a table", other),
-            },
-            unknown => report.at(
-                Code::BlueprintFormatError,
-                key.span(),
-                format!(
-                    "unknown key '{unknown}' (expected name, streamlets or topics){}",
-                    did_you_mean(unknown, TOP_LEVEL_KEYS.iter().copied())
+                other => wrong_type(
+                    report,
+                    value.span(),
+                    "'topics'",
+                    "a table",
+                    other,
+                    Facts::new().key("topics"),
                 ),
-            ),
+            },
+            "connections" => {
+                let connections = connections::parse(key.span(), value);
+                connections::report(&connections, report);
+                file.connections = Some(connections);
+            }
+            unknown => {
+                let suggestion = closest(unknown, TOP_LEVEL_KEYS.iter().copied());
+                report.at(
+                    Code::BlueprintFormatError,
+                    key.span(),
+                    format!(
+                        "unknown key '{unknown}' (expected name, streamlets or topics){}",
+                        hint(suggestion)
+                    ),
+                    Facts::new().key(unknown).suggestions(suggestion),
+                );
+            }
         }
     }
 
@@ -86,9 +107,17 @@ pub(crate) fn parse_file(text: &str, report: &mut Report<'_>) -> BlueprintFile {
             Code::BlueprintFormatError,
             0..0,
             "missing required key 'name' (the app name)",
+            Facts::new().key("name"),
         );
     }
     file
+}
+
+/// `"; did you mean 'x'?"` for a suggestion, or nothing.
+fn hint(suggestion: Option<&str>) -> String {
+    suggestion
+        .map(|candidate| format!("; did you mean '{candidate}'?"))
+        .unwrap_or_default()
 }
 
 fn parse_streamlets(
@@ -107,20 +136,27 @@ fn parse_streamlets(
             "'streamlets'",
             "a table",
             value.get_ref(),
+            Facts::new().key("streamlets"),
         );
         section.malformed = true;
         return section;
     };
     for (name, type_ref) in in_file_order(table) {
         if is_recovery_artefact(type_ref) {
+            section.unusable.push(located_key(name));
             continue;
         }
-        let what = format!("the type of streamlet '{}'", name.get_ref());
-        if let Some(type_ref) = expect_string(type_ref, &what, report) {
-            section.entries.push(StreamletEntry {
+        let what = format!(
+            "the type of streamlet '{0}' (`{0} = \"type\"`)",
+            name.get_ref()
+        );
+        let facts = Facts::new().streamlet(name.get_ref().as_ref());
+        match expect_string(type_ref, &what, facts, report) {
+            Some(type_ref) => section.entries.push(StreamletEntry {
                 name: located_key(name),
                 type_ref,
-            });
+            }),
+            None => section.unusable.push(located_key(name)),
         }
     }
     section
@@ -143,6 +179,7 @@ fn parse_topic(
             &format!("topic '{id}'"),
             "a table",
             value.get_ref(),
+            Facts::new().topic(id.as_ref()),
         );
         return topic;
     };
@@ -152,35 +189,47 @@ fn parse_topic(
         }
         let key_name = key.get_ref().as_ref();
         let what = format!("'{key_name}' of topic '{id}'");
+        let facts = Facts::new().topic(id.as_ref()).key(key_name);
+        let facts = || facts.clone();
         match key_name {
-            "producers" => topic.producers = expect_strings(value, &what, report),
-            "consumers" => topic.consumers = expect_strings(value, &what, report),
-            "name" => topic.name = expect_string(value, &what, report),
-            "cluster" => topic.cluster = expect_string(value, &what, report),
-            "bootstrap-servers" => topic.bootstrap_servers = expect_string(value, &what, report),
+            "producers" => topic.producers = expect_strings(value, &what, facts(), report),
+            "consumers" => topic.consumers = expect_strings(value, &what, facts(), report),
+            "name" => topic.name = expect_string(value, &what, facts(), report),
+            "cluster" => topic.cluster = expect_string(value, &what, facts(), report),
+            "bootstrap-servers" => {
+                topic.bootstrap_servers = expect_string(value, &what, facts(), report);
+            }
             "partitions" => {
-                topic.partitions = expect_integer(value, &what, u32::MAX.into(), report);
+                topic.partitions = expect_integer(value, &what, u32::MAX.into(), facts(), report);
             }
             "replication" => {
-                topic.replication = expect_integer(value, &what, u16::MAX.into(), report);
+                topic.replication = expect_integer(value, &what, u16::MAX.into(), facts(), report);
             }
             "managed" => match value.get_ref() {
                 DeValue::Boolean(managed) => {
                     topic.managed = Some(Located::new(*managed, value.span()));
                 }
-                other => wrong_type(report, value.span(), &what, "a boolean", other),
+                other => wrong_type(report, value.span(), &what, "a boolean", other, facts()),
             },
-            "config" => topic.config = expect_settings(value, &what, report),
-            "producer-config" => topic.producer_config = expect_settings(value, &what, report),
-            "consumer-config" => topic.consumer_config = expect_settings(value, &what, report),
-            unknown => report.at(
-                Code::BlueprintFormatError,
-                key.span(),
-                format!(
-                    "unknown key '{unknown}' in topic '{id}'{}",
-                    did_you_mean(unknown, TOPIC_KEYS.iter().copied())
-                ),
-            ),
+            "config" => topic.config = expect_settings(value, &what, facts(), report),
+            "producer-config" => {
+                topic.producer_config = expect_settings(value, &what, facts(), report);
+            }
+            "consumer-config" => {
+                topic.consumer_config = expect_settings(value, &what, facts(), report);
+            }
+            unknown => {
+                let suggestion = closest(unknown, TOPIC_KEYS.iter().copied());
+                report.at(
+                    Code::BlueprintFormatError,
+                    key.span(),
+                    format!(
+                        "unknown key '{unknown}' in topic '{id}'{}",
+                        hint(suggestion)
+                    ),
+                    facts().suggestions(suggestion),
+                );
+            }
         }
     }
     if let (Some(_), Some(servers)) = (&topic.cluster, &topic.bootstrap_servers) {
@@ -188,13 +237,14 @@ fn parse_topic(
             Code::BlueprintFormatError,
             servers.span.clone(),
             format!("topic '{id}' sets both 'cluster' and 'bootstrap-servers'; set one of them"),
+            Facts::new().topic(id.as_ref()).key("bootstrap-servers"),
         );
     }
     topic
 }
 
 /// The entries of a table sorted by where their key appears (the map itself is sorted by key).
-fn in_file_order<'t, 'i>(
+pub(crate) fn in_file_order<'t, 'i>(
     table: &'t DeTable<'i>,
 ) -> Vec<(
     &'t Spanned<std::borrow::Cow<'i, str>>,
@@ -220,23 +270,26 @@ fn wrong_type(
     what: &str,
     expected: &str,
     found: &DeValue<'_>,
+    facts: Facts,
 ) {
     report.at(
         Code::BlueprintFormatError,
         span,
         format!("{what} must be {expected}, found {}", found.type_str()),
+        facts.expected(expected).found(found.type_str()),
     );
 }
 
 fn expect_string(
     value: &Spanned<DeValue<'_>>,
     what: &str,
+    facts: Facts,
     report: &mut Report<'_>,
 ) -> Option<Located<String>> {
     match value.get_ref() {
         DeValue::String(text) => Some(Located::new(text.to_string(), value.span())),
         other => {
-            wrong_type(report, value.span(), what, "a string", other);
+            wrong_type(report, value.span(), what, "a string", other, facts);
             None
         }
     }
@@ -245,6 +298,7 @@ fn expect_string(
 fn expect_strings(
     value: &Spanned<DeValue<'_>>,
     what: &str,
+    facts: Facts,
     report: &mut Report<'_>,
 ) -> Vec<Located<String>> {
     let DeValue::Array(items) = value.get_ref() else {
@@ -254,13 +308,15 @@ fn expect_strings(
             what,
             "an array of strings",
             value.get_ref(),
+            facts,
         );
         return Vec::new();
     };
+    let each = format!("each of {what}");
     items
         .iter()
         .filter(|item| !is_recovery_artefact(item))
-        .filter_map(|item| expect_string(item, &format!("each of {what}"), report))
+        .filter_map(|item| expect_string(item, &each, facts.clone(), report))
         .collect()
 }
 
@@ -268,10 +324,18 @@ fn expect_integer<T: TryFrom<i64>>(
     value: &Spanned<DeValue<'_>>,
     what: &str,
     max: i64,
+    facts: Facts,
     report: &mut Report<'_>,
 ) -> Option<Located<T>> {
     let DeValue::Integer(integer) = value.get_ref() else {
-        wrong_type(report, value.span(), what, "an integer", value.get_ref());
+        wrong_type(
+            report,
+            value.span(),
+            what,
+            "an integer",
+            value.get_ref(),
+            facts,
+        );
         return None;
     };
     let parsed = i64::from_str_radix(integer.as_str(), integer.radix())
@@ -282,6 +346,7 @@ fn expect_integer<T: TryFrom<i64>>(
             Code::BlueprintFormatError,
             value.span(),
             format!("{what} must be between 0 and {max}"),
+            facts.value(integer.as_str()),
         );
     }
     parsed.map(|number| Located::new(number, value.span()))
@@ -293,12 +358,13 @@ fn expect_integer<T: TryFrom<i64>>(
 fn expect_settings(
     value: &Spanned<DeValue<'_>>,
     what: &str,
+    facts: Facts,
     report: &mut Report<'_>,
 ) -> BTreeMap<String, String> {
     let mut settings = BTreeMap::new();
     match value.get_ref() {
-        DeValue::Table(table) => flatten_settings("", table, what, &mut settings, report),
-        other => wrong_type(report, value.span(), what, "a table", other),
+        DeValue::Table(table) => flatten_settings("", table, what, &facts, &mut settings, report),
+        other => wrong_type(report, value.span(), what, "a table", other, facts),
     }
     settings
 }
@@ -307,14 +373,23 @@ fn flatten_settings(
     prefix: &str,
     table: &DeTable<'_>,
     what: &str,
+    facts: &Facts,
     settings: &mut BTreeMap<String, String>,
     report: &mut Report<'_>,
 ) {
     for (key, value) in in_file_order(table) {
         let name = format!("{prefix}{}", key.get_ref());
+        let facts_of_setting = || {
+            let mut facts = facts.clone();
+            facts.key = Some(format!(
+                "{}.{name}",
+                facts.key.as_deref().unwrap_or_default()
+            ));
+            facts
+        };
         let text = match value.get_ref() {
             DeValue::Table(nested) => {
-                flatten_settings(&format!("{name}."), nested, what, settings, report);
+                flatten_settings(&format!("{name}."), nested, what, facts, settings, report);
                 continue;
             }
             DeValue::String(text) => text.to_string(),
@@ -337,6 +412,7 @@ fn flatten_settings(
                     &setting,
                     "a string, number or boolean",
                     other,
+                    facts_of_setting(),
                 );
                 continue;
             }
@@ -346,6 +422,7 @@ fn flatten_settings(
                 Code::BlueprintFormatError,
                 key.span(),
                 format!("duplicate setting '{name}' in {what}"),
+                facts_of_setting(),
             );
         }
     }
@@ -356,6 +433,7 @@ fn flatten_settings(
 fn report_duplicate_key(
     text: &str,
     root: &DeTable<'_>,
+    headers: &Headers,
     span: Range<usize>,
     report: &mut Report<'_>,
 ) {
@@ -366,7 +444,8 @@ fn report_duplicate_key(
         .map(|(_, value)| value);
     let in_streamlets = streamlets.is_some_and(|value| {
         let inline = value.span().start < span.start && span.end <= value.span().end;
-        let header = enclosing_header(text, span.start)
+        let header = headers
+            .enclosing(span.start)
             .is_some_and(|header| header.starts_with("[streamlets]"));
         matches!(value.get_ref(), DeValue::Table(_)) && (inline || header)
     });
@@ -375,35 +454,62 @@ fn report_duplicate_key(
             .and_then(|value| value.get_ref().as_table())
             .and_then(|table| table.iter().find(|(name, _)| name.get_ref() == key))
             .map(|(name, _)| name.span().start);
-        let first_line = first
-            .map(|offset| format!(" (first declared on line {})", line_of(text, offset)))
-            .unwrap_or_default();
+        let first_line = first.map(|offset| report.line_of(offset));
+        let mut facts = Facts::new().streamlet(key);
+        facts.first_line = first_line.map(|line| line as u64);
         report.at(
             Code::DuplicateStreamletNamesFound,
             span,
-            format!("duplicate streamlet instance name '{key}'{first_line}"),
+            format!(
+                "duplicate streamlet instance name '{key}'{}",
+                first_line
+                    .map(|line| format!(" (first declared on line {line})"))
+                    .unwrap_or_default()
+            ),
+            facts,
         );
     } else {
         report.at(
             Code::BlueprintFormatError,
             span,
             format!("duplicate key '{key}'"),
+            Facts::new().key(key),
         );
     }
 }
 
 /// The last `[table]` header line before `offset`, without spaces.
-fn enclosing_header(text: &str, offset: usize) -> Option<String> {
-    text[..offset.min(text.len())]
-        .lines()
-        .rev()
-        .map(str::trim_start)
-        .find(|line| line.starts_with('['))
-        .map(|line| line.chars().filter(|c| !c.is_whitespace()).collect())
+/// The `[table]` header lines of a text, found in one pass so that locating the table of
+/// each of many duplicate keys stays linear.
+struct Headers {
+    /// Each header line's offset and text without spaces, in file order.
+    lines: Vec<(usize, String)>,
 }
 
-fn line_of(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())].matches('\n').count() + 1
+impl Headers {
+    fn new(text: &str) -> Self {
+        let mut lines = Vec::new();
+        let mut offset = 0;
+        for line in text.split_inclusive('\n') {
+            let trimmed = line.trim_start();
+            if trimmed.starts_with('[') {
+                lines.push((
+                    offset,
+                    trimmed.chars().filter(|c| !c.is_whitespace()).collect(),
+                ));
+            }
+            offset += line.len();
+        }
+        Headers { lines }
+    }
+
+    /// The last header that starts before `offset`.
+    fn enclosing(&self, offset: usize) -> Option<&str> {
+        let after = self.lines.partition_point(|(start, _)| *start < offset);
+        after
+            .checked_sub(1)
+            .map(|index| self.lines[index].1.as_str())
+    }
 }
 
 fn unquote(key: &str) -> &str {

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use crate::code::Code;
 use crate::diagnostic::{Diagnostic, LineIndex, Location};
+use crate::facts::Facts;
 
 /// The diagnostics of one verification, in the order found; [`Report::finish`] sorts them.
 #[derive(Debug)]
@@ -23,16 +24,17 @@ impl<'a> Report<'a> {
         }
     }
 
-    /// Reports a problem at a byte span of the text.
-    pub(crate) fn at(&mut self, code: Code, span: Range<usize>, message: impl Into<String>) {
-        let (line, column) = self.lines.line_column(span.start);
-        let location = Location {
-            file: self.file.to_owned(),
-            line,
-            column,
-            span,
-        };
-        self.push(code, Some(location), message.into());
+    /// Reports a problem at a byte span of the text; the returned diagnostic can take a
+    /// `help` text.
+    pub(crate) fn at(
+        &mut self,
+        code: Code,
+        span: Range<usize>,
+        message: impl Into<String>,
+        facts: Facts,
+    ) -> &mut Diagnostic {
+        let location = self.locate(span);
+        self.push(code, Some(location), message.into(), facts)
     }
 
     /// Reports a problem at a span when there is one, else without a location.
@@ -41,20 +43,44 @@ impl<'a> Report<'a> {
         code: Code,
         span: Option<Range<usize>>,
         message: impl Into<String>,
-    ) {
-        match span {
-            Some(span) => self.at(code, span, message),
-            None => self.push(code, None, message.into()),
+        facts: Facts,
+    ) -> &mut Diagnostic {
+        let location = span.map(|span| self.locate(span));
+        self.push(code, location, message.into(), facts)
+    }
+
+    /// The 1-based line of a byte offset.
+    pub(crate) fn line_of(&self, offset: usize) -> usize {
+        self.lines.line_column(offset).0
+    }
+
+    fn locate(&self, span: Range<usize>) -> Location {
+        let (line, column) = self.lines.line_column(span.start);
+        Location {
+            file: self.file.to_owned(),
+            line,
+            column,
+            span,
         }
     }
 
-    fn push(&mut self, code: Code, location: Option<Location>, message: String) {
+    fn push(
+        &mut self,
+        code: Code,
+        location: Option<Location>,
+        message: String,
+        facts: Facts,
+    ) -> &mut Diagnostic {
         self.diagnostics.push(Diagnostic {
             code,
             severity: code.severity(),
             message,
             location,
+            facts,
+            help: None,
         });
+        let last = self.diagnostics.len() - 1;
+        &mut self.diagnostics[last]
     }
 
     /// The diagnostics sorted by position (unlocated ones last), then code and message, with

@@ -4,11 +4,11 @@
 //! it; a rule skips what an earlier rule already reported (a port of an instance whose type
 //! was not found is not checked), so one mistake gives one diagnostic.
 
-use std::collections::BTreeSet;
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
-use crate::blueprint::PortPath;
 use crate::descriptor::{AppDescriptor, InletDescriptor, OutletDescriptor, StreamletDescriptor};
+pub(crate) use crate::facts::Role;
 use crate::file::{BlueprintFile, StreamletEntry};
 
 pub(crate) mod app;
@@ -29,10 +29,18 @@ pub(crate) struct Context<'a> {
     pub(crate) descriptor: Option<&'a AppDescriptor>,
     /// Every declared instance, in file order (set by [`streamlets`]).
     pub(crate) instances: Vec<Instance<'a>>,
+    /// The position of each instance in `instances`, by name.
+    pub(crate) by_name: HashMap<&'a str, usize>,
+    /// Where the blueprint declares the first instance of each descriptor type (by its
+    /// position in the descriptor): the type string.
+    pub(crate) first_use: Vec<Option<Range<usize>>>,
+    /// Names declared in `[streamlets]` with a value that is not a type (already reported).
+    unusable: HashSet<&'a str>,
     /// Every port path that named an existing instance, in file order (set by [`ports`]).
     pub(crate) bindings: Vec<Binding<'a>>,
-    /// Every port listed on some topic, whatever its direction (set by [`ports`]).
-    pub(crate) mentioned: BTreeSet<PortPath>,
+    /// Every port listed on some topic, whatever its direction (set by [`ports`]): the
+    /// instance's position and the port name as written.
+    pub(crate) mentioned: HashSet<(usize, &'a str)>,
 }
 
 /// A declared streamlet instance and the type it resolved to.
@@ -41,13 +49,6 @@ pub(crate) struct Instance<'a> {
     pub(crate) entry: &'a StreamletEntry,
     /// The streamlet type; `None` when it did not resolve or there is no descriptor.
     pub(crate) streamlet: Option<&'a StreamletDescriptor>,
-}
-
-/// Whether a port path is listed as a producer or a consumer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Role {
-    Producer,
-    Consumer,
 }
 
 /// A port resolved in the descriptor.
@@ -63,7 +64,8 @@ pub(crate) struct Binding<'a> {
     /// Index into `file.topics`.
     pub(crate) topic: usize,
     pub(crate) role: Role,
-    pub(crate) path: PortPath,
+    /// The path as written (well-formed: `instance.port`).
+    pub(crate) path: &'a str,
     pub(crate) span: Range<usize>,
     /// Index into `instances`.
     pub(crate) instance: usize,
@@ -77,28 +79,39 @@ impl<'a> Context<'a> {
             file,
             descriptor,
             instances: Vec::new(),
+            by_name: HashMap::new(),
+            first_use: Vec::new(),
+            unusable: file
+                .streamlets
+                .iter()
+                .flat_map(|section| &section.unusable)
+                .map(|name| name.value.as_str())
+                .collect(),
             bindings: Vec::new(),
-            mentioned: BTreeSet::new(),
+            mentioned: HashSet::new(),
         }
     }
 
     /// The index of the instance called `name`.
     pub(crate) fn instance(&self, name: &str) -> Option<usize> {
-        self.instances
-            .iter()
-            .position(|instance| instance.entry.name.value == name)
+        self.by_name.get(name).copied()
     }
 
-    /// Where the blueprint declares the first instance of a streamlet type (the type string),
-    /// to locate problems of the descriptor itself.
-    pub(crate) fn declaration_of(&self, streamlet: &StreamletDescriptor) -> Option<Range<usize>> {
-        self.instances
-            .iter()
-            .find(|instance| {
-                instance
-                    .streamlet
-                    .is_some_and(|s| std::ptr::eq(s, streamlet))
-            })
-            .map(|instance| instance.entry.type_ref.span.clone())
+    /// Where the blueprint declares the first instance of the streamlet type at `position` in
+    /// the descriptor (the type string), to locate problems of the descriptor itself.
+    pub(crate) fn declaration_of(&self, position: usize) -> Option<Range<usize>> {
+        self.first_use.get(position).cloned().flatten()
+    }
+
+    /// Whether a port path's instance that is not declared deserves a diagnostic: not when
+    /// the `[streamlets]` table is missing or malformed, or declares the name with a value
+    /// that is not a type (all reported already).
+    pub(crate) fn undeclared_is_news(&self, name: &str) -> bool {
+        let declared = self
+            .file
+            .streamlets
+            .as_ref()
+            .is_some_and(|section| !section.malformed);
+        declared && !self.unusable.contains(name)
     }
 }

@@ -64,8 +64,8 @@ impl Verification {
 /// let text = "name = \"demo\"\n[streamlets]\ngen = \"generator\"\n[topics.numbers]\nproducers = [\"gen.output\"]\n";
 /// let verification = verify(Path::new("blueprint.toml"), text, &descriptor);
 /// let codes: Vec<_> = verification.diagnostics.iter().map(|d| d.code).collect();
-/// assert_eq!(codes, [Code::UnconnectedOutlets, Code::TopicWithoutConsumers, Code::PortPathNotFound]);
-/// assert!(verification.diagnostics[2].message.ends_with("did you mean 'gen.out'?"));
+/// assert_eq!(codes, [Code::TopicWithoutConsumers, Code::PortPathNotFound]);
+/// assert!(verification.diagnostics[1].message.ends_with("did you mean 'gen.out', which is on no topic?"));
 /// ```
 pub fn verify(file: &Path, text: &str, descriptor: &AppDescriptor) -> Verification {
     check(file, text, Some(descriptor))

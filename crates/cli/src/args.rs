@@ -30,6 +30,27 @@ pub(crate) enum Command {
     ///
     /// Exits 1 when no process answers, or one of another app than `--app` does.
     Status(StatusCommand),
+    /// Create a new app: one streamlet with its test, main, a blueprint and a README.
+    New(NewArgs),
+    #[command(flatten)]
+    Tools(runnel_tools::ToolCommand),
+}
+
+/// `runnel new`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct NewArgs {
+    /// The app's name (a cargo package name and DNS label: lowercase letters, digits, '-').
+    pub(crate) name: String,
+    /// Where to create it; default: a directory named after the app.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) directory: Option<std::path::PathBuf>,
+    /// Depend on the runnel crate at this path (crates/runnel of a checkout); default: the
+    /// checkout this binary was built from, if it is still there.
+    #[arg(long, value_name = "DIR", conflicts_with = "git")]
+    pub(crate) path: Option<std::path::PathBuf>,
+    /// Depend on Runnel from this git repository instead.
+    #[arg(long, value_name = "URL")]
+    pub(crate) git: Option<String>,
 }
 
 /// `runnel status`.
@@ -79,7 +100,8 @@ pub(crate) struct GraphArgs {
 pub(crate) enum ReportFormat {
     /// rustc-style, with the source line of each problem.
     Human,
-    /// A JSON array of {code, severity, message, file, line, column}.
+    /// A JSON array of {code, severity, message, file, line, column, facts, help}
+    /// (docs/diagnostics.schema.json).
     Json,
 }
 

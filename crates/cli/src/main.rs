@@ -4,6 +4,9 @@
 //! runnel verify --descriptor app.json [--format human|json] [--deny-warnings] BLUEPRINT
 //! runnel graph [--descriptor app.json] [--format text|dot|mermaid] BLUEPRINT
 //! runnel status [--app NAME] [--admin 127.0.0.1:4040] [--watch] [-o table|json|yaml]
+//! runnel new NAME [--path runnel/crates/runnel | --git URL]
+//! runnel topics | tail TOPIC | produce TOPIC | dead-letters | groups | reset-offsets GROUP
+//!        [--blueprint FILE] [--descriptor app.json] [--data-dir DIR | --kafka BOOTSTRAP]
 //! ```
 //!
 //! Exit codes: 0 when all is well, 1 when the blueprint has errors (or warnings under
@@ -15,6 +18,7 @@
 
 mod args;
 mod graph;
+mod new;
 mod verify;
 
 use std::io::Write as _;
@@ -39,6 +43,8 @@ fn main() -> ExitCode {
         Command::Verify(command) => verify::run(&command),
         Command::Graph(command) => graph::run(&command),
         Command::Status(command) => return command.status.main(command.app.as_deref()),
+        Command::New(args) => new::run(&args),
+        Command::Tools(command) => tools(&command),
     };
     match result {
         Ok(Outcome::Passed) => ExitCode::SUCCESS,
@@ -48,6 +54,15 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Runs a topic or offset tool (on a runtime of its own: the tools are async).
+fn tools(command: &runnel_tools::ToolCommand) -> anyhow::Result<Outcome> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(runnel_tools::run(command, None, None))?;
+    Ok(Outcome::Passed)
 }
 
 /// Reads a text file, saying which one failed.

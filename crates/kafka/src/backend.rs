@@ -144,6 +144,18 @@ impl KafkaBackend {
         })
     }
 
+    pub(crate) fn inner_config(&self) -> &KafkaConfig {
+        &self.inner.config
+    }
+
+    pub(crate) fn inner_redactor(&self) -> &Redactor {
+        &self.inner.redactor
+    }
+
+    pub(crate) fn admin(&self) -> &AdminClient<LogContext> {
+        &self.inner.admin
+    }
+
     /// The configuration this backend was created with.
     pub fn config(&self) -> &KafkaConfig {
         &self.inner.config
@@ -161,11 +173,13 @@ impl KafkaBackend {
         transactional: bool,
     ) -> Result<KafkaConsumer> {
         let inner = &self.inner;
+        // Settings from the blueprint may hold secrets of their own.
+        let redactor = inner.redactor.with(&config.settings);
         let shared = Arc::new(Shared::new(
             &config.group,
             config.start_from,
             transactional,
-            inner.redactor.clone(),
+            redactor.clone(),
             inner.metadata.clone(),
             inner.config.request_timeout,
         ));
@@ -175,7 +189,7 @@ impl KafkaBackend {
                 .consumer(&config.group, config.start_from, &config.settings);
         let failed = |error: &rdkafka::error::KafkaError| Error::Consume {
             topic: config.topics.join(", "),
-            source: inner.redactor.boxed(error),
+            source: redactor.boxed(error),
         };
         let client: BaseConsumer<GroupContext> = client_config
             .create_with_context(GroupContext { shared })
@@ -190,15 +204,17 @@ impl KafkaBackend {
         id: Option<&str>,
     ) -> Result<KafkaProducer> {
         let inner = &self.inner;
+        // Settings from the blueprint may hold secrets of their own.
+        let redactor = inner.redactor.with(&settings.settings);
         KafkaProducer::new(
             &inner.config.producer(&settings.settings, id),
             inner.metadata.clone(),
             inner.limits.clone(),
-            inner.redactor.clone(),
+            redactor.clone(),
         )
         .map_err(|error| Error::Admin {
             operation: "creating a kafka producer".to_owned(),
-            source: inner.redactor.boxed(&error),
+            source: redactor.boxed(&error),
         })
     }
 

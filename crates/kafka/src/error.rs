@@ -59,6 +59,16 @@ impl Redactor {
         Redactor { settings }
     }
 
+    /// A redactor that also hides the secrets among `extra` (a client's own settings).
+    pub(crate) fn with(&self, extra: &std::collections::BTreeMap<String, String>) -> Redactor {
+        if !extra.keys().any(|key| crate::is_secret(key)) {
+            return self.clone();
+        }
+        let mut settings = (*self.settings).clone();
+        settings.extend(extra);
+        Redactor::new(Arc::new(settings))
+    }
+
     pub(crate) fn error(&self, error: &rdkafka::error::KafkaError) -> LibrdkafkaError {
         LibrdkafkaError {
             message: self.settings.redact(&error.to_string()),

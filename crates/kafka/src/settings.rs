@@ -16,17 +16,7 @@ pub const REDACTED: &str = "[redacted]";
 /// assert!(!runnel_kafka::is_secret("security.protocol"));
 /// ```
 pub fn is_secret(key: &str) -> bool {
-    let key = key.to_ascii_lowercase();
-    [
-        "password",
-        "secret",
-        "token",
-        "credential",
-        "key.pem",
-        "oauthbearer.config",
-    ]
-    .iter()
-    .any(|word| key.contains(word))
+    runnel_blueprint::is_secret_setting(key)
 }
 
 /// Kafka client settings (`security.protocol`, `linger.ms`, ...), values as text.

@@ -90,6 +90,9 @@ impl App {
         if let Command::Status(args) = &cli.command {
             return args.main(Some(&self.name));
         }
+        if let Command::Tools(command) = &cli.command {
+            return self.tool(command);
+        }
         let console = Console::stdout(commands::interactive());
         tracing_subscriber::fmt()
             .with_env_filter(
@@ -109,6 +112,31 @@ impl App {
         }
     }
 
+    /// Runs a topic or offset tool: its output on standard output, logs (warnings and
+    /// worse) on standard error, so the output can be piped.
+    fn tool(&self, command: &runnel_tools::ToolCommand) -> ExitCode {
+        tracing_subscriber::fmt()
+            .with_env_filter(
+                EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
+            )
+            .with_writer(std::io::stderr)
+            .with_target(false)
+            .init();
+        let descriptor = self.registry.descriptor(&self.name);
+        let ran = runtime().block_on(runnel_tools::run(
+            command,
+            Some(&self.name),
+            Some(&descriptor),
+        ));
+        match ran {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("error: {}", chain(&error));
+                ExitCode::FAILURE
+            }
+        }
+    }
+
     fn execute(self, command: Command, console: Console) -> Result<(), AppError> {
         match command {
             Command::Describe => commands::describe(&self.name, &self.registry),
@@ -121,6 +149,11 @@ impl App {
                 console,
             )),
             Command::Status(args) => Ok(args.show(Some(&self.name))?),
+            Command::Tools(command) => {
+                let descriptor = self.registry.descriptor(&self.name);
+                let ran = runnel_tools::run(&command, Some(&self.name), Some(&descriptor));
+                Ok(runtime().block_on(ran)?)
+            }
             Command::RunStreamlet { instance, run } => runtime().block_on(commands::run_command(
                 &self.name,
                 &self.registry,

@@ -33,6 +33,8 @@ pub(crate) enum Command {
     },
     /// Show the status of a running app (streamlets, rates, lag, topics) from its admin endpoint.
     Status(runnel_status::StatusArgs),
+    #[command(flatten)]
+    Tools(runnel_tools::ToolCommand),
 }
 
 #[derive(Debug, Args)]
@@ -52,7 +54,8 @@ pub(crate) struct VerifyArgs {
 pub(crate) enum ReportFormat {
     /// Messages with the offending source line, as rustc prints them.
     Human,
-    /// A JSON list of {code, severity, message, file, line, column}.
+    /// A JSON list of {code, severity, message, file, line, column, facts, help}
+    /// (docs/diagnostics.schema.json).
     Json,
 }
 

@@ -63,6 +63,9 @@ pub enum AppError {
     /// The status of a running app could not be read.
     #[error(transparent)]
     Status(#[from] runnel_status::StatusError),
+    /// A topic or offset tool failed.
+    #[error(transparent)]
+    Tool(#[from] runnel_tools::ToolError),
     /// Printing the descriptor failed.
     #[error("writing the descriptor failed")]
     Describe(#[source] serde_json::Error),

@@ -21,7 +21,12 @@
 //! [kafka]
 //! "security.protocol" = "SASL_SSL"
 //! linger.ms = 20
+//! "sasl.password" = "${KAFKA_PASSWORD}"
 //! ```
+//!
+//! `${NAME}` in a string value is replaced by the environment variable `NAME`, so secrets
+//! need not be written in the file. An error in the file is reported by position, never by
+//! quoting the line: it may hold a secret.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -37,8 +42,19 @@ pub enum ConfigError {
     File {
         /// The file.
         path: PathBuf,
-        /// The parser's message, with line and column.
+        /// The line, the column and the parser's message, without the text of the line or
+        /// any quoted value (either may be a secret).
         message: String,
+    },
+    /// A value names an environment variable that is not set.
+    #[error("invalid config file {}: {key} uses the environment variable {name}, which is not set", path.display())]
+    MissingVariable {
+        /// The file.
+        path: PathBuf,
+        /// Where: `instance.key`, or `kafka.setting`.
+        key: String,
+        /// The variable.
+        name: String,
     },
     /// A value is an array or a table.
     #[error("invalid config file {}: {instance}.{key} must be a string, number or boolean", path.display())]
@@ -81,9 +97,14 @@ pub struct LocalConfig {
 
 impl std::fmt::Debug for LocalConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Kafka settings may hold secrets; show their keys only.
+        // Values may be secrets; show the keys only.
+        let keys: BTreeMap<&String, Vec<&String>> = self
+            .values
+            .iter()
+            .map(|(instance, values)| (instance, values.keys().collect()))
+            .collect();
         f.debug_struct("LocalConfig")
-            .field("values", &self.values)
+            .field("values", &keys)
             .field("kafka", &self.kafka.keys().collect::<Vec<_>>())
             .finish()
     }
@@ -98,14 +119,16 @@ impl LocalConfig {
     pub fn parse(path: &Path, text: &str) -> Result<Self, ConfigError> {
         let file: ConfigFile = toml::from_str(text).map_err(|error| ConfigError::File {
             path: path.to_owned(),
-            message: error.to_string(),
+            message: without_text(text, &error),
         })?;
         let mut values = BTreeMap::new();
         for (instance, keys) in file.streamlets {
             let mut texts = BTreeMap::new();
             for (key, value) in keys {
                 let text = match value {
-                    toml::Value::String(text) => text,
+                    toml::Value::String(text) => {
+                        expand(&text, || format!("{instance}.{key}"), path)?
+                    }
                     toml::Value::Integer(number) => number.to_string(),
                     toml::Value::Float(number) => number.to_string(),
                     toml::Value::Boolean(flag) => flag.to_string(),
@@ -162,6 +185,60 @@ impl LocalConfig {
     }
 }
 
+/// `text` with every `${NAME}` replaced by the environment variable `NAME`.
+fn expand(text: &str, key: impl Fn() -> String, path: &Path) -> Result<String, ConfigError> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        let Some(length) = rest[start + 2..].find('}') else {
+            break;
+        };
+        let name = &rest[start + 2..start + 2 + length];
+        let valid = !name.is_empty()
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        out.push_str(&rest[..start]);
+        if valid {
+            let value = std::env::var(name).map_err(|_| ConfigError::MissingVariable {
+                path: path.to_owned(),
+                key: key(),
+                name: name.to_owned(),
+            })?;
+            out.push_str(&value);
+        } else {
+            out.push_str(&rest[start..start + 3 + length]);
+        }
+        rest = &rest[start + 3 + length..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The parser's complaint about `text`, by line and column, with quoted parts (values that
+/// may be secrets) left out and without the line itself.
+fn without_text(text: &str, error: &toml::de::Error) -> String {
+    let mut message = String::new();
+    let mut quoted = false;
+    for part in error.message().split(['"', '`']) {
+        if !quoted {
+            message.push_str(part);
+        } else {
+            message.push('…');
+        }
+        quoted = !quoted;
+    }
+    let message = message.trim().trim_end_matches('.').to_owned();
+    match error.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            format!("line {line}, column {column}: {message}")
+        }
+        None => message,
+    }
+}
+
 /// Flattens a TOML table into dotted keys (`[kafka] linger.ms = 5` is a nested table in
 /// TOML; it means the setting `linger.ms`).
 fn flatten(
@@ -177,7 +254,7 @@ fn flatten(
             format!("{prefix}.{key}")
         };
         let text = match value {
-            toml::Value::String(text) => text,
+            toml::Value::String(text) => expand(&text, || format!("kafka.{key}"), path)?,
             toml::Value::Integer(number) => number.to_string(),
             toml::Value::Float(number) => number.to_string(),
             toml::Value::Boolean(flag) => flag.to_string(),
@@ -219,6 +296,26 @@ mod tests {
     }
 
     #[test]
+    fn values_name_environment_variables() {
+        // Variables set by the test harness for this process: PATH and HOME.
+        let text =
+            "[kafka]\n\"sasl.password\" = \"${HOME}\"\n[streamlets.g]\nx = \"a${HOME}b$${z\"\n";
+        let config = LocalConfig::parse(Path::new("c.toml"), text).unwrap();
+        let home = std::env::var("HOME").unwrap();
+        assert_eq!(config.kafka_settings()["sasl.password"], home);
+        assert_eq!(config.values_for("g")["x"], format!("a{home}b$${{z"));
+        let missing = LocalConfig::parse(
+            Path::new("c.toml"),
+            "[kafka]\n\"sasl.password\" = \"${RUNNEL_SURELY_UNSET_VARIABLE}\"\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            missing.to_string(),
+            "invalid config file c.toml: kafka.sasl.password uses the environment variable RUNNEL_SURELY_UNSET_VARIABLE, which is not set"
+        );
+    }
+
+    #[test]
     fn kafka_settings_take_quoted_and_dotted_keys() {
         let text = "[kafka]\n\"security.protocol\" = \"SASL_SSL\"\nlinger.ms = 20\n";
         let config = LocalConfig::parse(Path::new("c.toml"), text).unwrap();
@@ -242,6 +339,24 @@ mod tests {
             error.to_string(),
             "invalid config file c.toml: g.x must be a string, number or boolean"
         );
+        let error = LocalConfig::parse(
+            Path::new("c.toml"),
+            "[kafka]\n\"sasl.password\" = \"canary-hunter2\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            error.starts_with("invalid config file c.toml: line 2, column "),
+            "{error}"
+        );
+        assert!(!error.contains("canary"), "{error}");
+        let error = LocalConfig::parse(
+            Path::new("c.toml"),
+            "[streamlets.g]\npassword = { nested = \"canary-hunter2\" }\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(!error.contains("canary"), "{error}");
         let mut config = LocalConfig::default();
         assert!(config.set("no-dot=1").is_err());
         assert!(config.set("g.x").is_err());

@@ -90,6 +90,29 @@ pub use streamlet::{DynStreamlet, Streamlet};
 mod event_time_guide {}
 
 /// Everything a streamlet file needs, in one import.
+///
+/// # Deriving `Serialize` and `Deserialize`
+///
+/// The derives come from `serde`, whose generated code names the crate `serde`. A crate
+/// that lists `serde` among its dependencies (`cargo add serde --features derive`) needs
+/// nothing more. A crate that does not points the derives at this re-export instead, with
+/// one attribute per type (through the `runnel` facade: `"runnel::prelude::serde"`):
+///
+/// ```
+/// use runnel_streamlet::prelude::*;
+///
+/// #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+/// #[serde(crate = "runnel_streamlet::prelude::serde")]
+/// pub struct Reading {
+///     pub sensor: String,
+///     pub celsius: f64,
+/// }
+/// # let _ = Reading { sensor: "a".into(), celsius: 1.0 };
+/// ```
+///
+/// Without either, the derive fails with `can't find crate for serde` (error E0463).
+/// `AvroSchema` needs nothing: its generated code finds `apache_avro` through this
+/// module. `crates/streamlet/tests/it/serde_prelude.rs` builds a crate both ways.
 pub mod prelude {
     pub use crate::{
         AsyncMap, Context, Data, Egress, Either, Error, Inlet, Merge, Message, Outgoing, Outlet,
@@ -97,5 +120,5 @@ pub mod prelude {
     };
     pub use apache_avro::{self, AvroSchema};
     pub use runnel_blueprint::descriptor::{AccessMode, BadDataPolicy};
-    pub use serde::{Deserialize, Serialize};
+    pub use serde::{self, Deserialize, Serialize};
 }

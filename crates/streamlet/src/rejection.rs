@@ -106,7 +106,7 @@ impl InletHandle {
 /// The record a streamlet instance was handling when it failed, remembered across restarts
 /// so that a record that fails it again and again is given up on.
 ///
-/// Every message handed out is noted ([`deliver`](FailedAttempts::deliver)); when the
+/// Every message handed out is noted; when the
 /// instance fails on something attributable to a record (an internal or bad-data error, or
 /// a panic, but not an external system being unavailable), its supervisor reports it
 /// ([`record_failure`](FailedAttempts::record_failure)) and the last message handed out

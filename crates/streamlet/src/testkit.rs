@@ -31,7 +31,8 @@
 //!
 //! A **timed run** schedules inputs at processing times with [`TestRun::at`], moves the
 //! watermark with [`TestRun::watermark`], and reads outputs with the processing time they
-//! were sent at ([`TestOutput::timed_output`]). Processing time is then a [`ManualClock`]
+//! were sent at ([`TestOutput::timed_records`], with timestamps, headers and pane metadata;
+//! [`TestOutput::timed_output`], values only). Processing time is then a [`ManualClock`]
 //! moved step by step, and the run happens on a paused tokio clock in a thread of its own,
 //! so timers fire exactly when due and nothing depends on the machine's speed: no real
 //! sleeps, the same result every time.
@@ -55,7 +56,7 @@
 //!     .at(30_000).watermark(60_000) // the window [0, 60 s) is complete
 //!     .run()
 //!     .await?;
-//! let fired = run.timed_output(OUT);
+//! let fired = run.timed_output(OUT)?;
 //! assert_eq!(fired.len(), 1);
 //! assert_eq!((fired[0].0, fired[0].1.value, fired[0].1.timing), (30_000, 12, Timing::OnTime));
 //! # Ok(()) }
@@ -183,6 +184,14 @@ pub enum TestError {
     /// The in-memory backplane failed (a bug in the test kit).
     #[error("the in-memory backplane failed")]
     Backend(#[from] runnel_backend::Error),
+    /// A view with processing times was asked of a run without them.
+    #[error(
+        "outlet '{outlet}': outputs have processing times only in a timed run; schedule inputs with TestRun::at or set watermarks with TestRun::watermark"
+    )]
+    NotTimed {
+        /// The outlet asked for.
+        outlet: String,
+    },
 }
 
 fn list(errors: &[ParameterError]) -> String {

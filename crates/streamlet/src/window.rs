@@ -1,8 +1,10 @@
 //! Windows over event time: the Dataflow (Beam) model of *what* is computed (windows and
 //! aggregates), *where* in event time (tumbling, sliding and session windows), *when* in
-//! processing time results are emitted (triggers: early, on time, late) and *how* later
-//! results relate to earlier ones (accumulation: discarding, accumulating,
-//! accumulating-and-retracting).
+//! processing time results are emitted (triggers, composed from Beam's: the watermark with
+//! early and late firings, processing-time delays, element counts, repetition, sequences)
+//! and *how* later results relate to earlier ones (accumulation: discarding, accumulating,
+//! accumulating-and-retracting). Each pane says what it is among its window's panes
+//! ([`PaneInfo`]: timing, index, first, last), as Beam's `PaneInfo` does.
 //!
 //! The engine is pure: [`WindowOperator`] is driven by explicit calls (an element with its
 //! event time, a new watermark, the current processing time) and returns the [`Pane`]s that
@@ -37,6 +39,8 @@
 mod accumulation;
 mod aggregate;
 mod aggregates;
+mod behavior;
+mod global;
 mod operator;
 mod pane;
 mod pane_state;
@@ -46,6 +50,8 @@ mod snapshot;
 mod spec;
 mod timers;
 mod trigger;
+mod trigger_check;
+mod trigger_state;
 mod windows;
 
 use serde::{Deserialize, Serialize};
@@ -53,9 +59,10 @@ use serde::{Deserialize, Serialize};
 pub use accumulation::Accumulation;
 pub use aggregate::Aggregate;
 pub use aggregates::{Average, Count, Max, Min, Number, ProcessWindow, Sum};
+pub use behavior::{ClosingBehavior, OnTimeBehavior};
 pub(crate) use operator::State;
 pub use operator::{Added, Key, WindowOperator};
-pub use pane::{Pane, Timing};
+pub use pane::{Pane, PaneHeaderError, PaneInfo, Timing};
 pub use snapshot::RestoreError;
 pub use spec::{SpecError, WindowSpec};
 pub use trigger::{Firing, Trigger};
@@ -78,6 +85,10 @@ pub struct Window {
 }
 
 impl Window {
+    /// The global window, `[i64::MIN, i64::MAX)`: every element of a key, for all time
+    /// ([`Windows::Global`]).
+    pub const GLOBAL: Window = Window::new(i64::MIN, i64::MAX);
+
     /// The window `[start, end)`.
     pub const fn new(start: i64, end: i64) -> Self {
         Window { start, end }

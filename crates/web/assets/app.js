@@ -136,7 +136,7 @@ function health(id, state, lag, restarts) {
   const restartedAt = restarts > before.restarts ? now : before.restartedAt;
   const growing = lag > before.lag ? before.growing + 1 : lag < before.lag ? 0 : before.growing;
   history.set(id, { lag, restarts, restartedAt, growing });
-  if (state === "restarting" || now - restartedAt < 10000) return "failing";
+  if (state === "restarting" || state === "stalled" || now - restartedAt < 10000) return "failing";
   if (state === "finished" || state === "stopped") return "done";
   if (lag > LAG_WARNING || growing >= 3) return "lagging";
   return "healthy";
@@ -182,7 +182,9 @@ function update(status) {
     group.setAttribute("aria-label", `topic ${t.name}, ${partitions}, ${number(end)} records, lag ${number(t.lag)}`);
   }
   const running = status.streamlets.filter((s) => s.state === "running").length;
-  summary.textContent = `${status.ready ? "ready" : "starting"} · ${running} of ` +
+  const stalled = status.streamlets.filter((s) => s.state === "stalled").length;
+  summary.textContent = `${status.ready ? "ready" : "not ready"} · ${running} of ` +
+    (stalled ? `${stalled} stalled · ` : "") +
     `${status.streamlets.length} streamlets running · ${status.topics.length} topics · ` +
     `updated ${new Date().toLocaleTimeString()}`;
   if (selected) showDetails(selected);
@@ -212,7 +214,8 @@ function showDetails(id) {
     }
     for (const i of s.inlets) rows.push([`inlet ${i.port}`, `${i.topic}, lag ${i.partition_lag.join(" / ")}`]);
     for (const o of s.outlets) rows.push([`outlet ${o.port}`, `${o.topic}, ${number(o.records)} sent`]);
-    if (s.last_error) rows.push(["last error", s.last_error]);
+    for (const problem of s.problems || []) rows.push(["problem", problem.kind]);
+    if (s.last_error) rows.push([s.problems && s.problems.length ? "now" : "last error", s.last_error]);
   } else {
     const t = latest.topics.find((x) => x.name === name);
     if (!t) return;
@@ -244,6 +247,67 @@ document.addEventListener("keydown", (event) => {
   if (event.key === "Escape" && !details.hidden) closeDetails();
 });
 
+// Charts of the last minutes from /api/history: one small chart per streamlet, records in
+// per second and lag scaled to the chart's height, stalled stretches as red bands, restarts
+// as red lines.
+const CHART = { width: 300, height: 70 };
+const HISTORY_EVERY_MS = 5000;
+
+function chart(name, points) {
+  const figure = document.createElement("figure");
+  figure.dataset.chart = name;
+  const caption = document.createElement("figcaption");
+  const last = points.length ? points[points.length - 1] : null;
+  caption.textContent = name;
+  const now = document.createElement("span");
+  now.textContent = last ? `${number(last.rate_in)}/s · lag ${number(last.lag)}` : "";
+  caption.appendChild(now);
+  figure.appendChild(caption);
+  const svg = el("svg", { viewBox: `0 0 ${CHART.width} ${CHART.height}`, role: "img",
+    "aria-label": `${name}: records in per second and lag over the last minutes` }, figure);
+  if (points.length < 2) return figure;
+  const x = (index) => (index / (points.length - 1)) * CHART.width;
+  const scaled = (values) => {
+    const top = Math.max(1, ...values);
+    return values.map((value, index) => `${x(index).toFixed(1)},${(CHART.height - 4 - (value / top) * (CHART.height - 8)).toFixed(1)}`).join(" ");
+  };
+  let outages = 0;
+  let restarts = 0;
+  points.forEach((point, index) => {
+    if (point.stalled) {
+      outages += 1;
+      el("rect", { class: "outage", x: x(index) - CHART.width / points.length / 2,
+        y: 0, width: CHART.width / points.length, height: CHART.height }, svg);
+    }
+    if (index > 0 && point.restarts > points[index - 1].restarts) {
+      restarts += 1;
+      el("line", { class: "restart", x1: x(index), x2: x(index), y1: 0, y2: CHART.height }, svg);
+    }
+  });
+  el("polyline", { class: "rate", "data-series": "rate", points: scaled(points.map((p) => p.rate_in)) }, svg);
+  el("polyline", { class: "lag", "data-series": "lag", points: scaled(points.map((p) => p.lag)) }, svg);
+  figure.dataset.points = points.length;
+  figure.dataset.outages = outages;
+  figure.dataset.restarts = restarts;
+  return figure;
+}
+
+async function refreshCharts() {
+  try {
+    const response = await fetch("/api/history", { cache: "no-store" });
+    if (response.ok) {
+      const history = await response.json();
+      const names = history.points.length ? history.points[history.points.length - 1].streamlets.map((s) => s.name) : [];
+      const charts = names.map((name) => chart(name,
+        history.points.map((point) => point.streamlets.find((s) => s.name === name)).filter(Boolean)));
+      document.getElementById("charts").replaceChildren(...charts);
+    }
+  } catch (error) {
+    // The status refresh says when the endpoint is gone.
+  }
+  setTimeout(refreshCharts, HISTORY_EVERY_MS);
+}
+
 async function refresh() {
   try {
     const response = await fetch("/api/status", { cache: "no-store" });
@@ -265,3 +329,4 @@ async function refresh() {
 }
 
 refresh();
+refreshCharts();

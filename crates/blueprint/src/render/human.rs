@@ -2,11 +2,16 @@
 
 use std::fmt::Write as _;
 
-use crate::diagnostic::{Diagnostic, Location, Severity};
+use unicode_width::UnicodeWidthChar;
+
+use crate::diagnostic::{Diagnostic, LineIndex, Location, Severity};
 
 /// Renders diagnostics for a terminal, like rustc: a header `error[Code]: message`, the
 /// location ` --> file:line:column`, the quoted source line with the offending text
-/// underlined, and a summary line at the end.
+/// underlined, a `= help:` note when the diagnostic has one, and a summary line at the end.
+///
+/// The underline is aligned by display width: a wide character (CJK, most emoji) takes two
+/// columns, a combining mark none, a tab four.
 ///
 /// `text` is the blueprint text the diagnostics were found in.
 ///
@@ -27,12 +32,26 @@ pub fn render_human(diagnostics: &[Diagnostic], text: &str) -> String {
         .map(|location| location.line.to_string().len())
         .max()
         .unwrap_or(1);
+    let lines = LineIndex::new(text);
     let mut out = String::new();
     for diagnostic in diagnostics {
         let _ = writeln!(out, "{diagnostic}");
         if let Some(location) = &diagnostic.location {
             let _ = writeln!(out, "{:width$}--> {location}", "");
-            quote(&mut out, location, text, width);
+            quote(&mut out, location, text, &lines, width);
+        }
+        if let Some(help) = &diagnostic.help {
+            let mut help_lines = help.lines();
+            let _ = writeln!(
+                out,
+                "{:width$} = help: {}",
+                "",
+                help_lines.next().unwrap_or_default()
+            );
+            for line in help_lines {
+                let indented = format!("{:width$}         {line}", "");
+                let _ = writeln!(out, "{}", indented.trim_end());
+            }
         }
         out.push('\n');
     }
@@ -42,15 +61,27 @@ pub fn render_human(diagnostics: &[Diagnostic], text: &str) -> String {
 }
 
 /// The quoted line and the underline of the span's part on that line.
-fn quote(out: &mut String, location: &Location, text: &str, width: usize) {
-    let line_start: usize = text
-        .split_inclusive('\n')
-        .take(location.line - 1)
-        .map(str::len)
-        .sum();
+fn quote(out: &mut String, location: &Location, text: &str, lines: &LineIndex<'_>, width: usize) {
+    let Some(line_start) = lines.start_of(location.line) else {
+        return;
+    };
     let Some(line) = text.get(line_start..).and_then(|rest| rest.lines().next()) else {
         return;
     };
+    // A line setting a secret is shown masked, underlined at its key.
+    if let Some((shown, key_end)) = crate::secrets::masked(line) {
+        let gutter = format!("{:width$} |", "");
+        let indent = shown.len() - shown.trim_start().len();
+        let _ = writeln!(out, "{gutter}");
+        let _ = writeln!(out, "{:>width$} | {shown}", location.line);
+        let _ = writeln!(
+            out,
+            "{gutter} {}{}",
+            " ".repeat(indent),
+            "^".repeat(key_end.saturating_sub(indent).max(1))
+        );
+        return;
+    }
     let start = location
         .span
         .start
@@ -66,7 +97,7 @@ fn quote(out: &mut String, location: &Location, text: &str, width: usize) {
     };
     let columns = |part: &str| {
         part.chars()
-            .map(|c| if c == '\t' { 4 } else { 1 })
+            .map(|c| if c == '\t' { 4 } else { c.width().unwrap_or(0) })
             .sum::<usize>()
     };
     let gutter = format!("{:width$} |", "");

@@ -4,6 +4,7 @@ use serde::Serialize;
 
 use crate::code::Code;
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::facts::Facts;
 
 /// One entry of the JSON report.
 #[derive(Serialize)]
@@ -14,11 +15,18 @@ struct Entry<'d> {
     file: Option<String>,
     line: Option<usize>,
     column: Option<usize>,
+    facts: &'d Facts,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    help: Option<&'d str>,
 }
 
-/// Renders diagnostics as a JSON array of `{code, severity, message, file, line, column}`
-/// (the last three `null` for a problem without a location), pretty-printed, with a final
-/// newline.
+/// Renders diagnostics as a JSON array of `{code, severity, message, file, line, column,
+/// facts, help}` (`file`, `line` and `column` are `null` for a problem without a location;
+/// `help` is left out when there is none), pretty-printed, with a final newline.
+///
+/// `facts` holds what the rule knows (streamlet, streamlet type, port path, topic,
+/// parameter, suggestions...); `docs/diagnostics.schema.json` is the JSON Schema of the
+/// report.
 ///
 /// ```
 /// use std::path::Path;
@@ -28,6 +36,7 @@ struct Entry<'d> {
 /// assert_eq!(json[0]["code"], "MissingStreamletsSection");
 /// assert_eq!(json[0]["severity"], "error");
 /// assert_eq!((json[0]["line"].as_u64(), json[0]["column"].as_u64()), (Some(1), Some(1)));
+/// assert_eq!(json[0]["facts"]["key"], "streamlets");
 /// ```
 pub fn render_json(diagnostics: &[Diagnostic]) -> String {
     let entries: Vec<Entry<'_>> = diagnostics
@@ -42,6 +51,8 @@ pub fn render_json(diagnostics: &[Diagnostic]) -> String {
                 .map(|l| l.file.display().to_string()),
             line: diagnostic.location.as_ref().map(|l| l.line),
             column: diagnostic.location.as_ref().map(|l| l.column),
+            facts: &diagnostic.facts,
+            help: diagnostic.help.as_deref(),
         })
         .collect();
     let mut json = serde_json::to_string_pretty(&entries).unwrap_or_else(|_| "[]".into());

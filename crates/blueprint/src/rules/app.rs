@@ -14,6 +14,7 @@ pub(crate) fn check(cx: &Context<'_>, report: &mut Report<'_>) {
             Code::InvalidAppName,
             name.span.clone(),
             format!("invalid app name '{}': {problem}", name.value),
+            problem.facts().app(&name.value),
         );
     }
 }

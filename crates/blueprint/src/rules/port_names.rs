@@ -7,6 +7,7 @@
 use std::collections::BTreeSet;
 
 use crate::code::Code;
+use crate::facts::{Facts, PortKind};
 use crate::names::dns_label_problem;
 use crate::report::Report;
 use crate::rules::Context;
@@ -16,30 +17,38 @@ pub(crate) fn check(cx: &Context<'_>, report: &mut Report<'_>) {
     let Some(descriptor) = cx.descriptor else {
         return;
     };
-    for streamlet in &descriptor.streamlets {
-        let at = cx.declaration_of(streamlet);
+    for (position, streamlet) in descriptor.streamlets.iter().enumerate() {
+        let at = cx.declaration_of(position);
         let type_name = &streamlet.type_name;
         let mut seen = BTreeSet::new();
         let inlets = streamlet
             .inlets
             .iter()
-            .map(|inlet| (Code::InvalidInletName, "inlet", &inlet.name));
+            .map(|inlet| (Code::InvalidInletName, PortKind::Inlet, &inlet.name));
         let outlets = streamlet
             .outlets
             .iter()
-            .map(|outlet| (Code::InvalidOutletName, "outlet", &outlet.name));
+            .map(|outlet| (Code::InvalidOutletName, PortKind::Outlet, &outlet.name));
         for (code, kind, name) in inlets.chain(outlets) {
+            let facts = Facts::new()
+                .streamlet_type(type_name)
+                .port(name)
+                .port_kind(kind);
             if let Some(problem) = dns_label_problem(name) {
+                let mut facts = facts;
+                facts.character = problem.facts().character;
                 report.maybe_at(
                     code,
                     at.clone(),
                     format!("streamlet type '{type_name}' has an invalid {kind} name '{name}': {problem}"),
+                    facts,
                 );
             } else if !seen.insert(name.as_str()) {
                 report.maybe_at(
                     code,
                     at.clone(),
                     format!("streamlet type '{type_name}' has two ports named '{name}'"),
+                    facts,
                 );
             }
         }

@@ -6,28 +6,36 @@
 //! the same resolution (serde reads JSON by the same field and type rules, near enough). All
 //! producers of a topic must also write one format, or its consumers could not decode it.
 
+use std::collections::HashMap;
+
 use apache_avro::Schema;
 
 use crate::avro::can_read;
 use crate::code::Code;
 use crate::descriptor::SchemaDescriptor;
+use crate::facts::Facts;
 use crate::report::Report;
 use crate::rules::{Binding, Context, Port, Role};
 
-/// Checks every producer against every consumer of every topic.
+/// Checks every producer against every consumer of every topic. Each pair of schemas is
+/// resolved once, however many ports share them.
 pub(crate) fn check(cx: &Context<'_>, report: &mut Report<'_>) {
-    for (index, topic) in cx.file.topics.iter().enumerate() {
-        let on_topic = |role| {
-            cx.bindings
-                .iter()
-                .filter(move |b| b.topic == index && b.role == role)
-                .filter_map(|b| Some((b, schema_of(b)?)))
-                .collect::<Vec<_>>()
-        };
-        let producers = on_topic(Role::Producer);
-        let consumers = on_topic(Role::Consumer);
+    let mut on_topic: Vec<(Vec<_>, Vec<_>)> = vec![(Vec::new(), Vec::new()); cx.file.topics.len()];
+    for binding in &cx.bindings {
+        if let Some(schema) = schema_of(binding) {
+            let (producers, consumers) = &mut on_topic[binding.topic];
+            match binding.role {
+                Role::Producer => producers.push((binding, schema)),
+                Role::Consumer => consumers.push((binding, schema)),
+            }
+        }
+    }
+    let mut resolved: HashMap<
+        (*const SchemaDescriptor, *const SchemaDescriptor),
+        Result<(), String>,
+    > = HashMap::new();
+    for (topic, (producers, consumers)) in cx.file.topics.iter().zip(&on_topic) {
         let id = &topic.id.value;
-
         if let Some((first, first_schema)) = producers.first() {
             for (producer, schema) in &producers[1..] {
                 if schema.format != first_schema.format {
@@ -38,13 +46,21 @@ pub(crate) fn check(cx: &Context<'_>, report: &mut Report<'_>) {
                             "'{}' writes {} to topic '{id}' but '{}' writes {}; one topic carries one format",
                             producer.path, schema.format, first.path, first_schema.format
                         ),
+                        Facts::new()
+                            .topic(id)
+                            .producer(producer.path)
+                            .other_producer(first.path)
+                            .writer_schema(&schema.name),
                     );
                 }
             }
         }
-        for (consumer, reader) in &consumers {
-            for (producer, writer) in &producers {
-                if let Err(reason) = compatible(writer, reader) {
+        for (consumer, reader) in consumers {
+            for (producer, writer) in producers {
+                let verdict = resolved
+                    .entry((std::ptr::from_ref(*writer), std::ptr::from_ref(*reader)))
+                    .or_insert_with(|| compatible(writer, reader));
+                if let Err(reason) = verdict {
                     report.at(
                         Code::IncompatibleSchema,
                         consumer.span.clone(),
@@ -52,6 +68,12 @@ pub(crate) fn check(cx: &Context<'_>, report: &mut Report<'_>) {
                             "'{}' cannot read what '{}' writes to topic '{id}': {reason}",
                             consumer.path, producer.path
                         ),
+                        Facts::new()
+                            .topic(id)
+                            .producer(producer.path)
+                            .consumer(consumer.path)
+                            .writer_schema(&writer.name)
+                            .reader_schema(&reader.name),
                     );
                 }
             }

@@ -6,31 +6,43 @@
 //! the one type whose name ends with the reference at a segment boundary (`Validate` refers
 //! to `sensors::Validate`), as Cloudflow let a class be named by its simple name.
 
+use std::cell::OnceCell;
+use std::collections::HashMap;
+
 use crate::code::Code;
-use crate::descriptor::{AppDescriptor, StreamletDescriptor};
-use crate::names::{dns_label_problem, is_segment_suffix, type_name_problem, type_name_segments};
+use crate::descriptor::AppDescriptor;
+use crate::facts::Facts;
+use crate::names::{dns_label_problem, type_name_problem, type_name_segments};
 use crate::report::Report;
 use crate::rules::{Context, Instance};
-use crate::suggest::closest;
+use crate::suggest::NameIndex;
+
+/// How many registered types a `StreamletDescriptorNotFound` lists.
+const TYPES_LISTED: usize = 20;
 
 /// Checks the instances and resolves their types, filling `cx.instances`.
 pub(crate) fn check<'a>(cx: &mut Context<'a>, report: &mut Report<'_>) {
     let file = cx.file;
+    if let Some(descriptor) = cx.descriptor {
+        cx.first_use = vec![None; descriptor.streamlets.len()];
+    }
     let Some(section) = &file.streamlets else {
         if !file.had_syntax_errors {
             report.at(
                 Code::MissingStreamletsSection,
                 0..0,
                 "the blueprint has no [streamlets] table",
+                Facts::new().key("streamlets"),
             );
         }
         return;
     };
-    if section.entries.is_empty() && !section.malformed {
+    if section.entries.is_empty() && section.unusable.is_empty() && !section.malformed {
         report.at(
             Code::EmptyStreamlets,
             section.span.clone(),
             "the [streamlets] table is empty; declare at least one instance as `name = \"type\"`",
+            Facts::new().key("streamlets"),
         );
     }
     let descriptor = cx.descriptor.filter(|descriptor| {
@@ -42,23 +54,29 @@ pub(crate) fn check<'a>(cx: &mut Context<'a>, report: &mut Report<'_>) {
                     "the descriptor of app '{}' has no streamlet types",
                     descriptor.app
                 ),
+                Facts::new().app(&descriptor.app),
             );
         }
         !descriptor.streamlets.is_empty()
     });
+    let types = descriptor.map(TypeIndex::new);
 
     for entry in &section.entries {
-        if let Some(problem) = dns_label_problem(&entry.name.value) {
+        let name = &entry.name.value;
+        if let Some(problem) = dns_label_problem(name) {
             report.at(
                 Code::InvalidStreamletName,
                 entry.name.span.clone(),
-                format!(
-                    "invalid streamlet instance name '{}': {problem}",
-                    entry.name.value
-                ),
+                format!("invalid streamlet instance name '{name}': {problem}"),
+                problem.facts().streamlet(name),
             );
         }
         let reference = &entry.type_ref;
+        let facts = || {
+            Facts::new()
+                .streamlet(name)
+                .streamlet_type(&reference.value)
+        };
         let streamlet = if let Some(problem) = type_name_problem(&reference.value) {
             report.at(
                 Code::InvalidStreamletClassName,
@@ -67,98 +85,213 @@ pub(crate) fn check<'a>(cx: &mut Context<'a>, report: &mut Report<'_>) {
                     "invalid streamlet type name '{}': {problem}",
                     reference.value
                 ),
+                problem
+                    .facts()
+                    .streamlet(name)
+                    .streamlet_type(&reference.value),
             );
             None
-        } else if let Some(descriptor) = descriptor {
-            match resolve(descriptor, &reference.value) {
-                Ok(streamlet) => Some(streamlet),
-                Err((code, message)) => {
-                    report.at(code, reference.span.clone(), message);
+        } else if let Some(types) = &types {
+            match types.resolve(&reference.value) {
+                Ok(position) => {
+                    cx.first_use[position].get_or_insert_with(|| reference.span.clone());
+                    Some(&types.descriptor.streamlets[position])
+                }
+                Err(unresolved) => {
+                    let (code, message, found) = types.explain(&reference.value, unresolved);
+                    let mut facts = facts();
+                    facts.suggestions = found.suggestions;
+                    facts.candidates = found.candidates;
+                    facts.registered_types = found.registered_types;
+                    facts.registered_type_count = found.registered_type_count;
+                    report.at(code, reference.span.clone(), message, facts);
                     None
                 }
             }
         } else {
             None
         };
+        let position = cx.instances.len();
+        cx.by_name.entry(name.as_str()).or_insert(position);
         cx.instances.push(Instance { entry, streamlet });
     }
 }
 
-/// The streamlet type a reference names, or the code and message saying why none.
-fn resolve<'d>(
+/// Why a reference names no single type.
+#[derive(Debug)]
+enum Unresolved {
+    /// Several types of exactly that name, or several ending with it (their positions).
+    Ambiguous { exact: bool, positions: Vec<usize> },
+    /// No type at all.
+    NotFound,
+}
+
+/// The descriptor's types by exact name and by every segment suffix of their names, so each
+/// reference resolves in constant time; the "did you mean" indexes are built on first use.
+struct TypeIndex<'d> {
     descriptor: &'d AppDescriptor,
-    reference: &str,
-) -> Result<&'d StreamletDescriptor, (Code, String)> {
-    let exact: Vec<_> = descriptor
-        .streamlets
-        .iter()
-        .filter(|streamlet| streamlet.type_name == reference)
-        .collect();
-    match exact[..] {
-        [streamlet] => return Ok(streamlet),
-        [_, _, ..] => {
-            return Err((
-                Code::AmbiguousStreamletRef,
-                format!(
-                    "streamlet type '{reference}' is registered {} times in app '{}'",
-                    exact.len(),
-                    descriptor.app
-                ),
-            ));
+    exact: HashMap<&'d str, Vec<usize>>,
+    suffixes: HashMap<&'d str, Vec<usize>>,
+    full_names: OnceCell<NameIndex>,
+    last_segments: OnceCell<NameIndex>,
+}
+
+impl<'d> TypeIndex<'d> {
+    fn new(descriptor: &'d AppDescriptor) -> Self {
+        let mut exact: HashMap<&str, Vec<usize>> = HashMap::new();
+        let mut suffixes: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (position, streamlet) in descriptor.streamlets.iter().enumerate() {
+            let name = streamlet.type_name.as_str();
+            exact.entry(name).or_default().push(position);
+            for suffix in segment_suffixes(name) {
+                suffixes.entry(suffix).or_default().push(position);
+            }
         }
-        [] => {}
+        TypeIndex {
+            descriptor,
+            exact,
+            suffixes,
+            full_names: OnceCell::new(),
+            last_segments: OnceCell::new(),
+        }
     }
-    let by_suffix: Vec<_> = descriptor
-        .streamlets
-        .iter()
-        .filter(|streamlet| is_segment_suffix(reference, &streamlet.type_name))
-        .collect();
-    match by_suffix[..] {
-        [streamlet] => Ok(streamlet),
-        [_, _, ..] => {
-            let names: Vec<_> = by_suffix
-                .iter()
-                .map(|s| format!("'{}'", s.type_name))
-                .collect();
-            Err((
+
+    /// The position of the type a reference names: exactly that name, else the one type
+    /// whose name ends with it at a segment boundary.
+    fn resolve(&self, reference: &str) -> Result<usize, Unresolved> {
+        if let Some(positions) = self.exact.get(reference) {
+            return match positions[..] {
+                [position] => Ok(position),
+                _ => Err(Unresolved::Ambiguous {
+                    exact: true,
+                    positions: positions.clone(),
+                }),
+            };
+        }
+        match self.suffixes.get(reference).map(Vec::as_slice) {
+            Some([position]) => Ok(*position),
+            Some(positions) => Err(Unresolved::Ambiguous {
+                exact: false,
+                positions: positions.to_vec(),
+            }),
+            None => Err(Unresolved::NotFound),
+        }
+    }
+
+    /// The code, message and facts of an unresolved reference.
+    fn explain(&self, reference: &str, unresolved: Unresolved) -> (Code, String, Facts) {
+        let app = &self.descriptor.app;
+        let type_name = |position: usize| self.descriptor.streamlets[position].type_name.as_str();
+        match unresolved {
+            Unresolved::Ambiguous {
+                exact: true,
+                positions,
+            } => (
                 Code::AmbiguousStreamletRef,
                 format!(
-                    "streamlet type '{reference}' could be any of {}; write the full name",
-                    names.join(", ")
+                    "streamlet type '{reference}' is registered {} times in app '{app}'",
+                    positions.len()
                 ),
-            ))
+                Facts::new().candidates(positions.iter().map(|&p| type_name(p))),
+            ),
+            Unresolved::Ambiguous {
+                exact: false,
+                positions,
+            } => {
+                let names: Vec<_> = positions
+                    .iter()
+                    .map(|&p| format!("'{}'", type_name(p)))
+                    .collect();
+                (
+                    Code::AmbiguousStreamletRef,
+                    format!(
+                        "streamlet type '{reference}' could be any of {}; write the full name",
+                        names.join(", ")
+                    ),
+                    Facts::new().candidates(positions.iter().map(|&p| type_name(p))),
+                )
+            }
+            Unresolved::NotFound => {
+                let suggestion = self.suggestion(reference);
+                let hint = suggestion
+                    .map(|name| format!("; did you mean '{name}'?"))
+                    .unwrap_or_default();
+                let all = &self.descriptor.streamlets;
+                let listed: Vec<&str> = all
+                    .iter()
+                    .take(TYPES_LISTED)
+                    .map(|s| s.type_name.as_str())
+                    .collect();
+                let more = match all.len() - listed.len() {
+                    0 => String::new(),
+                    more => format!(", and {more} more"),
+                };
+                let mut facts = Facts::new()
+                    .suggestions(suggestion)
+                    .registered_types(listed.iter().copied());
+                facts.registered_type_count = Some(all.len() as u64);
+                (
+                    Code::StreamletDescriptorNotFound,
+                    format!(
+                        "no streamlet type '{reference}' in app '{app}'{hint} (it registers {}{more})",
+                        listed.join(", ")
+                    ),
+                    facts,
+                )
+            }
         }
-        [] => {
-            let hint = suggestion(descriptor, reference)
-                .map(|name| format!("; did you mean '{name}'?"))
-                .unwrap_or_default();
-            Err((
-                Code::StreamletDescriptorNotFound,
-                format!(
-                    "no streamlet type '{reference}' in app '{}'{hint}",
-                    descriptor.app
-                ),
-            ))
+    }
+
+    /// The type name nearest to the reference, comparing full names, then last segments (a
+    /// last segment is suggested as written when it names one type, like the reference).
+    fn suggestion(&self, reference: &str) -> Option<&'d str> {
+        let streamlets = &self.descriptor.streamlets;
+        let full = self
+            .full_names
+            .get_or_init(|| NameIndex::new(streamlets.iter().map(|s| s.type_name.as_str())));
+        if let Some(position) = full.nearest(reference) {
+            return Some(streamlets[position].type_name.as_str());
         }
+        let position = self
+            .last_segments
+            .get_or_init(|| NameIndex::new(streamlets.iter().map(|s| last_segment(&s.type_name))))
+            .nearest(reference)?;
+        let type_name = streamlets[position].type_name.as_str();
+        let segment = last_segment(type_name);
+        Some(if self.resolve(segment).is_ok() {
+            segment
+        } else {
+            type_name
+        })
     }
 }
 
-/// The type name closest to the reference, comparing full names and last segments.
-fn suggestion<'d>(descriptor: &'d AppDescriptor, reference: &str) -> Option<&'d str> {
-    let full = descriptor.streamlets.iter().map(|s| s.type_name.as_str());
-    closest(reference, full).or_else(|| {
-        let last_segment = |name: &'d str| type_name_segments(name).last().unwrap_or(name);
-        let last = descriptor
-            .streamlets
-            .iter()
-            .map(|s| last_segment(&s.type_name));
-        closest(reference, last)
-    })
+/// The last segment of a type name (`Validate` of `sensors::Validate`).
+fn last_segment(type_name: &str) -> &str {
+    type_name_segments(type_name).last().unwrap_or(type_name)
+}
+
+/// Every proper suffix of a type name that starts right after a `::` or `.`: the references
+/// that name it by a suffix of whole segments.
+fn segment_suffixes(type_name: &str) -> Vec<&str> {
+    let mut starts: Vec<usize> = type_name
+        .match_indices("::")
+        .map(|(at, _)| at + 2)
+        .chain(type_name.match_indices('.').map(|(at, _)| at + 1))
+        .filter(|&start| start < type_name.len())
+        .collect();
+    starts.sort_unstable();
+    starts.dedup();
+    starts
+        .into_iter()
+        .map(|start| &type_name[start..])
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::descriptor::StreamletDescriptor;
 
     fn descriptor(types: &[&str]) -> AppDescriptor {
         AppDescriptor {
@@ -173,6 +306,31 @@ mod tests {
                 .collect(),
             ..AppDescriptor::default()
         }
+    }
+
+    fn resolve<'d>(
+        descriptor: &'d AppDescriptor,
+        reference: &str,
+    ) -> Result<&'d StreamletDescriptor, (Code, String)> {
+        let types = TypeIndex::new(descriptor);
+        match types.resolve(reference) {
+            Ok(position) => Ok(&descriptor.streamlets[position]),
+            Err(unresolved) => {
+                let (code, message, _) = types.explain(reference, unresolved);
+                Err((code, message))
+            }
+        }
+    }
+
+    #[test]
+    fn segment_suffixes_start_after_each_separator() {
+        assert_eq!(
+            segment_suffixes("app::sensors.Validate"),
+            ["sensors.Validate", "Validate"]
+        );
+        assert!(segment_suffixes("Validate").is_empty());
+        assert_eq!(segment_suffixes("a::b.c::d"), ["b.c::d", "c::d", "d"]);
+        assert!(segment_suffixes("trailing::").is_empty());
     }
 
     #[test]
@@ -211,8 +369,26 @@ mod tests {
         let app = descriptor(&["sensors::Validate", "to-metrics"]);
         let (code, message) = resolve(&app, "to-metric").unwrap_err();
         assert_eq!(code, Code::StreamletDescriptorNotFound);
-        assert!(message.ends_with("did you mean 'to-metrics'?"), "{message}");
+        assert_eq!(
+            message,
+            "no streamlet type 'to-metric' in app 'demo'; did you mean 'to-metrics'? \
+             (it registers sensors::Validate, to-metrics)"
+        );
         let (_, message) = resolve(&app, "Validat").unwrap_err();
-        assert!(message.ends_with("did you mean 'Validate'?"), "{message}");
+        assert!(message.contains("did you mean 'Validate'?"), "{message}");
+        let twice = descriptor(&["a::Validate", "b::Validate"]);
+        let (_, message) = resolve(&twice, "Validat").unwrap_err();
+        assert!(message.contains("did you mean 'a::Validate'?"), "{message}");
+    }
+
+    #[test]
+    fn long_lists_of_registered_types_are_cut() {
+        let names: Vec<String> = (0..25).map(|i| format!("type-{i}")).collect();
+        let app = descriptor(&names.iter().map(String::as_str).collect::<Vec<_>>());
+        let (_, message) = resolve(&app, "other").unwrap_err();
+        assert!(
+            message.ends_with("type-18, type-19, and 5 more)"),
+            "{message}"
+        );
     }
 }

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::code::Code;
+use crate::facts::Facts;
 use crate::names::{dns_label_problem, topic_name_problem};
 use crate::report::Report;
 use crate::rules::Context;
@@ -23,6 +24,7 @@ pub(crate) fn check(cx: &Context<'_>, report: &mut Report<'_>) {
                 Code::InvalidTopicName,
                 name.span.clone(),
                 format!("invalid topic name '{}': {problem}", name.value),
+                problem.facts().topic(id).topic_name(&name.value),
             );
         } else if let Some(other) = names.insert(&name.value, id) {
             report.at(
@@ -32,6 +34,10 @@ pub(crate) fn check(cx: &Context<'_>, report: &mut Report<'_>) {
                     "topic '{id}' has the name '{}' of topic '{other}'; two topics would share one log",
                     name.value
                 ),
+                Facts::new()
+                    .topic(id)
+                    .topic_name(&name.value)
+                    .other_topic(other),
             );
         }
         if let Some(cluster) = &topic.cluster
@@ -41,6 +47,7 @@ pub(crate) fn check(cx: &Context<'_>, report: &mut Report<'_>) {
                 Code::InvalidKafkaClusterName,
                 cluster.span.clone(),
                 format!("invalid kafka cluster name '{}': {problem}", cluster.value),
+                problem.facts().topic(id).cluster(&cluster.value),
             );
         }
 
@@ -63,7 +70,12 @@ pub(crate) fn check(cx: &Context<'_>, report: &mut Report<'_>) {
                 None
             };
             if let Some(problem) = problem {
-                report.at(Code::SuspiciousPartitions, partitions.span.clone(), problem);
+                report.at(
+                    Code::SuspiciousPartitions,
+                    partitions.span.clone(),
+                    problem,
+                    Facts::new().topic(id).partitions(partitions.value),
+                );
             }
         }
         if let Some(replication) = &topic.replication {
@@ -83,6 +95,7 @@ pub(crate) fn check(cx: &Context<'_>, report: &mut Report<'_>) {
                     Code::SuspiciousReplication,
                     replication.span.clone(),
                     problem,
+                    Facts::new().topic(id).replication(replication.value),
                 );
             }
         }
@@ -92,6 +105,7 @@ pub(crate) fn check(cx: &Context<'_>, report: &mut Report<'_>) {
                 Code::TopicWithoutProducers,
                 topic.id.span.clone(),
                 format!("topic '{id}' has no producers; only an external system can write it"),
+                Facts::new().topic(id),
             );
         }
         if topic.consumers.is_empty() {
@@ -99,6 +113,7 @@ pub(crate) fn check(cx: &Context<'_>, report: &mut Report<'_>) {
                 Code::TopicWithoutConsumers,
                 topic.id.span.clone(),
                 format!("topic '{id}' has no consumers; only an external system can read it"),
+                Facts::new().topic(id),
             );
         }
     }

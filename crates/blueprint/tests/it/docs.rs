@@ -1,16 +1,9 @@
 //! The documentation stays in step with the code: every code is in the table of
 //! `docs/blueprint.md`, and the JSON Schema knows the keys the parser knows.
 
-use std::path::Path;
-
 use runnel_blueprint::Code;
 
-fn docs(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../docs")
-        .join(name);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
+use crate::support::docs;
 
 #[test]
 fn every_code_is_documented_with_its_severity() {

@@ -7,6 +7,9 @@ mod docs;
 mod fixtures;
 /// Drawing a checked blueprint as text, dot and mermaid.
 mod graph;
+/// The JSON report against its JSON Schema, `docs/diagnostics.schema.json`.
+mod json_schema;
+mod messages;
 /// Random well-formed blueprints verify cleanly, and a mutated port path is reported.
 mod properties;
 /// The human (rustc-style) and JSON reports.

@@ -71,7 +71,7 @@ fn tabs_and_wide_characters_keep_the_underline_aligned() {
 }
 
 #[test]
-fn the_json_report_lists_code_severity_message_file_line_column() {
+fn the_json_report_lists_code_severity_message_location_and_facts() {
     let verification = verify(Path::new("app.toml"), TEXT, &descriptor("app.json"));
     let json: serde_json::Value =
         serde_json::from_str(&render_json(&verification.diagnostics)).unwrap();
@@ -84,7 +84,16 @@ fn the_json_report_lists_code_severity_message_file_line_column() {
                 "message": "port path 'printer.inn' not found: streamlet 'printer' (type 'printer') has no inlet 'inn'; did you mean 'printer.in'?",
                 "file": "app.toml",
                 "line": 9,
-                "column": 28
+                "column": 28,
+                "facts": {
+                    "port-path": "printer.inn",
+                    "topic": "readings",
+                    "role": "consumer",
+                    "streamlet": "printer",
+                    "port": "inn",
+                    "streamlet-type": "printer",
+                    "suggestions": ["printer.in"]
+                }
             },
             {
                 "code": "SuspiciousPartitions",
@@ -92,7 +101,8 @@ fn the_json_report_lists_code_severity_message_file_line_column() {
                 "message": "topic 'readings' has 0 partitions; a topic needs at least one",
                 "file": "app.toml",
                 "line": 10,
-                "column": 14
+                "column": 14,
+                "facts": {"topic": "readings", "partitions": 0}
             }
         ])
     );
@@ -101,4 +111,55 @@ fn the_json_report_lists_code_severity_message_file_line_column() {
 #[test]
 fn the_json_report_of_nothing_is_an_empty_array() {
     assert_eq!(render_json(&[]).trim(), "[]");
+}
+
+#[test]
+fn carets_under_wide_characters_follow_the_display_width() {
+    // A CJK topic name is two columns a character; an emoji before a path shifts the caret
+    // of the path after it by two columns, not one: `consumers = [` is 13 columns,
+    // `"😀.in"` 7 and `, ` 2.
+    let text = "name = \"x\"\n[streamlets]\nprinter = \"printer\"\n\
+                [topics.t]\nname = \"読み取り\"\nconsumers = [\"😀.in\", \"printer.inn\"]\n";
+    let verification = verify(Path::new("b.toml"), text, &descriptor("app.json"));
+    let report = render_human(&verification.diagnostics, text);
+    assert!(
+        report.contains("5 | name = \"読み取り\"\n  |        ^^^^^^^^^^\n"),
+        "{report}"
+    );
+    assert!(
+        report.contains(&format!(
+            "6 | consumers = [\"😀.in\", \"printer.inn\"]\n  | {}{}\n",
+            " ".repeat(22),
+            "^".repeat(13)
+        )),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_secret_setting_is_never_quoted_in_a_report() {
+    let text = r#"name = "sensor-data"
+
+[streamlets]
+gen = "generator"
+printer = "printer"
+
+[topics.readings]
+producers = ["gen.out"]
+consumers = ["printer.in"]
+
+[topics.readings.producer-config]
+"sasl.password" = "canary-hunter2"
+"sasl.password" = "canary-hunter3"
+"#;
+    let verification = verify(Path::new("app.toml"), text, &descriptor("app.json"));
+    assert!(verification.has_errors(), "the duplicate key is an error");
+    let human = render_human(&verification.diagnostics, text);
+    assert!(!human.contains("canary"), "{human}");
+    assert!(
+        human.contains(r#""sasl.password" = "[redacted]""#),
+        "{human}"
+    );
+    let json = render_json(&verification.diagnostics);
+    assert!(!json.contains("canary"), "{json}");
 }

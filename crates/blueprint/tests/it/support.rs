@@ -4,6 +4,14 @@ use std::path::{Path, PathBuf};
 
 use runnel_blueprint::descriptor::AppDescriptor;
 
+/// A file of the repository's `docs/` directory.
+pub(crate) fn docs(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 /// `tests/fixtures`.
 pub(crate) fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")

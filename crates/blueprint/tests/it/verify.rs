@@ -100,7 +100,7 @@ colour = "blue"
             (Code::InvalidAppName, 1, 8),
             (Code::InvalidStreamletName, 3, 1),
             (Code::StreamletDescriptorNotFound, 4, 11),
-            (Code::UnconnectedInlets, 5, 1),
+            // log.in is not also unconnected: 'log.inn' on line 8 meant it.
             (Code::InvalidTopicName, 6, 9),
             (Code::InvalidPortPath, 7, 25),
             (Code::PortPathNotFound, 8, 14),

@@ -2,6 +2,8 @@
 
 /// `runnel graph`: formats, and what happens to blueprints with problems.
 mod graph;
+/// `runnel new`: the generated app builds and passes its test.
+mod new;
 /// `runnel status`: table, JSON and YAML from an admin endpoint.
 mod status;
 /// Running the built binary.

@@ -76,7 +76,16 @@ fn the_json_report_is_machine_readable() {
     "message": "'gen.out' is an outlet of streamlet 'gen' (type 'generator'), so it cannot be a consumer; consumers are inlets",
     "file": "invalid/invalid-consumer-port-path.toml",
     "line": 10,
-    "column": 28
+    "column": 28,
+    "facts": {
+      "role": "consumer",
+      "port-kind": "outlet",
+      "streamlet": "gen",
+      "streamlet-type": "generator",
+      "port": "out",
+      "port-path": "gen.out",
+      "topic": "readings"
+    }
   }
 ]
 "#;

@@ -14,23 +14,43 @@ async fn open(linger: Duration) -> (tempfile::TempDir, EmbeddedBackend) {
     (directory, backend)
 }
 
-/// Sends two small records 20 ms apart and waits for both.
-async fn two_small_records(backend: &EmbeddedBackend) -> u64 {
-    let producer = backend.producer(&ProducerConfig::default()).await.unwrap();
+#[tokio::test]
+async fn small_records_arriving_within_the_linger_share_a_batch() {
+    let (_directory, lingering) = open(Duration::from_secs(2)).await;
+    let producer = lingering
+        .producer(&ProducerConfig::default())
+        .await
+        .unwrap();
     let first = producer.send("t", 0, Record::new("a")).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    // The writer lingers over the first record instead of writing it at once.
+    assert_eq!(
+        lingering.partition_status("t", 0).unwrap().batches_written,
+        0
+    );
     let second = producer.send("t", 0, Record::new("b")).await.unwrap();
     first.await.unwrap();
     second.await.unwrap();
-    backend.partition_status("t", 0).unwrap().batches_written
-}
+    assert_eq!(
+        lingering.partition_status("t", 0).unwrap().batches_written,
+        1
+    );
 
-#[tokio::test]
-async fn small_records_arriving_within_the_linger_share_a_batch() {
-    let (_directory, lingering) = open(Duration::from_millis(500)).await;
-    assert_eq!(two_small_records(&lingering).await, 1);
+    // Without a linger, a record sent after the first was written is a batch of its own.
     let (_directory, eager) = open(Duration::ZERO).await;
-    assert_eq!(two_small_records(&eager).await, 2);
+    let producer = eager.producer(&ProducerConfig::default()).await.unwrap();
+    producer
+        .send("t", 0, Record::new("a"))
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    producer
+        .send("t", 0, Record::new("b"))
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    assert_eq!(eager.partition_status("t", 0).unwrap().batches_written, 2);
 }
 
 #[tokio::test]
@@ -39,8 +59,8 @@ async fn a_batch_that_grows_past_the_threshold_is_written_without_waiting_for_th
     let producer = backend.producer(&ProducerConfig::default()).await.unwrap();
     let started = Instant::now();
     let small = producer.send("t", 0, Record::new("a")).await.unwrap();
-    // The writer is lingering over the small batch now; a large record makes it big.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The writer lingers over the small batch; a large record makes it big.
+    assert_eq!(backend.partition_status("t", 0).unwrap().batches_written, 0);
     let large = vec![7u8; LogConfig::LINGER_BYTES];
     let large = producer.send("t", 0, Record::new(large)).await.unwrap();
     small.await.unwrap();

@@ -1,62 +1,11 @@
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use async_trait::async_trait;
-use runnel_backend::{
-    Backend, Consumer, ConsumerConfig, MemoryBackend, PartitionOffsets, Producer, ProducerConfig,
-    TopicCreation, TopicInfo, TopicSpec,
-};
+use runnel_backend::{Backend, MemoryBackend, PausableBackend};
 use runnel_runtime::{InstanceState, LocalConfig, Problem, Running, Snapshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::support::{console, options, planned, registry};
-
-/// The in-memory backplane, whose administrative requests (offsets, committed offsets,
-/// topic descriptions) hang while it is `down`, as a paused broker's do.
-#[derive(Debug, Default)]
-struct Pausable {
-    memory: MemoryBackend,
-    down: AtomicBool,
-}
-
-impl Pausable {
-    async fn answer(&self) {
-        while self.down.load(Ordering::SeqCst) {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-}
-
-#[async_trait]
-impl Backend for Pausable {
-    async fn create_topic(&self, spec: &TopicSpec) -> runnel_backend::Result<TopicCreation> {
-        self.answer().await;
-        self.memory.create_topic(spec).await
-    }
-    async fn topic(&self, name: &str) -> runnel_backend::Result<Option<TopicInfo>> {
-        self.answer().await;
-        self.memory.topic(name).await
-    }
-    async fn offsets(&self, topic: &str) -> runnel_backend::Result<Vec<PartitionOffsets>> {
-        self.answer().await;
-        self.memory.offsets(topic).await
-    }
-    async fn committed(
-        &self,
-        group: &str,
-        topic: &str,
-    ) -> runnel_backend::Result<Vec<Option<u64>>> {
-        self.answer().await;
-        self.memory.committed(group, topic).await
-    }
-    async fn producer(&self, config: &ProducerConfig) -> runnel_backend::Result<Arc<dyn Producer>> {
-        self.memory.producer(config).await
-    }
-    async fn consumer(&self, config: &ConsumerConfig) -> runnel_backend::Result<Arc<dyn Consumer>> {
-        self.memory.consumer(config).await
-    }
-}
 
 /// ticker -> first -> middle (copy) -> second -> sink, running until stopped.
 async fn start_endless(backend: Arc<dyn Backend>) -> anyhow::Result<(Running, CancellationToken)> {
@@ -89,11 +38,11 @@ async fn until(running: &Running, what: &str, condition: impl Fn(&Snapshot) -> b
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_backplane_stalls_every_streamlet_until_it_answers_again()
 -> anyhow::Result<()> {
-    let pausable = Arc::new(Pausable::default());
-    let (running, shutdown) = start_endless(pausable.clone()).await?;
+    let pausable = PausableBackend::default();
+    let (running, shutdown) = start_endless(Arc::new(pausable.clone())).await?;
     until(&running, "the run is ready", |s| s.ready).await;
 
-    pausable.down.store(true, Ordering::SeqCst);
+    pausable.pause();
     let outage = until(&running, "the outage shows", |s| {
         !s.ready && !s.streamlets.is_empty()
     })
@@ -126,7 +75,7 @@ async fn an_unreachable_backplane_stalls_every_streamlet_until_it_answers_again(
         "{reasons:?}"
     );
 
-    pausable.down.store(false, Ordering::SeqCst);
+    pausable.resume();
     let recovered = until(&running, "the run is ready again", |s| s.ready).await;
     assert!(
         recovered

@@ -16,8 +16,9 @@ use crate::{
 };
 
 /// A streamlet that aggregates the values of one inlet per key in event-time windows and
-/// sends each pane that fires to an outlet, as a [`Pane`] record with its window, timing
-/// and index.
+/// sends each pane that fires to an outlet, as a [`Pane`] record with its window and what
+/// it is among the window's panes (timing, index, first, last), which its headers repeat
+/// for consumers that do not decode values (`docs/wire-format.md`).
 ///
 /// The event time of a value is its record's timestamp, or a field
 /// ([`event_time`](Self::event_time)). Watermarks are generated per input partition
@@ -81,12 +82,39 @@ where
     /// Aggregates `inlet` with `aggregate` in the windows of `spec`, sending panes to
     /// `outlet`. Without [`key_by`](Self::key_by) every value has the key
     /// `K::default()`.
+    ///
+    /// # Panics
+    ///
+    /// If `spec` does not pass [`WindowSpec::check`], with the check's message and the
+    /// caller's file and line: the streamlet cannot run, and `describe`, `verify` and `run`
+    /// all stop there. Declare specs with [`WindowSpec::checked`] to catch it at compile
+    /// time.
+    ///
+    /// ```should_panic
+    /// use std::time::Duration;
+    /// use runnel_streamlet::prelude::*;
+    /// use runnel_streamlet::window::{Count, Pane, Trigger, WindowSpec};
+    ///
+    /// const IN: Inlet<i64> = Inlet::new("in");
+    /// const OUT: Outlet<Pane<String, i64>> = Outlet::new("out");
+    /// // A trigger that finishes after 100 elements would drop the rest of each window.
+    /// const ONCE: WindowSpec =
+    ///     WindowSpec::tumbling(Duration::from_secs(60)).trigger(Trigger::element_count(100));
+    /// let _ = WindowedAggregate::new(IN, OUT, ONCE, Count::new());
+    /// ```
+    #[track_caller]
     pub fn new(
         inlet: Inlet<In>,
         outlet: Outlet<Pane<K, A::Output>>,
         spec: WindowSpec,
         aggregate: A,
     ) -> Self {
+        if let Err(error) = spec.check() {
+            panic!(
+                "invalid window spec for the windowed aggregate of inlet '{}': {error}",
+                inlet.name()
+            );
+        }
         WindowedAggregate {
             inlet,
             outlet,
@@ -307,16 +335,18 @@ fn save<K, A>(
     }
 }
 
-/// Sends panes, each stamped with the last millisecond of its window as event time.
+/// Sends panes, each stamped with its event time (the last millisecond of its window) and
+/// with its window and pane metadata in headers (`PaneInfo::HEADERS`).
 async fn send<K, V>(output: &OutletSender<Pane<K, V>>, panes: &mut Vec<Pane<K, V>>) -> Result<()>
 where
     Pane<K, V>: Data,
 {
     for pane in panes.drain(..) {
-        let timestamp = pane.window_end.saturating_sub(1);
-        output
-            .send_record(Outgoing::new(&pane).timestamp(timestamp))
-            .await?;
+        let mut record = Outgoing::new(&pane).timestamp(pane.timestamp);
+        for (header, value) in pane.info().header_values(pane.window()) {
+            record = record.header(header, value);
+        }
+        output.send_record(record).await?;
     }
     Ok(())
 }

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use runnel_backend::{ConsumedRecord, Headers, MemoryBackend};
 
+use super::TestError;
 use crate::codec::{Codec, SCHEMA_HEADER};
+use crate::window::PaneInfo;
 use crate::{Data, InstanceMetrics, Outlet};
 
 /// The dead-letter topic of a test run.
@@ -22,7 +24,35 @@ pub struct TestOutput {
     pub(crate) observed: Option<super::timeline::Seen>,
 }
 
-/// An output record with its key, timestamp, headers and partition.
+/// An output record with everything about it in one view: the value, key, event
+/// timestamp, headers and partition, the pane metadata its headers carry (records of
+/// windowed streamlets), and in a timed run the processing time it was sent at.
+///
+/// ```
+/// use std::time::Duration;
+/// use runnel_streamlet::prelude::*;
+/// use runnel_streamlet::testkit::{TestRecord, TestRun};
+/// use runnel_streamlet::window::{Pane, Sum, Timing, WindowSpec};
+///
+/// const IN: Inlet<i64> = Inlet::new("in");
+/// const OUT: Outlet<Pane<String, i64>> = Outlet::new("out");
+/// const MINUTE: WindowSpec = WindowSpec::tumbling(Duration::from_secs(60));
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), runnel_streamlet::testkit::TestError> {
+/// let sums = WindowedAggregate::new(IN, OUT, MINUTE, Sum::of(|points: &i64| *points));
+/// let run = TestRun::new(sums)
+///     .at(5_000).input_records(IN, [TestRecord::new(3).timestamp(1_000)])
+///     .at(9_000).watermark(60_000)
+///     .run()
+///     .await?;
+/// let panes = run.timed_records(OUT)?;
+/// let pane = panes[0].pane.expect("a pane record");
+/// assert_eq!((panes[0].sent_at, panes[0].timestamp), (Some(9_000), 59_999));
+/// assert_eq!((pane.timing, pane.index, pane.is_first, pane.is_last), (Timing::OnTime, 0, true, true));
+/// assert_eq!(panes[0].headers.get_str("runnel.window.end"), Some("60000"));
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Received<T> {
     /// The decoded value.
@@ -35,6 +65,10 @@ pub struct Received<T> {
     pub headers: Headers,
     /// The partition it went to.
     pub partition: u32,
+    /// What the pane headers say (`runnel.pane.*`), for records that have them.
+    pub pane: Option<PaneInfo>,
+    /// In a timed run, the processing time at which it was sent; `None` otherwise.
+    pub sent_at: Option<i64>,
 }
 
 impl TestOutput {
@@ -57,36 +91,73 @@ impl TestOutput {
     /// If the outlet is not in the streamlet's shape or a value does not decode.
     pub fn records<T: Data>(&self, outlet: Outlet<T>) -> Vec<Received<T>> {
         let topic = self.topic_of(outlet.name());
+        let sent_at: HashMap<(u32, u64), i64> = self
+            .observed
+            .as_ref()
+            .and_then(|observed| observed.get(topic))
+            .map(|records| {
+                records
+                    .iter()
+                    .map(|(at, consumed)| ((consumed.partition, consumed.offset), *at))
+                    .collect()
+            })
+            .unwrap_or_default();
         self.backend
             .records(topic)
             .expect("outlet topics exist")
             .into_iter()
-            .map(|consumed| decode(outlet, consumed))
+            .map(|consumed| {
+                let at = sent_at.get(&(consumed.partition, consumed.offset)).copied();
+                decode(outlet, consumed, at)
+            })
             .collect()
     }
 
-    /// In a timed run (one using [`TestRun::at`](super::TestRun::at)), the values sent to
-    /// an outlet, each with the processing time at which it was sent, in sending order.
+    /// In a timed run (one using [`TestRun::at`](super::TestRun::at) or
+    /// [`TestRun::watermark`](super::TestRun::watermark)), the records sent to an outlet in
+    /// the order they were sent, each with the processing time it was sent at
+    /// ([`Received::sent_at`]), its timestamp, headers and pane metadata.
+    ///
+    /// # Errors
+    ///
+    /// [`TestError::NotTimed`] if the run was not timed.
     ///
     /// # Panics
     ///
-    /// If the run was not timed, the outlet is not in the streamlet's shape, or a value
-    /// does not decode.
-    pub fn timed_output<T: Data>(&self, outlet: Outlet<T>) -> Vec<(i64, T)> {
+    /// If the outlet is not in the streamlet's shape or a value does not decode.
+    pub fn timed_records<T: Data>(&self, outlet: Outlet<T>) -> Result<Vec<Received<T>>, TestError> {
         let topic = self.topic_of(outlet.name());
-        let observed = self
-            .observed
-            .as_ref()
-            .expect("timed_output needs a timed run: schedule inputs with TestRun::at");
-        observed
+        let observed = self.observed.as_ref().ok_or_else(|| TestError::NotTimed {
+            outlet: outlet.name().to_owned(),
+        })?;
+        Ok(observed
             .get(topic)
             .map(|records| {
                 records
                     .iter()
-                    .map(|(at, consumed)| (*at, decode(outlet, consumed.clone()).value))
+                    .map(|(at, consumed)| decode(outlet, consumed.clone(), Some(*at)))
                     .collect()
             })
-            .unwrap_or_default()
+            .unwrap_or_default())
+    }
+
+    /// In a timed run, the values sent to an outlet, each with the processing time at
+    /// which it was sent, in sending order: [`timed_records`](Self::timed_records), values
+    /// only.
+    ///
+    /// # Errors
+    ///
+    /// [`TestError::NotTimed`] if the run was not timed.
+    ///
+    /// # Panics
+    ///
+    /// If the outlet is not in the streamlet's shape or a value does not decode.
+    pub fn timed_output<T: Data>(&self, outlet: Outlet<T>) -> Result<Vec<(i64, T)>, TestError> {
+        Ok(self
+            .timed_records(outlet)?
+            .into_iter()
+            .map(|record| (record.sent_at.unwrap_or_default(), record.value))
+            .collect())
     }
 
     /// The records sent to the dead-letter topic, with the reason and origin in headers.
@@ -108,7 +179,11 @@ impl TestOutput {
     }
 }
 
-fn decode<T: Data>(outlet: Outlet<T>, consumed: ConsumedRecord) -> Received<T> {
+fn decode<T: Data>(
+    outlet: Outlet<T>,
+    consumed: ConsumedRecord,
+    sent_at: Option<i64>,
+) -> Received<T> {
     let codec = Codec::<T>::new(outlet.format());
     let writer = consumed
         .record
@@ -118,11 +193,19 @@ fn decode<T: Data>(outlet: Outlet<T>, consumed: ConsumedRecord) -> Received<T> {
     let value = codec
         .decode(&consumed.record.value, writer.as_deref())
         .unwrap_or_else(|error| panic!("output on '{}' does not decode: {error}", outlet.name()));
+    let pane = PaneInfo::from_headers(&consumed.record.headers).unwrap_or_else(|error| {
+        panic!(
+            "output on '{}' has bad pane headers: {error}",
+            outlet.name()
+        )
+    });
     Received {
         value,
         key: consumed.record.key,
         timestamp: consumed.record.timestamp,
         headers: consumed.record.headers,
         partition: consumed.partition,
+        pane,
+        sent_at,
     }
 }

@@ -7,12 +7,15 @@ use std::hash::Hash;
 
 use serde::{Deserialize, Serialize};
 
+use super::global::Global;
 use super::pane_state::Fired;
 use super::sessions::Sessions;
 use super::sliced::{Geometry, Sliced};
 use super::timers::Timers;
+use super::trigger::Node;
+use super::trigger_state::Moment;
 use super::windows::gcd;
-use super::{Aggregate, Pane, WindowSpec, Windows};
+use super::{Aggregate, Pane, SpecError, WindowSpec, Windows};
 
 /// What a key must be: cloneable, comparable and hashable. To checkpoint the operator,
 /// keys are also serde types.
@@ -41,10 +44,10 @@ pub enum Added {
 ///
 /// ```
 /// use std::time::Duration;
-/// use runnel_streamlet::window::{Count, Firing, Timing, Trigger, WindowOperator, WindowSpec};
+/// use runnel_streamlet::window::{Count, Timing, Trigger, WindowOperator, WindowSpec};
 ///
 /// const SPEC: WindowSpec = WindowSpec::tumbling(Duration::from_secs(60))
-///     .trigger(Trigger::on_time().early(Firing::every(2)));
+///     .trigger(Trigger::on_time().early(Trigger::element_count(2)));
 /// let mut counts = WindowOperator::new(SPEC, Count::<()>::new());
 /// let mut panes = Vec::new();
 /// counts.add("a", 1_000, &(), 0, &mut panes);
@@ -57,6 +60,8 @@ pub enum Added {
 pub struct WindowOperator<K, A: Aggregate> {
     pub(crate) spec: WindowSpec,
     geometry: Geometry,
+    /// Whether the trigger needs no state per window before the window's end.
+    lazy: bool,
     aggregate: A,
     /// Whether the aggregate subtracts ([`Aggregate::subtract`]).
     subtracts: bool,
@@ -90,6 +95,18 @@ pub(crate) struct KeyState<Acc, Out> {
 enum Store<Acc, Out> {
     Sliced(Sliced<Acc, Out>),
     Sessions(Sessions<Acc, Out>),
+    Global(Global<Acc, Out>),
+}
+
+/// Calls the same method on whichever store it is.
+macro_rules! on_store {
+    ($store:expr, $store_var:ident => $call:expr) => {
+        match $store {
+            Store::Sliced($store_var) => $call,
+            Store::Sessions($store_var) => $call,
+            Store::Global($store_var) => $call,
+        }
+    };
 }
 
 /// What a store needs for one call, and what it asks of the operator's timers.
@@ -99,6 +116,8 @@ pub(crate) struct Cx<'a, A: Aggregate> {
     pub(crate) geometry: Geometry,
     /// Whether the aggregate subtracts ([`Aggregate::subtract`]).
     pub(crate) subtracts: bool,
+    /// Whether the trigger needs no state per window before the window's end.
+    pub(crate) lazy: bool,
     /// The watermark the call runs at.
     pub(crate) watermark: i64,
     /// The processing time.
@@ -109,6 +128,15 @@ pub(crate) struct Cx<'a, A: Aggregate> {
 }
 
 impl<A: Aggregate> Cx<'_, A> {
+    /// Where a window ending at `end` stands in this call.
+    pub(crate) fn moment(&self, end: i64) -> Moment {
+        Moment {
+            watermark: self.watermark,
+            now: self.now,
+            end,
+        }
+    }
+
     /// The key needs the watermark when it reaches `time`.
     pub(crate) fn event_at(&mut self, time: i64) {
         self.event_hint = Some(self.event_hint.map_or(time, |hint| hint.min(time)));
@@ -125,22 +153,41 @@ impl<K: Key, A: Aggregate> WindowOperator<K, A> {
     ///
     /// # Panics
     ///
-    /// If `spec` has a window length below 1 ms ([`WindowSpec::check`]): specs are
-    /// constants, so this is a bug the first test run shows.
+    /// If `spec` does not pass [`WindowSpec::check`], with its message: specs are
+    /// constants, so this is a bug the first test run shows. [`try_new`](Self::try_new)
+    /// returns the error instead.
+    #[track_caller]
     pub fn new(spec: WindowSpec, aggregate: A) -> Self {
-        if let Err(error) = spec.check() {
-            panic!("invalid window spec: {error}");
+        match Self::try_new(spec, aggregate) {
+            Ok(operator) => operator,
+            Err(error) => panic!("invalid window spec: {error}"),
         }
+    }
+
+    /// An operator with no state and no watermark yet, if `spec` passes
+    /// [`WindowSpec::check`].
+    ///
+    /// # Errors
+    ///
+    /// The [`SpecError`] `check` finds.
+    #[allow(clippy::result_large_err)] // see SpecError
+    pub fn try_new(spec: WindowSpec, aggregate: A) -> Result<Self, SpecError> {
+        spec.check()?;
         let (size, slide) = spec.windows.size_and_slide();
         // The answer does not depend on the accumulators: ask once, with empty ones.
         let subtracts = aggregate.subtract(&mut aggregate.create(), &aggregate.create());
-        WindowOperator {
+        let lazy = matches!(
+            spec.trigger.node(0),
+            Node::Watermark { early: false, .. } | Node::Never
+        );
+        Ok(WindowOperator {
             spec,
             geometry: Geometry {
                 size,
                 slide,
                 step: gcd(size, slide),
             },
+            lazy,
             aggregate,
             subtracts,
             state: State {
@@ -150,7 +197,7 @@ impl<K: Key, A: Aggregate> WindowOperator<K, A> {
                 processing_timers: Timers::default(),
             },
             fired: Vec::new(),
-        }
+        })
     }
 
     /// The spec.
@@ -190,6 +237,7 @@ impl<K: Key, A: Aggregate> WindowOperator<K, A> {
             Windows::Session { gap } => {
                 timestamp.saturating_add(gap).saturating_add(lateness) <= watermark
             }
+            Windows::Global => false,
             _ => self.geometry.is_late(timestamp, lateness, watermark),
         };
         if late {
@@ -204,6 +252,7 @@ impl<K: Key, A: Aggregate> WindowOperator<K, A> {
                 .or_insert_with(|| KeyState {
                     store: match self.spec.windows {
                         Windows::Session { .. } => Store::Sessions(Sessions::new()),
+                        Windows::Global => Store::Global(Global::new(self.aggregate.create())),
                         _ => Store::Sliced(Sliced::new()),
                     },
                     event_timer: None,
@@ -215,16 +264,14 @@ impl<K: Key, A: Aggregate> WindowOperator<K, A> {
             spec: &self.spec,
             geometry: self.geometry,
             subtracts: self.subtracts,
+            lazy: self.lazy,
             watermark,
             now,
             fired: &mut self.fired,
             event_hint: None,
             processing_hint: None,
         };
-        match &mut state.store {
-            Store::Sliced(store) => store.add(&mut cx, timestamp, input),
-            Store::Sessions(store) => store.add(&mut cx, timestamp, input),
-        }
+        on_store!(&mut state.store, store => store.add(&mut cx, timestamp, input));
         let (event, processing) = (cx.event_hint, cx.processing_hint);
         register(
             &mut self.state.event_timers,
@@ -270,24 +317,28 @@ impl<K: Key, A: Aggregate> WindowOperator<K, A> {
                     spec: &self.spec,
                     geometry: self.geometry,
                     subtracts: self.subtracts,
+                    lazy: self.lazy,
                     watermark: time,
                     now,
                     fired: &mut self.fired,
                     event_hint: None,
                     processing_hint: None,
                 };
-                let next = match &mut state.store {
-                    Store::Sliced(store) => store.on_watermark(&mut cx),
-                    Store::Sessions(store) => store.on_watermark(&mut cx),
-                };
+                let next = on_store!(&mut state.store, store => store.on_watermark(&mut cx));
+                let processing = cx.processing_hint;
                 emit(&mut self.fired, &key, out);
-                let empty = match &state.store {
-                    Store::Sliced(store) => store.is_empty(),
-                    Store::Sessions(store) => store.is_empty(),
-                };
+                let empty = on_store!(&state.store, store => store.is_empty());
                 if empty {
                     self.state.keys.remove(&key);
-                } else if let Some(next) = next {
+                    continue;
+                }
+                register(
+                    &mut self.state.processing_timers,
+                    &mut state.processing_timer,
+                    processing,
+                    &key,
+                );
+                if let Some(next) = next {
                     state.event_timer = Some(next);
                     self.state.event_timers.push(next, key);
                 }
@@ -312,16 +363,14 @@ impl<K: Key, A: Aggregate> WindowOperator<K, A> {
                     spec: &self.spec,
                     geometry: self.geometry,
                     subtracts: self.subtracts,
+                    lazy: self.lazy,
                     watermark: self.state.watermark,
                     now,
                     fired: &mut self.fired,
                     event_hint: None,
                     processing_hint: None,
                 };
-                match &mut state.store {
-                    Store::Sliced(store) => store.on_processing_time(&mut cx),
-                    Store::Sessions(store) => store.on_processing_time(&mut cx),
-                }
+                on_store!(&mut state.store, store => store.on_processing_time(&mut cx));
                 let processing = cx.processing_hint;
                 register(
                     &mut self.state.processing_timers,
@@ -350,11 +399,30 @@ fn emit<K: Clone, V>(fired: &mut Vec<Fired<V>>, key: &K, out: &mut Vec<Pane<K, V
         key: key.clone(),
         window_start: fired.window.start,
         window_end: fired.window.end,
-        timing: fired.timing,
-        index: fired.index,
-        retraction: fired.retraction,
+        timing: fired.info.timing,
+        index: fired.info.index,
+        on_time_index: fired.info.on_time_index,
+        is_first: fired.info.is_first,
+        is_last: fired.info.is_last,
+        retraction: fired.info.retraction,
+        timestamp: fired.timestamp,
         value: fired.value,
     }));
+}
+
+impl<K: Key, Acc: Clone, Out: Clone> State<K, Acc, Out> {
+    /// Fills in what a checkpoint from before panes had metadata lacks (see
+    /// [`PaneState::upgrade`](super::pane_state::PaneState::upgrade)).
+    pub(crate) fn upgrade(&mut self, spec: &WindowSpec) {
+        let (size, _) = spec.windows.size_and_slide();
+        for state in self.keys.values_mut() {
+            match &mut state.store {
+                Store::Sliced(store) => store.upgrade(&spec.trigger, size),
+                Store::Sessions(store) => store.upgrade(&spec.trigger),
+                Store::Global(store) => store.upgrade(&spec.trigger),
+            }
+        }
+    }
 }
 
 impl<K, A: Aggregate> fmt::Debug for WindowOperator<K, A> {

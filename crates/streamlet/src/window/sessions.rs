@@ -1,11 +1,16 @@
 //! The session windows of one key: each element opens `[timestamp, timestamp + gap)`, and
 //! windows that overlap merge, with their accumulators and firing states.
+//!
+//! As in Beam, a session whose bounds change (two sessions merge, or an element extends
+//! one) is a new window: its panes start again at index 0, its trigger state is the merge
+//! of the old ones', and in accumulating-and-retracting mode its first pane is preceded by
+//! retractions of the last panes of the windows it replaced, each under its own bounds.
 
 use serde::{Deserialize, Serialize};
 
 use super::operator::Cx;
-use super::pane_state::PaneState;
-use super::{Accumulation, Aggregate, Timing, Window};
+use super::pane_state::{OnTime, PaneState};
+use super::{Aggregate, Trigger, Window};
 
 /// One session: its window, the accumulator of all its elements, its firing state.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -35,6 +40,14 @@ impl<Acc: Clone, Out: Clone> Sessions<Acc, Out> {
         self.sessions.is_empty()
     }
 
+    /// Fills in what a checkpoint from before panes had metadata lacks.
+    pub(crate) fn upgrade(&mut self, trigger: &Trigger) {
+        for session in &mut self.sessions {
+            let past_end = session.window.end <= self.fired_through;
+            session.pane.upgrade(trigger, past_end);
+        }
+    }
+
     /// Adds an element whose own session `[timestamp, timestamp + gap)` has not expired,
     /// merging every session it overlaps.
     pub(crate) fn add<A>(&mut self, cx: &mut Cx<'_, A>, timestamp: i64, input: &A::Input)
@@ -49,48 +62,36 @@ impl<Acc: Clone, Out: Clone> Sessions<Acc, Out> {
                 .iter()
                 .take_while(|s| s.window.start < own.end)
                 .count();
-        let merged = self
-            .sessions
-            .drain(first..last)
-            .reduce(|a, b| merge(a, b, cx.aggregate));
-        let mut session = match merged {
-            Some(mut session) => {
-                let grown = session.window.span(&own);
-                if grown != session.window {
-                    session.pane.moved_from(session.window);
-                    session.window = grown;
-                }
-                session
-            }
-            None => Session {
+        let mut overlapped: Vec<Session<Acc, Out>> = self.sessions.drain(first..last).collect();
+        let mut session = match overlapped.len() {
+            0 => Session {
                 window: own,
                 accumulator: cx.aggregate.create(),
-                pane: PaneState::default(),
+                // A session that ends before the watermark started late: no on-time pane.
+                pane: PaneState::new(if own.end <= self.fired_through {
+                    OnTime::Past
+                } else {
+                    OnTime::Before
+                }),
             },
+            1 if overlapped[0].window.span(&own) == overlapped[0].window => {
+                overlapped.pop().expect("one session")
+            }
+            _ => merge(overlapped, own, cx),
         };
         cx.aggregate.add(&mut session.accumulator, input);
-        session.pane.record(cx.aggregate, input, cx.now);
-
-        let late = session.window.end <= self.fired_through;
-        if late {
-            cx.event_at(session.window.end.saturating_add(cx.spec.allowed_lateness));
+        session
+            .pane
+            .record(cx.aggregate, cx.spec, input, cx.moment(session.window.end));
+        let end = session.window.end;
+        if end <= self.fired_through {
+            cx.event_at(end.saturating_add(cx.spec.allowed_lateness));
         } else {
-            cx.event_at(session.window.end);
+            cx.event_at(end);
         }
-        let firing = if late {
-            Some(cx.spec.trigger.late)
-        } else {
-            cx.spec.trigger.early
-        };
-        if let Some(firing) = firing {
-            let pane = &session.pane;
-            if firing.is_due(pane.pending, pane.pending_since, cx.now) {
-                let timing = if late { Timing::Late } else { Timing::Early };
-                fire(cx, &mut session, timing);
-            } else if let Some(deadline) = firing.deadline(pane.pending_since) {
-                cx.processing_at(deadline);
-            }
-        }
+        let done = conclude(cx, &mut session, false);
+        // A trigger finishes only when its window expires (`WindowSpec::check`).
+        debug_assert!(!done, "a trigger finished before its window expired");
         self.sessions.insert(first, session);
     }
 
@@ -102,25 +103,18 @@ impl<Acc: Clone, Out: Clone> Sessions<Acc, Out> {
     {
         let watermark = cx.watermark;
         let lateness = cx.spec.allowed_lateness;
-        for session in &mut self.sessions {
-            let end = session.window.end;
-            if end > self.fired_through
-                && end <= watermark
-                && (cx.spec.accumulation != Accumulation::Discarding || session.pane.pending > 0)
-            {
-                fire(cx, session, Timing::OnTime);
-            }
-        }
-        self.fired_through = self.fired_through.max(watermark);
         let mut kept = Vec::with_capacity(self.sessions.len());
         for mut session in self.sessions.drain(..) {
-            if session.window.end.saturating_add(lateness) > watermark {
+            let end = session.window.end;
+            let expiring = end.saturating_add(lateness) <= watermark;
+            let reaches_end = end > self.fired_through && end <= watermark;
+            let done = (reaches_end || expiring) && conclude(cx, &mut session, expiring);
+            if !done {
                 kept.push(session);
-            } else if session.pane.pending > 0 {
-                fire(cx, &mut session, Timing::Late);
             }
         }
         self.sessions = kept;
+        self.fired_through = self.fired_through.max(watermark);
         self.sessions
             .iter()
             .map(|session| {
@@ -133,60 +127,72 @@ impl<Acc: Clone, Out: Clone> Sessions<Acc, Out> {
             .min()
     }
 
-    /// Fires early or late panes whose processing-time delay has passed, and tells `cx` the
-    /// next such deadline.
+    /// Fires panes whose processing-time deadline has passed, and tells `cx` the next
+    /// deadlines.
     pub(crate) fn on_processing_time<A>(&mut self, cx: &mut Cx<'_, A>)
     where
         A: Aggregate<Accumulator = Acc, Output = Out>,
     {
         for session in &mut self.sessions {
-            let late = session.window.end <= self.fired_through;
-            let firing = if late {
-                Some(cx.spec.trigger.late)
-            } else {
-                cx.spec.trigger.early
-            };
-            let Some(firing) = firing else { continue };
-            let pane = &session.pane;
-            if firing.is_due(pane.pending, pane.pending_since, cx.now) {
-                fire(cx, session, if late { Timing::Late } else { Timing::Early });
-            } else if let Some(deadline) = firing.deadline(pane.pending_since) {
-                cx.processing_at(deadline);
-            }
+            let done = conclude(cx, session, false);
+            debug_assert!(!done, "a trigger finished before its window expired");
         }
     }
 }
 
-fn fire<A: Aggregate>(
+/// Fires the session's pane if one is due; returns whether the session is done.
+fn conclude<A: Aggregate>(
     cx: &mut Cx<'_, A>,
     session: &mut Session<A::Accumulator, A::Output>,
-    timing: Timing,
-) {
-    session.pane.fire(
-        session.window,
-        timing,
-        cx.aggregate,
-        cx.spec.accumulation,
-        &session.accumulator,
-        cx.fired,
-    );
+    expiring: bool,
+) -> bool {
+    let window = session.window;
+    let due = session
+        .pane
+        .decide(cx.spec, cx.moment(window.end), expiring);
+    if let Some(due) = due {
+        session.pane.emit(
+            window,
+            due,
+            cx.aggregate,
+            cx.spec.accumulation,
+            &session.accumulator,
+            window.end.saturating_sub(1),
+            cx.fired,
+        );
+    }
+    let done = expiring || due.is_some_and(|due| due.last);
+    if !done && let Some(deadline) = session.pane.deadline(&cx.spec.trigger, cx.now) {
+        cx.processing_at(deadline);
+    }
+    done
 }
 
+/// The new session made of `sessions` and an element's own window `own`.
 fn merge<A: Aggregate>(
-    a: Session<A::Accumulator, A::Output>,
-    b: Session<A::Accumulator, A::Output>,
-    aggregate: &A,
+    sessions: Vec<Session<A::Accumulator, A::Output>>,
+    own: Window,
+    cx: &Cx<'_, A>,
 ) -> Session<A::Accumulator, A::Output> {
-    let pane = a.pane.merge(
-        (a.window, &a.accumulator),
-        b.pane,
-        (b.window, &b.accumulator),
-        aggregate,
-    );
-    let mut accumulator = a.accumulator;
-    aggregate.merge(&mut accumulator, &b.accumulator);
+    let window = sessions
+        .iter()
+        .fold(own, |window, session| window.span(&session.window));
+    let mut accumulator = cx.aggregate.create();
+    let mut accumulators = Vec::with_capacity(sessions.len());
+    let mut states = Vec::with_capacity(sessions.len());
+    for session in sessions {
+        cx.aggregate.merge(&mut accumulator, &session.accumulator);
+        accumulators.push(session.accumulator);
+        states.push((session.window, session.pane));
+    }
+    let parts = states
+        .into_iter()
+        .zip(&accumulators)
+        .map(|((window, pane), full)| (window, pane, full))
+        .collect();
+    let pane = PaneState::merged(parts, window, cx.aggregate, cx.spec, cx.moment(window.end));
     Session {
-        window: a.window.span(&b.window),
+        window,
         accumulator,
         pane,
     }

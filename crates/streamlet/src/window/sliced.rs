@@ -11,9 +11,9 @@
 //! left it plus those that entered: a pane then costs a few slices, not `size / step` of
 //! them, which is what small slides would otherwise pay for every pane.
 //!
-//! Per-window firing state ([`PaneState`]) exists only where a window needs one: with early
-//! firings (from the window's first element), and after the on-time pane while the window
-//! accepts late elements.
+//! Per-window firing state ([`PaneState`]) exists only where a window needs one: from the
+//! window's first element for triggers that can fire before the end of the window, and
+//! after the end while the window accepts late elements.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -21,9 +21,9 @@ use serde::ser::SerializeStruct;
 use serde::{Deserialize, Serialize, Serializer};
 
 use super::operator::Cx;
-use super::pane_state::PaneState;
+use super::pane_state::{OnTime, PaneState};
 use super::windows::floor;
-use super::{Accumulation, Aggregate, Timing, Window};
+use super::{Aggregate, Timing, Trigger, Window};
 
 /// Window lengths of a tumbling or sliding assignment, in milliseconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,6 +147,13 @@ impl<Acc: Clone, Out: Clone> Sliced<Acc, Out> {
         self.newest.is_none() && self.slices.is_empty() && self.panes.is_empty()
     }
 
+    /// Fills in what a checkpoint from before panes had metadata lacks.
+    pub(crate) fn upgrade(&mut self, trigger: &Trigger, size: i64) {
+        for (start, pane) in &mut self.panes {
+            pane.upgrade(trigger, start.saturating_add(size) <= self.fired_through);
+        }
+    }
+
     /// Moves the newest slice to the others, for the methods that read slices there.
     fn settle(&mut self) {
         if let Some(newest) = self.newest.take() {
@@ -200,12 +207,11 @@ impl<Acc: Clone, Out: Clone> Sliced<Acc, Out> {
         }
 
         let first_end = first.saturating_add(g.size);
-        let early = cx.spec.trigger.early;
         if first_end > self.fired_through {
             cx.event_at(first_end);
-        }
-        if early.is_none() && first_end > self.fired_through {
-            return; // the common case: nothing per window to update
+            if cx.lazy {
+                return; // the common case: the trigger needs nothing before the end
+            }
         }
         let lateness = cx.spec.allowed_lateness;
         let mut start = first;
@@ -216,23 +222,19 @@ impl<Acc: Clone, Out: Clone> Sliced<Acc, Out> {
                 continue; // expired: this window no longer takes elements
             }
             let late = window.end <= self.fired_through;
-            let firing = if late {
+            if late {
                 cx.event_at(window.end.saturating_add(lateness));
-                cx.spec.trigger.late
-            } else {
-                match early {
-                    Some(early) => early,
-                    None => continue,
-                }
-            };
-            let pane = self.panes.entry(window.start).or_default();
-            pane.record(cx.aggregate, input, cx.now);
-            if firing.is_due(pane.pending, pane.pending_since, cx.now) {
-                let timing = if late { Timing::Late } else { Timing::Early };
-                self.fire(cx, window, timing);
-            } else if let Some(deadline) = firing.deadline(pane.pending_since) {
-                cx.processing_at(deadline);
+            } else if cx.lazy {
+                continue;
             }
+            // A late window without state started after its end: no on-time pane for it.
+            let on_time = if late { OnTime::Past } else { OnTime::Before };
+            let pane = self
+                .panes
+                .entry(window.start)
+                .or_insert_with(|| PaneState::new(on_time));
+            pane.record(cx.aggregate, cx.spec, input, cx.moment(window.end));
+            self.evaluate(cx, window);
         }
     }
 
@@ -245,7 +247,7 @@ impl<Acc: Clone, Out: Clone> Sliced<Acc, Out> {
         self.settle();
         let (g, watermark) = (cx.geometry, cx.watermark);
         let lateness = cx.spec.allowed_lateness;
-        // On time: windows with elements, ending in (fired_through, watermark], in order.
+        // Their end: windows with elements, ending in (fired_through, watermark], in order.
         if watermark > self.fired_through
             && let (Some((first, _)), Some((last, _))) = (self.slices.front(), self.slices.back())
         {
@@ -260,7 +262,7 @@ impl<Acc: Clone, Out: Clone> Sliced<Acc, Out> {
                 let next = self.first_slice_from(window.start);
                 match self.slices.get(next) {
                     Some((slice, _)) if *slice < window.end => {
-                        self.fire_on_time(cx, window);
+                        self.at_end(cx, window);
                         start += g.slide;
                     }
                     Some((slice, _)) => start = (start + g.slide).max(g.first_start(*slice)),
@@ -269,16 +271,15 @@ impl<Acc: Clone, Out: Clone> Sliced<Acc, Out> {
             }
             self.fired_through = watermark;
         }
-        // Expired windows: a final late pane for elements not yet fired, then gone.
+        // Windows whose end passed before: expired ones fire their final pane and go.
         while let Some((&start, _)) = self.panes.first_key_value() {
             let window = Window::new(start, start + g.size);
             if window.end.saturating_add(lateness) > watermark {
                 break;
             }
-            if self.panes[&start].pending > 0 && window.end <= self.fired_through {
-                self.fire(cx, window, Timing::Late);
+            if let Some(mut pane) = self.panes.remove(&start) {
+                self.conclude(cx, window, &mut pane, true);
             }
-            self.panes.remove(&start);
         }
         while let Some((slice, _)) = self.slices.front() {
             let last_end = g.last_start(*slice) + g.size;
@@ -298,81 +299,111 @@ impl<Acc: Clone, Out: Clone> Sliced<Acc, Out> {
         self.next_event(cx)
     }
 
-    /// Fires early or late panes whose processing-time delay has passed, and tells `cx` the
-    /// next such deadline.
+    /// Fires panes whose processing-time deadline has passed, and tells `cx` the next
+    /// deadlines.
     pub(crate) fn on_processing_time<A>(&mut self, cx: &mut Cx<'_, A>)
     where
         A: Aggregate<Accumulator = Acc, Output = Out>,
     {
-        self.settle();
         let size = cx.geometry.size;
         let starts: Vec<i64> = self.panes.keys().copied().collect();
         for start in starts {
-            let window = Window::new(start, start + size);
-            let late = window.end <= self.fired_through;
-            let firing = if late {
-                Some(cx.spec.trigger.late)
-            } else {
-                cx.spec.trigger.early
-            };
-            let Some(firing) = firing else { continue };
-            let pane = &self.panes[&start];
-            if firing.is_due(pane.pending, pane.pending_since, cx.now) {
-                self.fire(cx, window, if late { Timing::Late } else { Timing::Early });
-            } else if let Some(deadline) = firing.deadline(pane.pending_since) {
-                cx.processing_at(deadline);
-            }
+            self.evaluate(cx, Window::new(start, start + size));
         }
     }
 
-    fn fire_on_time<A>(&mut self, cx: &mut Cx<'_, A>, window: Window)
+    /// The watermark reached the end of `window`, which holds elements: fires its on-time
+    /// pane if due, and its final pane if it expires at once.
+    fn at_end<A>(&mut self, cx: &mut Cx<'_, A>, window: Window)
     where
         A: Aggregate<Accumulator = Acc, Output = Out>,
     {
-        // Without a state, every element of the window is pending.
+        let expiring = window.end.saturating_add(cx.spec.allowed_lateness) <= cx.watermark;
+        // Without a state, the trigger needed none before the end: every element is pending.
         let mut pane = self
             .panes
             .remove(&window.start)
-            .unwrap_or_else(|| PaneState {
-                pending: 1,
-                ..PaneState::default()
-            });
-        if cx.spec.accumulation != Accumulation::Discarding || pane.pending > 0 {
-            let full = if cx.subtracts {
-                self.running_accumulator(cx.aggregate, window, cx.geometry.step)
-            } else {
-                self.window_accumulator(cx.aggregate, window)
-            };
-            pane.fire(
-                window,
-                Timing::OnTime,
-                cx.aggregate,
-                cx.spec.accumulation,
-                &full,
-                cx.fired,
-            );
-        }
-        if window.end.saturating_add(cx.spec.allowed_lateness) > cx.watermark {
+            .unwrap_or_else(PaneState::untouched);
+        if !self.conclude(cx, window, &mut pane, expiring) {
             self.panes.insert(window.start, pane);
         }
     }
 
-    fn fire<A>(&mut self, cx: &mut Cx<'_, A>, window: Window, timing: Timing)
+    /// Fires `window`'s pane if one is due, `expiring` or not; returns whether the window is
+    /// done. Its state is out of the map, so that the slices can make its accumulator.
+    fn conclude<A>(
+        &mut self,
+        cx: &mut Cx<'_, A>,
+        window: Window,
+        pane: &mut PaneState<Acc, Out>,
+        expiring: bool,
+    ) -> bool
     where
         A: Aggregate<Accumulator = Acc, Output = Out>,
     {
-        self.settle();
-        let full = self.window_accumulator(cx.aggregate, window);
-        if let Some(pane) = self.panes.get_mut(&window.start) {
-            pane.fire(
+        let due = pane.decide(cx.spec, cx.moment(window.end), expiring);
+        if let Some(due) = due {
+            // Windows reach their end in order of start, which the running accumulator of
+            // an aggregate that subtracts follows; other panes merge their slices.
+            let full = if cx.subtracts && due.timing == Timing::OnTime {
+                self.running_accumulator(cx.aggregate, window, cx.geometry.step)
+            } else {
+                self.window_accumulator(cx.aggregate, window)
+            };
+            let timestamp = window.end.saturating_sub(1);
+            let accumulation = cx.spec.accumulation;
+            pane.emit(
                 window,
-                timing,
+                due,
                 cx.aggregate,
-                cx.spec.accumulation,
+                accumulation,
                 &full,
+                timestamp,
                 cx.fired,
             );
         }
+        let done = expiring || due.is_some_and(|due| due.last);
+        if !done && let Some(deadline) = pane.deadline(&cx.spec.trigger, cx.now) {
+            cx.processing_at(deadline);
+        }
+        done
+    }
+
+    /// Fires `window`'s pane if its trigger says so (after an element or at a deadline).
+    fn evaluate<A>(&mut self, cx: &mut Cx<'_, A>, window: Window)
+    where
+        A: Aggregate<Accumulator = Acc, Output = Out>,
+    {
+        let Some(pane) = self.panes.get_mut(&window.start) else {
+            return;
+        };
+        let due = pane.decide(cx.spec, cx.moment(window.end), false);
+        if let Some(due) = due {
+            self.settle();
+            let full = self.window_accumulator(cx.aggregate, window);
+            let pane = self.panes.get_mut(&window.start).expect("a window state");
+            let timestamp = window.end.saturating_sub(1);
+            let accumulation = cx.spec.accumulation;
+            pane.emit(
+                window,
+                due,
+                cx.aggregate,
+                accumulation,
+                &full,
+                timestamp,
+                cx.fired,
+            );
+        }
+        let pane = &self.panes[&window.start];
+        if let Some(deadline) = pane.deadline(&cx.spec.trigger, cx.now) {
+            cx.processing_at(deadline);
+        }
+        // A trigger finishes only when its window expires (`WindowSpec::check`), which is
+        // decided by the watermark, not here.
+        debug_assert!(
+            !due.is_some_and(|due| due.last),
+            "a trigger finished before its window expired"
+        );
     }
 
     /// When this key next needs the watermark: its next on-time window, or the next expiry.

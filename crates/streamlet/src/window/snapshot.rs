@@ -37,14 +37,17 @@ where
         serde_json::to_vec(&self.state).expect("window state serializes")
     }
 
-    /// Replaces the state with a [`snapshot`](Self::snapshot).
+    /// Replaces the state with a [`snapshot`](Self::snapshot). Snapshots taken before
+    /// panes had metadata (on-time index, first, last) restore too: see
+    /// `docs/event-time.md` for what their windows' next panes say.
     ///
     /// # Errors
     ///
     /// When the snapshot was taken with other key, accumulator or output types.
     pub fn restore(&mut self, snapshot: &[u8]) -> Result<(), RestoreError> {
-        self.state = serde_json::from_slice::<State<K, A::Accumulator, A::Output>>(snapshot)
+        let state = serde_json::from_slice::<State<K, A::Accumulator, A::Output>>(snapshot)
             .map_err(RestoreError)?;
+        self.set_state(state);
         Ok(())
     }
 
@@ -52,7 +55,10 @@ where
         &self.state
     }
 
-    pub(crate) fn set_state(&mut self, state: State<K, A::Accumulator, A::Output>) {
+    /// Replaces the state with one restored from a checkpoint, filling in what a
+    /// checkpoint from an earlier version lacks.
+    pub(crate) fn set_state(&mut self, mut state: State<K, A::Accumulator, A::Output>) {
+        state.upgrade(&self.spec);
         self.state = state;
     }
 }

@@ -12,6 +12,8 @@ use super::Window;
 /// - **Session**: per key, a window around each burst of activity, ending after a gap of
 ///   `gap` without elements. Sessions grow and merge as elements arrive, so an element that
 ///   bridges two sessions turns them into one.
+/// - **Global**: one window per key for all time, `[i64::MIN, i64::MAX)`, which ends only
+///   with the input: the batch case, or per-key state emitted by a trigger.
 ///
 /// Tumbling and sliding windows are aligned to the Unix epoch.
 ///
@@ -44,6 +46,8 @@ pub enum Windows {
         /// The inactivity gap in milliseconds.
         gap: i64,
     },
+    /// One window per key holding every element: [`Window::GLOBAL`].
+    Global,
 }
 
 impl Windows {
@@ -70,6 +74,7 @@ impl Windows {
     pub fn windows_of(&self, timestamp: i64) -> Vec<Window> {
         match *self {
             Windows::Session { gap } => vec![Window::new(timestamp, timestamp.saturating_add(gap))],
+            Windows::Global => vec![Window::GLOBAL],
             _ => {
                 let (size, slide) = self.size_and_slide();
                 let mut windows = Vec::new();
@@ -90,6 +95,7 @@ impl Windows {
             Windows::Tumbling { size } => (size, size),
             Windows::Sliding { size, slide } => (size, slide),
             Windows::Session { gap } => (gap, gap),
+            Windows::Global => (i64::MAX, i64::MAX),
         }
     }
 }
@@ -140,6 +146,15 @@ mod tests {
         assert_eq!(
             uneven.windows_of(9),
             [Window::new(0, 10), Window::new(4, 14), Window::new(8, 18)]
+        );
+    }
+
+    #[test]
+    fn the_global_window_holds_every_element() {
+        assert_eq!(Windows::Global.windows_of(i64::MIN), [Window::GLOBAL]);
+        assert_eq!(
+            Windows::Global.windows_of(1_700_000_000_000),
+            [Window::GLOBAL]
         );
     }
 

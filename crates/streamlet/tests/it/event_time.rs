@@ -5,11 +5,14 @@
 use std::time::Duration;
 
 use runnel_streamlet::prelude::*;
+use runnel_streamlet::testkit::TestError;
 use runnel_streamlet::testkit::{TestRecord, TestRun};
 use runnel_streamlet::watermark::Watermarks;
-use runnel_streamlet::window::{Firing, Pane, Sum, Timing, Trigger, WindowSpec};
+use runnel_streamlet::window::{
+    Accumulation, Count, Pane, PaneInfo, Sum, Timing, Trigger, Window, WindowSpec,
+};
 
-use crate::window_operator::{HEURISTIC, PERFECT, SCORES, Step, hms, timeline};
+use crate::scores::{HEURISTIC, PERFECT, SCORES, Step, hms, timeline};
 
 /// A team's score, with its event time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
@@ -53,6 +56,7 @@ fn scheduled(mut run: TestRun, steps: &[(i64, Step)]) -> TestRun {
 /// (processing time, window start, timing, index, value) of every pane.
 fn fired(run: &runnel_streamlet::testkit::TestOutput) -> Vec<(i64, i64, Timing, u32, i64)> {
     run.timed_output(TOTALS)
+        .expect("a timed run")
         .into_iter()
         .map(|(at, pane)| {
             assert_eq!(pane.key, "TeamX");
@@ -98,7 +102,7 @@ async fn heuristic_watermark_fires_each_window_when_it_passes_and_sends_the_nine
         ]
     );
     assert_eq!(
-        run.timed_output(LATE),
+        run.timed_output(LATE)?,
         [(hms(12, 8, 19), score(9, hms(12, 1, 25)))]
     );
     assert_eq!(run.metrics().late(), 1);
@@ -128,7 +132,7 @@ async fn perfect_watermark_fires_each_window_once_complete() -> anyhow::Result<(
 async fn processing_time_early_firings_fire_at_their_own_time() -> anyhow::Result<()> {
     use Timing::{Early, Late, OnTime};
     let spec = FIXED
-        .trigger(Trigger::on_time().early(Firing::after_delay(Duration::from_secs(60))))
+        .trigger(Trigger::on_time().early(Trigger::after_processing_time(Duration::from_secs(60))))
         .allowed_lateness(Duration::from_secs(600));
     let run = scheduled(TestRun::new(totals(spec)), &timeline(&HEURISTIC, &[]))
         .run()
@@ -172,13 +176,149 @@ async fn an_idle_partition_stops_holding_the_watermark_after_the_timeout() -> an
         .run()
         .await?;
     let fired: Vec<(i64, i64, i64)> = run
-        .timed_output(TOTALS)
+        .timed_output(TOTALS)?
         .into_iter()
         .map(|(at, pane)| (at, pane.window_start, pane.value))
         .collect();
     // Partition 1 went idle 30 s after its last record: the watermark jumped to 70 s and the
     // first window fired then; the second fired at the end of the input.
     assert_eq!(fired, [(50_000, 0, 3), (100_000, 60_000, 3)]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn pane_records_carry_their_metadata_in_headers_in_one_view_with_their_times()
+-> anyhow::Result<()> {
+    let spec = FIXED
+        .trigger(Trigger::repeatedly(Trigger::element_count(1)))
+        .allowed_lateness(Duration::from_secs(600))
+        .accumulation(Accumulation::AccumulatingAndRetracting);
+    let run = scheduled(TestRun::new(totals(spec)), &timeline(&HEURISTIC, &[]))
+        .run()
+        .await?;
+    let records = run.timed_records(TOTALS)?;
+    // The late 9: a retraction of the window's early pane, then its first late pane.
+    let late: Vec<_> = records
+        .iter()
+        .filter(|record| record.sent_at == Some(hms(12, 8, 19)))
+        .collect();
+    assert_eq!(late.len(), 2);
+    let (retraction, pane) = (late[0], late[1]);
+    assert_eq!(
+        retraction.pane,
+        Some(PaneInfo {
+            timing: Timing::Early,
+            index: 0,
+            on_time_index: None,
+            is_first: true,
+            is_last: false,
+            retraction: true,
+        })
+    );
+    assert_eq!(retraction.value.value, 5);
+    assert_eq!(
+        pane.pane,
+        Some(PaneInfo {
+            timing: Timing::Late,
+            index: 1,
+            on_time_index: Some(0),
+            is_first: false,
+            is_last: false,
+            retraction: false,
+        })
+    );
+    assert_eq!(pane.value.value, 14);
+    assert_eq!(pane.timestamp, hms(12, 2, 0) - 1);
+    let header = |name: &str| pane.headers.get_str(name).map(str::to_owned);
+    assert_eq!(
+        header("runnel.window.start"),
+        Some(hms(12, 0, 0).to_string())
+    );
+    assert_eq!(header("runnel.window.end"), Some(hms(12, 2, 0).to_string()));
+    assert_eq!(header("runnel.pane.timing").as_deref(), Some("LATE"));
+    assert_eq!(header("runnel.pane.on-time-index").as_deref(), Some("0"));
+    assert_eq!(header("runnel.pane.retraction").as_deref(), Some("false"));
+    // Every record's header metadata is its value's.
+    for record in &records {
+        assert_eq!(record.pane, Some(record.value.info()));
+    }
+    // `records` gives the same view, partition by partition.
+    assert_eq!(run.records(TOTALS), records);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_timed_view_of_an_untimed_run_is_an_error_that_says_what_to_do() -> anyhow::Result<()> {
+    let run = TestRun::new(totals(FIXED))
+        .input(IN, [score(5, 1_000)])
+        .run()
+        .await?;
+    let error = run.timed_records(TOTALS).unwrap_err();
+    assert!(matches!(error, TestError::NotTimed { .. }));
+    assert_eq!(
+        error.to_string(),
+        "outlet 'out': outputs have processing times only in a timed run; schedule inputs with \
+         TestRun::at or set watermarks with TestRun::watermark"
+    );
+    assert!(run.timed_output(LATE).is_err());
+    // The untimed view still has everything else.
+    let records = run.records(TOTALS);
+    assert_eq!(records[0].sent_at, None);
+    assert_eq!(records[0].pane.map(|pane| pane.is_last), Some(true));
+    Ok(())
+}
+
+#[tokio::test]
+async fn aligned_processing_time_fires_every_key_together_on_the_boundaries() -> anyhow::Result<()>
+{
+    // Counts per team in a global window, every two minutes of processing time.
+    const EVERY_TWO_MINUTES: WindowSpec = WindowSpec::global()
+        .trigger(Trigger::repeatedly(
+            Trigger::after_processing_time(Duration::ZERO).aligned_to(Duration::from_secs(120)),
+        ))
+        .checked();
+    const COUNTS: Outlet<Pane<String, i64>> = Outlet::new("out");
+    let counts = WindowedAggregate::new(IN, COUNTS, EVERY_TWO_MINUTES, Count::new())
+        .key_by(|s: &Score| s.team.clone())
+        .event_time(|s| s.time);
+    let team = |team: &str, time: i64| Score {
+        team: team.to_owned(),
+        points: 1,
+        time,
+    };
+    let run = TestRun::new(counts)
+        .at(hms(12, 0, 10))
+        .input(IN, [team("x", hms(11, 59, 0))])
+        .at(hms(12, 1, 30))
+        .input(IN, [team("y", hms(12, 1, 0)), team("x", hms(12, 1, 20))])
+        .at(hms(12, 2, 40))
+        .input(IN, [team("y", hms(12, 2, 30))])
+        .at(hms(12, 5, 0))
+        .run()
+        .await?;
+    let fired: Vec<(Option<i64>, String, u32, i64, i64)> = run
+        .timed_records(COUNTS)?
+        .into_iter()
+        .map(|r| {
+            (
+                r.sent_at,
+                r.value.key,
+                r.value.index,
+                r.value.value,
+                r.timestamp,
+            )
+        })
+        .collect();
+    assert_eq!(
+        fired,
+        [
+            (Some(hms(12, 2, 0)), "x".into(), 0, 2, hms(12, 1, 20)),
+            (Some(hms(12, 2, 0)), "y".into(), 0, 1, hms(12, 1, 0)),
+            (Some(hms(12, 4, 0)), "y".into(), 1, 2, hms(12, 2, 30)),
+        ]
+    );
+    let window = run.output(COUNTS)[0].window();
+    assert_eq!(window, Window::GLOBAL);
     Ok(())
 }
 

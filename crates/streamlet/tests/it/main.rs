@@ -7,7 +7,13 @@ mod event_time; // windowed helper with the test kit's time control: reference e
 mod exactly_once; // killed and restarted mid-stream, a copy commits every input once, in order
 mod helpers; // processor, splitter, merge, async map, egress
 mod model; // the record types the tests use
+mod old_checkpoints; // window state saved before pane metadata existed restores
+mod pane_properties; // the accumulation modes agree, retractions cancel, windows end once
 mod parameters; // typed parameters, defaults, validation
+mod reference_panes; // Streaming Systems' trigger examples, every pane's metadata asserted
+mod scores; // the book's running example, a harness for the window operator, pane rules
+mod serde_prelude; // the prelude derives without a serde dependency (ignored: builds a crate)
 mod testkit; // what the test kit itself reports
-mod window_operator; // the window operator alone: the Streaming Systems examples, triggers, modes
+mod triggers; // composed triggers, global windows, on-time and closing behaviours, checks
+mod window_operator; // the window operator alone: watermarks, accumulation modes, sessions
 mod window_properties; // streaming equals batch for random inputs; the accumulation modes agree

@@ -285,11 +285,15 @@ proptest! {
             Accumulation::Accumulating,
             Accumulation::AccumulatingAndRetracting,
         ] {
-            for early in [None, Some(Firing::every(count))] {
-                let mut trigger = Trigger::on_time().late(Firing::every(count));
-                if let Some(early) = early {
-                    trigger = trigger.early(early);
-                }
+            let late = Trigger::on_time().late(Firing::every(count));
+            // With and without early firings, and two triggers without a watermark part,
+            // whose panes after the end of a window come from elements or its expiry.
+            for trigger in [
+                late,
+                late.early(Firing::every(count)),
+                Trigger::never(),
+                Trigger::repeatedly(Trigger::element_count(count)),
+            ] {
                 let spec = WindowSpec::new(windows)
                     .trigger(trigger)
                     .allowed_lateness(Duration::from_millis(lateness))

@@ -1,8 +1,6 @@
-use std::time::Duration;
-
 use runnel_runtime::{InstanceState, Metric, Snapshot};
 
-use crate::support::{get, serve, until_ok};
+use crate::support::{get, serve, status_until, until_ok};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_metrics_status_and_the_page() {
@@ -15,11 +13,11 @@ async fn health_metrics_status_and_the_page() {
     );
     assert_eq!(until_ok(address, "/health/ready").await, "ready\n");
 
-    // Give the sampler a second to see records flow.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    let (code, json) = get(address, "/api/status").await;
-    assert_eq!(code, 200);
-    let status: Snapshot = serde_json::from_str(&json).unwrap();
+    // The sampler has seen records flow, and measured a rate.
+    let status: Snapshot = status_until(address, "records flowing", |status| {
+        status.streamlets.len() == 2 && status.streamlets[0].rate_out > 0.0
+    })
+    .await;
     assert_eq!(status.app, "clock");
     assert!(status.ready);
     let names: Vec<&str> = status.streamlets.iter().map(|s| s.name.as_str()).collect();

@@ -1,12 +1,15 @@
 use runnel_status::{StatusFormat, fetch_status, format_status, status_url};
 
-use crate::support::{serve, until_ok};
+use crate::support::{serve, status_until, until_ok};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_reads_a_running_app_and_prints_table_json_and_yaml() {
     let served = serve().await;
     until_ok(&served.address, "/health/ready").await;
-    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    status_until(&served.address, "a sample with a rate", |status| {
+        status.streamlets.first().is_some_and(|s| s.rate_out > 0.0)
+    })
+    .await;
     let url = status_url(&served.address);
     let snapshot = tokio::task::spawn_blocking(move || fetch_status(&url))
         .await

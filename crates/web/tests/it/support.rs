@@ -45,6 +45,11 @@ pub(crate) struct Served {
 }
 
 pub(crate) async fn serve() -> Served {
+    serve_on(Arc::new(MemoryBackend::new())).await
+}
+
+/// [`serve`] on `backend`.
+pub(crate) async fn serve_on(backend: Arc<dyn runnel_backend::Backend>) -> Served {
     let registry = Registry::new()
         .register("ticks", || Ticks)
         .register("sink", || Egress::new(IN, |_: Tick| async { Ok(()) }));
@@ -69,7 +74,6 @@ partitions = 2
         view: ViewMode::Off,
         ..RunOptions::default()
     };
-    let backend = Arc::new(MemoryBackend::new());
     let running = runnel_runtime::start(
         plan,
         backend,
@@ -123,4 +127,24 @@ pub(crate) async fn until_ok(address: &str, path: &str) -> String {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("{path} never answered 200");
+}
+
+/// Waits (at most 20 s) until `/api/status` answers a snapshot satisfying `condition`, and
+/// returns it.
+pub(crate) async fn status_until(
+    address: &str,
+    what: &str,
+    condition: impl Fn(&runnel_runtime::Snapshot) -> bool,
+) -> runnel_runtime::Snapshot {
+    for _ in 0..400 {
+        let (code, json) = get(address, "/api/status").await;
+        if code == 200 {
+            let snapshot: runnel_runtime::Snapshot = serde_json::from_str(&json).unwrap();
+            if condition(&snapshot) {
+                return snapshot;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the status never showed {what}");
 }

@@ -104,7 +104,7 @@ mod tests {
             .input_records(IN, [reading("a", 30, 7.0)]) // too late for its minute
             .run()
             .await?;
-        let panes = run.timed_output(STATS);
+        let panes = run.timed_output(STATS)?;
         let (at, first) = &panes[0];
         assert_eq!(*at, 2_000);
         assert_eq!(

@@ -18,8 +18,8 @@ async fn a_crash_loses_no_window_result_and_counts_nothing_twice() {
     let mut first = app(&["run", BLUEPRINT], data.path());
     first.args(["--set", "generator.records-per-second=20000"]);
     let mut running = Running::start(first);
-    running.wait_for("streamlet=stats-logger", Duration::from_secs(60));
-    std::thread::sleep(Duration::from_millis(1500));
+    // Well into the stream, past several checkpoints (one a second).
+    running.wait_until_read("per-minute", 30_000, Duration::from_secs(60));
     running.child.kill().unwrap(); // SIGKILL: no final checkpoint, no drain
     running.child.wait().unwrap();
 

@@ -14,8 +14,8 @@ async fn a_crash_loses_nothing_that_was_acknowledged() {
     let mut first = app(&["run", BLUEPRINT], data.path());
     first.args(["--set", "generator.records-per-second=20000"]);
     let mut running = Running::start(first);
-    running.wait_for("streamlet=valid-logger", Duration::from_secs(30));
-    std::thread::sleep(Duration::from_millis(1500));
+    // Well into the stream: thousands of metrics through, many commit intervals behind.
+    running.wait_until_read("valid-logger", 20_000, Duration::from_secs(60));
     running.child.kill().unwrap(); // SIGKILL: no drain, no final commit
     running.child.wait().unwrap();
 

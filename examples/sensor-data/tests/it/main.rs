@@ -13,5 +13,7 @@ mod kafka_support; // tansu-backed runs and a plain Kafka consumer
 mod observability; // metrics, lag, status and the web view in headless Chromium
 mod refusals; // bad blueprints and parameters stop the run before it starts
 mod scaling; // two run-streamlet processes share partitions; kill -9 one; nothing lost
+mod secrets; // canary secrets from every source show nowhere
 mod shutdown; // SIGTERM drains, commits and exits 0
 mod support; // running the binary and reading topics back
+mod tools; // topics, tail, produce, dead-letters, groups, reset-offsets: embedded log and tansu

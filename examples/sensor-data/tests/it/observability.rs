@@ -8,6 +8,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use runnel_app_test::chromium::{attribute_values, chromium, rendered};
+
 use crate::support::{BLUEPRINT, Running, app, run_to_end, stdout_of};
 
 /// A free port on 127.0.0.1 for the admin endpoint.
@@ -149,7 +151,19 @@ fn status_prints_tables_and_json_from_a_running_app() {
     let data = tempfile::tempdir().unwrap();
     let admin = free_admin_address();
     let running = start(data.path(), &admin, &["generator.records-per-second=50"]);
-    std::thread::sleep(Duration::from_millis(1500));
+    // A sample taken after records reached the middle of the graph.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let status: serde_json::Value = serde_json::from_str(&get(&admin, "/api/status")).unwrap();
+        if status["streamlets"][2]["records_in"].as_u64() > Some(0) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no records reached validation: {status}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let status = |output: &str| {
         let mut command = Command::new(env!("CARGO_BIN_EXE_sensor-data"));
         command.args(["status", "--admin", &admin, "-o", output]);
@@ -183,46 +197,6 @@ fn status_prints_tables_and_json_from_a_running_app() {
     stop(running);
 }
 
-/// Chromium as the machine's probe and the test set-up install it: headless, no sandbox (we
-/// run as root), no background networking (the network is closed).
-fn chromium(profile: &Path, args: &[&str]) -> Command {
-    let mut command = Command::new("chromium");
-    command
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-        ])
-        .args([
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .args(args);
-    command
-}
-
-/// The page's DOM after its scripts ran for a few (virtual) seconds.
-fn rendered(profile: &Path, url: &str) -> String {
-    let output = chromium(profile, &["--virtual-time-budget=4000", "--dump-dom", url])
-        .stderr(std::process::Stdio::null())
-        .output()
-        .expect("chromium runs; scripts/test installs it (apt-get install chromium)");
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-/// Every value of `attribute` in the DOM, in order.
-fn attribute_values(dom: &str, attribute: &str) -> Vec<String> {
-    let marker = format!("{attribute}=\"");
-    dom.split(&marker)
-        .skip(1)
-        .filter_map(|rest| rest.split('"').next())
-        .map(str::to_owned)
-        .collect()
-}
-
 #[test]
 fn the_web_view_draws_every_streamlet_and_topic_and_its_numbers_update() {
     let data = tempfile::tempdir().unwrap();
@@ -230,7 +204,16 @@ fn the_web_view_draws_every_streamlet_and_topic_and_its_numbers_update() {
     let running = start(data.path(), &admin, &["generator.records-per-second=50"]);
     let url = format!("http://{admin}/");
     let first = rendered(&data.path().join("chromium-1"), &url);
-    std::thread::sleep(Duration::from_secs(2));
+    let records_in = |text: &str| metric(text, "runnel_records_in_total", "");
+    let seen = records_in(&get(&admin, "/metrics"));
+    // The page shows a sample a second old at most: render again well after the counters
+    // moved on.
+    scrape_until(
+        &admin,
+        Duration::from_secs(30),
+        "records flowing on",
+        |text| records_in(text) > seen + 1000.0,
+    );
     let second = rendered(&data.path().join("chromium-2"), &url);
 
     let mut streamlets = attribute_values(&second, "data-streamlet");

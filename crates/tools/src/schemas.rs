@@ -1,0 +1,225 @@
+//! [`Schemas`]: the schema of every topic of a blueprint, from the app descriptor, to show
+//! records as JSON and to encode JSON as records.
+//!
+//! A topic's writer schemas are those of the outlets that produce it; when it has several,
+//! each record names its writer's fingerprint in the `runnel.schema` header. A topic nothing
+//! in the blueprint produces (an input from outside) is read and written with the schema of
+//! the inlets that consume it.
+
+use std::collections::HashMap;
+
+use apache_avro::Schema;
+use apache_avro::types::Value;
+use runnel_backend::Record;
+use runnel_blueprint::Blueprint;
+use runnel_blueprint::descriptor::{AppDescriptor, Format, SchemaDescriptor};
+
+/// The header naming a record's writer schema (its Rabin fingerprint, in hex).
+pub const SCHEMA_HEADER: &str = "runnel.schema";
+
+/// The schemas of the topics of one blueprint.
+#[derive(Debug, Default)]
+pub struct Schemas {
+    topics: HashMap<String, TopicSchemas>,
+}
+
+#[derive(Debug)]
+struct TopicSchemas {
+    format: Format,
+    /// Writer schemas by fingerprint, in blueprint order.
+    writers: Vec<(String, Schema)>,
+    /// What new records are written with: the consumers' schema, else the first writer's.
+    preferred: (String, Schema),
+}
+
+impl Schemas {
+    /// The schemas of `blueprint`'s topics, as `descriptor` declares its ports. Ports whose
+    /// schema does not parse are left out (their records show undecoded).
+    pub fn new(blueprint: &Blueprint, descriptor: &AppDescriptor) -> Self {
+        let port_schema = |streamlet: &str, port: &str, outlet: bool| -> Option<SchemaDescriptor> {
+            let instance = blueprint.streamlets.iter().find(|s| s.name == streamlet)?;
+            let described = descriptor
+                .streamlets
+                .iter()
+                .find(|s| s.type_name == instance.type_name)?;
+            if outlet {
+                described
+                    .outlets
+                    .iter()
+                    .find(|o| o.name == port)
+                    .map(|o| o.schema.clone())
+            } else {
+                described
+                    .inlets
+                    .iter()
+                    .find(|i| i.name == port)
+                    .map(|i| i.schema.clone())
+            }
+        };
+        let mut topics = HashMap::new();
+        for topic in &blueprint.topics {
+            let writers: Vec<SchemaDescriptor> = topic
+                .producers
+                .iter()
+                .filter_map(|path| port_schema(&path.streamlet, &path.port, true))
+                .collect();
+            let readers: Vec<SchemaDescriptor> = topic
+                .consumers
+                .iter()
+                .filter_map(|path| port_schema(&path.streamlet, &path.port, false))
+                .collect();
+            let Some(first) = readers.first().or(writers.first()) else {
+                continue;
+            };
+            let parse = |schema: &SchemaDescriptor| {
+                Schema::parse(&schema.definition)
+                    .ok()
+                    .map(|parsed| (schema.fingerprint.clone(), parsed))
+            };
+            let Some(preferred) = parse(first) else {
+                continue;
+            };
+            let mut parsed_writers: Vec<(String, Schema)> = Vec::new();
+            for writer in writers.iter().filter_map(parse) {
+                if !parsed_writers.iter().any(|(known, _)| *known == writer.0) {
+                    parsed_writers.push(writer);
+                }
+            }
+            topics.insert(
+                topic.name.clone(),
+                TopicSchemas {
+                    format: first.format,
+                    writers: parsed_writers,
+                    preferred,
+                },
+            );
+        }
+        Schemas { topics }
+    }
+
+    /// Whether the topic's schema is known.
+    pub fn knows(&self, topic: &str) -> bool {
+        self.topics.contains_key(topic)
+    }
+
+    /// The record's value as JSON, decoded with its topic's schema: `Err` says why not (an
+    /// unknown topic, bytes that do not decode).
+    ///
+    /// # Errors
+    ///
+    /// When the topic's schema is unknown or the value does not decode with it.
+    pub fn decode(&self, topic: &str, record: &Record) -> Result<serde_json::Value, String> {
+        let schemas = self
+            .topics
+            .get(topic)
+            .ok_or_else(|| format!("no schema is known for topic '{topic}'"))?;
+        if schemas.format == Format::Json {
+            return serde_json::from_slice(&record.value)
+                .map_err(|error| format!("the value is not JSON: {error}"));
+        }
+        let writer = match record.headers.get_str(SCHEMA_HEADER) {
+            Some(fingerprint) => schemas
+                .writers
+                .iter()
+                .find(|(known, _)| known == fingerprint)
+                .map(|(_, schema)| schema)
+                .ok_or_else(|| format!("unknown writer schema {fingerprint}"))?,
+            None => schemas
+                .writers
+                .first()
+                .map_or(&schemas.preferred.1, |(_, schema)| schema),
+        };
+        let mut bytes = &record.value[..];
+        let value = apache_avro::from_avro_datum(writer, &mut bytes, None)
+            .map_err(|error| format!("the value does not decode as Avro: {error}"))?;
+        if !bytes.is_empty() {
+            return Err(format!(
+                "the value does not decode as Avro: {} bytes left over",
+                bytes.len()
+            ));
+        }
+        Ok(avro_to_json(&value))
+    }
+
+    /// `value` encoded for `topic`, with the header naming its schema when the topic's
+    /// readers need it.
+    ///
+    /// # Errors
+    ///
+    /// When the topic's schema is unknown or `value` does not fit it, saying where.
+    pub fn encode(
+        &self,
+        topic: &str,
+        value: &serde_json::Value,
+    ) -> Result<(Vec<u8>, Option<String>), String> {
+        let schemas = self
+            .topics
+            .get(topic)
+            .ok_or_else(|| format!("no schema is known for topic '{topic}'"))?;
+        if schemas.format == Format::Json {
+            let bytes = serde_json::to_vec(value).map_err(|error| error.to_string())?;
+            return Ok((bytes, None));
+        }
+        let (fingerprint, schema) = &schemas.preferred;
+        let avro = Value::from(value.clone())
+            .resolve(schema)
+            .map_err(|error| format!("the value does not fit the topic's schema: {error}"))?;
+        let bytes = apache_avro::to_avro_datum(schema, avro)
+            .map_err(|error| format!("encoding the value failed: {error}"))?;
+        let tag = (schemas.writers.len() > 1).then(|| fingerprint.clone());
+        Ok((bytes, tag))
+    }
+}
+
+/// An Avro value as plain JSON: records as objects, unions as their branch's value, enums
+/// as their symbol, bytes and fixed as `{"base64": ...}`, logical types as their underlying
+/// numbers or strings.
+pub fn avro_to_json(value: &Value) -> serde_json::Value {
+    use serde_json::Value as Json;
+    match value {
+        Value::Null => Json::Null,
+        Value::Boolean(b) => Json::Bool(*b),
+        Value::Int(n) | Value::Date(n) | Value::TimeMillis(n) => Json::from(*n),
+        Value::Long(n)
+        | Value::TimeMicros(n)
+        | Value::TimestampMillis(n)
+        | Value::TimestampMicros(n)
+        | Value::TimestampNanos(n)
+        | Value::LocalTimestampMillis(n)
+        | Value::LocalTimestampMicros(n)
+        | Value::LocalTimestampNanos(n) => Json::from(*n),
+        Value::Float(x) => float(f64::from(*x)),
+        Value::Double(x) => float(*x),
+        Value::Bytes(bytes) | Value::Fixed(_, bytes) => base64_of(bytes),
+        Value::String(text) | Value::Enum(_, text) => Json::String(text.clone()),
+        Value::Uuid(uuid) => Json::String(uuid.to_string()),
+        Value::Union(_, inner) => avro_to_json(inner),
+        Value::Array(items) => Json::Array(items.iter().map(avro_to_json).collect()),
+        Value::Map(entries) => Json::Object(
+            entries
+                .iter()
+                .map(|(key, value)| (key.clone(), avro_to_json(value)))
+                .collect(),
+        ),
+        Value::Record(fields) => Json::Object(
+            fields
+                .iter()
+                .map(|(name, value)| (name.clone(), avro_to_json(value)))
+                .collect(),
+        ),
+        other => Json::String(format!("{other:?}")),
+    }
+}
+
+fn float(x: f64) -> serde_json::Value {
+    serde_json::Number::from_f64(x).map_or_else(
+        || serde_json::Value::String(x.to_string()),
+        serde_json::Value::Number,
+    )
+}
+
+/// Bytes as `{"base64": "..."}`.
+pub(crate) fn base64_of(bytes: &[u8]) -> serde_json::Value {
+    use base64::Engine as _;
+    serde_json::json!({ "base64": base64::engine::general_purpose::STANDARD.encode(bytes) })
+}

@@ -1,0 +1,295 @@
+//! [`Store`]: the backplane the tools read and write, the embedded log or Kafka.
+//!
+//! On the embedded log, reading (topics, records, committed offsets) goes through the
+//! [`LogInspector`], so it works while the app runs; writing (producing, resetting offsets)
+//! opens the log, which takes its lock: it works only while the app is stopped, and is
+//! refused naming the process that holds the log otherwise.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use runnel_backend::{
+    Backend, CommitOffset, ConsumedRecord, ConsumerConfig, PartitionOffsets, ProducerConfig, Record,
+};
+use runnel_embedded_log::{EmbeddedBackend, LogConfig, LogInspector};
+
+use crate::error::{Result, ToolError};
+
+/// A topic as the tools list it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TopicListing {
+    /// The topic name.
+    pub name: String,
+    /// Its partition count.
+    pub partitions: u32,
+    /// The settings set on it (`retention.ms`, ...); defaults are not listed.
+    pub settings: BTreeMap<String, String>,
+}
+
+/// Where the tools find the topics.
+#[derive(Debug)]
+pub enum Store {
+    /// The embedded log in a data directory.
+    Embedded {
+        /// The data directory.
+        directory: PathBuf,
+        /// Its reader.
+        inspector: LogInspector,
+    },
+    /// A Kafka cluster.
+    #[cfg(feature = "kafka")]
+    Kafka(runnel_kafka::KafkaBackend),
+}
+
+impl Store {
+    /// The embedded log in `directory`.
+    ///
+    /// # Errors
+    ///
+    /// When the directory holds no embedded log.
+    pub fn embedded(directory: PathBuf) -> Result<Self> {
+        let inspector = LogInspector::new(&directory).map_err(|source| ToolError::Log {
+            directory: directory.display().to_string(),
+            source,
+        })?;
+        Ok(Store::Embedded {
+            directory,
+            inspector,
+        })
+    }
+
+    /// Every topic.
+    ///
+    /// # Errors
+    ///
+    /// When the backplane cannot be read.
+    pub async fn topics(&self) -> Result<Vec<TopicListing>> {
+        match self {
+            Store::Embedded { inspector, .. } => Ok(inspector
+                .topics()
+                .map_err(|source| self.log_error(source))?
+                .into_iter()
+                .map(|topic| TopicListing {
+                    name: topic.name,
+                    partitions: topic.partitions,
+                    settings: topic.settings,
+                })
+                .collect()),
+            #[cfg(feature = "kafka")]
+            Store::Kafka(kafka) => {
+                let mut listed = Vec::new();
+                for topic in kafka
+                    .list_topics()
+                    .await
+                    .map_err(|e| backplane("listing topics", e))?
+                {
+                    let settings = kafka.topic_settings(&topic.name).await.unwrap_or_default();
+                    listed.push(TopicListing {
+                        name: topic.name,
+                        partitions: topic.partitions,
+                        settings,
+                    });
+                }
+                Ok(listed)
+            }
+        }
+    }
+
+    /// The topic called `name`, or an error listing the topics there are.
+    ///
+    /// # Errors
+    ///
+    /// [`ToolError::TopicNotFound`]; when the backplane cannot be read.
+    pub async fn topic(&self, name: &str) -> Result<TopicListing> {
+        let topics = self.topics().await?;
+        let known = topics
+            .iter()
+            .map(|topic| topic.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        topics
+            .iter()
+            .find(|topic| topic.name == name)
+            .cloned()
+            .ok_or_else(|| ToolError::TopicNotFound {
+                topic: name.to_owned(),
+                known,
+            })
+    }
+
+    /// The start and end offset of every partition of `topic`.
+    ///
+    /// # Errors
+    ///
+    /// When the backplane cannot be read.
+    pub async fn offsets(&self, topic: &str) -> Result<Vec<PartitionOffsets>> {
+        match self {
+            Store::Embedded { inspector, .. } => inspector
+                .offsets(topic)
+                .map_err(|source| self.log_error(source)),
+            #[cfg(feature = "kafka")]
+            Store::Kafka(kafka) => kafka
+                .offsets(topic)
+                .await
+                .map_err(|e| backplane(format!("reading the offsets of topic '{topic}'"), e)),
+        }
+    }
+
+    /// Up to `max_records` records of one partition from `from` on; on Kafka, waiting up to
+    /// `wait` for the first.
+    ///
+    /// # Errors
+    ///
+    /// When the backplane cannot be read.
+    pub async fn read(
+        &self,
+        topic: &str,
+        partition: u32,
+        from: u64,
+        max_records: usize,
+        wait: Duration,
+    ) -> Result<Vec<ConsumedRecord>> {
+        let _ = wait;
+        match self {
+            Store::Embedded { inspector, .. } => inspector
+                .read(topic, partition, from, max_records)
+                .map_err(|source| self.log_error(source)),
+            #[cfg(feature = "kafka")]
+            Store::Kafka(kafka) => kafka
+                .read(topic, partition, from, max_records, wait)
+                .await
+                .map_err(|e| {
+                    backplane(format!("reading topic '{topic}' partition {partition}"), e)
+                }),
+        }
+    }
+
+    /// The offsets `group` committed on `topic`, by partition.
+    ///
+    /// # Errors
+    ///
+    /// When the backplane cannot be read.
+    pub async fn committed(&self, group: &str, topic: &str) -> Result<Vec<Option<u64>>> {
+        match self {
+            Store::Embedded { inspector, .. } => inspector
+                .committed(group, topic)
+                .map_err(|source| self.log_error(source)),
+            #[cfg(feature = "kafka")]
+            Store::Kafka(kafka) => kafka
+                .committed(group, topic)
+                .await
+                .map_err(|e| backplane(format!("reading the offsets of group '{group}'"), e)),
+        }
+    }
+
+    /// Appends `records` to one partition of `topic` and waits until each is acknowledged;
+    /// returns their offsets. On the embedded log the app must be stopped.
+    ///
+    /// # Errors
+    ///
+    /// When the log is in use or refuses a record.
+    pub async fn produce(
+        &self,
+        topic: &str,
+        partition: Option<u32>,
+        records: Vec<Record>,
+    ) -> Result<Vec<(u32, u64)>> {
+        let backend = self.writable().await?;
+        let partitions = backend
+            .topic(topic)
+            .await
+            .map_err(|e| backplane(format!("describing topic '{topic}'"), e))?
+            .map_or(1, |info| info.partitions);
+        let producer = backend
+            .producer(&ProducerConfig::default())
+            .await
+            .map_err(|e| backplane("creating a producer", e))?;
+        let mut written = Vec::with_capacity(records.len());
+        for (index, record) in records.into_iter().enumerate() {
+            let partition = partition.unwrap_or_else(|| match &record.key {
+                Some(key) => runnel_backend::partition_for_key(key, partitions),
+                None => index as u32 % partitions,
+            });
+            let receipt = producer
+                .send(topic, partition, record)
+                .await
+                .map_err(|e| backplane(format!("producing to topic '{topic}'"), e))?;
+            let offset = receipt
+                .await
+                .map_err(|e| backplane(format!("producing to topic '{topic}'"), e))?;
+            written.push((partition, offset));
+        }
+        Ok(written)
+    }
+
+    /// Sets `group`'s committed offsets (topic, partition, next offset to read). The app
+    /// must be stopped: on the embedded log its lock says so, on Kafka the group must have
+    /// no members.
+    ///
+    /// # Errors
+    ///
+    /// When the app runs or the backplane refuses the offsets.
+    pub async fn set_committed(&self, group: &str, offsets: &[(String, u32, u64)]) -> Result<()> {
+        match self {
+            Store::Embedded { .. } => {
+                let backend = self.writable().await?;
+                let topics: Vec<String> = offsets.iter().map(|(topic, ..)| topic.clone()).collect();
+                let consumer = backend
+                    .consumer(&ConsumerConfig::new(group, topics))
+                    .await
+                    .map_err(|e| backplane(format!("joining group '{group}'"), e))?;
+                let commits: Vec<CommitOffset> = offsets
+                    .iter()
+                    .map(|(topic, partition, offset)| CommitOffset {
+                        topic: std::sync::Arc::from(topic.as_str()),
+                        partition: *partition,
+                        offset: *offset,
+                    })
+                    .collect();
+                consumer
+                    .commit(&commits)
+                    .await
+                    .map_err(|e| backplane(format!("committing offsets of group '{group}'"), e))?;
+                consumer
+                    .close()
+                    .await
+                    .map_err(|e| backplane(format!("leaving group '{group}'"), e))
+            }
+            #[cfg(feature = "kafka")]
+            Store::Kafka(kafka) => kafka
+                .set_committed(group, offsets)
+                .await
+                .map_err(|e| backplane(format!("resetting the offsets of group '{group}'"), e)),
+        }
+    }
+
+    /// A backend that can write: the embedded log opened (and locked), or Kafka.
+    async fn writable(&self) -> Result<std::sync::Arc<dyn Backend>> {
+        match self {
+            Store::Embedded { directory, .. } => {
+                let backend = EmbeddedBackend::open(directory, LogConfig::default())
+                    .map_err(|source| self.log_error(source))?;
+                Ok(std::sync::Arc::new(backend))
+            }
+            #[cfg(feature = "kafka")]
+            Store::Kafka(kafka) => Ok(std::sync::Arc::new(kafka.clone())),
+        }
+    }
+
+    fn log_error(&self, source: runnel_embedded_log::Error) -> ToolError {
+        let directory = match self {
+            Store::Embedded { directory, .. } => directory.display().to_string(),
+            #[cfg(feature = "kafka")]
+            Store::Kafka(_) => String::new(),
+        };
+        ToolError::Log { directory, source }
+    }
+}
+
+fn backplane(operation: impl Into<String>, source: runnel_backend::Error) -> ToolError {
+    ToolError::Backplane {
+        operation: operation.into(),
+        source,
+    }
+}
