@@ -1,0 +1,275 @@
+#!/usr/bin/env python3
+"""Trains the fraud-detection example's two models and writes their reference scores.
+
+Run from anywhere:  python3 examples/fraud-detection/model/train.py
+
+It creates a virtual environment beside itself (.venv, not committed) with pinned
+scikit-learn, skl2onnx and onnxruntime from PyPI, re-runs itself there, and then:
+
+1. generates card transactions (legitimate ones, and bursts of fraud on a few cards),
+2. enriches each with the per-card features the app computes (`enrich` in
+   src/streamlets/enrich.rs computes exactly these, in the same order),
+3. trains a logistic regression (model v1) and gradient-boosted trees (model v2) on them,
+4. exports both to ONNX with ZipMap disabled (outputs `label` and `probabilities`, a
+   float tensor [N, 2]), plus a model taking 5 features for the tests of invalid models,
+5. generates a separate scenario (the fixed input set) and writes it as transactions
+   (scenario.jsonl), its fraud labels, its features and the scores of both models from
+   onnxruntime (reference.json).
+
+Everything is seeded, so a rerun with the same pinned versions writes the same files. CI
+does not run this script: the Rust tests check the committed models against the committed
+reference scores.
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+import venv
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+VENV = os.path.join(HERE, ".venv")
+REQUIREMENTS = ["scikit-learn==1.9.1", "skl2onnx==1.20.0", "onnxruntime==1.32.0"]
+
+START = 1_700_000_000_000  # 2023-11-14T22:13:20Z, in milliseconds
+HOUR = 3_600_000
+COMMON = ["grocery", "fuel", "restaurant", "online", "travel"]
+RISKY = ["electronics", "jewelry", "cash"]
+CATEGORIES = COMMON + RISKY
+FIRST_SEEN_GAP_SECONDS = 30 * 24 * 3600  # what a card's first transaction counts as
+
+
+def in_venv():
+    return os.path.realpath(sys.prefix) == os.path.realpath(VENV)
+
+
+def bootstrap():
+    """Creates the virtual environment with the pinned packages, then runs this script in it."""
+    python = os.path.join(VENV, "bin", "python")
+    if not os.path.exists(python):
+        print(f"creating {VENV}", flush=True)
+        venv.create(VENV, with_pip=True)
+    subprocess.check_call(
+        [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *REQUIREMENTS]
+    )
+    os.execv(python, [python, os.path.abspath(__file__), *sys.argv[1:]])
+
+
+class Card:
+    """The running statistics the app keeps per card."""
+
+    def __init__(self):
+        self.count = 0
+        self.mean = 0.0
+        self.m2 = 0.0
+        self.last = None
+        self.categories = {}
+
+    def features(self, tx):
+        amount = tx["amount"]
+        n = self.count
+        if n >= 2:
+            deviation = max(math.sqrt(self.m2 / (n - 1)), 1.0)
+            z = (amount - self.mean) / deviation
+        else:
+            z = 0.0
+        if self.last is None:
+            gap = math.log1p(FIRST_SEEN_GAP_SECONDS)
+        else:
+            gap = math.log1p(max(tx["timestamp"] - self.last, 0) / 1000.0)
+        share = self.categories.get(tx["category"], 0) / n if n >= 1 else 0.0
+        hour = (tx["timestamp"] // HOUR) % 24
+        return [
+            math.log1p(amount),
+            z,
+            gap,
+            share,
+            math.log1p(n),
+            1.0 if hour < 6 else 0.0,
+            1.0 if tx["category"] in RISKY else 0.0,
+        ]
+
+    def update(self, tx):
+        amount = tx["amount"]
+        self.count += 1
+        delta = amount - self.mean
+        self.mean += delta / self.count
+        self.m2 += delta * (amount - self.mean)
+        self.last = tx["timestamp"]
+        self.categories[tx["category"]] = self.categories.get(tx["category"], 0) + 1
+
+
+def enrich(transactions):
+    """The features of each transaction, in order, from the per-card state before it."""
+    cards = {}
+    rows = []
+    for tx in transactions:
+        card = cards.setdefault(tx["card"], Card())
+        rows.append(card.features(tx))
+        card.update(tx)
+    return rows
+
+
+def generate(rng, cards, fraud_share, days, prefix):
+    """Transactions of `cards` cards over `days` days, sorted by time, with labels."""
+    import numpy as np
+
+    transactions = []
+    for number in range(cards):
+        card = f"{prefix}{number:04d}"
+        typical = math.exp(rng.normal(3.3, 0.6))
+        home = list(rng.choice(COMMON, size=3, replace=False))
+        time = START + int(rng.uniform(0, 24 * HOUR))
+        end = START + days * 24 * HOUR
+        own = []
+        while time < end:
+            hour = (time // HOUR) % 24
+            if hour < 6 and rng.random() < 0.85:
+                time += (7 - hour) * HOUR  # people mostly sleep at night
+            if rng.random() < 0.95:
+                category = str(rng.choice(home))
+            else:
+                category = str(rng.choice(CATEGORIES))
+            amount = round(typical * float(np.exp(rng.normal(0.0, 0.5))), 2)
+            own.append((time, category, amount, False))
+            time += int(rng.exponential(8 * HOUR)) + 60_000
+        if rng.random() < fraud_share and len(own) > 6:
+            # A burst of fraud after the card's history is established: large amounts,
+            # minutes apart, in risky categories (mostly at night) or online (at night).
+            at = own[int(rng.integers(5, len(own) - 1))][0]
+            online = rng.random() < 0.15
+            if online or rng.random() < 0.7:
+                at = at - at % (24 * HOUR) + 24 * HOUR + int(rng.uniform(1, 5) * HOUR)
+            for _ in range(int(rng.integers(1, 4))):
+                at += int(rng.uniform(1, 10) * 60_000)
+                category = "online" if online else str(rng.choice(RISKY))
+                amount = round(typical * float(rng.uniform(8, 25)), 2)
+                own.append((at, category, amount, True))
+        for index, (time, category, amount, fraud) in enumerate(sorted(own)):
+            merchant = f"{category}-{int(rng.integers(0, 12)):02d}"
+            transactions.append(
+                (
+                    {
+                        "id": f"{card}-{index:03d}",
+                        "card": card,
+                        "merchant": merchant,
+                        "category": category,
+                        "amount": amount,
+                        "timestamp": time,
+                    },
+                    fraud,
+                )
+            )
+    transactions.sort(key=lambda pair: (pair[0]["timestamp"], pair[0]["id"]))
+    return [tx for tx, _ in transactions], [fraud for _, fraud in transactions]
+
+
+def fold_base_value(onx):
+    """Moves a binary tree classifier's single base value into the leaves of its first tree.
+
+    skl2onnx writes one base value for a binary TreeEnsembleClassifier, which onnxruntime
+    accepts but tract (the app's runtime) refuses: it wants one per class label. Every
+    record reaches exactly one leaf of tree 0, so adding the base value to those leaves'
+    weights scores the same in every runtime (the caller checks it against scikit-learn).
+    """
+    for node in onx.graph.node:
+        if node.op_type != "TreeEnsembleClassifier":
+            continue
+        attributes = {attribute.name: attribute for attribute in node.attribute}
+        if "base_values" not in attributes or len(attributes["base_values"].floats) != 1:
+            continue
+        base = attributes["base_values"].floats[0]
+        trees = list(attributes["class_treeids"].ints)
+        leaves = [leaf for leaf, tree in zip(attributes["class_nodeids"].ints, trees) if tree == 0]
+        assert len(leaves) == len(set(leaves)), "a leaf of tree 0 votes more than once"
+        weights = [
+            weight + base if tree == 0 else weight
+            for weight, tree in zip(attributes["class_weights"].floats, trees)
+        ]
+        del attributes["class_weights"].floats[:]
+        attributes["class_weights"].floats.extend(weights)
+        node.attribute.remove(attributes["base_values"])
+
+
+def export(model, features, path):
+    from skl2onnx import to_onnx
+
+    onx = to_onnx(
+        model,
+        features[:1],
+        options={id(model): {"zipmap": False}},
+        target_opset={"": 15, "ai.onnx.ml": 3},
+    )
+    fold_base_value(onx)
+    onx.graph.name = os.path.splitext(os.path.basename(path))[0]
+    with open(path, "wb") as file:
+        file.write(onx.SerializeToString())
+    print(f"wrote {path} ({os.path.getsize(path)} bytes)")
+
+
+def scores(path, features):
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    name = session.get_inputs()[0].name
+    label, probabilities = session.run(None, {name: features})
+    return probabilities
+
+
+def main():
+    import numpy as np
+    from sklearn.ensemble import GradientBoostingClassifier
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(14)
+    train, labels = generate(rng, cards=2000, fraud_share=0.3, days=20, prefix="train-")
+    x = np.array(enrich(train), dtype=np.float32)
+    y = np.array(labels, dtype=np.int64)
+    print(f"training on {len(train)} transactions, {int(y.sum())} fraudulent")
+
+    lr = LogisticRegression(max_iter=2000, class_weight={0: 1, 1: 10}).fit(x, y)
+    gbt = GradientBoostingClassifier(n_estimators=60, max_depth=3, random_state=14).fit(x, y)
+    small = LogisticRegression(max_iter=2000).fit(x[:, :5], y)
+
+    export(lr, x, os.path.join(HERE, "lr.onnx"))
+    export(gbt, x, os.path.join(HERE, "gbt.onnx"))
+    export(small, x[:, :5], os.path.join(HERE, "five-features.onnx"))
+
+    scenario, frauds = generate(
+        np.random.default_rng(2024), cards=24, fraud_share=0.4, days=6, prefix="card-"
+    )
+    features = np.array(enrich(scenario), dtype=np.float32)
+    reference = {"ids": [tx["id"] for tx in scenario], "features": features.tolist()}
+    for name, model in (("lr", lr), ("gbt", gbt)):
+        onnx_scores = scores(os.path.join(HERE, f"{name}.onnx"), features)
+        sklearn_scores = model.predict_proba(features)
+        assert np.allclose(onnx_scores, sklearn_scores, atol=1e-5), f"{name}: onnx != sklearn"
+        flagged = onnx_scores[:, 1] >= 0.5
+        caught = [f for f, flag in zip(frauds, flagged) if f and flag]
+        false_alarms = int(sum(flag and not f for f, flag in zip(frauds, flagged)))
+        print(
+            f"{name}: flags {len(caught)} of {sum(frauds)} frauds in the scenario, "
+            f"{false_alarms} of {len(frauds) - sum(frauds)} legitimate"
+        )
+        assert len(caught) == sum(frauds), f"{name} misses a fraud of the scenario"
+        # Clear of the threshold, so the app's scores (equal up to 1e-5) flag the same.
+        margin = min(abs(p - 0.5) for p in onnx_scores[:, 1])
+        print(f"{name}: the scores closest to the threshold are {margin:.4f} away")
+        assert margin > 1e-3, f"{name}: a score is too close to the threshold"
+        reference[name] = onnx_scores.astype(float).tolist()
+    reference["fraud"] = [tx["id"] for tx, fraud in zip(scenario, frauds) if fraud]
+
+    with open(os.path.join(HERE, "scenario.jsonl"), "w") as file:
+        for tx in scenario:
+            file.write(json.dumps(tx) + "\n")
+    with open(os.path.join(HERE, "reference.json"), "w") as file:
+        json.dump(reference, file)
+    print(f"wrote the scenario ({len(scenario)} transactions, {sum(frauds)} fraudulent)")
+
+
+if __name__ == "__main__":
+    if in_venv():
+        main()
+    else:
+        bootstrap()

@@ -1,0 +1,176 @@
+//! Running the app binary on free ports, talking to its ingresses, reading its topics
+//! while it runs, and the committed model files with their reference scores.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use fraud_detection::model::Transaction;
+use runnel_app_test::{Running, decode};
+use runnel_embedded_log::LogInspector;
+use runnel_onnx::ModelRecord;
+use runnel_streamlet::Data;
+use serde::{Deserialize, Serialize};
+
+pub(crate) const MODEL_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/model");
+pub(crate) const BLUEPRINT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/blueprint.toml");
+
+/// `model/reference.json`, written by `model/train.py`: the scenario's ids, features, the
+/// scores of both models from onnxruntime, and the ids of its frauds.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Reference {
+    pub(crate) ids: Vec<String>,
+    pub(crate) features: Vec<Vec<f64>>,
+    pub(crate) lr: Vec<Vec<f64>>,
+    pub(crate) gbt: Vec<Vec<f64>>,
+    pub(crate) fraud: Vec<String>,
+}
+
+impl Reference {
+    pub(crate) fn load() -> Reference {
+        let text = std::fs::read_to_string(format!("{MODEL_DIR}/reference.json")).unwrap();
+        serde_json::from_str(&text).unwrap()
+    }
+}
+
+/// `model/scenario.jsonl`: the fixed input set, in time order.
+pub(crate) fn scenario() -> Vec<Transaction> {
+    std::fs::read_to_string(format!("{MODEL_DIR}/scenario.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+/// A model record of a committed model file.
+pub(crate) fn model_record(file: &str, version: &str) -> ModelRecord {
+    ModelRecord {
+        name: "fraud".to_owned(),
+        version: version.to_owned(),
+        onnx: std::fs::read(format!("{MODEL_DIR}/{file}")).unwrap().into(),
+        input_shape: vec![-1, 7],
+        output_shape: vec![-1, 2],
+    }
+}
+
+/// The JSON a model ingress takes for a committed model file.
+pub(crate) fn model_body(version: &str, file: &str) -> String {
+    serde_json::to_string(&model_record(file, version)).unwrap()
+}
+
+/// The app running with `run` on free ports of 127.0.0.1, without the generator.
+pub(crate) struct App {
+    pub(crate) running: Running,
+    pub(crate) data: PathBuf,
+    /// The JSON transaction ingress.
+    pub(crate) transactions: String,
+    /// The newline-delimited transaction ingress.
+    pub(crate) lines: String,
+    /// The model ingress.
+    pub(crate) models: String,
+}
+
+impl App {
+    pub(crate) fn start(data: &Path) -> App {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_fraud-detection"));
+        command
+            .args(["run", BLUEPRINT, "--data-dir"])
+            .arg(data)
+            .args(["--view", "plain", "--status-every", "5s"])
+            .args(["--set", "generator.records-per-second=0"])
+            .env("RUST_LOG", "info");
+        let ingresses = ["transactions-http", "transactions-lines", "model-ingress"];
+        for instance in ingresses {
+            command.args(["--set", &format!("{instance}.port=0")]);
+            command.args(["--set", &format!("{instance}.bind-address=127.0.0.1")]);
+        }
+        let running = Running::start(command);
+        let mut urls = [None, None, None];
+        while urls.iter().any(Option::is_none) {
+            let line = running.wait_for("listening on", Duration::from_secs(60));
+            let address = line
+                .split("listening on ")
+                .nth(1)
+                .and_then(|rest| rest.split_whitespace().next())
+                .unwrap();
+            let instance = ingresses
+                .iter()
+                .position(|instance| line.contains(&format!("name={instance}}}")))
+                .unwrap_or_else(|| panic!("which ingress logged {line}?"));
+            urls[instance] = Some(format!("http://{address}/"));
+        }
+        let [transactions, lines, models] = urls.map(Option::unwrap);
+        App {
+            running,
+            data: data.to_owned(),
+            transactions,
+            lines,
+            models,
+        }
+    }
+}
+
+/// Stops the app with SIGTERM and checks that it drained and exited 0.
+pub(crate) fn stop(mut app: App) {
+    let pid = app.running.child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = app.running.child.wait().unwrap();
+    assert!(status.success(), "exit status {status}");
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(30)))
+        .build()
+        .into()
+}
+
+/// POSTs `body`; returns the status and the answer as JSON.
+pub(crate) fn post(url: &str, body: &str) -> (u16, serde_json::Value) {
+    let mut response = agent().post(url).send(body).expect("the ingress answers");
+    let status = response.status().as_u16();
+    let text = response.body_mut().read_to_string().unwrap();
+    (status, serde_json::from_str(&text).unwrap())
+}
+
+/// POSTs `value` as JSON.
+pub(crate) fn post_json(url: &str, value: &impl Serialize) -> (u16, serde_json::Value) {
+    post(url, &serde_json::to_string(value).unwrap())
+}
+
+/// POSTs `values` as newline-delimited JSON.
+pub(crate) fn post_lines(url: &str, values: &[impl Serialize]) -> (u16, serde_json::Value) {
+    let body: String = values
+        .iter()
+        .map(|value| serde_json::to_string(value).unwrap() + "\n")
+        .collect();
+    post(url, &body)
+}
+
+/// Every value of `topic` of the embedded log in `data`, read while the app may run.
+pub(crate) fn read_running<T: Data>(data: &Path, topic: &str) -> Vec<T> {
+    let inspector = LogInspector::new(data).unwrap();
+    let Ok(Some(description)) = inspector.topic(topic) else {
+        return Vec::new();
+    };
+    (0..description.partitions)
+        .flat_map(|partition| inspector.read(topic, partition, 0, usize::MAX).unwrap())
+        .map(|record| decode(&record.record.value))
+        .collect()
+}
+
+/// Waits until `condition` holds; panics after 60 s.
+pub(crate) fn until(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
