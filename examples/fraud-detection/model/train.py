@@ -229,7 +229,7 @@ def main():
     print(f"training on {len(train)} transactions, {int(y.sum())} fraudulent")
 
     lr = LogisticRegression(max_iter=2000, class_weight={0: 1, 1: 10}).fit(x, y)
-    gbt = GradientBoostingClassifier(n_estimators=60, max_depth=3, random_state=14).fit(x, y)
+    gbt = GradientBoostingClassifier(n_estimators=20, max_depth=3, random_state=14).fit(x, y)
     small = LogisticRegression(max_iter=2000).fit(x[:, :5], y)
 
     export(lr, x, os.path.join(HERE, "lr.onnx"))
