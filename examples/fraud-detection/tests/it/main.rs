@@ -4,3 +4,4 @@
 mod reference; // the committed models score, and the app enriches, as train.py did
 mod run; // the acceptance run: swaps, rejections, flagged frauds, a restart
 mod support; // the binary on free ports, its ingresses, its topics, the model files
+mod tansu; // the acceptance run on a Kafka-protocol broker, one process per streamlet
