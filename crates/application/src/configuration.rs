@@ -141,6 +141,10 @@ pub struct ScalingSettings {
     /// How long to wait after a change before the next one (default `2m`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cooldown: Option<String>,
+    /// Whether something else (a HorizontalPodAutoscaler) sets the replicas: the operator
+    /// then leaves the Deployment's `spec.replicas` alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external: Option<bool>,
 }
 
 impl Configuration {
@@ -252,6 +256,7 @@ impl StreamletConfiguration {
         overlay_option(&mut scaling.target_lag, &theirs.target_lag);
         overlay_option(&mut scaling.target_lag_seconds, &theirs.target_lag_seconds);
         overlay_option(&mut scaling.cooldown, &theirs.cooldown);
+        overlay_option(&mut scaling.external, &theirs.external);
     }
 }
 

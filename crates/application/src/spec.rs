@@ -47,7 +47,7 @@ pub const PROTOCOL_VERSION: u32 = 1;
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ApplicationSpec {
-    /// The [`PROTOCOL_VERSION`] of the `runnel` that wrote this spec.
+    /// The protocol version of the `runnel` that wrote this spec (see `runnel version`).
     pub protocol_version: u32,
     /// The app's version (shown by `runnel list`, set as `app.kubernetes.io/version`).
     pub version: String,

@@ -11,7 +11,8 @@
 //! | `pods.<instance>.resources.<requests\|limits>.<cpu\|memory>` | a resource quantity |
 //! | `pods.<instance>.<labels\|annotations\|env\|volumes>.<name>` | a label, annotation, environment variable or volume claim |
 //! | `pods.<instance>.http-port` | the port the streamlet serves HTTP on |
-//! | `scaling.<instance>.<min-replicas\|max-replicas\|target-lag\|target-lag-seconds\|cooldown>` | autoscaling |
+//! | `scaling.<instance>.<min-replicas\|max-replicas\|target-lag\|target-lag-seconds\|cooldown>` | lag-based autoscaling |
+//! | `scaling.<instance>.external` | `true` when an HPA sets the replicas |
 //!
 //! The short form `<instance>.<parameter>` is the one `app run --set` takes; an instance
 //! named like one of the tables above needs the long form.
@@ -167,9 +168,16 @@ fn assign_scaling(
         "target-lag" => scaling.target_lag = Some(number(&value)?),
         "target-lag-seconds" => scaling.target_lag_seconds = Some(number(&value)?),
         "cooldown" => scaling.cooldown = Some(value),
+        "external" => {
+            scaling.external = Some(match value.trim() {
+                "true" => true,
+                "false" => false,
+                _ => return Err(format!("'{value}' is not true or false")),
+            });
+        }
         other => {
             return Err(format!(
-                "unknown scaling setting '{other}' (known: min-replicas, max-replicas, target-lag, target-lag-seconds, cooldown)"
+                "unknown scaling setting '{other}' (known: min-replicas, max-replicas, target-lag, target-lag-seconds, cooldown, external)"
             ));
         }
     }
@@ -236,7 +244,7 @@ mod tests {
         );
         assert_eq!(
             message("scaling.gen.max=3", &mut configuration),
-            "argument 'scaling.gen.max=3': unknown scaling setting 'max' (known: min-replicas, max-replicas, target-lag, target-lag-seconds, cooldown)"
+            "argument 'scaling.gen.max=3': unknown scaling setting 'max' (known: min-replicas, max-replicas, target-lag, target-lag-seconds, cooldown, external)"
         );
         assert_eq!(
             message("gen..count=1", &mut configuration),

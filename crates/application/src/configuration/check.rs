@@ -132,7 +132,12 @@ impl Configuration {
                 }
             }
             let scaling = &streamlet.scaling;
-            if !scaling.is_empty() {
+            if scaling.external == Some(true) && scaling.max_replicas.is_some() {
+                problems.push(Problem::new(
+                    format!("scaling.{name}"),
+                    "external = true leaves the replicas to another autoscaler; remove max-replicas or external",
+                ));
+            } else if scaling.external != Some(true) && !scaling.is_empty() {
                 if scaling.max_replicas.is_none() {
                     problems.push(Problem::new(
                         format!("scaling.{name}.max-replicas"),

@@ -108,6 +108,7 @@ struct ScalingFile {
     target_lag: Option<i64>,
     target_lag_seconds: Option<i64>,
     cooldown: Option<String>,
+    external: Option<bool>,
 }
 
 impl Configuration {
@@ -203,6 +204,7 @@ impl Configuration {
                 target_lag: scaling.target_lag,
                 target_lag_seconds: scaling.target_lag_seconds,
                 cooldown: scaling.cooldown,
+                external: scaling.external,
             };
         }
         Ok(configuration)

@@ -26,6 +26,8 @@ pub struct ResolvedStreamlet {
     pub pod: PodSettings,
     /// Autoscaling, when a maximum is set.
     pub autoscaling: Option<Autoscaling>,
+    /// Whether another autoscaler (an HPA) sets the replicas.
+    pub external_scaling: bool,
 }
 
 /// Lag-based autoscaling bounds and targets of one streamlet.
@@ -93,6 +95,7 @@ impl Configuration {
             log_level,
             pod: streamlet.pod,
             autoscaling,
+            external_scaling: scaling.external == Some(true),
         }
     }
 }
