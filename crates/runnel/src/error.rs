@@ -63,6 +63,21 @@ pub enum AppError {
     /// The status of a running app could not be read.
     #[error(transparent)]
     Status(#[from] runnel_web::StatusError),
+    /// `build`'s configuration has problems, each listed.
+    #[error("invalid configuration:\n  {}", .0.join("\n  "))]
+    BuildConfiguration(Vec<String>),
+    /// The image could not be built or written.
+    #[error(transparent)]
+    Image(#[from] runnel_image::Error),
+    /// A file could not be written.
+    #[error("writing {} failed", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
     /// Printing the descriptor failed.
     #[error("writing the descriptor failed")]
     Describe(#[source] serde_json::Error),

@@ -5,6 +5,7 @@
 mod bad_input; // undecodable records go to the dead-letter topic; the pipeline goes on
 mod bounded_run; // a bounded run routes every metric and exits on its own
 mod crash; // kill -9 mid-stream, run again: nothing acknowledged is lost
+mod image; // `build`: the image (skopeo, chroot `describe`) and the Application YAML
 mod interop; // a Python confluent-kafka client feeds the app on Kafka and reads its outputs
 mod kafka; // `run --kafka`: the whole graph on a Kafka broker, outputs read by a plain consumer
 mod kafka_support; // tansu-backed runs and a plain Kafka consumer
