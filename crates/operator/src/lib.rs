@@ -13,7 +13,10 @@
 //!
 //! Where to begin: [`reconcile`] is the whole decision, a pure function from an
 //! Application and the [`Observed`] objects to a [`Plan`]; `desired/` builds the objects;
-//! `status.rs` computes the status; `autoscale.rs` decides replicas from lag.
+//! `status.rs` computes the status; `autoscale.rs` decides replicas from lag. [`run`]
+//! (`controller.rs`) is the kube controller around it: `observe.rs` reads the cluster,
+//! `backplane.rs` makes sure of topics and samples lag, `execute.rs` applies the plan,
+//! `leader.rs` elects one replica.
 //!
 //! Design decisions:
 //!
@@ -27,16 +30,29 @@
 //!   Application's dependents.
 
 mod autoscale;
+mod backplane;
+mod controller;
 mod crd;
 mod desired;
+mod error;
+mod events;
+mod execute;
+pub mod leader;
 pub mod names;
+mod observe;
 mod observed;
 mod plan;
 mod reconcile;
 mod resource;
 mod status;
 
+#[cfg(feature = "kafka")]
+pub use backplane::KafkaBackplanes;
+pub use backplane::{Backplanes, SingleBackplane};
+pub use controller::{OperatorConfig, run};
 pub use crd::crd;
+pub use error::Error;
+pub use observe::SECRET_CONFIGURATION_KEY;
 pub use observed::{LagSample, Observed, ObservedTopic, ReconcileContext, TopicFailure};
 pub use plan::{Desired, Event, Outcome, Plan, Stale};
 pub use reconcile::reconcile;

@@ -24,4 +24,5 @@ mod selector;
 mod server;
 mod store;
 
+pub use axum::http::Method;
 pub use server::{FakeApiServer, Fault, Request};

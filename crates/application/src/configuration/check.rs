@@ -188,6 +188,15 @@ fn check_streamlet(
             }
             Some(parameter) => {
                 if let Err(reason) = parameter.kind.parse(value) {
+                    // A secret's value stays out of messages, which end up in statuses.
+                    let reason = if crate::is_secret(key) {
+                        format!(
+                            "the (secret) value is not a valid {}",
+                            parameter.kind.name()
+                        )
+                    } else {
+                        reason
+                    };
                     problems.push(Problem::new(place, reason));
                 }
             }
