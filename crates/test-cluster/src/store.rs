@@ -227,7 +227,10 @@ impl Store {
             object: body,
             managers,
         };
-        let object = self.commit(key, stored, "ADDED");
+        let object = self.commit(key.clone(), stored, "ADDED");
+        // An object created with owners that are gone is garbage at once.
+        self.collect_garbage();
+        let object = self.objects.get(&key).map_or(object, |s| s.object.clone());
         if kind.kind == "CustomResourceDefinition" {
             for custom in kinds::from_crd(&object) {
                 self.custom.retain(|k| {
