@@ -38,6 +38,7 @@ mod error;
 mod events;
 mod execute;
 pub mod leader;
+pub mod manifests;
 pub mod names;
 mod observe;
 mod observed;

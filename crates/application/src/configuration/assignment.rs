@@ -98,6 +98,92 @@ impl Configuration {
         Ok(())
     }
 
+    /// Every value of the layer as `key=value` pairs (the keys [`assign`](Configuration::assign)
+    /// takes, always in the long form), sorted by key.
+    ///
+    /// ```
+    /// use runnel_application::Configuration;
+    /// let mut configuration = Configuration::default();
+    /// configuration.assign("gen.count=5")?;
+    /// configuration.assign("pods.gen.labels.team=a")?;
+    /// let entries: Vec<String> = configuration.entries().iter().map(|(k, v)| format!("{k}={v}")).collect();
+    /// assert_eq!(entries, ["pods.gen.labels.team=a", "streamlets.gen.count=5"]);
+    /// # Ok::<(), runnel_application::Problem>(())
+    /// ```
+    pub fn entries(&self) -> std::collections::BTreeMap<String, String> {
+        let mut entries = std::collections::BTreeMap::new();
+        for (key, value) in &self.kafka {
+            entries.insert(format!("kafka.{key}"), value.clone());
+        }
+        if let Some(level) = &self.log_level {
+            entries.insert("runtime.log-level".to_owned(), level.clone());
+        }
+        for (name, streamlet) in &self.streamlets {
+            for (key, value) in &streamlet.parameters {
+                entries.insert(format!("streamlets.{name}.{key}"), value.clone());
+            }
+            if let Some(level) = &streamlet.log_level {
+                entries.insert(
+                    format!("runtime.streamlets.{name}.log-level"),
+                    level.clone(),
+                );
+            }
+            for (key, value) in &streamlet.kafka {
+                entries.insert(
+                    format!("runtime.streamlets.{name}.kafka.{key}"),
+                    value.clone(),
+                );
+            }
+            let pod = &streamlet.pod;
+            for (what, quantities) in [
+                ("requests", &pod.resources.requests),
+                ("limits", &pod.resources.limits),
+            ] {
+                if let Some(cpu) = &quantities.cpu {
+                    entries.insert(format!("pods.{name}.resources.{what}.cpu"), cpu.clone());
+                }
+                if let Some(memory) = &quantities.memory {
+                    entries.insert(
+                        format!("pods.{name}.resources.{what}.memory"),
+                        memory.clone(),
+                    );
+                }
+            }
+            for (what, map) in [
+                ("labels", &pod.labels),
+                ("annotations", &pod.annotations),
+                ("env", &pod.env),
+                ("volumes", &pod.volumes),
+            ] {
+                for (key, value) in map {
+                    entries.insert(format!("pods.{name}.{what}.{key}"), value.clone());
+                }
+            }
+            if let Some(port) = pod.http_port {
+                entries.insert(format!("pods.{name}.http-port"), port.to_string());
+            }
+            let scaling = &streamlet.scaling;
+            let numbers = [
+                ("min-replicas", scaling.min_replicas.map(i64::from)),
+                ("max-replicas", scaling.max_replicas.map(i64::from)),
+                ("target-lag", scaling.target_lag),
+                ("target-lag-seconds", scaling.target_lag_seconds),
+            ];
+            for (what, value) in numbers {
+                if let Some(value) = value {
+                    entries.insert(format!("scaling.{name}.{what}"), value.to_string());
+                }
+            }
+            if let Some(cooldown) = &scaling.cooldown {
+                entries.insert(format!("scaling.{name}.cooldown"), cooldown.clone());
+            }
+            if let Some(external) = scaling.external {
+                entries.insert(format!("scaling.{name}.external"), external.to_string());
+            }
+        }
+        entries
+    }
+
     fn streamlet(&mut self, instance: &str) -> &mut StreamletConfiguration {
         self.streamlets.entry(instance.to_owned()).or_default()
     }
@@ -222,6 +308,30 @@ mod tests {
         assert_eq!(generator.pod.http_port, Some(8080));
         assert_eq!(generator.scaling.max_replicas, Some(4));
         assert_eq!(generator.scaling.cooldown.as_deref(), Some("30s"));
+    }
+
+    #[test]
+    fn entries_assign_back_to_the_same_layer() {
+        let mut configuration = Configuration::default();
+        for assignment in [
+            "gen.count=10",
+            "kafka.security.protocol=SSL",
+            "runtime.log-level=warn",
+            "runtime.streamlets.gen.log-level=debug",
+            "runtime.streamlets.gen.kafka.fetch.min.bytes=1",
+            "pods.gen.resources.limits.memory=1Gi",
+            "pods.gen.annotations.example.com/owner=ops",
+            "pods.gen.http-port=8080",
+            "scaling.gen.max-replicas=4",
+            "scaling.gen.external=false",
+        ] {
+            configuration.assign(assignment).unwrap();
+        }
+        let mut again = Configuration::default();
+        for (key, value) in configuration.entries() {
+            again.assign(&format!("{key}={value}")).unwrap();
+        }
+        assert_eq!(again, configuration);
     }
 
     #[test]

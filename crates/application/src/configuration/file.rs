@@ -211,6 +211,127 @@ impl Configuration {
     }
 }
 
+impl Configuration {
+    /// The layer as a configuration file, which [`parse_file`](Configuration::parse_file)
+    /// reads back as the same layer.
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use runnel_application::Configuration;
+    /// let mut configuration = Configuration::default();
+    /// configuration.assign("kafka.sasl.password=hunter2")?;
+    /// configuration.assign("pods.gen.env.TOKEN=abc")?;
+    /// let text = configuration.to_file();
+    /// assert_eq!(Configuration::parse_file(Path::new("secret"), &text)?, configuration);
+    /// # Ok::<(), runnel_application::Problem>(())
+    /// ```
+    pub fn to_file(&self) -> String {
+        use toml::{Table, Value};
+        fn strings(map: &BTreeMap<String, String>) -> Table {
+            map.iter()
+                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                .collect()
+        }
+        let mut root = Table::new();
+        let mut streamlets = Table::new();
+        let mut runtime = Table::new();
+        let mut runtime_streamlets = Table::new();
+        let mut pods = Table::new();
+        let mut scaling = Table::new();
+        if let Some(level) = &self.log_level {
+            runtime.insert("log-level".into(), Value::String(level.clone()));
+        }
+        for (name, streamlet) in &self.streamlets {
+            if !streamlet.parameters.is_empty() {
+                streamlets.insert(name.clone(), Value::Table(strings(&streamlet.parameters)));
+            }
+            let mut own = Table::new();
+            if let Some(level) = &streamlet.log_level {
+                own.insert("log-level".into(), Value::String(level.clone()));
+            }
+            if !streamlet.kafka.is_empty() {
+                own.insert("kafka".into(), Value::Table(strings(&streamlet.kafka)));
+            }
+            if !own.is_empty() {
+                runtime_streamlets.insert(name.clone(), Value::Table(own));
+            }
+            let pod = &streamlet.pod;
+            let mut table = Table::new();
+            let mut resources = Table::new();
+            for (what, quantities) in [
+                ("requests", &pod.resources.requests),
+                ("limits", &pod.resources.limits),
+            ] {
+                let mut inner = Table::new();
+                if let Some(cpu) = &quantities.cpu {
+                    inner.insert("cpu".into(), Value::String(cpu.clone()));
+                }
+                if let Some(memory) = &quantities.memory {
+                    inner.insert("memory".into(), Value::String(memory.clone()));
+                }
+                if !inner.is_empty() {
+                    resources.insert(what.into(), Value::Table(inner));
+                }
+            }
+            if !resources.is_empty() {
+                table.insert("resources".into(), Value::Table(resources));
+            }
+            for (what, map) in [
+                ("labels", &pod.labels),
+                ("annotations", &pod.annotations),
+                ("env", &pod.env),
+                ("volumes", &pod.volumes),
+            ] {
+                if !map.is_empty() {
+                    table.insert(what.into(), Value::Table(strings(map)));
+                }
+            }
+            if let Some(port) = pod.http_port {
+                table.insert("http-port".into(), Value::Integer(i64::from(port)));
+            }
+            if !table.is_empty() {
+                pods.insert(name.clone(), Value::Table(table));
+            }
+            let settings = &streamlet.scaling;
+            let mut table = Table::new();
+            for (what, value) in [
+                ("min-replicas", settings.min_replicas.map(i64::from)),
+                ("max-replicas", settings.max_replicas.map(i64::from)),
+                ("target-lag", settings.target_lag),
+                ("target-lag-seconds", settings.target_lag_seconds),
+            ] {
+                if let Some(value) = value {
+                    table.insert(what.into(), Value::Integer(value));
+                }
+            }
+            if let Some(cooldown) = &settings.cooldown {
+                table.insert("cooldown".into(), Value::String(cooldown.clone()));
+            }
+            if let Some(external) = settings.external {
+                table.insert("external".into(), Value::Boolean(external));
+            }
+            if !table.is_empty() {
+                scaling.insert(name.clone(), Value::Table(table));
+            }
+        }
+        if !runtime_streamlets.is_empty() {
+            runtime.insert("streamlets".into(), Value::Table(runtime_streamlets));
+        }
+        for (name, table) in [
+            ("streamlets", streamlets),
+            ("kafka", strings(&self.kafka)),
+            ("runtime", runtime),
+            ("pods", pods),
+            ("scaling", scaling),
+        ] {
+            if !table.is_empty() {
+                root.insert(name.into(), Value::Table(table));
+            }
+        }
+        toml::to_string(&root).expect("a table always serializes")
+    }
+}
+
 const NOT_SCALAR: &str = "must be a string, number or boolean";
 
 /// A scalar TOML value as text.
@@ -315,6 +436,17 @@ target-lag = 1000
             from_arguments.assign(assignment).unwrap();
         }
         assert_eq!(from_file, from_arguments);
+    }
+
+    #[test]
+    fn a_written_file_reads_back_as_the_same_layer() {
+        let configuration = Configuration::parse_file(Path::new("c.toml"), EXAMPLE).unwrap();
+        let text = configuration.to_file();
+        assert_eq!(
+            Configuration::parse_file(Path::new("again.toml"), &text).unwrap(),
+            configuration,
+            "{text}"
+        );
     }
 
     #[test]
