@@ -19,7 +19,14 @@ pub const SECRET_CONFIGURATION_KEY: &str = "configuration.toml";
 pub(crate) async fn observe(client: &Client, app: &Application) -> Result<Observed, Error> {
     let namespace = app.namespace().unwrap_or_default();
     let uid = app.uid().unwrap_or_default();
-    let selector = ListParams::default().labels(&names::app_selector(app.name()));
+    // Children: the app's label, the operator's managed-by label *and* the Application as
+    // owner. Something of the user's that carries the app's label is never the operator's.
+    let selector = ListParams::default().labels(&format!(
+        "{},app.kubernetes.io/managed-by={}",
+        names::app_selector(app.name()),
+        names::MANAGED_BY
+    ));
+    let pod_selector = ListParams::default().labels(&names::app_selector(app.name()));
     let key = format!("{namespace}/{}", app.name());
     async fn owned<K>(
         client: &Client,
@@ -56,7 +63,7 @@ pub(crate) async fn observe(client: &Client, app: &Application) -> Result<Observ
         owned(client, &namespace, &selector, &uid, &key, "services").await?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
     let pods = pods
-        .list(&selector)
+        .list(&pod_selector)
         .await
         .map_err(|source| Error::Read {
             app: key.clone(),

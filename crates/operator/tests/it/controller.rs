@@ -303,3 +303,45 @@ async fn undeploy_deletes_what_the_operator_created_and_nothing_else() {
 fn axum_method(name: &str) -> runnel_test_cluster::Method {
     name.parse().unwrap()
 }
+
+#[tokio::test]
+async fn objects_the_operator_did_not_create_are_left_alone_even_with_its_labels() {
+    let server = cluster().await;
+    let _operator = Operator::start(&server, config("one"));
+    let client = client(&server);
+    let apps: Api<Application> = Api::default_namespaced(client.clone());
+    let created = apps
+        .create(&PostParams::default(), &application("demo"))
+        .await
+        .unwrap();
+    let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
+    eventually(LIMIT, "the Deployment", || {
+        deployment(&deployments, "demo-log")
+    })
+    .await;
+    // Labelled with the app and owned by it, but not made by the operator (the CLI keeps
+    // the user's secret configuration like this).
+    let maps: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    let theirs: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "demo-notes", "labels": {"runnel.dev/app": "demo"},
+                     "ownerReferences": [{"apiVersion": "runnel.dev/v1alpha1", "kind": "Application", "name": "demo", "uid": created.uid().unwrap()}]},
+        "data": {"a": "b"}
+    }))
+    .unwrap();
+    maps.create(&PostParams::default(), &theirs).await.unwrap();
+    apps.patch(
+        "demo",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"streamlets": [
+            {"name": "gen", "type": "generator", "replicas": 2},
+            {"name": "log", "type": "logger", "replicas": 1}
+        ]}})),
+    )
+    .await
+    .unwrap();
+    eventually(LIMIT, "two generators", || async {
+        (deployment(&deployments, "demo-gen").await?.spec?.replicas == Some(2)).then_some(())
+    })
+    .await;
+    assert!(maps.get_opt("demo-notes").await.unwrap().is_some());
+}
