@@ -110,8 +110,8 @@ fn container(streamlet: &Streamlet<'_>) -> Container {
         &format!("$(POD_IP):{ADMIN_PORT}"),
         "--replica",
         "$(POD_NAME)",
-        "--view",
-        "off",
+        // One token: a bare `off` is a boolean to YAML 1.1 readers such as kubectl's.
+        "--view=off",
     ]
     .map(str::to_owned)
     .to_vec();

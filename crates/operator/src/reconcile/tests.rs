@@ -248,7 +248,7 @@ fn first_deploy_lists_topics_then_creates_every_object_and_waits_for_pods() {
         .containers[0];
     assert_eq!(
         container.args.as_ref().unwrap().join(" "),
-        "run-streamlet twice /etc/runnel/config/blueprint.toml --config /etc/runnel/config/runnel.toml --config /etc/runnel/secret/runnel.toml --kafka kafka:9092 --admin $(POD_IP):9090 --replica $(POD_NAME) --view off"
+        "run-streamlet twice /etc/runnel/config/blueprint.toml --config /etc/runnel/config/runnel.toml --config /etc/runnel/secret/runnel.toml --kafka kafka:9092 --admin $(POD_IP):9090 --replica $(POD_NAME) --view=off"
     );
 
     // Once the pods are ready the status says so, from the pods.
