@@ -69,16 +69,50 @@ const SERVER_METADATA: [&str; 10] = [
     "selfLink",
 ];
 
-/// The key field of an associative list, if `items` is one.
+/// How lists are treated: built-in kinds have associative lists (by their key field);
+/// custom resources' lists are atomic, as Kubernetes treats CRD lists without
+/// `x-kubernetes-list-type: map`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Lists {
+    /// Lists of objects with a unique key field merge by it.
+    ByKey,
+    /// Every list is replaced whole.
+    Atomic,
+}
+
+thread_local! {
+    static LISTS: std::cell::Cell<Lists> = const { std::cell::Cell::new(Lists::ByKey) };
+}
+
+/// Runs `work` with lists treated as `lists`.
+pub(crate) fn with_lists<T>(lists: Lists, work: impl FnOnce() -> T) -> T {
+    let previous = LISTS.with(|cell| cell.replace(lists));
+    let result = work();
+    LISTS.with(|cell| cell.set(previous));
+    result
+}
+
+/// The key field of an associative list, if `items` is one: every element has it, as a
+/// string or number, and no two share a value.
 fn list_key(items: &[Value]) -> Option<&'static str> {
-    if items.is_empty() {
+    if items.is_empty() || LISTS.with(std::cell::Cell::get) == Lists::Atomic {
         return None;
     }
     KEY_FIELDS.into_iter().find(|key| {
-        items.iter().all(|item| {
-            item.get(*key)
-                .is_some_and(|v| v.is_string() || v.is_number())
-        })
+        let values: Vec<String> = items
+            .iter()
+            .filter_map(|item| {
+                item.get(*key)
+                    .filter(|v| v.is_string() || v.is_number())
+                    .map(key_text)
+            })
+            .collect();
+        values.len() == items.len()
+            && values
+                .iter()
+                .collect::<std::collections::BTreeSet<_>>()
+                .len()
+                == values.len()
     })
 }
 
@@ -236,7 +270,8 @@ pub(crate) fn merge(live: &mut Value, applied: &Value) {
             }
         }
         (Value::Array(target), Value::Array(source)) => {
-            let key = list_key(source).filter(|key| target.iter().all(|t| t.get(*key).is_some()));
+            let key =
+                list_key(source).filter(|key| target.is_empty() || list_key(target) == Some(*key));
             match key {
                 Some(key) => {
                     for item in source {
@@ -548,6 +583,20 @@ mod tests {
             2
         );
         assert_eq!(live["spec"]["containers"][1]["name"], "b");
+    }
+
+    #[test]
+    fn lists_whose_key_values_repeat_are_atomic() {
+        let mut live =
+            json!({"parameters": [{"key": "a", "type": "int"}, {"key": "b", "type": "int"}]});
+        let applied = json!({"parameters": [{"key": "c", "type": "int"}]});
+        merge(&mut live, &applied);
+        assert_eq!(live, applied);
+        let mut custom = json!({"items": [{"name": "a", "v": 1}]});
+        with_lists(Lists::Atomic, || {
+            merge(&mut custom, &json!({"items": [{"name": "b"}]}))
+        });
+        assert_eq!(custom, json!({"items": [{"name": "b"}]}));
     }
 
     #[test]

@@ -16,13 +16,18 @@
 //! ```
 //!
 //! Where to begin: `server.rs` for the HTTP side, `store.rs` for the semantics,
-//! `fields.rs` for server-side apply.
+//! `fields.rs` for server-side apply; `deployments.rs` and `kubelet.rs` for the
+//! process-backed cluster ([`DeploymentController`], [`Kubelet`]).
 
+mod deployments;
 mod fields;
 mod kinds;
+mod kubelet;
 mod selector;
 mod server;
 mod store;
 
 pub use axum::http::Method;
+pub use deployments::{DeploymentController, TEMPLATE_HASH};
+pub use kubelet::Kubelet;
 pub use server::{FakeApiServer, Fault, Request};

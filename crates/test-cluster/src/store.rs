@@ -179,6 +179,18 @@ impl Store {
         &mut self,
         kind: &Kind,
         namespace: &str,
+        body: Value,
+        manager: &str,
+    ) -> Result<Value, ApiError> {
+        fields::with_lists(lists_of(kind), || {
+            self.create_inner(kind, namespace, body, manager)
+        })
+    }
+
+    fn create_inner(
+        &mut self,
+        kind: &Kind,
+        namespace: &str,
         mut body: Value,
         manager: &str,
     ) -> Result<Value, ApiError> {
@@ -246,6 +258,20 @@ impl Store {
 
     /// A write to an existing object (or, for an apply, a new one).
     pub(crate) fn write(
+        &mut self,
+        kind: &Kind,
+        namespace: &str,
+        name: &str,
+        write: Write,
+        manager: &str,
+        status: bool,
+    ) -> Result<Value, ApiError> {
+        fields::with_lists(lists_of(kind), || {
+            self.write_inner(kind, namespace, name, write, manager, status)
+        })
+    }
+
+    fn write_inner(
         &mut self,
         kind: &Kind,
         namespace: &str,
@@ -600,6 +626,15 @@ impl Store {
             self.oldest = self.history.front().map_or(self.revision, |c| c.revision);
         }
         let _ = self.changes.send(change);
+    }
+}
+
+/// Built-in kinds merge lists by key; custom resources' lists are atomic.
+fn lists_of(kind: &Kind) -> fields::Lists {
+    if kinds::built_in(&kind.group, &kind.version, &kind.plural).is_some() {
+        fields::Lists::ByKey
+    } else {
+        fields::Lists::Atomic
     }
 }
 
