@@ -345,3 +345,83 @@ async fn objects_the_operator_did_not_create_are_left_alone_even_with_its_labels
     .await;
     assert!(maps.get_opt("demo-notes").await.unwrap().is_some());
 }
+
+#[tokio::test]
+async fn the_autoscaler_follows_consumer_lag_and_records_each_decision() {
+    use runnel_backend::{ProducerConfig, Record};
+    let server = cluster().await;
+    let operator = Operator::start(&server, config("one"));
+    let client = client(&server);
+    // 60 records on the logger's inlet topic, none committed by its group.
+    let backend = operator.backend.clone();
+    backend
+        .create_topic(&runnel_backend::TopicSpec::new("numbers-demo", 3))
+        .await
+        .unwrap();
+    let producer = backend.producer(&ProducerConfig::default()).await.unwrap();
+    for index in 0..60u32 {
+        producer
+            .send("numbers-demo", index % 3, Record::new(vec![1u8]))
+            .await
+            .unwrap()
+            .await
+            .unwrap();
+    }
+    let apps: Api<Application> = Api::default_namespaced(client.clone());
+    let mut app = application("demo");
+    for assignment in [
+        "scaling.log.max-replicas=5",
+        "scaling.log.target-lag=10",
+        "scaling.log.cooldown=1s",
+    ] {
+        app.spec.configuration.assign(assignment).unwrap();
+    }
+    apps.create(&PostParams::default(), &app).await.unwrap();
+    let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
+    // 60 records at 10 per replica wants 6, capped at max-replicas 5 and then at the 3
+    // partitions of the inlet.
+    eventually(LIMIT, "three loggers", || async {
+        (deployment(&deployments, "demo-log").await?.spec?.replicas == Some(3)).then_some(())
+    })
+    .await;
+    let status = eventually(LIMIT, "the autoscaler in the status", || async {
+        let status = apps.get("demo").await.ok()?.status?;
+        let streamlet = status.streamlets.into_iter().find(|s| s.name == "log")?;
+        streamlet.autoscaling.filter(|a| a.replicas == 3)
+    })
+    .await;
+    assert_eq!(status.lag, 60);
+    assert!(
+        status.reason.contains("the partitions of its inlets"),
+        "{}",
+        status.reason
+    );
+    let events: Api<Event> = Api::default_namespaced(client);
+    eventually(LIMIT, "an Autoscaled event", || async {
+        reasons(&events, "demo")
+            .await
+            .contains(&"Autoscaled".to_owned())
+            .then_some(())
+    })
+    .await;
+    // The group catches up: the autoscaler scales back down to the minimum.
+    let offsets: Vec<runnel_backend::CommitOffset> = (0..3)
+        .map(|partition| runnel_backend::CommitOffset {
+            topic: "numbers-demo".into(),
+            partition,
+            offset: 20,
+        })
+        .collect();
+    let consumer = backend
+        .consumer(&runnel_backend::ConsumerConfig::new(
+            "demo.log.in",
+            ["numbers-demo"],
+        ))
+        .await
+        .unwrap();
+    consumer.commit(&offsets).await.unwrap();
+    eventually(Duration::from_secs(60), "one logger again", || async {
+        (deployment(&deployments, "demo-log").await?.spec?.replicas == Some(1)).then_some(())
+    })
+    .await;
+}
