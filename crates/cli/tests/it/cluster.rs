@@ -273,10 +273,24 @@ fn deploy_scale_configure_and_undeploy_through_the_cli() {
         "replicas set before stay"
     );
 
-    // scale, configure (rolling only the logger), configuration (masked).
+    // scale (retrying a write that meets a concurrent change), configure (rolling only
+    // the logger), configuration (masked).
+    cluster.server.fail_next(runnel_test_cluster::Fault {
+        method: Some(runnel_test_cluster::Method::PUT),
+        path_contains: "/applications/demo".to_owned(),
+        code: 409,
+        times: 1,
+    });
     let (code, printed, errors) = cluster.runnel(&["scale", "demo", "log=3"]);
     assert_eq!(code, 0, "{errors}");
     assert!(printed.contains("~ log: 1 -> 3 replicas"), "{printed}");
+    let puts = cluster
+        .server
+        .requests()
+        .iter()
+        .filter(|r| r.method == "PUT" && r.path.ends_with("/applications/demo"))
+        .count();
+    assert_eq!(puts, 2, "the conflict was retried once");
     cluster.eventually("three loggers", |c| {
         (c.deployment("demo-log")?.spec?.replicas == Some(3)).then_some(())
     });
