@@ -16,6 +16,7 @@ use streamlets::{generator, logger, to_metrics, validation};
 /// The app with its streamlet types registered.
 pub fn app() -> runnel::App {
     runnel::App::new("sensor-data")
+        .version(env!("CARGO_PKG_VERSION"))
         .streamlet("generator", || generator::Generator)
         .streamlet("to-metrics", to_metrics::streamlet)
         .streamlet("validation", validation::streamlet)
