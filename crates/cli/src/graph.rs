@@ -1,6 +1,6 @@
 //! `runnel graph`: draw a blueprint as text, dot or mermaid.
 
-use std::io::Write as _;
+use std::io::Write;
 
 use runnel_blueprint::{Verification, graph, parse, render_human, verify};
 
@@ -9,7 +9,11 @@ use crate::{Outcome, read, read_descriptor};
 
 /// Prints the graph on standard output and any warnings on standard error; a blueprint with
 /// errors is not drawn, its report goes to standard error instead.
-pub(crate) fn run(args: &GraphArgs) -> anyhow::Result<Outcome> {
+pub(crate) fn run(
+    args: &GraphArgs,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<Outcome> {
     let descriptor = args
         .descriptor
         .as_deref()
@@ -24,7 +28,7 @@ pub(crate) fn run(args: &GraphArgs) -> anyhow::Result<Outcome> {
         None => parse(&args.blueprint, &text),
     };
     if !diagnostics.is_empty() {
-        std::io::stderr().write_all(render_human(&diagnostics, &text).as_bytes())?;
+        err.write_all(render_human(&diagnostics, &text).as_bytes())?;
     }
     let Some(blueprint) = blueprint else {
         return Ok(Outcome::Failed);
@@ -34,6 +38,6 @@ pub(crate) fn run(args: &GraphArgs) -> anyhow::Result<Outcome> {
         GraphFormat::Dot => graph::render_dot(&blueprint),
         GraphFormat::Mermaid => graph::render_mermaid(&blueprint),
     };
-    std::io::stdout().write_all(drawing.as_bytes())?;
+    out.write_all(drawing.as_bytes())?;
     Ok(Outcome::Passed)
 }

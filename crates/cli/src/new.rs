@@ -32,7 +32,7 @@ const BUILT_FROM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../runnel");
 /// Where Runnel is published; an app can depend on it by git until it is on crates.io.
 const REPOSITORY: &str = "https://github.com/runnel-dev/runnel";
 
-pub(crate) fn run(args: &NewArgs) -> anyhow::Result<Outcome> {
+pub(crate) fn run(args: &NewArgs, out: &mut dyn std::io::Write) -> anyhow::Result<Outcome> {
     let name = &args.name;
     check_name(name)?;
     let directory = args
@@ -54,11 +54,12 @@ pub(crate) fn run(args: &NewArgs) -> anyhow::Result<Outcome> {
             .replace("__RUNNEL__", &runnel);
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
     }
-    println!(
+    writeln!(
+        out,
         "created {name} in {}\n\n  cd {}\n  cargo test        # the streamlet's test\n  cargo run -- run  # the app, on the embedded log",
         directory.display(),
         directory.display()
-    );
+    )?;
     Ok(Outcome::Passed)
 }
 

@@ -1,6 +1,6 @@
 //! `runnel verify`: check a blueprint against an app descriptor, without building anything.
 
-use std::io::Write as _;
+use std::io::Write;
 
 use runnel_blueprint::{render_human, render_json, verify};
 
@@ -8,7 +8,7 @@ use crate::args::{ReportFormat, VerifyArgs};
 use crate::{Outcome, read, read_descriptor};
 
 /// Prints the report on standard output; fails on errors, and on warnings when denied.
-pub(crate) fn run(args: &VerifyArgs) -> anyhow::Result<Outcome> {
+pub(crate) fn run(args: &VerifyArgs, out: &mut dyn Write) -> anyhow::Result<Outcome> {
     let descriptor = read_descriptor(&args.descriptor)?;
     let text = read(&args.blueprint, "blueprint")?;
     let verification = verify(&args.blueprint, &text, &descriptor);
@@ -16,7 +16,7 @@ pub(crate) fn run(args: &VerifyArgs) -> anyhow::Result<Outcome> {
         ReportFormat::Human => render_human(&verification.diagnostics, &text),
         ReportFormat::Json => render_json(&verification.diagnostics),
     };
-    std::io::stdout().write_all(report.as_bytes())?;
+    out.write_all(report.as_bytes())?;
     let failed = verification.has_errors() || (args.deny_warnings && verification.has_warnings());
     Ok(if failed {
         Outcome::Failed

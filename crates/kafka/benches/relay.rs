@@ -227,7 +227,8 @@ fn bare_relay(config: &KafkaConfig, records: usize, run: usize, work: Work) -> T
         let payload = match work {
             Work::Copy => payload,
             Work::DirectMap => {
-                let mut reading: Reading = serde_avro_fast::from_datum_slice(payload, &fast).unwrap();
+                let mut reading: Reading =
+                    serde_avro_fast::from_datum_slice(payload, &fast).unwrap();
                 reading.celsius = reading.celsius * 1.8 + 32.0;
                 mapped = serde_avro_fast::to_datum_vec(&reading, &mut fast_writer).unwrap();
                 &mapped[..]

@@ -5,10 +5,12 @@
 //! source ─► readings ─► scale ─► scaled ─► sink
 //! ```
 //!
-//! The source emits N readings as fast as the log takes them, `scale` maps each one, and
-//! `sink` consumes them; the run ends when the sink has read everything (bounded input), so
-//! the time covers producing, fsyncs, consuming, decoding, encoding and committing every
-//! record at every stage.
+//! The source encodes and sends N readings as fast as the log takes them (it reads and
+//! commits nothing); `scale` reads, decodes, maps, encodes and sends each one, committing its
+//! input after the output is acknowledged; `sink` reads, decodes and commits each one (it
+//! sends nothing). The run ends when the sink has read everything (bounded input), so the
+//! time covers every record's two appends (fsynced in group commits), two reads, two decodes,
+//! two encodes and two commits.
 //!
 //! `cargo bench -p runnel --bench pipeline -- [records] [runs]` (default 1,000,000 and 3).
 

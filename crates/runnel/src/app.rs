@@ -31,11 +31,13 @@ use crate::commands;
 /// }
 /// ```
 ///
-/// The binary then understands `describe`, `verify [BLUEPRINT]`, `run [BLUEPRINT]` and
-/// `run-streamlet INSTANCE [BLUEPRINT]`; `--help` lists their options.
+/// The binary then understands `describe`, `verify [BLUEPRINT]`, `run [BLUEPRINT]`,
+/// `run-streamlet INSTANCE [BLUEPRINT]`, `status` and `build [BLUEPRINT]` (an image and an
+/// Application for Kubernetes); `--help` lists their options.
 #[derive(Debug)]
 pub struct App {
     name: String,
+    version: Option<String>,
     registry: Registry,
 }
 
@@ -44,8 +46,16 @@ impl App {
     pub fn new(name: &str) -> Self {
         App {
             name: name.to_owned(),
+            version: None,
             registry: Registry::new(),
         }
+    }
+
+    /// The app's version, which `build` puts into the image and the Application
+    /// (`.version(env!("CARGO_PKG_VERSION"))` takes the crate's).
+    pub fn version(mut self, version: &str) -> Self {
+        self.version = Some(version.to_owned());
+        self
     }
 
     /// Registers a streamlet type under `type_name`, the name blueprints use. `factory` makes
@@ -153,6 +163,9 @@ impl App {
                 let descriptor = self.registry.descriptor(&self.name);
                 let ran = runnel_tools::run(&command, Some(&self.name), Some(&descriptor));
                 Ok(runtime().block_on(ran)?)
+            }
+            Command::Build(args) => {
+                crate::build::build(&self.name, self.version.as_deref(), &self.registry, &args)
             }
             Command::RunStreamlet { instance, run } => runtime().block_on(commands::run_command(
                 &self.name,

@@ -35,6 +35,36 @@ pub(crate) enum Command {
     Status(runnel_status::StatusArgs),
     #[command(flatten)]
     Tools(runnel_tools::ToolCommand),
+    /// Write what a Kubernetes cluster needs to run this app, without Docker: an OCI image
+    /// (a layout directory and docker-archive and oci-archive tarballs) and the Application
+    /// resource for `runnel deploy`.
+    Build(BuildArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct BuildArgs {
+    /// The blueprint file.
+    #[arg(default_value = "blueprint.toml")]
+    pub(crate) blueprint: PathBuf,
+    /// The image reference the cluster pulls, registry/name:tag; default <app>:<version>.
+    #[arg(long, value_name = "REFERENCE")]
+    pub(crate) image: Option<String>,
+    /// The app's version; default: the version the app declares (App::version), else 0.0.0.
+    #[arg(long = "app-version", value_name = "VERSION")]
+    pub(crate) version: Option<String>,
+    /// Where to write the image and the Application.
+    #[arg(long, value_name = "DIR", default_value = "runnel-build")]
+    pub(crate) output: PathBuf,
+    /// Configuration the Application carries as defaults (docs/kubernetes.md has the
+    /// format); repeatable, later files win.
+    #[arg(long = "conf", value_name = "FILE")]
+    pub(crate) conf: Vec<PathBuf>,
+    /// A configuration default as key=value, over the files (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub(crate) sets: Vec<String>,
+    /// The Kafka bootstrap servers the app uses on the cluster; default: the operator's.
+    #[arg(long, value_name = "BOOTSTRAP")]
+    pub(crate) kafka: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -64,10 +94,11 @@ pub(crate) struct RunArgs {
     /// The blueprint file.
     #[arg(default_value = "blueprint.toml")]
     pub(crate) blueprint: PathBuf,
-    /// Parameter values ([streamlets.<instance>] tables); default: local.toml beside the
-    /// blueprint, if present.
+    /// Parameter values ([streamlets.<instance>] tables) and Kafka settings ([kafka]);
+    /// repeatable, later files win key by key; default: local.toml beside the blueprint, if
+    /// present.
     #[arg(long, value_name = "FILE")]
-    pub(crate) config: Option<PathBuf>,
+    pub(crate) config: Vec<PathBuf>,
     /// Set a parameter, overriding the config file (repeatable).
     #[arg(long = "set", value_name = "INSTANCE.KEY=VALUE")]
     pub(crate) sets: Vec<String>,

@@ -21,7 +21,7 @@ pub(crate) fn describe(app: &str, registry: &Registry) -> Result<(), AppError> {
     Ok(())
 }
 
-fn read(path: &Path) -> Result<String, AppError> {
+pub(crate) fn read(path: &Path) -> Result<String, AppError> {
     std::fs::read_to_string(path).map_err(|source| AppError::Read {
         path: path.to_owned(),
         source,
@@ -56,7 +56,11 @@ pub(crate) fn verify_command(
 }
 
 /// Verifies the blueprint for a run; prints the report and refuses to go on with errors.
-fn checked_blueprint(app: &str, registry: &Registry, path: &Path) -> Result<Blueprint, AppError> {
+pub(crate) fn checked_blueprint(
+    app: &str,
+    registry: &Registry,
+    path: &Path,
+) -> Result<Blueprint, AppError> {
     let text = read(path)?;
     let verification = verify(path, &text, &registry.descriptor(app));
     if !verification.diagnostics.is_empty() {
@@ -68,14 +72,18 @@ fn checked_blueprint(app: &str, registry: &Registry, path: &Path) -> Result<Blue
 }
 
 fn local_config(args: &RunArgs) -> Result<LocalConfig, AppError> {
-    let path = match &args.config {
-        Some(path) => Some(path.clone()),
-        None => Some(beside(&args.blueprint, LOCAL_CONFIG)).filter(|path| path.exists()),
+    let paths = if args.config.is_empty() {
+        Some(beside(&args.blueprint, LOCAL_CONFIG))
+            .filter(|path| path.exists())
+            .into_iter()
+            .collect()
+    } else {
+        args.config.clone()
     };
-    let mut config = match path {
-        Some(path) => LocalConfig::parse(&path, &read(&path)?)?,
-        None => LocalConfig::default(),
-    };
+    let mut config = LocalConfig::default();
+    for path in paths {
+        config.merge(LocalConfig::parse(&path, &read(&path)?)?);
+    }
     for assignment in &args.sets {
         config.set(assignment)?;
     }

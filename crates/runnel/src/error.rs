@@ -66,6 +66,21 @@ pub enum AppError {
     /// A topic or offset tool failed.
     #[error(transparent)]
     Tool(#[from] runnel_tools::ToolError),
+    /// `build`'s configuration has problems, each listed.
+    #[error("invalid configuration:\n  {}", .0.join("\n  "))]
+    BuildConfiguration(Vec<String>),
+    /// The image could not be built or written.
+    #[error(transparent)]
+    Image(#[from] runnel_image::Error),
+    /// A file could not be written.
+    #[error("writing {} failed", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
     /// Printing the descriptor failed.
     #[error("writing the descriptor failed")]
     Describe(#[source] serde_json::Error),

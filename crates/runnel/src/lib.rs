@@ -29,6 +29,7 @@
 
 mod app;
 mod backplane;
+mod build;
 mod cli;
 mod commands;
 mod error;

@@ -150,6 +150,25 @@ impl LocalConfig {
         Ok(LocalConfig { values, kafka })
     }
 
+    /// Puts `later` over this config: its values win key by key, the rest stays. A pod
+    /// reads its public and its secret configuration as two files this way.
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use runnel_runtime::LocalConfig;
+    /// let mut config = LocalConfig::parse(Path::new("a.toml"), "[streamlets.g]\ncount = 5\nrate = 1\n")?;
+    /// config.merge(LocalConfig::parse(Path::new("b.toml"), "[streamlets.g]\ncount = 7\n[kafka]\n\"sasl.password\" = \"pw\"\n")?);
+    /// assert_eq!((config.values_for("g")["count"].as_str(), config.values_for("g")["rate"].as_str()), ("7", "1"));
+    /// assert_eq!(config.kafka_settings()["sasl.password"], "pw");
+    /// # Ok::<(), runnel_runtime::ConfigError>(())
+    /// ```
+    pub fn merge(&mut self, later: LocalConfig) {
+        for (instance, values) in later.values {
+            self.values.entry(instance).or_default().extend(values);
+        }
+        self.kafka.extend(later.kafka);
+    }
+
     /// Kafka client settings from the `[kafka]` table, keys with Kafka's dotted names.
     pub fn kafka_settings(&self) -> &BTreeMap<String, String> {
         &self.kafka

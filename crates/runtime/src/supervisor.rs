@@ -78,6 +78,16 @@ pub enum Outcome {
     Stopped,
 }
 
+/// How a run of an instance failed.
+struct Failure {
+    /// The kind, as metric labels and `restarts_by_kind` name it.
+    kind: &'static str,
+    /// What to report.
+    message: String,
+    /// Whether the record in hand may be at fault (not an external system being away).
+    blames_the_record: bool,
+}
+
 /// What a supervisor needs besides the instance plan.
 #[derive(Clone, Debug)]
 pub(crate) struct Supervision {
@@ -137,20 +147,30 @@ pub(crate) async fn supervise(
                 status.set_state(InstanceState::Finished);
                 return Outcome::Finished;
             }
-            Ok(Err(error)) => (
-                error.kind().label(),
-                format!("{} error: {error:#}", error.kind().label()),
-            ),
-            Err(join) if join.is_panic() => (
-                "panic",
-                format!("panicked: {}", panic_message(join.into_panic())),
-            ),
-            Err(join) => ("aborted", format!("was aborted: {join}")),
+            Ok(Err(error)) => Failure {
+                kind: error.kind().label(),
+                message: format!("{} error: {error:#}", error.kind().label()),
+                // A broker or service being away is no fault of the record in hand.
+                blames_the_record: error.kind() != ErrorKind::External,
+            },
+            Err(join) if join.is_panic() => Failure {
+                kind: "panic",
+                message: format!("panicked: {}", panic_message(join.into_panic())),
+                blames_the_record: true,
+            },
+            Err(join) => Failure {
+                kind: "aborted",
+                message: format!("was aborted: {join}"),
+                blames_the_record: false,
+            },
         };
-        let (kind, failure) = failure;
+        let Failure {
+            kind,
+            message: failure,
+            blames_the_record,
+        } = failure;
         status.record_failure(kind, failure.clone());
-        // A broker or service being away is no fault of the record in hand.
-        if kind != ErrorKind::External.label()
+        if blames_the_record
             && let Some(failures) = attempts.record_failure(&failure)
             && failures >= attempts.max_attempts()
         {

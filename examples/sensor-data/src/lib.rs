@@ -17,6 +17,7 @@ use streamlets::{generator, http_ingress, logger, to_metrics, validation};
 /// The app with its streamlet types registered.
 pub fn app() -> runnel::App {
     runnel::App::new("sensor-data")
+        .version(env!("CARGO_PKG_VERSION"))
         .streamlet("generator", || generator::Generator)
         .streamlet("http-ingress", http_ingress::streamlet)
         .streamlet("http-lines-ingress", http_ingress::lines)

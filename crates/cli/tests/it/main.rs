@@ -1,5 +1,8 @@
 //! End-to-end tests of the `runnel` binary on the blueprint fixtures, as one test binary.
 
+/// `runnel deploy | list | status | scale | configure | configuration | version | undeploy`
+/// against the fake API server with an operator, and kubectl running the plugin.
+mod cluster;
 /// `runnel graph`: formats, and what happens to blueprints with problems.
 mod graph;
 /// `runnel new`: the generated app builds and passes its test.

@@ -85,18 +85,3 @@ fn status_of_nothing_running_says_where_it_looked() {
         run.stderr
     );
 }
-
-#[test]
-fn status_of_another_app_than_asked_is_an_error() {
-    let address = fake_admin_endpoint();
-    let run = runnel(&["status", "--app", "sensor-data", "--admin", &address]);
-    assert_eq!(run.code, 1);
-    assert_eq!(
-        run.stderr,
-        format!(
-            "error: the process at http://{address}/api/status runs app 'demo', not 'sensor-data'\n"
-        )
-    );
-    let run = runnel(&["status", "--app", "demo", "--admin", &address]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-}

@@ -7,9 +7,11 @@ mod bounded_run; // a bounded run routes every metric and exits on its own
 mod crash; // kill -9 mid-stream, run again: nothing acknowledged is lost
 mod hardening; // on Kafka: poison records of every size, a paused broker
 mod http_ingress; // the HTTP variant: a 200 survives kill -9 right after it
+mod image; // `build`: the image (skopeo, chroot `describe`) and the Application YAML
 mod interop; // a Python confluent-kafka client feeds the app on Kafka and reads its outputs
 mod kafka; // `run --kafka`: the whole graph on a Kafka broker, outputs read by a plain consumer
 mod kafka_support; // tansu-backed runs and a plain Kafka consumer
+mod kubernetes; // build, deploy, scale, configure, kill, undeploy on a process-backed cluster
 mod observability; // metrics, lag, status and the web view in headless Chromium
 mod refusals; // bad blueprints and parameters stop the run before it starts
 mod scaling; // two run-streamlet processes share partitions; kill -9 one; nothing lost

@@ -297,3 +297,46 @@ fn on_kafka_the_metrics_carry_the_lag_librdkafka_reports() {
     );
     stop(running);
 }
+
+/// An app's `status` checks that the endpoint it reached runs that app, and exits 1 (as
+/// `runnel status` does) when nothing answers.
+#[test]
+fn status_refuses_another_apps_endpoint_and_says_when_nothing_answers() {
+    // Another app's admin endpoint: answers every request with its status.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        let body = r#"{"app":"demo","ready":true,"streamlets":[],"topics":[]}"#;
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = [0u8; 1024];
+            let _ = stream.read(&mut request);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    let status = |admin: &str| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_sensor-data"));
+        command.args(["status", "--admin", admin]);
+        run_to_end(command, Duration::from_secs(30))
+    };
+    let other = status(&address);
+    assert_eq!(other.status.code(), Some(1));
+    assert_eq!(
+        crate::support::stderr_of(&other),
+        format!(
+            "error: the process at http://{address}/api/status runs app 'demo', not 'sensor-data'\n"
+        )
+    );
+    let nothing = status("127.0.0.1:1");
+    assert_eq!(nothing.status.code(), Some(1));
+    assert!(
+        crate::support::stderr_of(&nothing)
+            .starts_with("error: no runnel process answered at http://127.0.0.1:1/api/status"),
+        "{}",
+        crate::support::stderr_of(&nothing)
+    );
+}

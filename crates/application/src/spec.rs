@@ -1,0 +1,157 @@
+//! [`ApplicationSpec`]: what a user asks the cluster to run.
+
+use std::collections::BTreeMap;
+
+use runnel_blueprint::descriptor::AppDescriptor;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::Configuration;
+
+/// The API group of the Application resource.
+pub const GROUP: &str = "runnel.dev";
+/// The version of the Application resource.
+pub const VERSION: &str = "v1alpha1";
+/// `apiVersion` of Application objects: `runnel.dev/v1alpha1`.
+pub const API_VERSION: &str = "runnel.dev/v1alpha1";
+/// The kind.
+pub const KIND: &str = "Application";
+/// The plural used in API paths.
+pub const PLURAL: &str = "applications";
+
+/// The protocol between the `runnel` CLI (which writes Applications) and the operator (which
+/// reads them). It changes whenever one side writes something the other side of the
+/// previous protocol would misread; both refuse a mismatch and say which side to upgrade.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The desired state of one Runnel app on a cluster: which image runs it, the blueprint and
+/// descriptor it was built with, the streamlets with their replicas, the topics, and the
+/// configuration.
+///
+/// `app build` writes it (with [`ApplicationDocument`](crate::ApplicationDocument)); `runnel
+/// deploy` adds the user's configuration and creates it; the operator turns it into topics,
+/// ConfigMaps, Secrets, Deployments and Services.
+///
+/// ```
+/// use runnel_application::ApplicationSpec;
+/// let spec: ApplicationSpec = serde_json::from_value(serde_json::json!({
+///     "protocolVersion": 1, "version": "0.1.0", "image": "registry.example/app:0.1.0",
+///     "blueprint": "name = \"app\"",
+///     "descriptor": {"descriptor-version": 1, "app": "app", "streamlets": []},
+///     "streamlets": [{"name": "gen", "type": "generator"}],
+///     "topics": []
+/// }))?;
+/// assert_eq!(spec.streamlets[0].replicas, 1);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApplicationSpec {
+    /// The protocol version of the `runnel` that wrote this spec (see `runnel version`).
+    pub protocol_version: u32,
+    /// The app's version (shown by `runnel list`, set as `app.kubernetes.io/version`).
+    pub version: String,
+    /// The image reference every streamlet's pod runs, `registry/name:tag`.
+    pub image: String,
+    /// Secrets in the namespace that hold credentials for pulling the image.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub image_pull_secrets: Vec<String>,
+    /// The blueprint (`blueprint.toml`) as text.
+    pub blueprint: String,
+    /// The app descriptor (`app describe`), which the blueprint and the configuration are
+    /// checked against.
+    #[schemars(schema_with = "crate::schema::free_form_object")]
+    pub descriptor: AppDescriptor,
+    /// The streamlet instances of the blueprint, with their replicas.
+    pub streamlets: Vec<StreamletSpec>,
+    /// The topics of the blueprint.
+    pub topics: Vec<TopicSpec>,
+    /// Which Kafka cluster the app uses.
+    #[serde(default, skip_serializing_if = "KafkaSpec::is_default")]
+    pub kafka: KafkaSpec,
+    /// Configuration that came with the app (`app build --conf`); replaced by every deploy.
+    #[serde(default, skip_serializing_if = "Configuration::is_empty")]
+    pub defaults: Configuration,
+    /// Configuration the user set with `runnel deploy` and `runnel configure`; kept across
+    /// deploys, wins over `defaults`. Holds no secret values.
+    #[serde(default, skip_serializing_if = "Configuration::is_empty")]
+    pub configuration: Configuration,
+    /// The Secret (in the Application's namespace) that holds the secret values of the
+    /// user's configuration, as a configuration file under the key `configuration.toml`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_configuration: Option<String>,
+}
+
+impl ApplicationSpec {
+    /// The streamlet instance called `name`.
+    pub fn streamlet(&self, name: &str) -> Option<&StreamletSpec> {
+        self.streamlets
+            .iter()
+            .find(|streamlet| streamlet.name == name)
+    }
+
+    /// The user's configuration over the app's defaults (secret values not included).
+    pub fn effective_configuration(&self) -> Configuration {
+        let mut configuration = self.defaults.clone();
+        configuration.overlay(&self.configuration);
+        configuration
+    }
+}
+
+/// A streamlet instance and how many pods run it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StreamletSpec {
+    /// The instance name from the blueprint.
+    pub name: String,
+    /// The streamlet type it runs.
+    #[serde(rename = "type")]
+    pub type_name: String,
+    /// How many pods run it (`runnel scale`); an autoscaled streamlet starts with this many.
+    #[serde(default = "one")]
+    pub replicas: i32,
+}
+
+fn one() -> i32 {
+    1
+}
+
+/// A topic of the blueprint.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TopicSpec {
+    /// The topic's name on Kafka.
+    pub name: String,
+    /// The partition count to create it with (the blueprint's, else 1, as `app run` does).
+    pub partitions: i32,
+    /// The replication factor to create it with; the broker's default when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replication_factor: Option<i32>,
+    /// Whether the operator creates it (it never deletes topics).
+    pub managed: bool,
+    /// Topic settings with Kafka's names (`retention.ms`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub config: BTreeMap<String, String>,
+    /// The outlets that write it, `instance.port`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub producers: Vec<String>,
+    /// The inlets that read it, `instance.port`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub consumers: Vec<String>,
+}
+
+/// The Kafka cluster of an app.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KafkaSpec {
+    /// Bootstrap servers, `host:port[,host:port...]`; the operator's `--kafka` when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bootstrap_servers: Option<String>,
+}
+
+impl KafkaSpec {
+    /// Whether nothing is set.
+    pub fn is_default(&self) -> bool {
+        *self == KafkaSpec::default()
+    }
+}

@@ -1,0 +1,288 @@
+//! The objects that install the operator: a ServiceAccount, least-privilege RBAC (namespaced
+//! by default), the operator's Deployment (two replicas with leader election), and a Role
+//! for the people who deploy apps with `runnel`.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
+use k8s_openapi::api::core::v1::{
+    Capabilities, Container, EnvVar, EnvVarSource, ObjectFieldSelector, PodSecurityContext,
+    PodSpec, PodTemplateSpec, ResourceRequirements, SeccompProfile, SecurityContext,
+    ServiceAccount,
+};
+use k8s_openapi::api::rbac::v1::{
+    ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use serde_json::Value;
+
+/// The name of the operator's ServiceAccount, Role, binding and Deployment.
+pub const OPERATOR: &str = "runnel-operator";
+/// The name of the Role for people who deploy apps.
+pub const DEPLOYER: &str = "runnel-deployer";
+
+/// What to install.
+#[derive(Clone, Debug)]
+pub struct Install {
+    /// The operator's namespace (and, unless cluster-wide, the only one it manages).
+    pub namespace: String,
+    /// The operator image (the `runnel` binary; `runnel operator image` builds one).
+    pub image: String,
+    /// The default Kafka cluster for Applications that name none.
+    pub kafka: Option<String>,
+    /// Manage every namespace (a ClusterRole) instead of its own (a Role).
+    pub cluster_wide: bool,
+}
+
+/// Every object, in the order to apply them, as JSON values (one YAML document each).
+pub fn install(install: &Install) -> Vec<Value> {
+    let labels = BTreeMap::from([
+        ("app.kubernetes.io/name".to_owned(), OPERATOR.to_owned()),
+        ("app.kubernetes.io/part-of".to_owned(), "runnel".to_owned()),
+    ]);
+    let meta = |name: &str, namespaced: bool| ObjectMeta {
+        name: Some(name.to_owned()),
+        namespace: namespaced.then(|| install.namespace.clone()),
+        labels: Some(labels.clone()),
+        ..ObjectMeta::default()
+    };
+    let rules = operator_rules();
+    let subject = Subject {
+        kind: "ServiceAccount".to_owned(),
+        name: OPERATOR.to_owned(),
+        namespace: Some(install.namespace.clone()),
+        api_group: None,
+    };
+    let mut objects = vec![to_value(&ServiceAccount {
+        metadata: meta(OPERATOR, true),
+        ..ServiceAccount::default()
+    })];
+    if install.cluster_wide {
+        objects.push(to_value(&ClusterRole {
+            metadata: meta(OPERATOR, false),
+            rules: Some(rules),
+            aggregation_rule: None,
+        }));
+        objects.push(to_value(&ClusterRoleBinding {
+            metadata: meta(OPERATOR, false),
+            role_ref: role_ref("ClusterRole", OPERATOR),
+            subjects: Some(vec![subject]),
+        }));
+    } else {
+        objects.push(to_value(&Role {
+            metadata: meta(OPERATOR, true),
+            rules: Some(rules),
+        }));
+        objects.push(to_value(&RoleBinding {
+            metadata: meta(OPERATOR, true),
+            role_ref: role_ref("Role", OPERATOR),
+            subjects: Some(vec![subject]),
+        }));
+    }
+    // Leases are always in the operator's own namespace.
+    if install.cluster_wide {
+        let lease = format!("{OPERATOR}-lease");
+        objects.push(to_value(&Role {
+            metadata: meta(&lease, true),
+            rules: Some(vec![rule(
+                "coordination.k8s.io",
+                &["leases"],
+                &["get", "create", "update"],
+            )]),
+        }));
+        objects.push(to_value(&RoleBinding {
+            metadata: meta(&lease, true),
+            role_ref: role_ref("Role", &lease),
+            subjects: Some(vec![Subject {
+                kind: "ServiceAccount".to_owned(),
+                name: OPERATOR.to_owned(),
+                namespace: Some(install.namespace.clone()),
+                api_group: None,
+            }]),
+        }));
+    }
+    objects.push(to_value(&Role {
+        metadata: meta(DEPLOYER, true),
+        rules: Some(deployer_rules()),
+    }));
+    objects.push(to_value(&deployment(install, &labels)));
+    objects
+}
+
+/// What the operator may do: read Applications and write their status; manage the
+/// ConfigMaps, Secrets, Services and Deployments of streamlets; read pods; hold its lease;
+/// publish Events.
+fn operator_rules() -> Vec<PolicyRule> {
+    vec![
+        rule("runnel.dev", &["applications"], &["get", "list", "watch"]),
+        rule(
+            "runnel.dev",
+            &["applications/status"],
+            &["get", "patch", "update"],
+        ),
+        rule(
+            "apps",
+            &["deployments"],
+            &[
+                "get", "list", "watch", "create", "patch", "update", "delete",
+            ],
+        ),
+        rule(
+            "",
+            &["configmaps", "secrets", "services"],
+            &[
+                "get", "list", "watch", "create", "patch", "update", "delete",
+            ],
+        ),
+        rule("", &["pods"], &["get", "list", "watch"]),
+        rule(
+            "coordination.k8s.io",
+            &["leases"],
+            &["get", "create", "update"],
+        ),
+        rule("events.k8s.io", &["events"], &["create", "patch"]),
+    ]
+}
+
+/// What `runnel deploy | undeploy | scale | configure | status | version` need.
+fn deployer_rules() -> Vec<PolicyRule> {
+    vec![
+        rule(
+            "runnel.dev",
+            &["applications"],
+            &[
+                "get", "list", "watch", "create", "patch", "update", "delete",
+            ],
+        ),
+        rule(
+            "",
+            &["secrets"],
+            &["get", "create", "patch", "update", "delete"],
+        ),
+        rule("", &["pods"], &["get", "list"]),
+        rule("", &["pods/proxy"], &["get"]),
+        rule("coordination.k8s.io", &["leases"], &["get"]),
+    ]
+}
+
+fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> PolicyRule {
+    PolicyRule {
+        api_groups: Some(vec![group.to_owned()]),
+        resources: Some(resources.iter().map(|r| (*r).to_owned()).collect()),
+        verbs: verbs.iter().map(|v| (*v).to_owned()).collect(),
+        ..PolicyRule::default()
+    }
+}
+
+fn role_ref(kind: &str, name: &str) -> RoleRef {
+    RoleRef {
+        api_group: "rbac.authorization.k8s.io".to_owned(),
+        kind: kind.to_owned(),
+        name: name.to_owned(),
+    }
+}
+
+fn deployment(install: &Install, labels: &BTreeMap<String, String>) -> Deployment {
+    let field = |name: &str, path: &str| EnvVar {
+        name: name.to_owned(),
+        value: None,
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: path.to_owned(),
+                api_version: None,
+            }),
+            ..EnvVarSource::default()
+        }),
+    };
+    let mut args = vec!["operator".to_owned(), "run".to_owned()];
+    if install.cluster_wide {
+        args.push("--all-namespaces".to_owned());
+    } else {
+        args.extend(["--namespace".to_owned(), "$(POD_NAMESPACE)".to_owned()]);
+    }
+    args.extend([
+        "--lease-namespace".to_owned(),
+        "$(POD_NAMESPACE)".to_owned(),
+        "--identity".to_owned(),
+        "$(POD_NAME)".to_owned(),
+    ]);
+    if let Some(kafka) = &install.kafka {
+        args.extend(["--kafka".to_owned(), kafka.clone()]);
+    }
+    let quantity = |cpu: &str, memory: &str| {
+        BTreeMap::from([
+            ("cpu".to_owned(), Quantity(cpu.to_owned())),
+            ("memory".to_owned(), Quantity(memory.to_owned())),
+        ])
+    };
+    Deployment {
+        metadata: ObjectMeta {
+            name: Some(OPERATOR.to_owned()),
+            namespace: Some(install.namespace.clone()),
+            labels: Some(labels.clone()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(DeploymentSpec {
+            replicas: Some(2),
+            selector: LabelSelector {
+                match_labels: Some(labels.clone()),
+                match_expressions: None,
+            },
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(labels.clone()),
+                    ..ObjectMeta::default()
+                }),
+                spec: Some(PodSpec {
+                    service_account_name: Some(OPERATOR.to_owned()),
+                    containers: vec![Container {
+                        name: "operator".to_owned(),
+                        image: Some(install.image.clone()),
+                        args: Some(args),
+                        env: Some(vec![
+                            field("POD_NAME", "metadata.name"),
+                            field("POD_NAMESPACE", "metadata.namespace"),
+                        ]),
+                        resources: Some(ResourceRequirements {
+                            requests: Some(quantity("50m", "64Mi")),
+                            limits: Some(BTreeMap::from([(
+                                "memory".to_owned(),
+                                Quantity("256Mi".to_owned()),
+                            )])),
+                            claims: None,
+                        }),
+                        security_context: Some(SecurityContext {
+                            allow_privilege_escalation: Some(false),
+                            read_only_root_filesystem: Some(true),
+                            run_as_non_root: Some(true),
+                            capabilities: Some(Capabilities {
+                                drop: Some(vec!["ALL".to_owned()]),
+                                add: None,
+                            }),
+                            ..SecurityContext::default()
+                        }),
+                        ..Container::default()
+                    }],
+                    security_context: Some(PodSecurityContext {
+                        run_as_non_root: Some(true),
+                        run_as_user: Some(10001),
+                        run_as_group: Some(10001),
+                        seccomp_profile: Some(SeccompProfile {
+                            type_: "RuntimeDefault".to_owned(),
+                            localhost_profile: None,
+                        }),
+                        ..PodSecurityContext::default()
+                    }),
+                    ..PodSpec::default()
+                }),
+            },
+            ..DeploymentSpec::default()
+        }),
+        status: None,
+    }
+}
+
+fn to_value<T: serde::Serialize>(object: &T) -> Value {
+    serde_json::to_value(object).expect("objects serialize")
+}

@@ -1,0 +1,435 @@
+//! [`reconcile`]: from an Application and what the cluster holds to the objects it should
+//! hold, the status and the Events. Pure: no I/O, the clock comes in the context.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::ResourceExt as _;
+use runnel_application::{
+    Configuration, PROTOCOL_VERSION, ResolvedStreamlet, StreamletStatus, TopicSpec,
+};
+use runnel_blueprint::Blueprint;
+
+use crate::Application;
+use crate::autoscale;
+use crate::desired::{self, Streamlet, config_hash};
+use crate::names::CONFIG_HASH_ANNOTATION;
+use crate::observed::{Observed, ReconcileContext};
+use crate::plan::{Desired, Event, Outcome, Plan, Stale};
+use crate::status::{Failure, application_status, streamlet_status};
+
+/// How soon to look again while pods are starting or an autoscaler watches the lag.
+const SOON: Duration = Duration::from_secs(10);
+/// How soon to look again when everything runs (watch events come earlier).
+const LATER: Duration = Duration::from_secs(300);
+
+/// Decides what the cluster should hold for `app`, given what it holds (`observed`).
+///
+/// - A deleted Application (deletion timestamp set) gets phase `Undeploying` and nothing
+///   else: Kubernetes' garbage collector removes what the operator created, through the
+///   owner references, and nothing more.
+/// - A spec that cannot be carried out (a blueprint that does not verify, a configuration
+///   value the descriptor refuses, another protocol version, no Kafka cluster) changes
+///   nothing in the cluster: phase `Failed`, the reason in the status and a Warning Event,
+///   and [`Outcome::Failed`] for the controller's backoff.
+/// - With `observed.topics` still `None`, the plan only lists the topics to make sure of.
+/// - Otherwise: a ConfigMap, a Secret and a Deployment per streamlet (and a Service for
+///   those with an HTTP port), the objects of streamlets that left the blueprint deleted,
+///   replicas from the spec or the autoscaler, and Events for what changes.
+pub fn reconcile(app: &Application, observed: &Observed, context: &ReconcileContext) -> Plan {
+    let planned: Vec<(String, i32)> = app
+        .spec
+        .streamlets
+        .iter()
+        .map(|s| (s.name.clone(), s.replicas))
+        .collect();
+    if app.metadata.deletion_timestamp.is_some() {
+        let streamlets = planned
+            .iter()
+            .map(|(name, replicas)| streamlet_status(observed, name, None, *replicas))
+            .collect();
+        return Plan {
+            topics: Vec::new(),
+            apply: Vec::new(),
+            delete: Vec::new(),
+            status: application_status(app, streamlets, None, context),
+            events: Vec::new(),
+            outcome: Outcome::Undeploying,
+        };
+    }
+    let accepted = match accept(app, observed, context) {
+        Ok(accepted) => accepted,
+        Err((reason, message)) => {
+            return failed(app, observed, &planned, reason, message, false, context);
+        }
+    };
+    let topics = topics_of(app);
+    let existing = match &observed.topics {
+        None => {
+            return Plan {
+                topics,
+                apply: Vec::new(),
+                delete: Vec::new(),
+                status: app.status.clone().unwrap_or_default(),
+                events: Vec::new(),
+                outcome: Outcome::Converging(Duration::ZERO),
+            };
+        }
+        Some(Err(failure)) => {
+            let message = match &failure.topic {
+                Some(topic) => format!("creating topic '{topic}' failed: {}", failure.message),
+                None => format!("creating the topics failed: {}", failure.message),
+            };
+            return failed(
+                app,
+                observed,
+                &planned,
+                "TopicCreationFailed",
+                message,
+                true,
+                context,
+            );
+        }
+        Some(Ok(existing)) => existing,
+    };
+    let mismatched: Vec<String> = topics
+        .iter()
+        .filter_map(|topic| {
+            let found = existing.iter().find(|t| t.name == topic.name)?;
+            (found.partitions != topic.partitions).then(|| {
+                format!(
+                    "topic '{}' has {} partitions, the blueprint says {} (runnel never changes an existing topic)",
+                    topic.name, found.partitions, topic.partitions
+                )
+            })
+        })
+        .collect();
+    if !mismatched.is_empty() {
+        return failed(
+            app,
+            observed,
+            &planned,
+            "PartitionMismatch",
+            mismatched.join("; "),
+            true,
+            context,
+        );
+    }
+    converge(app, observed, &accepted, topics, context)
+}
+
+/// What a spec that can be carried out resolves to.
+struct Accepted {
+    blueprint: Blueprint,
+    configuration: Configuration,
+    bootstrap_servers: String,
+}
+
+/// Checks everything that can make the spec impossible, in the order a user fixes them.
+fn accept(
+    app: &Application,
+    observed: &Observed,
+    context: &ReconcileContext,
+) -> Result<Accepted, (&'static str, String)> {
+    let spec = &app.spec;
+    if spec.protocol_version != PROTOCOL_VERSION {
+        let upgrade = if spec.protocol_version > PROTOCOL_VERSION {
+            "upgrade the operator"
+        } else {
+            "deploy it again with the runnel CLI that matches this operator"
+        };
+        return Err((
+            "ProtocolMismatch",
+            format!(
+                "the application was written with protocol {}, this operator (runnel {}) speaks protocol {PROTOCOL_VERSION}: {upgrade}",
+                spec.protocol_version, context.operator_version
+            ),
+        ));
+    }
+    let blueprint = spec
+        .verify(app.name())
+        .map_err(|error| ("InvalidBlueprint", error.to_string()))?;
+    let secret = observed
+        .secret_configuration
+        .clone()
+        .map_err(|message| ("SecretConfiguration", message))?;
+    let mut configuration = spec.effective_configuration();
+    configuration.overlay(&secret);
+    let mut problems = configuration.check(&blueprint, &spec.descriptor);
+    problems.extend(configuration.check_complete(&blueprint, &spec.descriptor));
+    if !problems.is_empty() {
+        let listed: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        return Err((
+            "InvalidConfiguration",
+            format!("invalid configuration: {}", listed.join("; ")),
+        ));
+    }
+    let bootstrap_servers = spec
+        .kafka
+        .bootstrap_servers
+        .clone()
+        .or_else(|| context.default_bootstrap_servers.clone())
+        .ok_or((
+            "NoKafkaCluster",
+            "no Kafka cluster: deploy with --kafka BOOTSTRAP or start the operator with --kafka"
+                .to_owned(),
+        ))?;
+    Ok(Accepted {
+        blueprint,
+        configuration,
+        bootstrap_servers,
+    })
+}
+
+/// The managed topics of the blueprint and the app's dead-letter topic, as `app run`
+/// provisions them.
+fn topics_of(app: &Application) -> Vec<TopicSpec> {
+    let mut topics: Vec<TopicSpec> = app
+        .spec
+        .topics
+        .iter()
+        .filter(|topic| topic.managed)
+        .cloned()
+        .collect();
+    topics.push(TopicSpec {
+        name: format!("{}.dead-letter", app.name()),
+        partitions: 1,
+        managed: true,
+        ..TopicSpec::default()
+    });
+    topics
+}
+
+fn failed(
+    app: &Application,
+    observed: &Observed,
+    planned: &[(String, i32)],
+    reason: &'static str,
+    message: String,
+    topics: bool,
+    context: &ReconcileContext,
+) -> Plan {
+    let streamlets = planned
+        .iter()
+        .map(|(name, replicas)| streamlet_status(observed, name, None, *replicas))
+        .collect();
+    let failure = Failure {
+        reason,
+        message: message.clone(),
+        topics,
+    };
+    Plan {
+        topics: Vec::new(),
+        apply: Vec::new(),
+        delete: Vec::new(),
+        status: application_status(app, streamlets, Some(failure), context),
+        events: vec![Event::warning(reason, "Reconcile", message.clone())],
+        outcome: Outcome::Failed(message),
+    }
+}
+
+fn converge(
+    app: &Application,
+    observed: &Observed,
+    accepted: &Accepted,
+    topics: Vec<TopicSpec>,
+    context: &ReconcileContext,
+) -> Plan {
+    let mut apply = Vec::new();
+    let mut events = Vec::new();
+    let mut statuses: Vec<StreamletStatus> = Vec::new();
+    let mut autoscaled = false;
+    for instance in &accepted.blueprint.streamlets {
+        let name = instance.name.as_str();
+        let declared = app
+            .spec
+            .descriptor
+            .streamlet(&instance.type_name)
+            .expect("a verified blueprint's types are in the descriptor");
+        let resolved: ResolvedStreamlet = accepted.configuration.resolve(name);
+        let spec_replicas = app.spec.streamlet(name).map_or(1, |s| s.replicas);
+        let observed_deployment = observed.deployment(name);
+        let current = observed_deployment
+            .and_then(|d| d.spec.as_ref())
+            .and_then(|spec| spec.replicas)
+            .unwrap_or(spec_replicas);
+        let previous_autoscaling = app
+            .status
+            .as_ref()
+            .and_then(|status| status.streamlets.iter().find(|s| s.name == name))
+            .and_then(|s| s.autoscaling.as_ref());
+        let mut autoscaling_status = None;
+        let replicas = if resolved.external_scaling {
+            None
+        } else if let Some(settings) = &resolved.autoscaling {
+            autoscaled = true;
+            let decision = autoscale::decide(
+                name,
+                settings,
+                current,
+                observed.lag.get(name),
+                previous_autoscaling,
+                context.now,
+            );
+            if let Some(note) = decision.change {
+                events.push(Event::normal("Autoscaled", "Scale", note));
+            }
+            autoscaling_status = Some(decision.status);
+            Some(decision.replicas)
+        } else {
+            Some(spec_replicas)
+        };
+        let streamlet = Streamlet {
+            app,
+            instance: name,
+            resolved: &resolved,
+            declared,
+            replicas,
+            bootstrap_servers: &accepted.bootstrap_servers,
+        };
+        let deployment = desired::deployment(&streamlet);
+        events.extend(describe_change(
+            name,
+            observed_deployment,
+            &deployment,
+            &config_hash(&streamlet),
+            resolved.autoscaling.is_some(),
+        ));
+        apply.push(Desired::ConfigMap(desired::config_map(&streamlet)));
+        apply.push(Desired::Secret(desired::secret(&streamlet)));
+        if let Some(service) = desired::service(&streamlet) {
+            apply.push(Desired::Service(service));
+        }
+        apply.push(Desired::Deployment(deployment));
+        let mut status = streamlet_status(observed, name, replicas, current);
+        status.autoscaling = autoscaling_status;
+        statuses.push(status);
+    }
+    let delete = stale(observed, &apply);
+    for gone in delete.iter().filter(|s| s.kind == "Deployment") {
+        events.push(Event::normal(
+            "Removed",
+            "Delete",
+            format!(
+                "{} is no longer in the blueprint: deleting its Deployment",
+                gone.name
+            ),
+        ));
+    }
+    let status = application_status(app, statuses, None, context);
+    let settled = status.phase == runnel_application::Phase::Running;
+    Plan {
+        topics,
+        apply,
+        delete,
+        status,
+        events,
+        outcome: Outcome::Converging(if autoscaled || !settled { SOON } else { LATER }),
+    }
+}
+
+/// An Event for what applying `desired` changes in `observed`: a new streamlet, new
+/// replicas, a new image, a new configuration, or fields someone else changed back.
+fn describe_change(
+    name: &str,
+    observed: Option<&Deployment>,
+    desired: &Deployment,
+    hash: &str,
+    autoscaled: bool,
+) -> Option<Event> {
+    let replicas_of = |d: &Deployment| d.spec.as_ref().and_then(|s| s.replicas);
+    let Some(observed) = observed else {
+        let replicas = replicas_of(desired).map_or_else(|| "default".to_owned(), |r| r.to_string());
+        return Some(Event::normal(
+            "Created",
+            "Apply",
+            format!("created streamlet {name} with {replicas} replicas"),
+        ));
+    };
+    let container = |d: &Deployment| {
+        d.spec
+            .as_ref()
+            .and_then(|s| s.template.spec.as_ref())
+            .and_then(|s| s.containers.first())
+            .cloned()
+            .unwrap_or_default()
+    };
+    let annotation = |d: &Deployment| {
+        d.spec
+            .as_ref()
+            .and_then(|s| s.template.metadata.as_ref())
+            .and_then(|m| m.annotations.as_ref())
+            .and_then(|a| a.get(CONFIG_HASH_ANNOTATION).cloned())
+    };
+    let (before, after) = (container(observed), container(desired));
+    let mut changes = Vec::new();
+    let (from, to) = (replicas_of(observed), replicas_of(desired));
+    if to.is_some() && from != to && !autoscaled {
+        changes.push(format!(
+            "replicas {} -> {}",
+            from.map_or_else(|| "unset".to_owned(), |r| r.to_string()),
+            to.unwrap_or_default()
+        ));
+    }
+    if before.image != after.image {
+        changes.push(format!(
+            "image {} -> {}",
+            before.image.unwrap_or_default(),
+            after.image.unwrap_or_default()
+        ));
+    }
+    if annotation(observed).as_deref() != Some(hash) {
+        changes.push("configuration changed, rolling its pods".to_owned());
+    }
+    let (before_args, after_args) = (before.args, after.args);
+    if before_args != after_args && changes.is_empty() {
+        changes.push("container arguments restored".to_owned());
+    }
+    if before.env != after.env && changes.is_empty() {
+        changes.push("container environment restored".to_owned());
+    }
+    (!changes.is_empty()).then(|| {
+        Event::normal(
+            "Updated",
+            "Apply",
+            format!("streamlet {name}: {}", changes.join("; ")),
+        )
+    })
+}
+
+/// The objects the operator created earlier that the plan no longer has.
+fn stale(observed: &Observed, apply: &[Desired]) -> Vec<Stale> {
+    let wanted: BTreeSet<(&str, String)> = apply
+        .iter()
+        .map(|desired| match desired {
+            Desired::ConfigMap(o) => ("ConfigMap", o.name_any()),
+            Desired::Secret(o) => ("Secret", o.name_any()),
+            Desired::Deployment(o) => ("Deployment", o.name_any()),
+            Desired::Service(o) => ("Service", o.name_any()),
+        })
+        .collect();
+    let mut stale = Vec::new();
+    let mut check = |kind: &'static str, name: String| {
+        if !wanted.contains(&(kind, name.clone())) {
+            stale.push(Stale { kind, name });
+        }
+    };
+    for object in &observed.config_maps {
+        check("ConfigMap", object.name_any());
+    }
+    for object in &observed.secrets {
+        check("Secret", object.name_any());
+    }
+    for object in &observed.services {
+        check("Service", object.name_any());
+    }
+    for object in &observed.deployments {
+        check("Deployment", object.name_any());
+    }
+    stale.sort();
+    stale
+}
+
+#[cfg(test)]
+mod tests;

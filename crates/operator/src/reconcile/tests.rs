@@ -1,0 +1,686 @@
+//! Every case of the reconcile, on a three-streamlet app: first deploy, scaling, a
+//! configuration change, a streamlet leaving the blueprint, a bad blueprint, a failed topic
+//! creation, an edited Deployment and undeploy.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{
+    ContainerState, ContainerStateTerminated, ContainerStateWaiting, ContainerStatus, Pod,
+    PodCondition, PodStatus,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt as _;
+use runnel_application::{ApplicationDocument, Configuration, Phase};
+use runnel_blueprint::descriptor::AppDescriptor;
+
+use super::*;
+use crate::observed::{ObservedTopic, TopicFailure};
+
+const DESCRIPTOR: &str = r#"{"descriptor-version": 1, "app": "demo", "streamlets": [
+  {"type": "generator",
+   "outlets": [{"name": "out", "schema": {"format": "avro", "name": "long", "definition": "long"}}],
+   "parameters": [{"key": "rate", "type": "int", "default": "5"}]},
+  {"type": "double",
+   "inlets": [{"name": "in", "schema": {"format": "avro", "name": "long", "definition": "long"}}],
+   "outlets": [{"name": "out", "schema": {"format": "avro", "name": "long", "definition": "long"}}]},
+  {"type": "logger",
+   "inlets": [{"name": "in", "schema": {"format": "avro", "name": "long", "definition": "long"}}],
+   "parameters": [{"key": "prefix", "type": "string", "default": "n"}]}
+]}"#;
+
+const BLUEPRINT: &str = r#"name = "demo"
+[streamlets]
+gen = "generator"
+twice = "double"
+log = "logger"
+[topics.numbers]
+producers = ["gen.out"]
+consumers = ["twice.in"]
+partitions = 4
+[topics.doubled]
+producers = ["twice.out"]
+consumers = ["log.in"]
+"#;
+
+fn application_from(blueprint: &str) -> Application {
+    let descriptor = AppDescriptor::from_json(DESCRIPTOR).unwrap();
+    let verified = runnel_blueprint::verify(Path::new("blueprint.toml"), blueprint, &descriptor)
+        .blueprint
+        .unwrap();
+    let document = ApplicationDocument::new(
+        &verified,
+        blueprint,
+        &descriptor,
+        "registry.example/demo:1.0",
+        "1.0",
+    );
+    let mut app = Application::from_document(&document);
+    app.metadata.namespace = Some("apps".to_owned());
+    app.metadata.uid = Some("uid-demo".to_owned());
+    app.metadata.generation = Some(1);
+    app.spec.kafka.bootstrap_servers = Some("kafka:9092".to_owned());
+    app
+}
+
+fn application() -> Application {
+    application_from(BLUEPRINT)
+}
+
+fn context() -> ReconcileContext {
+    ReconcileContext {
+        now: Timestamp::from_second(1_700_000_000).unwrap(),
+        operator_version: "0.1.0".to_owned(),
+        default_bootstrap_servers: None,
+    }
+}
+
+/// Topics as they are once the controller made sure of them.
+fn topics_of(plan: &Plan) -> Vec<ObservedTopic> {
+    plan.topics
+        .iter()
+        .map(|t| ObservedTopic {
+            name: t.name.clone(),
+            partitions: t.partitions,
+        })
+        .collect()
+}
+
+/// The first pass (topics not yet made sure of) and the second, as the controller does.
+fn reconcile_fully(app: &Application, mut observed: Observed) -> Plan {
+    let first = reconcile(app, &observed, &context());
+    if matches!(first.outcome, Outcome::Failed(_)) {
+        return first;
+    }
+    observed.topics = Some(Ok(topics_of(&first)));
+    reconcile(app, &observed, &context())
+}
+
+/// What the cluster holds once `plan` is applied and every pod is ready.
+fn cluster_after(plan: &Plan) -> Observed {
+    let mut observed = Observed {
+        topics: Some(Ok(topics_of(plan))),
+        ..Observed::default()
+    };
+    for desired in &plan.apply {
+        match desired.clone() {
+            Desired::ConfigMap(o) => observed.config_maps.push(o),
+            Desired::Secret(o) => observed.secrets.push(o),
+            Desired::Service(o) => observed.services.push(o),
+            Desired::Deployment(o) => {
+                let replicas = o.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+                for index in 0..replicas {
+                    observed.pods.push(pod_of(&o, index, ready_status()));
+                }
+                observed.deployments.push(o);
+            }
+        }
+    }
+    observed
+}
+
+fn pod_of(deployment: &Deployment, index: i32, status: PodStatus) -> Pod {
+    let template = deployment.spec.as_ref().unwrap().template.clone();
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(format!("{}-{index}", deployment.name_any())),
+            labels: template.metadata.as_ref().unwrap().labels.clone(),
+            ..ObjectMeta::default()
+        },
+        spec: template.spec,
+        status: Some(status),
+    }
+}
+
+fn ready_status() -> PodStatus {
+    PodStatus {
+        phase: Some("Running".to_owned()),
+        conditions: Some(vec![PodCondition {
+            type_: "Ready".to_owned(),
+            status: "True".to_owned(),
+            ..PodCondition::default()
+        }]),
+        container_statuses: Some(vec![ContainerStatus {
+            name: "streamlet".to_owned(),
+            ready: true,
+            restart_count: 0,
+            ..ContainerStatus::default()
+        }]),
+        ..PodStatus::default()
+    }
+}
+
+fn deployment<'a>(plan: &'a Plan, name: &str) -> &'a Deployment {
+    plan.apply
+        .iter()
+        .find_map(|d| match d {
+            Desired::Deployment(o) if o.name_any() == name => Some(o),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no Deployment {name} in the plan"))
+}
+
+fn replicas(plan: &Plan, name: &str) -> Option<i32> {
+    deployment(plan, name).spec.as_ref().unwrap().replicas
+}
+
+fn template_hash(deployment: &Deployment) -> String {
+    deployment
+        .spec
+        .as_ref()
+        .unwrap()
+        .template
+        .metadata
+        .as_ref()
+        .unwrap()
+        .annotations
+        .as_ref()
+        .unwrap()[CONFIG_HASH_ANNOTATION]
+        .clone()
+}
+
+fn notes(plan: &Plan) -> Vec<String> {
+    plan.events
+        .iter()
+        .map(|e| format!("{}: {}", e.reason, e.note))
+        .collect()
+}
+
+#[test]
+fn first_deploy_lists_topics_then_creates_every_object_and_waits_for_pods() {
+    let app = application();
+    let first = reconcile(&app, &Observed::default(), &context());
+    assert!(
+        first.apply.is_empty(),
+        "nothing is applied before the topics exist"
+    );
+    let topics: Vec<(&str, i32)> = first
+        .topics
+        .iter()
+        .map(|t| (t.name.as_str(), t.partitions))
+        .collect();
+    assert_eq!(
+        topics,
+        [("numbers", 4), ("doubled", 1), ("demo.dead-letter", 1)]
+    );
+
+    let plan = reconcile_fully(&app, Observed::default());
+    let applied: Vec<String> = plan.apply.iter().map(Desired::describe).collect();
+    assert_eq!(
+        applied,
+        [
+            "ConfigMap demo-gen",
+            "Secret demo-gen",
+            "Deployment demo-gen",
+            "ConfigMap demo-twice",
+            "Secret demo-twice",
+            "Deployment demo-twice",
+            "ConfigMap demo-log",
+            "Secret demo-log",
+            "Deployment demo-log",
+        ]
+    );
+    assert!(plan.delete.is_empty());
+    assert_eq!(plan.status.phase, Phase::Pending);
+    assert_eq!(
+        plan.status.message,
+        "waiting for gen (0/1 ready), twice (0/1 ready), log (0/1 ready)"
+    );
+    assert_eq!(
+        notes(&plan),
+        [
+            "Created: created streamlet gen with 1 replicas",
+            "Created: created streamlet twice with 1 replicas",
+            "Created: created streamlet log with 1 replicas",
+        ]
+    );
+    assert_eq!(plan.outcome, Outcome::Converging(SOON));
+    let container = &deployment(&plan, "demo-twice")
+        .spec
+        .as_ref()
+        .unwrap()
+        .template
+        .spec
+        .as_ref()
+        .unwrap()
+        .containers[0];
+    assert_eq!(
+        container.args.as_ref().unwrap().join(" "),
+        "run-streamlet twice /etc/runnel/config/blueprint.toml --config /etc/runnel/config/runnel.toml --config /etc/runnel/secret/runnel.toml --kafka kafka:9092 --admin $(POD_IP):9090 --replica $(POD_NAME) --view=off"
+    );
+
+    // Once the pods are ready the status says so, from the pods.
+    let running = reconcile(&app, &cluster_after(&plan), &context());
+    assert_eq!(running.status.phase, Phase::Running);
+    assert_eq!(
+        running.status.message,
+        "3 streamlets running, 3/3 replicas ready"
+    );
+    assert!(running.events.is_empty(), "{:?}", notes(&running));
+    assert_eq!(running.outcome, Outcome::Converging(LATER));
+}
+
+#[test]
+fn scaling_up_and_down_changes_only_that_deployment() {
+    let mut app = application();
+    let before = reconcile_fully(&app, Observed::default());
+    let cluster = cluster_after(&before);
+    app.spec.streamlets[1].replicas = 3;
+    let up = reconcile(&app, &cluster, &context());
+    assert_eq!(replicas(&up, "demo-twice"), Some(3));
+    assert_eq!(replicas(&up, "demo-gen"), Some(1));
+    assert_eq!(notes(&up), ["Updated: streamlet twice: replicas 1 -> 3"]);
+    assert_eq!(
+        up.status.phase,
+        Phase::Pending,
+        "two new pods are not ready yet"
+    );
+    assert_eq!(up.status.message, "waiting for twice (1/3 ready)");
+
+    let cluster = cluster_after(&up);
+    app.spec.streamlets[1].replicas = 0;
+    let down = reconcile(&app, &cluster, &context());
+    assert_eq!(replicas(&down, "demo-twice"), Some(0));
+    assert_eq!(notes(&down), ["Updated: streamlet twice: replicas 3 -> 0"]);
+    assert_eq!(
+        template_hash(deployment(&down, "demo-twice")),
+        template_hash(deployment(&up, "demo-twice")),
+        "scaling does not roll the pods"
+    );
+}
+
+#[test]
+fn a_configuration_change_rolls_only_the_affected_streamlet() {
+    let mut app = application();
+    let before = reconcile_fully(&app, Observed::default());
+    let cluster = cluster_after(&before);
+    app.spec.configuration.assign("log.prefix=doubled").unwrap();
+    let after = reconcile(&app, &cluster, &context());
+    for (name, changed) in [
+        ("demo-gen", false),
+        ("demo-twice", false),
+        ("demo-log", true),
+    ] {
+        assert_eq!(
+            template_hash(deployment(&before, name)) != template_hash(deployment(&after, name)),
+            changed,
+            "{name}"
+        );
+    }
+    assert_eq!(
+        notes(&after),
+        ["Updated: streamlet log: configuration changed, rolling its pods"]
+    );
+    let config = after
+        .apply
+        .iter()
+        .find_map(|d| match d {
+            Desired::ConfigMap(o) if o.name_any() == "demo-log" => o.data.clone(),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        config["runnel.toml"],
+        "[streamlets.log]\nprefix = \"doubled\"\n"
+    );
+}
+
+#[test]
+fn secret_values_go_to_the_secret_only_and_roll_their_streamlet() {
+    let app = application();
+    let mut observed = Observed::default();
+    let mut secret = Configuration::default();
+    secret.assign("kafka.sasl.password=hunter2").unwrap();
+    secret
+        .assign("runtime.streamlets.gen.kafka.sasl.password=other")
+        .unwrap();
+    observed.secret_configuration = Ok(secret);
+    let plan = reconcile_fully(&app, observed);
+    for desired in &plan.apply {
+        match desired {
+            Desired::Secret(o) => {
+                let file =
+                    String::from_utf8(o.data.as_ref().unwrap()["runnel.toml"].0.clone()).unwrap();
+                assert!(file.contains("sasl.password"), "{file}");
+            }
+            other => {
+                let text = json_of(other).to_string();
+                assert!(
+                    !text.contains("hunter2") && !text.contains("other\""),
+                    "{text}"
+                );
+            }
+        }
+    }
+}
+
+fn json_of(desired: &Desired) -> serde_json::Value {
+    match desired {
+        Desired::ConfigMap(o) => serde_json::to_value(o),
+        Desired::Secret(o) => serde_json::to_value(o),
+        Desired::Deployment(o) => serde_json::to_value(o),
+        Desired::Service(o) => serde_json::to_value(o),
+    }
+    .unwrap()
+}
+
+#[test]
+fn a_streamlet_removed_from_the_blueprint_has_its_objects_deleted() {
+    let app = application();
+    let before = reconcile_fully(&app, Observed::default());
+    let cluster = cluster_after(&before);
+    let shorter = "name = \"demo\"\n[streamlets]\ngen = \"generator\"\nlog = \"logger\"\n[topics.numbers]\nproducers = [\"gen.out\"]\nconsumers = [\"log.in\"]\npartitions = 4\n";
+    let app = application_from(shorter);
+    let after = reconcile(&app, &cluster, &context());
+    assert_eq!(
+        after.delete,
+        [
+            Stale {
+                kind: "ConfigMap",
+                name: "demo-twice".to_owned()
+            },
+            Stale {
+                kind: "Deployment",
+                name: "demo-twice".to_owned()
+            },
+            Stale {
+                kind: "Secret",
+                name: "demo-twice".to_owned()
+            },
+        ]
+    );
+    assert_eq!(
+        notes(&after),
+        [
+            // The blueprint is part of every streamlet's configuration.
+            "Updated: streamlet gen: configuration changed, rolling its pods",
+            "Updated: streamlet log: configuration changed, rolling its pods",
+            "Removed: demo-twice is no longer in the blueprint: deleting its Deployment",
+        ]
+    );
+    assert_eq!(after.status.streamlets.len(), 2);
+}
+
+#[test]
+fn a_bad_blueprint_fails_the_app_alone_and_changes_nothing() {
+    let good = application();
+    let running = cluster_after(&reconcile_fully(&good, Observed::default()));
+    let mut bad = application();
+    bad.spec.blueprint = bad
+        .spec
+        .blueprint
+        .replace("consumers = [\"log.in\"]", "consumers = [\"log.inn\"]");
+    let plan = reconcile(&bad, &running, &context());
+    assert!(plan.apply.is_empty() && plan.delete.is_empty() && plan.topics.is_empty());
+    assert_eq!(plan.status.phase, Phase::Failed);
+    assert!(
+        plan.status
+            .message
+            .starts_with("the blueprint of application 'demo' has errors:"),
+        "{}",
+        plan.status.message
+    );
+    assert!(
+        plan.status.message.contains("log.inn"),
+        "{}",
+        plan.status.message
+    );
+    let reconciled = plan.status.condition("Reconciled").unwrap();
+    assert_eq!(
+        (reconciled.status.as_str(), reconciled.reason.as_str()),
+        ("False", "InvalidBlueprint")
+    );
+    assert_eq!(plan.events.len(), 1);
+    assert!(plan.events[0].warning && plan.events[0].reason == "InvalidBlueprint");
+    assert!(matches!(plan.outcome, Outcome::Failed(_)));
+    // The streamlets still running are reported as they are.
+    assert_eq!(plan.status.streamlets[0].ready_replicas, 1);
+    // Another app, reconciled next, is unaffected.
+    let other = reconcile(&good, &running, &context());
+    assert_eq!(other.status.phase, Phase::Running);
+}
+
+#[test]
+fn invalid_configuration_and_protocol_mismatches_are_reported_in_the_status() {
+    let mut app = application();
+    app.spec.configuration.assign("gen.rate=fast").unwrap();
+    app.spec
+        .configuration
+        .assign("pods.log.resources.limits.memory=lots")
+        .unwrap();
+    let plan = reconcile(&app, &Observed::default(), &context());
+    assert_eq!(plan.status.phase, Phase::Failed);
+    assert_eq!(
+        plan.status.message,
+        "invalid configuration: streamlets.gen.rate: 'fast' is not an integer; pods.log.resources.limits.memory: 'lots' is not a Kubernetes quantity (write it like 250m, 0.5, 64Mi or 1Gi)"
+    );
+    let mut newer = application();
+    newer.spec.protocol_version = runnel_application::PROTOCOL_VERSION + 1;
+    let plan = reconcile(&newer, &Observed::default(), &context());
+    assert_eq!(plan.events[0].reason, "ProtocolMismatch");
+    assert!(
+        plan.status.message.ends_with("upgrade the operator"),
+        "{}",
+        plan.status.message
+    );
+}
+
+#[test]
+fn a_failed_topic_creation_applies_nothing_and_says_which_topic() {
+    let app = application();
+    let observed = Observed {
+        topics: Some(Err(TopicFailure {
+            topic: Some("numbers".to_owned()),
+            message: "the cluster has 1 broker, the topic asks for 3 replicas".to_owned(),
+        })),
+        ..Observed::default()
+    };
+    let plan = reconcile(&app, &observed, &context());
+    assert!(plan.apply.is_empty());
+    assert_eq!(plan.status.phase, Phase::Failed);
+    assert_eq!(
+        plan.status.message,
+        "creating topic 'numbers' failed: the cluster has 1 broker, the topic asks for 3 replicas"
+    );
+    assert!(!plan.status.condition("TopicsReady").unwrap().is_true());
+    assert_eq!(plan.events[0].reason, "TopicCreationFailed");
+    assert!(matches!(plan.outcome, Outcome::Failed(_)));
+
+    let observed = Observed {
+        topics: Some(Ok(vec![ObservedTopic {
+            name: "numbers".to_owned(),
+            partitions: 2,
+        }])),
+        ..Observed::default()
+    };
+    let plan = reconcile(&app, &observed, &context());
+    assert_eq!(
+        plan.status.message,
+        "topic 'numbers' has 2 partitions, the blueprint says 4 (runnel never changes an existing topic)"
+    );
+}
+
+#[test]
+fn a_deployment_edited_by_someone_else_gets_the_operators_fields_back() {
+    let app = application();
+    let before = reconcile_fully(&app, Observed::default());
+    let mut cluster = cluster_after(&before);
+    let edited = cluster
+        .deployments
+        .iter_mut()
+        .find(|d| d.name_any() == "demo-twice")
+        .unwrap();
+    let template = &mut edited.spec.as_mut().unwrap().template;
+    template.spec.as_mut().unwrap().containers[0].image = Some("someone/else:latest".to_owned());
+    template
+        .metadata
+        .as_mut()
+        .unwrap()
+        .annotations
+        .as_mut()
+        .unwrap()
+        .insert("example.com/note".to_owned(), "added by hand".to_owned());
+    edited.metadata.annotations = Some(BTreeMap::from([(
+        "deployment.kubernetes.io/revision".to_owned(),
+        "2".to_owned(),
+    )]));
+    let after = reconcile(&app, &cluster, &context());
+    let desired = deployment(&after, "demo-twice");
+    assert_eq!(
+        desired
+            .spec
+            .as_ref()
+            .unwrap()
+            .template
+            .spec
+            .as_ref()
+            .unwrap()
+            .containers[0]
+            .image
+            .as_deref(),
+        Some("registry.example/demo:1.0"),
+        "the operator's image is applied again"
+    );
+    // Fields the operator does not set are not in what it applies, so server-side apply
+    // leaves them to whoever set them.
+    assert!(desired.metadata.annotations.is_none());
+    assert!(
+        !desired
+            .spec
+            .as_ref()
+            .unwrap()
+            .template
+            .metadata
+            .as_ref()
+            .unwrap()
+            .annotations
+            .as_ref()
+            .unwrap()
+            .contains_key("example.com/note")
+    );
+    assert_eq!(
+        notes(&after),
+        ["Updated: streamlet twice: image someone/else:latest -> registry.example/demo:1.0"]
+    );
+    assert!(after.delete.is_empty());
+}
+
+#[test]
+fn an_external_autoscaler_keeps_the_replicas() {
+    let mut app = application();
+    app.spec
+        .configuration
+        .assign("scaling.twice.external=true")
+        .unwrap();
+    let plan = reconcile_fully(&app, Observed::default());
+    assert_eq!(
+        replicas(&plan, "demo-twice"),
+        None,
+        "spec.replicas is left to the HPA"
+    );
+    assert_eq!(replicas(&plan, "demo-gen"), Some(1));
+}
+
+#[test]
+fn the_autoscaler_follows_the_lag_within_the_partitions() {
+    let mut app = application();
+    app.spec
+        .configuration
+        .assign("scaling.twice.max-replicas=8")
+        .unwrap();
+    app.spec
+        .configuration
+        .assign("scaling.twice.target-lag=100")
+        .unwrap();
+    let before = reconcile_fully(&app, Observed::default());
+    let mut cluster = cluster_after(&before);
+    cluster.lag.insert(
+        "twice".to_owned(),
+        crate::LagSample {
+            lag: 1000,
+            rate: None,
+            partitions: 4,
+        },
+    );
+    let plan = reconcile(&app, &cluster, &context());
+    assert_eq!(
+        replicas(&plan, "demo-twice"),
+        Some(4),
+        "not above the 4 partitions of 'numbers'"
+    );
+    assert_eq!(
+        notes(&plan),
+        [
+            "Autoscaled: twice: 1 -> 4 replicas (lag 1000 records, target 100 per replica; capped at 4, the partitions of its inlets)"
+        ]
+    );
+    let status = plan.status.streamlets[1].autoscaling.as_ref().unwrap();
+    assert_eq!((status.lag, status.replicas), (1000, 4));
+    assert_eq!(plan.outcome, Outcome::Converging(SOON));
+}
+
+#[test]
+fn crashing_pods_make_the_app_degraded_with_the_last_error() {
+    let app = application();
+    let plan = reconcile_fully(&app, Observed::default());
+    let mut cluster = cluster_after(&plan);
+    let twice = cluster
+        .deployments
+        .iter()
+        .find(|d| d.name_any() == "demo-twice")
+        .unwrap()
+        .clone();
+    cluster
+        .pods
+        .retain(|p| !p.name_any().starts_with("demo-twice"));
+    cluster.pods.push(pod_of(
+        &twice,
+        0,
+        PodStatus {
+            phase: Some("Running".to_owned()),
+            container_statuses: Some(vec![ContainerStatus {
+                name: "streamlet".to_owned(),
+                restart_count: 4,
+                state: Some(ContainerState {
+                    waiting: Some(ContainerStateWaiting {
+                        reason: Some("CrashLoopBackOff".to_owned()),
+                        message: Some("back-off 40s restarting failed container".to_owned()),
+                    }),
+                    ..ContainerState::default()
+                }),
+                last_state: Some(ContainerState {
+                    terminated: Some(ContainerStateTerminated {
+                        exit_code: 1,
+                        reason: Some("Error".to_owned()),
+                        finished_at: Some(Time(Timestamp::from_second(1_699_999_990).unwrap())),
+                        ..ContainerStateTerminated::default()
+                    }),
+                    ..ContainerState::default()
+                }),
+                ..ContainerStatus::default()
+            }]),
+            ..PodStatus::default()
+        },
+    ));
+    let plan = reconcile(&app, &cluster, &context());
+    assert_eq!(plan.status.phase, Phase::Degraded);
+    assert_eq!(
+        plan.status.message,
+        "twice (0/1 ready): CrashLoopBackOff: back-off 40s restarting failed container"
+    );
+    assert_eq!(plan.status.streamlets[1].restarts, 4);
+}
+
+#[test]
+fn undeploy_applies_and_deletes_nothing() {
+    let mut app = application();
+    let cluster = cluster_after(&reconcile_fully(&app, Observed::default()));
+    app.metadata.deletion_timestamp = Some(Time(Timestamp::from_second(1_700_000_000).unwrap()));
+    let plan = reconcile(&app, &cluster, &context());
+    assert!(plan.apply.is_empty() && plan.delete.is_empty() && plan.topics.is_empty());
+    assert_eq!(plan.status.phase, Phase::Undeploying);
+    assert_eq!(plan.status.message, "deleting; 3 pods still ready");
+    assert_eq!(plan.outcome, Outcome::Undeploying);
+}

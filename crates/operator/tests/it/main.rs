@@ -1,0 +1,12 @@
+//! Integration tests of the operator, compiled as one binary.
+
+// The controller against the fake API server: first deploy, failures, watches, others.
+mod controller;
+// The CRD as YAML, against a golden file.
+mod crd;
+// Every generated object: golden files, k8s-openapi types, kubernetes-validate.
+mod objects;
+// Leader election between two operators.
+mod leader;
+// Building blocks: the fake cluster with the CRD, a running operator, fixtures.
+mod support;

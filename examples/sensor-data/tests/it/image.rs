@@ -1,0 +1,176 @@
+use std::path::Path;
+use std::process::Command;
+
+use runnel_application::{ApplicationDocument, Configuration};
+
+use crate::support::{BLUEPRINT, run_to_end, stderr_of, stdout_of};
+
+const REFERENCE: &str = "registry.example.com/runnel/sensor-data:0.1.0";
+
+fn build(output: &Path, extra: &[&str]) -> std::process::Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_sensor-data"));
+    command
+        .args(["build", BLUEPRINT, "--image", REFERENCE, "--output"])
+        .arg(output)
+        .args(extra);
+    run_to_end(command, std::time::Duration::from_secs(300))
+}
+
+fn tool(program: &str, args: &[&str]) -> String {
+    let output = Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("running {program} failed: {e} (scripts/test installs it)"));
+    assert!(
+        output.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// `build` writes an image skopeo reads, whose root filesystem runs `describe` with nothing
+/// from the host and prints what the binary prints on the host, and an Application whose
+/// blueprint verifies and which carries the configuration given to `build`.
+#[test]
+fn build_writes_an_image_that_runs_describe_from_its_own_root_and_the_application() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = build(
+        dir.path(),
+        &[
+            "--set",
+            "generator.records-per-second=20",
+            "--kafka",
+            "kafka:9092",
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    let printed = stdout_of(&output);
+    assert!(printed.contains("skopeo copy oci:"), "{printed}");
+
+    let layout = dir.path().join("image");
+    let inspected: serde_json::Value = serde_json::from_str(&tool(
+        "skopeo",
+        &["inspect", &format!("oci:{}:0.1.0", layout.display())],
+    ))
+    .unwrap();
+    assert_eq!(inspected["Architecture"], "amd64");
+    assert_eq!(
+        inspected["Labels"]["org.opencontainers.image.version"],
+        "0.1.0"
+    );
+    let digest = inspected["Digest"].as_str().unwrap();
+    assert!(
+        printed.contains(digest),
+        "the build names the digest skopeo sees: {printed}"
+    );
+    // Naming the reference finds the image only if the archive is tagged with it.
+    let archive: serde_json::Value = serde_json::from_str(&tool(
+        "skopeo",
+        &[
+            "inspect",
+            &format!(
+                "docker-archive:{}:{REFERENCE}",
+                dir.path().join("sensor-data-0.1.0.docker.tar").display()
+            ),
+        ],
+    ))
+    .unwrap();
+    assert_eq!(archive["Layers"].as_array().unwrap().len(), 2, "{archive}");
+
+    let root = dir.path().join("rootfs");
+    let config = runnel_image::unpack(&layout, Some("0.1.0"), &root).unwrap();
+    assert_eq!(config.config.entrypoint, ["/app/sensor-data"]);
+    assert!(
+        run("id", &["-u"]).trim() == "0",
+        "this test runs the image with chroot, which needs root"
+    );
+    let chroot = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|d| d.join("chroot"))
+        .find(|p| p.is_file())
+        .unwrap();
+    let mut command = Command::new(chroot);
+    command
+        .env_clear()
+        .arg(format!("--userspec={}", config.config.user))
+        .arg(&root)
+        .args(["/app/sensor-data", "describe"]);
+    for pair in &config.config.env {
+        let (key, value) = pair.split_once('=').unwrap();
+        command.env(key, value);
+    }
+    let inside = command.output().unwrap();
+    assert!(
+        inside.status.success(),
+        "{}",
+        String::from_utf8_lossy(&inside.stderr)
+    );
+    let outside = Command::new(env!("CARGO_BIN_EXE_sensor-data"))
+        .arg("describe")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&inside.stdout),
+        String::from_utf8_lossy(&outside.stdout)
+    );
+
+    let yaml = std::fs::read_to_string(dir.path().join("sensor-data.yaml")).unwrap();
+    let document = ApplicationDocument::from_yaml(Path::new("sensor-data.yaml"), &yaml).unwrap();
+    assert_eq!(document.metadata.name, "sensor-data");
+    assert_eq!(document.spec.image, REFERENCE);
+    assert_eq!(
+        document.spec.kafka.bootstrap_servers.as_deref(),
+        Some("kafka:9092")
+    );
+    let blueprint = document.spec.verify("sensor-data").unwrap();
+    assert_eq!(blueprint.streamlets.len(), 5);
+    let mut expected = Configuration::default();
+    expected.assign("generator.records-per-second=20").unwrap();
+    assert_eq!(document.spec.defaults, expected);
+    let topics: Vec<(&str, i32)> = document
+        .spec
+        .topics
+        .iter()
+        .map(|t| (t.name.as_str(), t.partitions))
+        .collect();
+    assert_eq!(
+        topics,
+        [
+            ("sensor-data", 2),
+            ("metrics", 2),
+            ("valid-metrics", 1),
+            ("invalid-metrics", 1)
+        ]
+    );
+}
+
+/// A bad value or a secret is refused before anything is written, each named.
+#[test]
+fn build_refuses_bad_configuration_and_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = build(
+        dir.path(),
+        &[
+            "--set",
+            "generator.count=many",
+            "--set",
+            "kafka.sasl.password=hunter2",
+        ],
+    );
+    assert!(!output.status.success());
+    let errors = stderr_of(&output);
+    assert!(
+        errors.contains("streamlets.generator.count: 'many' is not an integer"),
+        "{errors}"
+    );
+    assert!(
+        errors.contains("kafka.sasl.password: secret values do not belong"),
+        "{errors}"
+    );
+    assert!(!errors.contains("hunter2"), "{errors}");
+    assert!(!dir.path().join("sensor-data.yaml").exists());
+}
+
+fn run(program: &str, args: &[&str]) -> String {
+    tool(program, args)
+}

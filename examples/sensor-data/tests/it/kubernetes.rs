@@ -1,0 +1,481 @@
+//! The whole Kubernetes path on one machine: `sensor-data build`, then `runnel deploy`
+//! against the fake API server with the operator creating topics on a tansu broker, the
+//! Deployment and kubelet stand-ins running every pod as a chrooted process from the
+//! built image, records flowing end to end, `runnel status`, `runnel scale`, `runnel
+//! configure`, a killed pod restarted without losing anything, and `runnel undeploy`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{ListParams, PostParams};
+use kube::{Api, ResourceExt as _};
+use runnel_kafka::test_broker::{TANSU_SETTINGS, Tansu};
+use runnel_operator::leader::{LEASE_NAME, LeaderConfig};
+use runnel_operator::{Application, KafkaBackplanes, OperatorConfig};
+use runnel_test_cluster::{DeploymentController, FakeApiServer, Kubelet};
+use sensor_data::model::{Metric, SensorData};
+use tokio_util::sync::CancellationToken;
+
+use crate::kafka_support::{arrivals, read_topic};
+use crate::support::{BLUEPRINT, decode, run_to_end, stderr_of};
+
+const NAMESPACE: &str = "sensors";
+const IMAGE: &str = "registry.test/sensor-data:0.1.0";
+const LIMIT: Duration = Duration::from_secs(120);
+
+/// The cluster: API server, Deployment controller, kubelet and operator, on a runtime of
+/// their own (the CLI runs its own).
+struct Cluster {
+    runtime: tokio::runtime::Runtime,
+    server: FakeApiServer,
+    kubelet: Kubelet,
+    stop: CancellationToken,
+    kubeconfig: PathBuf,
+}
+
+impl Cluster {
+    fn start(work: &Path, layout: &Path, broker: &Tansu) -> Cluster {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let stop = CancellationToken::new();
+        let (server, kubelet) = runtime.block_on(async {
+            let server = FakeApiServer::start().await;
+            let client = server.client(NAMESPACE);
+            let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+            crds.create(&PostParams::default(), &runnel_operator::crd())
+                .await
+                .unwrap();
+            DeploymentController::start(client.clone(), NAMESPACE, stop.clone());
+            let images = BTreeMap::from([(IMAGE.to_owned(), layout.to_owned())]);
+            let kubelet = Kubelet::start(client.clone(), NAMESPACE, images, work, stop.clone());
+            let config = OperatorConfig {
+                namespace: Some(NAMESPACE.to_owned()),
+                default_bootstrap_servers: Some(broker.bootstrap_servers()),
+                kafka_settings: TANSU_SETTINGS
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
+                leader: Some(LeaderConfig {
+                    namespace: NAMESPACE.to_owned(),
+                    name: LEASE_NAME.to_owned(),
+                    identity: "operator-0".to_owned(),
+                    lease_duration: Duration::from_secs(15),
+                    version: "0.1.0".to_owned(),
+                }),
+                identity: "operator-0".to_owned(),
+                version: "0.1.0".to_owned(),
+            };
+            tokio::spawn(runnel_operator::run(
+                client,
+                config,
+                Arc::new(KafkaBackplanes::default()),
+                stop.clone(),
+            ));
+            (server, kubelet)
+        });
+        let kubeconfig = work.join("kubeconfig");
+        std::fs::write(&kubeconfig, server.kubeconfig(NAMESPACE)).unwrap();
+        Cluster {
+            runtime,
+            server,
+            kubelet,
+            stop,
+            kubeconfig,
+        }
+    }
+
+    /// `runnel ARGS --kubeconfig FILE`, in this process: exit code and output.
+    fn runnel(&self, args: &[&str]) -> (u8, String) {
+        let mut out = Vec::new();
+        let mut err = Vec::new();
+        let mut argv = vec!["runnel".to_owned()];
+        argv.extend(args.iter().map(|a| (*a).to_owned()));
+        argv.push("--kubeconfig".to_owned());
+        argv.push(self.kubeconfig.display().to_string());
+        let code = runnel_cli::main_with_args(argv, &mut out, &mut err);
+        let printed = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out),
+            String::from_utf8_lossy(&err)
+        );
+        let code = if code == std::process::ExitCode::SUCCESS {
+            0
+        } else {
+            1
+        };
+        (code, printed)
+    }
+
+    fn api<K>(&self) -> Api<K>
+    where
+        K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>,
+    {
+        let _inside = self.runtime.enter();
+        Api::namespaced(self.server.client(NAMESPACE), NAMESPACE)
+    }
+
+    fn pods(&self, streamlet: &str) -> Vec<Pod> {
+        let selector = format!("runnel.dev/app=sensor-data,runnel.dev/streamlet={streamlet}");
+        self.runtime
+            .block_on(
+                self.api::<Pod>()
+                    .list(&ListParams::default().labels(&selector)),
+            )
+            .unwrap()
+            .items
+            .into_iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .collect()
+    }
+
+    fn ready_pods(&self, streamlet: &str) -> Vec<String> {
+        self.pods(streamlet)
+            .into_iter()
+            .filter(|p| {
+                p.status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+            })
+            .map(|p| p.name_any())
+            .collect()
+    }
+
+    /// The pods of a streamlet, their status and logs, and the application's status: what
+    /// a failing test shows.
+    fn describe(&self, streamlet: &str) -> String {
+        let selector = format!("runnel.dev/streamlet={streamlet}");
+        let pods = self
+            .runtime
+            .block_on(
+                self.api::<Pod>()
+                    .list(&ListParams::default().labels(&selector)),
+            )
+            .unwrap();
+        let mut text = String::new();
+        for pod in pods.items {
+            text.push_str(&format!(
+                "pod {} (deleting: {:?}): {}\n{}\n",
+                pod.name_any(),
+                pod.metadata.deletion_timestamp,
+                serde_json::to_string(&pod.status).unwrap(),
+                self.kubelet.logs(&pod.name_any())
+            ));
+        }
+        if let Some(status) = self.application().and_then(|a| a.status) {
+            text.push_str(&format!(
+                "application: {} {}\n",
+                status.phase, status.message
+            ));
+        }
+        text
+    }
+
+    fn application(&self) -> Option<Application> {
+        self.runtime
+            .block_on(self.api::<Application>().get_opt("sensor-data"))
+            .unwrap()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.stop.cancel();
+        // Let the kubelet stand-in kill its processes.
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+fn wait_until<T>(what: &str, limit: Duration, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not happen within {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+const STREAMLETS: [&str; 5] = [
+    "generator",
+    "to-metrics",
+    "validation",
+    "valid-logger",
+    "invalid-logger",
+];
+
+#[test]
+fn an_app_runs_on_the_process_backed_cluster_from_build_to_undeploy() {
+    let broker = Tansu::start();
+    let work = tempfile::tempdir().unwrap();
+    let build = work.path().join("build");
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_sensor-data"));
+    command
+        .args(["build", BLUEPRINT, "--image", IMAGE, "--output"])
+        .arg(&build);
+    let built = run_to_end(command, Duration::from_secs(300));
+    assert!(built.status.success(), "{}", stderr_of(&built));
+    let cluster = Cluster::start(work.path(), &build.join("image"), &broker);
+
+    // Deploy, with tansu's consumer settings and quiet loggers.
+    let yaml = build.join("sensor-data.yaml");
+    let mut args = vec![
+        "deploy".to_owned(),
+        yaml.display().to_string(),
+        "-n".to_owned(),
+        NAMESPACE.to_owned(),
+    ];
+    for (key, value) in TANSU_SETTINGS {
+        args.push(format!("kafka.{key}={value}"));
+    }
+    args.extend(
+        [
+            "generator.records-per-second=40",
+            "valid-logger.log-every=100000",
+            "invalid-logger.log-every=100000",
+        ]
+        .map(str::to_owned),
+    );
+    let (code, printed) = cluster.runnel(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(code, 0, "{printed}");
+    assert!(
+        printed.contains("create application 'sensor-data' in sensors"),
+        "{printed}"
+    );
+
+    // Every streamlet gets a ready pod, started from the image, and the app is Running.
+    wait_until("every streamlet ready", LIMIT, || {
+        STREAMLETS
+            .iter()
+            .all(|s| cluster.ready_pods(s).len() == 1)
+            .then_some(())
+    });
+    wait_until("phase Running", LIMIT, || {
+        let status = cluster.application()?.status?;
+        (status.phase == runnel_application::Phase::Running).then_some(())
+    });
+    // Records flow end to end: readings become metrics, validated, to valid-metrics.
+    let valid = read_topic(
+        &broker,
+        "valid-metrics",
+        LIMIT,
+        crate::kafka_support::at_least(20),
+    );
+    assert!(valid.len() >= 20, "{} valid metrics", valid.len());
+    let (code, printed) = cluster.runnel(&["status", "sensor-data", "-n", NAMESPACE]);
+    assert_eq!(code, 0, "{printed}");
+    assert!(printed.contains("phase: Running"), "{printed}");
+    let to_metrics = printed
+        .lines()
+        .find(|l| l.starts_with("to-metrics"))
+        .unwrap()
+        .to_owned();
+    let cells: Vec<&str> = to_metrics.split_whitespace().collect();
+    assert_eq!(cells[1], "1/1", "{printed}");
+    assert!(
+        cells[3].parse::<u64>().is_ok(),
+        "the lag comes from the pod: {printed}"
+    );
+
+    // Scale to-metrics: a second process joins and takes one of the two partitions.
+    let (code, printed) =
+        cluster.runnel(&["scale", "sensor-data", "to-metrics=2", "-n", NAMESPACE]);
+    assert_eq!(code, 0, "{printed}");
+    let pair = wait_until("two ready to-metrics pods", LIMIT, || {
+        let ready = cluster.ready_pods("to-metrics");
+        (ready.len() == 2).then_some(ready)
+    });
+    wait_until("each to-metrics pod owning one partition", LIMIT, || {
+        pair.iter()
+            .all(|pod| {
+                cluster
+                    .kubelet
+                    .logs(pod)
+                    .lines()
+                    .rev()
+                    .find_map(|l| l.split("partitions assigned: ").nth(1))
+                    .is_some_and(|owned| {
+                        owned
+                            .split(" group=")
+                            .next()
+                            .unwrap_or_default()
+                            .split(", ")
+                            .count()
+                            == 1
+                            && !owned.starts_with("none")
+                    })
+            })
+            .then_some(())
+    });
+
+    // Configure one streamlet: only its pod is replaced.
+    let before: BTreeMap<&str, Vec<String>> = STREAMLETS
+        .iter()
+        .map(|s| (*s, cluster.ready_pods(s)))
+        .collect();
+    let (code, printed) = cluster.runnel(&[
+        "configure",
+        "sensor-data",
+        "valid-logger.msg-prefix=checked",
+        "-n",
+        NAMESPACE,
+    ]);
+    assert_eq!(code, 0, "{printed}");
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let now = cluster.ready_pods("valid-logger");
+        if now.len() == 1
+            && now != before["valid-logger"]
+            && cluster.pods("valid-logger").len() == 1
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the valid-logger did not roll within {LIMIT:?}:\n{}",
+            cluster.describe("valid-logger")
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    for streamlet in STREAMLETS.iter().filter(|s| **s != "valid-logger") {
+        assert_eq!(
+            cluster.ready_pods(streamlet),
+            before[streamlet],
+            "{streamlet} was not restarted"
+        );
+    }
+    let config = cluster
+        .runtime
+        .block_on(cluster.api::<ConfigMap>().get("sensor-data-valid-logger"))
+        .unwrap();
+    assert!(config.data.unwrap()["runnel.toml"].contains("msg-prefix = \"checked\""));
+
+    // Kill one to-metrics process: the kubelet restarts it, the status counts it.
+    let victim = pair[0].clone();
+    assert!(cluster.kubelet.kill(&victim));
+    wait_until("the killed pod restarted and ready", LIMIT, || {
+        let pod = cluster
+            .pods("to-metrics")
+            .into_iter()
+            .find(|p| p.name_any() == victim)?;
+        let status = pod.status?;
+        let restarts = status.container_statuses?.first()?.restart_count;
+        let ready = status
+            .conditions?
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True");
+        (restarts >= 1 && ready).then_some(())
+    });
+    wait_until("the restart in the application's status", LIMIT, || {
+        let status = cluster.application()?.status?;
+        let restarts = status
+            .streamlets
+            .iter()
+            .find(|s| s.name == "to-metrics")?
+            .restarts;
+        (restarts >= 1).then_some(())
+    });
+
+    // Stop the generator, then check nothing was lost: every reading has its three metrics.
+    let (code, printed) = cluster.runnel(&["scale", "sensor-data", "generator=0", "-n", NAMESPACE]);
+    assert_eq!(code, 0, "{printed}");
+    wait_until("the generator stopped", LIMIT, || {
+        cluster.pods("generator").is_empty().then_some(())
+    });
+    let readings: BTreeSet<i64> =
+        read_topic(&broker, "sensor-data", Duration::from_secs(20), |_| false)
+            .iter()
+            .map(|seen| decode::<SensorData>(&seen.value).sequence)
+            .collect();
+    assert!(readings.len() > 50, "{} readings", readings.len());
+    let expected = 3 * readings.len();
+    let mut distinct = BTreeSet::new();
+    let metrics = read_topic(&broker, "metrics", LIMIT, |seen| {
+        let metric: Metric = decode(&seen.value);
+        distinct.insert((metric.sequence, metric.name));
+        distinct.len() >= expected
+    });
+    let counts = arrivals(
+        metrics
+            .iter()
+            .map(|seen| decode::<Metric>(&seen.value))
+            .collect::<Vec<_>>()
+            .iter(),
+    );
+    for sequence in &readings {
+        for name in ["power", "rotor-speed", "wind-speed"] {
+            assert!(
+                counts.contains_key(&(*sequence, name.to_owned())),
+                "metric {name} of reading {sequence} was lost"
+            );
+        }
+    }
+
+    // Undeploy: every process stops, everything the operator created goes, the topics stay,
+    // and a ConfigMap of someone else's stays too.
+    let theirs: ConfigMap = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "notes", "labels": {"runnel.dev/app": "sensor-data"}}, "data": {"a": "b"}
+    }))
+    .unwrap();
+    cluster
+        .runtime
+        .block_on(
+            cluster
+                .api::<ConfigMap>()
+                .create(&PostParams::default(), &theirs),
+        )
+        .unwrap();
+    let (code, printed) = cluster.runnel(&["undeploy", "sensor-data", "-n", NAMESPACE]);
+    assert_eq!(code, 0, "{printed}");
+    wait_until("no process left", LIMIT, || {
+        cluster.kubelet.running().is_empty().then_some(())
+    });
+    let deployments = cluster
+        .runtime
+        .block_on(cluster.api::<Deployment>().list(&ListParams::default()))
+        .unwrap();
+    assert!(deployments.items.is_empty());
+    let left: Vec<String> = cluster
+        .runtime
+        .block_on(cluster.api::<ConfigMap>().list(&ListParams::default()))
+        .unwrap()
+        .items
+        .iter()
+        .map(|c| c.name_any())
+        .collect();
+    assert_eq!(left, ["notes"]);
+    let still = read_topic(
+        &broker,
+        "sensor-data",
+        Duration::from_secs(10),
+        crate::kafka_support::at_least(1),
+    );
+    assert!(!still.is_empty(), "topics are never deleted");
+}
+
+/// The app binary is lean: building images and Applications needs no Kubernetes client.
+#[test]
+fn the_app_binary_does_not_link_kube() {
+    let binary = std::fs::read(env!("CARGO_BIN_EXE_sensor-data")).unwrap();
+    for name in [&b"kube_client"[..], b"k8s_openapi", b"kube_runtime"] {
+        assert!(
+            !binary.windows(name.len()).any(|window| window == name),
+            "the sensor-data binary contains {}",
+            String::from_utf8_lossy(name)
+        );
+    }
+    // The image builder is in it (the check above would pass for an empty file too).
+    assert!(binary.windows(12).any(|w| w == b"runnel_image"));
+}
