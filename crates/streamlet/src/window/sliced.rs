@@ -206,10 +206,19 @@ impl<Acc: Clone, Out: Clone> Sliced<Acc, Out> {
             cx.aggregate.add(&mut running.accumulator, input); // a late element
         }
 
+        // The earliest end the watermark has not reached: the element's first window's in
+        // the common case, a later one's when the watermark passed the first's end.
         let first_end = first.saturating_add(g.size);
-        if first_end > self.fired_through {
-            cx.event_at(first_end);
-            if cx.lazy {
+        let unfired_end = if first_end > self.fired_through {
+            Some(first_end)
+        } else {
+            let behind = self.fired_through - first_end;
+            let start = first + (behind / g.slide + 1) * g.slide;
+            (start <= last).then(|| start.saturating_add(g.size))
+        };
+        if let Some(end) = unfired_end {
+            cx.event_at(end);
+            if cx.lazy && end == first_end {
                 return; // the common case: the trigger needs nothing before the end
             }
         }

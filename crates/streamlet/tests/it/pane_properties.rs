@@ -262,3 +262,36 @@ proptest! {
         }
     }
 }
+
+/// Found by the property above: an element whose first sliding window the watermark had
+/// already passed still owes its later windows their final panes.
+#[test]
+fn a_sliding_window_after_one_the_watermark_passed_still_closes() {
+    let spec = spec(
+        Windows::Sliding {
+            size: 2_000,
+            slide: 500,
+        },
+        Trigger::watermark()
+            .early(Trigger::after_processing_time(MS(1_500)))
+            .late(Trigger::element_count(2)),
+        0,
+        false,
+        true,
+    );
+    let steps = [(0, Step::Watermark(1)), (747, Step::Element(0, -1_248, 0))];
+    let fired = run(spec, &steps);
+    let last: Vec<(i64, i64)> = fired
+        .iter()
+        .filter(|(_, pane)| pane.is_last)
+        .map(|(_, pane)| (pane.window_start, pane.window_end))
+        .collect();
+    assert_eq!(
+        last,
+        [
+            (998_000, 1_000_000),
+            (998_500, 1_000_500),
+            (999_000, 1_001_000)
+        ]
+    );
+}
