@@ -72,7 +72,8 @@ pub(crate) enum Mode {
 ///
 /// Parameters: `port` (required; `0` picks a free port), `bind-address` (`0.0.0.0`),
 /// `max-body-size` (`1Mi`), `max-in-flight` (`1024`), `retry-after` (`1s`). The ingress
-/// binds its port as soon as it starts and logs `listening on ADDRESS`; a port that cannot
+/// binds its port as soon as it starts, logs `listening on ADDRESS` and only then reports
+/// itself ready (so the process's `/health/ready` waits for the port); a port that cannot
 /// be bound fails the streamlet with an external error, so the supervisor retries it.
 /// On shutdown it stops accepting connections and answers the requests in progress.
 ///
@@ -143,6 +144,7 @@ impl<T: Data> Streamlet for HttpIngress<T> {
             .parameter(MAX_BODY_SIZE)
             .parameter(MAX_IN_FLIGHT)
             .parameter(RETRY_AFTER)
+            .reports_readiness()
     }
 
     async fn run(self, ctx: Context) -> Result<()> {
@@ -157,6 +159,7 @@ impl<T: Data> Streamlet for HttpIngress<T> {
         })?;
         let local = listener.local_addr().unwrap_or(address);
         tracing::info!("listening on {local}");
+        ctx.report_ready();
 
         let in_flight = ctx.parameter(MAX_IN_FLIGHT).max(1) as usize;
         let admission = Arc::new(Admission {

@@ -37,8 +37,10 @@ pub const BATCH_LINGER: Parameter<Duration> = Parameter::duration("batch-linger"
 ///   between two batches, so every record is scored by exactly one model, whose name and
 ///   version it carries.
 /// - **Invalid models are rejected.** The previous model goes on serving; the reason is
-///   logged and sent as a [`ModelEvent`] on [`MODEL_EVENTS`] (whose record count the status
-///   shows), as is every model that starts serving, with how long loading took.
+///   logged and sent as a [`ModelEvent`] on [`MODEL_EVENTS`], as is every model that starts
+///   serving, with how long loading took. The status shows the serving model (`model`),
+///   how many were rejected (`models rejected`) and the last one rejected with its reason
+///   (`last rejected model`), as [`StatusDetails`](runnel_streamlet::StatusDetails).
 /// - **The serving model survives restarts.** The models inlet is committed only up to the
 ///   record of the serving model, so a restarted scorer reads that record first and serves
 ///   it again before scoring anything (models rejected after it are read, and rejected,
@@ -117,7 +119,12 @@ impl<S: Scoring> Streamlet for ModelScorer<S> {
             size: ctx.parameter(BATCH_SIZE).max(1) as usize,
             linger: ctx.parameter(BATCH_LINGER),
         };
-        let mut slot = ModelSlot::new(S::FEATURES, S::OUTPUTS, ctx.outlet(MODEL_EVENTS));
+        let mut slot = ModelSlot::new(
+            S::FEATURES,
+            S::OUTPUTS,
+            ctx.outlet(MODEL_EVENTS),
+            ctx.status_details(),
+        );
         let mut models_open = true;
         let mut batch = Vec::with_capacity(batching.size);
         loop {

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use runnel_streamlet::{CommitToken, Message, OutletSender, Result};
+use runnel_streamlet::{CommitToken, Message, OutletSender, Result, StatusDetails};
 use tokio::task::JoinHandle;
 
 use crate::{Model, ModelError, ModelEvent, ModelRecord};
@@ -32,10 +32,19 @@ pub(crate) struct ModelSlot {
     features: usize,
     outputs: usize,
     events: OutletSender<ModelEvent>,
+    /// Where the status shows the serving model and the last one rejected.
+    details: StatusDetails,
+    rejected: u64,
 }
 
 impl ModelSlot {
-    pub(crate) fn new(features: usize, outputs: usize, events: OutletSender<ModelEvent>) -> Self {
+    pub(crate) fn new(
+        features: usize,
+        outputs: usize,
+        events: OutletSender<ModelEvent>,
+        details: StatusDetails,
+    ) -> Self {
+        details.set("model", "none yet");
         ModelSlot {
             serving: None,
             held: Vec::new(),
@@ -43,6 +52,8 @@ impl ModelSlot {
             features,
             outputs,
             events,
+            details,
+            rejected: 0,
         }
     }
 
@@ -108,6 +119,7 @@ impl ModelSlot {
                     }
                 );
                 self.serving = Some(Arc::new(model));
+                self.details.set("model", label.as_str());
                 self.events
                     .send(&ModelEvent {
                         name: loading.name,
@@ -133,6 +145,11 @@ impl ModelSlot {
                         format!("{previous} goes on serving")
                     }
                 );
+                self.rejected += 1;
+                self.details
+                    .set("models rejected", self.rejected.to_string());
+                self.details
+                    .set("last rejected model", format!("{label}: {error}"));
                 self.events
                     .send(&ModelEvent {
                         name: loading.name,

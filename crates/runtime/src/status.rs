@@ -439,6 +439,7 @@ impl StatusBoard {
             watermark: metrics.watermark(),
             problems,
             last_error: status.last_error(),
+            details: metrics.details().snapshot(),
             inlets,
             outlets,
         }

@@ -106,6 +106,7 @@ mod tests {
             problems: Vec::new(),
             watermark: None,
             last_error: None,
+            details: Default::default(),
             inlets: Vec::new(),
             outlets: Vec::new(),
         }

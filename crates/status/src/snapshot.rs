@@ -1,5 +1,7 @@
 //! [`Snapshot`]: the state of a run at one moment, as `/api/status` returns it.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::Problem;
@@ -101,6 +103,10 @@ pub struct InstanceSnapshot {
     pub problems: Vec<Problem>,
     /// The current problem, else the last failure, if any.
     pub last_error: Option<String>,
+    /// Short facts the streamlet shows about itself, by name: for example the model a
+    /// scorer serves now.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub details: BTreeMap<String, String>,
     /// Each inlet: its topic, records read and lag per partition.
     pub inlets: Vec<InletSnapshot>,
     /// Each outlet: its topic and records sent.

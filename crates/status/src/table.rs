@@ -130,6 +130,11 @@ pub fn render_table(snapshot: &Snapshot, footer: &str) -> String {
         );
     }
     for instance in &snapshot.streamlets {
+        for (name, value) in &instance.details {
+            let _ = writeln!(table, "  {}: {name}: {value}", instance.name);
+        }
+    }
+    for instance in &snapshot.streamlets {
         for line in attention(instance) {
             let _ = writeln!(table, "{line}");
         }
@@ -193,6 +198,7 @@ mod tests {
             watermark: None,
             problems: Vec::new(),
             last_error: None,
+            details: Default::default(),
             inlets: Vec::new(),
             outlets: Vec::new(),
         }
@@ -244,5 +250,26 @@ mod tests {
             table.contains("  log: last failure: internal error: boom\n"),
             "{table}"
         );
+    }
+
+    #[test]
+    fn details_are_listed_below_the_table() {
+        let mut scorer = instance("scorer", 5.0, 0);
+        scorer.details.insert("model".into(), "fraud@2".into());
+        scorer.details.insert(
+            "last rejected model".into(),
+            "fraud@3: wrong input shape".into(),
+        );
+        let snapshot = Snapshot {
+            app: "a".into(),
+            streamlets: vec![scorer, instance("log", 1.0, 0)],
+            ..Snapshot::default()
+        };
+        let table = render_table(&snapshot, "");
+        assert!(
+            table.contains("  scorer: last rejected model: fraud@3: wrong input shape\n  scorer: model: fraud@2\n"),
+            "{table}"
+        );
+        assert!(!table.contains("log: model"), "{table}");
     }
 }

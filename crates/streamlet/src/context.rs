@@ -1,7 +1,7 @@
 //! [`Context`]: what a running streamlet gets from the runtime.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use runnel_blueprint::parameter::ParameterValue;
 use tokio_util::sync::CancellationToken;
@@ -31,6 +31,7 @@ pub struct Context {
     metrics: Arc<InstanceMetrics>,
     scripted_watermarks: Option<ScriptedWatermarks>,
     checkpoints: Option<Checkpoints>,
+    readiness: Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
 }
 
 impl Context {
@@ -54,7 +55,17 @@ impl Context {
             metrics: Arc::default(),
             scripted_watermarks: None,
             checkpoints: None,
+            readiness: Mutex::new(None),
         }
+    }
+
+    /// Hands a streamlet that reports its own readiness the signal to report it with.
+    pub(crate) fn with_readiness(self, ready: Option<tokio::sync::oneshot::Sender<()>>) -> Self {
+        *self
+            .readiness
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner()) = ready;
+        self
     }
 
     /// Gives a checkpointed streamlet its checkpoints.
@@ -178,6 +189,28 @@ impl Context {
     /// theirs; a custom event-time streamlet calls this when its watermark advances.
     pub fn report_watermark(&self, watermark: i64) {
         self.metrics.set_watermark(watermark);
+    }
+
+    /// Facts to show in the status beside the instance's counters, such as the model a
+    /// scorer serves now (see [`StatusDetails`](crate::StatusDetails)).
+    pub fn status_details(&self) -> crate::StatusDetails {
+        self.metrics.details().clone()
+    }
+
+    /// Tells the runtime the streamlet is ready, for a streamlet whose shape
+    /// [reports readiness](crate::Shape::reports_readiness): an HTTP server calls it once it
+    /// has bound its port. Later calls, and calls from streamlets whose readiness follows
+    /// their connected ports, do nothing.
+    pub fn report_ready(&self) {
+        let ready = self
+            .readiness
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .take();
+        if let Some(ready) = ready {
+            // The runtime may have stopped waiting (it is shutting down): nothing to tell.
+            let _ = ready.send(());
+        }
     }
 
     /// Whether the streamlet has been asked to stop.

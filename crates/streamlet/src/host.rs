@@ -42,7 +42,9 @@ pub struct Wiring {
     pub parameters: HashMap<String, ParameterValue>,
     /// Buffer sizes and intervals.
     pub settings: HostSettings,
-    /// Told once every port is connected, just before the streamlet starts running.
+    /// Told once every port is connected, just before the streamlet starts running; or,
+    /// for a streamlet that [reports readiness](crate::Shape::reports_readiness), when it
+    /// calls [`Context::report_ready`].
     pub ready: Option<tokio::sync::oneshot::Sender<()>>,
     /// Watermarks set from outside, which event-time streamlets follow instead of
     /// generating their own: the test kit's time control. `None` in production.
@@ -322,6 +324,7 @@ pub async fn run_instance(
         mode,
     );
     let mut committing = tokio::spawn(committer.run(events));
+    let shape_reports_readiness = shape.is_reporting_readiness();
     let ctx = Context::new(
         instance.clone(),
         shape,
@@ -334,9 +337,14 @@ pub async fn run_instance(
     .with_metrics(metrics.clone())
     .with_scripted_watermarks(wiring.watermarks)
     .with_checkpoints(checkpoints);
-    if let Some(ready) = wiring.ready {
-        let _ = ready.send(());
-    }
+    let ctx = if shape_reports_readiness {
+        ctx.with_readiness(wiring.ready)
+    } else {
+        if let Some(ready) = wiring.ready {
+            let _ = ready.send(());
+        }
+        ctx
+    };
     let running = streamlet.run_boxed(ctx);
     tokio::pin!(running);
     let outcome = tokio::select! {

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use runnel_backend::Consumer;
 
-use crate::{Histogram, Shape};
+use crate::{Histogram, Shape, StatusDetails};
 
 /// Records and bytes through one port; for an inlet, also the lag its consumer's client
 /// reports.
@@ -98,6 +98,7 @@ pub struct InstanceMetrics {
     late: AtomicU64,
     /// The event-time watermark in milliseconds; `i64::MIN` until there is one.
     watermark: AtomicI64,
+    details: StatusDetails,
 }
 
 impl Default for InstanceMetrics {
@@ -113,6 +114,7 @@ impl Default for InstanceMetrics {
             commit_latency: Histogram::default(),
             late: AtomicU64::default(),
             watermark: AtomicI64::new(i64::MIN),
+            details: StatusDetails::default(),
         }
     }
 }
@@ -218,6 +220,11 @@ impl InstanceMetrics {
     pub fn watermark(&self) -> Option<i64> {
         let watermark = self.watermark.load(Ordering::Relaxed);
         (watermark != i64::MIN && watermark != i64::MAX).then_some(watermark)
+    }
+
+    /// The facts the streamlet shows in the status (see [`StatusDetails`]).
+    pub fn details(&self) -> &StatusDetails {
+        &self.details
     }
 
     pub(crate) fn set_watermark(&self, watermark: i64) {

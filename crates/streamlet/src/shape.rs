@@ -33,6 +33,7 @@ pub struct Shape {
     volume_mounts: Vec<VolumeMountDescriptor>,
     checkpointed: bool,
     delivery: Delivery,
+    reports_readiness: bool,
 }
 
 impl Shape {
@@ -71,6 +72,26 @@ impl Shape {
     /// Whether the streamlet keeps state in checkpoints.
     pub fn is_checkpointed(&self) -> bool {
         self.checkpointed
+    }
+
+    /// Says the streamlet tells the runtime itself when it is ready, with
+    /// [`Context::report_ready`](crate::Context::report_ready): for example once a server has
+    /// bound its port. Until then the instance counts as starting and its process as not
+    /// ready. Without this, an instance is ready once its ports are connected.
+    ///
+    /// ```
+    /// # use runnel_streamlet::prelude::*;
+    /// let shape = Shape::new().reports_readiness();
+    /// assert!(shape.is_reporting_readiness());
+    /// ```
+    pub fn reports_readiness(mut self) -> Self {
+        self.reports_readiness = true;
+        self
+    }
+
+    /// Whether the streamlet reports its own readiness.
+    pub fn is_reporting_readiness(&self) -> bool {
+        self.reports_readiness
     }
 
     /// Adds a configuration parameter.

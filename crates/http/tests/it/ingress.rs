@@ -3,6 +3,7 @@ use std::time::Duration;
 use runnel_backend::TopicSpec;
 use runnel_blueprint::parameter::ParameterValue;
 use runnel_http::{HttpIngress, Invalid};
+use runnel_streamlet::ErrorKind;
 use runnel_streamlet::prelude::*;
 
 use crate::support::{Served, TOPIC, post, post_text, until};
@@ -186,6 +187,19 @@ async fn a_port_in_use_fails_the_streamlet_with_an_external_error() {
     assert!(
         error.contains(&format!("could not listen on 127.0.0.1:{port}")),
         "{error}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ingress_that_cannot_bind_its_port_never_reports_itself_ready() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let (served, readiness) = Served::launch(ingress(), &[], TopicSpec::new(TOPIC, 2), port).await;
+    let error = served.outcome().await.expect_err("the port is taken");
+    assert_eq!(error.kind(), ErrorKind::External, "{error}");
+    assert!(
+        readiness.await.is_err(),
+        "an ingress that never listened said it was ready"
     );
 }
 

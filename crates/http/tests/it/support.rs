@@ -41,20 +41,42 @@ pub(crate) struct Served {
 }
 
 impl Served {
-    /// Starts `streamlet` with `parameters` (`port` is set) and waits until it accepts
-    /// connections.
+    /// Starts `streamlet` with `parameters` (`port` is set) and waits until it reports itself
+    /// ready, which must mean it accepts connections.
     pub(crate) async fn start(
         streamlet: impl Streamlet,
         parameters: &[(&str, ParameterValue)],
         topic: TopicSpec,
     ) -> Served {
+        let (served, readiness) = Served::launch(streamlet, parameters, topic, free_port()).await;
+        tokio::time::timeout(Duration::from_secs(10), readiness)
+            .await
+            .expect("the ingress reports itself ready")
+            .expect("the ingress reports itself ready before it stops");
+        let address = served
+            .url
+            .trim_start_matches("http://")
+            .trim_end_matches('/');
+        tokio::net::TcpStream::connect(address)
+            .await
+            .expect("a ready ingress accepts connections");
+        served
+    }
+
+    /// Starts `streamlet` on `port` without waiting: the receiver completes when the
+    /// instance reports itself ready, and fails if it stops first.
+    pub(crate) async fn launch(
+        streamlet: impl Streamlet,
+        parameters: &[(&str, ParameterValue)],
+        topic: TopicSpec,
+        port: u16,
+    ) -> (Served, tokio::sync::oneshot::Receiver<()>) {
         let backend = Arc::new(GatedBackend::default());
         backend.create_topic(&topic).await.unwrap();
         backend
             .create_topic(&TopicSpec::new("dead-letters", 1))
             .await
             .unwrap();
-        let port = free_port();
         let mut values: HashMap<String, ParameterValue> = HashMap::from([
             ("port".to_owned(), ParameterValue::Int(i64::from(port))),
             (
@@ -71,6 +93,7 @@ impl Served {
         for (key, value) in parameters {
             values.insert((*key).to_owned(), value.clone());
         }
+        let (ready, readiness) = tokio::sync::oneshot::channel();
         let wiring = Wiring {
             app: "test".to_owned(),
             instance: "ingress".to_owned(),
@@ -83,7 +106,7 @@ impl Served {
             dead_letter_topic: "dead-letters".to_owned(),
             parameters: values,
             settings: HostSettings::default(),
-            ready: None,
+            ready: Some(ready),
             watermarks: None,
             transactional_id: None,
             attempts: Arc::new(FailedAttempts::new(3)),
@@ -97,18 +120,21 @@ impl Served {
             Arc::new(InstanceMetrics::default()),
             shutdown.clone(),
         ));
-        let address = format!("127.0.0.1:{port}");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while tokio::net::TcpStream::connect(&address).await.is_err() {
-            assert!(Instant::now() < deadline, "the ingress never listened");
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        Served {
-            url: format!("http://{address}/"),
+        let served = Served {
+            url: format!("http://127.0.0.1:{port}/"),
             backend,
             shutdown,
             task,
-        }
+        };
+        (served, readiness)
+    }
+
+    /// Waits until the instance has stopped by itself, and gives its outcome.
+    pub(crate) async fn outcome(self) -> runnel_streamlet::Result<()> {
+        tokio::time::timeout(Duration::from_secs(10), self.task)
+            .await
+            .expect("the ingress stops by itself")
+            .unwrap()
     }
 
     /// The values written so far, decoded from JSON.

@@ -106,9 +106,17 @@ async fn invalid_models_are_rejected_with_the_reason_and_the_previous_one_goes_o
     until("every model is handled", || log.events().len() == 6).await;
     log.publish_points(points(0..30)).await;
     until("every point is scored", || log.scored().len() == 30).await;
+    let details = run.details();
     run.stop().await;
 
     assert_scored_by(&log, 0..30, "points@1", V1);
+    assert_eq!(details["model"], "points@1");
+    assert_eq!(details["models rejected"], "5");
+    assert!(
+        details["last rejected model"]
+            .starts_with("points@narrow: the record's output shape [-1, 3] does not fit"),
+        "{details:?}"
+    );
     let events = log.events();
     let outcomes: Vec<(&str, bool)> = events
         .iter()

@@ -169,15 +169,20 @@ impl Log {
             attempts: Arc::new(FailedAttempts::new(3)),
         };
         let shutdown = CancellationToken::new();
+        let metrics = Arc::new(InstanceMetrics::default());
         let task = tokio::spawn(run_instance(
             Box::new(ModelScorer::new(POINTS, SCORED, PointScoring)),
             self.backend.clone(),
             wiring,
             Arc::new(SystemClock),
-            Arc::new(InstanceMetrics::default()),
+            metrics.clone(),
             shutdown.clone(),
         ));
-        Run { shutdown, task }
+        Run {
+            shutdown,
+            task,
+            metrics,
+        }
     }
 
     pub(crate) fn scored(&self) -> Vec<Scored> {
@@ -212,9 +217,15 @@ impl Log {
 pub(crate) struct Run {
     shutdown: CancellationToken,
     task: JoinHandle<runnel_streamlet::Result<()>>,
+    metrics: Arc<InstanceMetrics>,
 }
 
 impl Run {
+    /// What the scorer shows about itself in the status, by name.
+    pub(crate) fn details(&self) -> std::collections::BTreeMap<String, String> {
+        self.metrics.details().snapshot()
+    }
+
     /// Waits until the run finished on its own (its inputs ended).
     pub(crate) async fn finished(self) {
         tokio::time::timeout(Duration::from_secs(30), self.task)
