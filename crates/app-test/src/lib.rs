@@ -200,7 +200,7 @@ pub async fn read_values<T: Data>(backend: &EmbeddedBackend, topic: &str) -> Vec
     read_topic(backend, topic)
         .await
         .iter()
-        .map(|record| decode(&record.record.value))
+        .map(|record| decode(record.record.value.as_deref().expect("a non-null value")))
         .collect()
 }
 

@@ -32,6 +32,7 @@ macro_rules! conformance_tests {
             create_topic_is_idempotent
             appends_get_consecutive_offsets
             records_round_trip
+            null_values_stay_distinct_from_empty
             order_is_kept_per_partition
             committed_offsets_resume_a_group
             seek_moves_the_next_poll
@@ -117,7 +118,9 @@ async fn consume(consumer: &dyn Consumer, count: usize) -> Vec<ConsumedRecord> {
 fn values(records: &[ConsumedRecord]) -> Vec<String> {
     records
         .iter()
-        .map(|r| String::from_utf8_lossy(&r.record.value).into_owned())
+        .map(|r| {
+            String::from_utf8_lossy(r.record.value.as_deref().unwrap_or_default()).into_owned()
+        })
         .collect()
 }
 
@@ -224,6 +227,58 @@ pub async fn records_round_trip(backend: &impl Backend) {
     consumer.close().await.unwrap();
 }
 
+/// A null value (a tombstone) comes back null and an empty value comes back empty, with or
+/// without a key and headers: a backplane never turns one into the other.
+pub async fn null_values_stay_distinct_from_empty(backend: &impl Backend) {
+    let name = topic(backend, "null-values", 1).await;
+    let sent = [
+        Record::null().with_key("deleted").with_timestamp(5),
+        Record::new("").with_key("empty").with_timestamp(6),
+        Record::null().with_timestamp(7).with_header("h", ""),
+        // Kafka clients stamp a timestamp of 0 with the send time, so every case sets one.
+        Record::new("").with_timestamp(8),
+        Record::new("present").with_timestamp(9),
+        Record::null().with_timestamp(10),
+    ];
+    let producer = backend.producer(&ProducerConfig::default()).await.unwrap();
+    for record in &sent {
+        producer
+            .send(&name, 0, record.clone())
+            .await
+            .unwrap()
+            .await
+            .unwrap();
+    }
+    let consumer = backend
+        .consumer(&ConsumerConfig::new(unique("g"), [&name]))
+        .await
+        .unwrap();
+    let received = consume(&*consumer, sent.len()).await;
+    let got: Vec<_> = received
+        .iter()
+        .map(|r| {
+            (
+                r.record.key.clone(),
+                r.record.value.clone(),
+                r.record.timestamp,
+            )
+        })
+        .collect();
+    let want: Vec<_> = sent
+        .iter()
+        .map(|r| (r.key.clone(), r.value.clone(), r.timestamp))
+        .collect();
+    assert_eq!(got, want, "keys, values and timestamps");
+    let nulls: Vec<_> = received.iter().map(|r| r.record.is_null()).collect();
+    assert_eq!(nulls, [true, false, true, false, false, true]);
+    assert_eq!(
+        received[2].record.headers.get("h").map(|v| v.len()),
+        Some(0),
+        "a null value keeps its headers"
+    );
+    consumer.close().await.unwrap();
+}
+
 /// Records interleaved over partitions come back in send order within each partition.
 pub async fn order_is_kept_per_partition(backend: &impl Backend) {
     let name = topic(backend, "order", 3).await;
@@ -245,7 +300,11 @@ pub async fn order_is_kept_per_partition(backend: &impl Backend) {
         let seen: Vec<u32> = records
             .iter()
             .filter(|r| r.partition == partition)
-            .map(|r| String::from_utf8_lossy(&r.record.value).parse().unwrap())
+            .map(|r| {
+                String::from_utf8_lossy(r.record.value.as_deref().unwrap_or_default())
+                    .parse()
+                    .unwrap()
+            })
             .collect();
         let expected: Vec<u32> = (0..600).filter(|i| i % 3 == partition).collect();
         assert_eq!(seen, expected, "partition {partition}");

@@ -28,7 +28,7 @@ mod transaction;
 ///
 /// let consumer = backend.consumer(&ConsumerConfig::new("readers", ["greetings"])).await?;
 /// let records = consumer.poll(10).await?;
-/// assert_eq!(records[0].record.value, "hello");
+/// assert_eq!(records[0].record.value.as_deref(), Some(&b"hello"[..]));
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Debug, Default)]
@@ -81,7 +81,7 @@ fn record_size(record: &Record) -> usize {
         .iter()
         .map(|header| header.key.len() + header.value.len())
         .sum();
-    record.key.as_ref().map_or(0, |key| key.len()) + record.value.len() + headers
+    record.key.as_ref().map_or(0, |key| key.len()) + record.value_len() + headers
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -1,4 +1,7 @@
 //! Records as the backplane stores them: key, value, headers and timestamp, all bytes.
+//!
+//! A key and a value may each be null (`None`), as in Kafka; a null value (a tombstone) is
+//! not the same as an empty one, and every backplane keeps the difference.
 
 use std::sync::Arc;
 
@@ -93,19 +96,24 @@ impl FromIterator<Header> for Headers {
     }
 }
 
-/// A record to append: optional key, value, headers and an event timestamp.
+/// A record to append: optional key, optional value, headers and an event timestamp.
 ///
 /// ```
 /// use runnel_backend::Record;
 /// let record = Record::new("hello").with_key("greeting").with_timestamp(1_700_000_000_000);
-/// assert_eq!(record.value, "hello");
+/// assert_eq!(record.value.as_deref(), Some(&b"hello"[..]));
+///
+/// let tombstone = Record::null().with_key("greeting");
+/// assert!(tombstone.is_null());
+/// assert!(!Record::new("").is_null());
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Record {
     /// The key; it decides the partition when the producer picks one. `None` is a null key.
     pub key: Option<Bytes>,
-    /// The encoded value.
-    pub value: Bytes,
+    /// The encoded value. `None` is a null value (a tombstone, in Kafka's terms), which is
+    /// not the same as an empty one.
+    pub value: Option<Bytes>,
     /// Headers, in order.
     pub headers: Headers,
     /// Event time in milliseconds since the Unix epoch.
@@ -113,14 +121,34 @@ pub struct Record {
 }
 
 impl Record {
-    /// A record with this value, no key, no headers and timestamp 0.
+    /// A record with this (non-null) value, no key, no headers and timestamp 0.
     pub fn new(value: impl Into<Bytes>) -> Self {
+        Record::from_value(Some(value.into()))
+    }
+
+    /// A record with a null value (a tombstone), no key, no headers and timestamp 0.
+    pub fn null() -> Self {
+        Record::from_value(None)
+    }
+
+    /// A record with this value, `None` being null; no key, no headers and timestamp 0.
+    pub fn from_value(value: Option<Bytes>) -> Self {
         Record {
             key: None,
-            value: value.into(),
+            value,
             headers: Headers::new(),
             timestamp: 0,
         }
+    }
+
+    /// Whether the value is null (as opposed to present, possibly empty).
+    pub fn is_null(&self) -> bool {
+        self.value.is_none()
+    }
+
+    /// The size of the value in bytes; a null value has none.
+    pub fn value_len(&self) -> usize {
+        self.value.as_ref().map_or(0, Bytes::len)
     }
 
     /// Sets the key.

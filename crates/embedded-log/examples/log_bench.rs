@@ -93,7 +93,7 @@ async fn measure(records: u64) -> Result<(Duration, Duration), Box<dyn std::erro
         read += polled.len() as u64;
         bytes += polled
             .iter()
-            .map(|consumed| consumed.record.value.len())
+            .map(|consumed| consumed.record.value_len())
             .sum::<usize>();
     }
     let read_time = started.elapsed();

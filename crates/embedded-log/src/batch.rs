@@ -5,8 +5,12 @@
 use bytes::Bytes;
 use runnel_backend::{Header, Headers, Record};
 
-/// The first four bytes of every batch.
-pub(crate) const MAGIC: [u8; 4] = *b"RNB1";
+/// The first four bytes of every batch the writer appends (format version 2: the value
+/// length is signed and `-1` is a null value).
+pub(crate) const MAGIC: [u8; 4] = *b"RNB2";
+/// The first four bytes of a batch in format version 1 (the value length is unsigned and a
+/// value is never null), still read so that segments written before version 2 stay readable.
+pub(crate) const MAGIC_V1: [u8; 4] = *b"RNB1";
 /// The size of the batch header.
 pub(crate) const HEADER_LEN: usize = 32;
 /// The bytes a record takes besides its key, value and headers.
@@ -14,9 +18,20 @@ const RECORD_OVERHEAD: usize = 8 + 4 + 4 + 4;
 /// The bytes a header takes besides its name and value.
 const HEADER_OVERHEAD: usize = 4 + 4;
 
+/// The record encodings a batch can hold, named by its magic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Format {
+    /// `RNB1`: the value length is a `u32`, so a value cannot be null.
+    V1,
+    /// `RNB2`: the value length is an `i32`, `-1` being a null value (as for the key).
+    V2,
+}
+
 /// The fixed fields at the start of a batch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct BatchHeader {
+    /// How its records are encoded.
+    pub(crate) format: Format,
     /// The whole batch's length in bytes, header included.
     pub(crate) length: u32,
     /// The offset of the first record.
@@ -50,7 +65,7 @@ pub(crate) enum BatchProblem {
 pub(crate) fn encoded_len(record: &Record) -> usize {
     RECORD_OVERHEAD
         + record.key.as_ref().map_or(0, Bytes::len)
-        + record.value.len()
+        + record.value_len()
         + record
             .headers
             .iter()
@@ -69,8 +84,13 @@ pub(crate) fn encode_record(buffer: &mut Vec<u8>, record: &Record) {
         }
         None => buffer.extend_from_slice(&(-1i32).to_le_bytes()),
     }
-    buffer.extend_from_slice(&(record.value.len() as u32).to_le_bytes());
-    buffer.extend_from_slice(&record.value);
+    match &record.value {
+        Some(value) => {
+            buffer.extend_from_slice(&(value.len() as i32).to_le_bytes());
+            buffer.extend_from_slice(value);
+        }
+        None => buffer.extend_from_slice(&(-1i32).to_le_bytes()),
+    }
     buffer.extend_from_slice(&(record.headers.len() as u32).to_le_bytes());
     for header in &record.headers {
         buffer.extend_from_slice(&(header.key.len() as u32).to_le_bytes());
@@ -108,13 +128,17 @@ pub(crate) fn read_header(bytes: &[u8]) -> Result<BatchHeader, BatchProblem> {
     if bytes.len() < HEADER_LEN {
         return Err(BatchProblem::Incomplete { claimed: None });
     }
-    if bytes[0..4] != MAGIC {
-        return Err(BatchProblem::Invalid(format!(
-            "expected the batch marker {MAGIC:?}, found {:?}",
-            &bytes[0..4]
-        )));
-    }
+    let format = match bytes[0..4].try_into().unwrap_or_default() {
+        MAGIC => Format::V2,
+        MAGIC_V1 => Format::V1,
+        other => {
+            return Err(BatchProblem::Invalid(format!(
+                "expected the batch marker {MAGIC:?} or {MAGIC_V1:?}, found {other:?}"
+            )));
+        }
+    };
     let header = BatchHeader {
+        format,
         length: u32_at(bytes, 4),
         base_offset: u64::from_le_bytes(bytes[12..20].try_into().unwrap_or_default()),
         record_count: u32_at(bytes, 20),
@@ -156,6 +180,7 @@ fn u32_at(bytes: &[u8], at: usize) -> u32 {
 #[derive(Debug)]
 pub(crate) struct RecordCursor {
     batch: Bytes,
+    format: Format,
     position: usize,
     next_offset: u64,
     remaining: u32,
@@ -166,6 +191,7 @@ impl RecordCursor {
     pub(crate) fn new(batch: Bytes, header: &BatchHeader) -> Self {
         RecordCursor {
             batch,
+            format: header.format,
             position: HEADER_LEN,
             next_offset: header.base_offset,
             remaining: header.record_count,
@@ -191,8 +217,17 @@ impl RecordCursor {
             length if length >= 0 => Some(self.take_bytes(length as usize)?),
             length => return Err(format!("invalid key length {length}")),
         };
-        let value_length = u32::from_le_bytes(self.take_array()?) as usize;
-        let value = self.take_bytes(value_length)?;
+        let value = match self.format {
+            Format::V1 => {
+                let length = u32::from_le_bytes(self.take_array()?) as usize;
+                Some(self.take_bytes(length)?)
+            }
+            Format::V2 => match i32::from_le_bytes(self.take_array()?) {
+                -1 => None,
+                length if length >= 0 => Some(self.take_bytes(length as usize)?),
+                length => return Err(format!("invalid value length {length}")),
+            },
+        };
         let header_count = u32::from_le_bytes(self.take_array()?);
         let mut headers = Vec::with_capacity(header_count.min(64) as usize);
         for _ in 0..header_count {
@@ -278,9 +313,12 @@ mod tests {
                 .with_header("h", "1")
                 .with_header("h", "2"),
             Record::new(Bytes::new()).with_key(Bytes::new()),
+            Record::null().with_key("deleted").with_header("h", ""),
+            Record::null(),
             Record::new(vec![0u8; 300]).with_timestamp(i64::MAX),
         ];
         let bytes = batch_of(&records, 7);
+        assert_eq!(&bytes[0..4], b"RNB2");
         assert_eq!(
             bytes.len(),
             HEADER_LEN + records.iter().map(encoded_len).sum::<usize>()
@@ -292,13 +330,58 @@ mod tests {
                 header.record_count,
                 header.max_timestamp
             ),
-            (7, 3, i64::MAX)
+            (7, 5, i64::MAX)
         );
         let mut cursor = RecordCursor::new(Bytes::from(bytes), &header);
         for (offset, want) in (7..).zip(&records) {
             assert_eq!(cursor.next().unwrap(), Some((offset, want.clone())));
         }
         assert_eq!(cursor.next().unwrap(), None);
+    }
+
+    #[test]
+    fn a_null_value_is_encoded_apart_from_an_empty_one() {
+        let null = batch_of(&[Record::null()], 0);
+        let empty = batch_of(&[Record::new("")], 0);
+        assert_eq!(null.len(), empty.len());
+        // timestamp (8 bytes) and null key (4 bytes), then the value length.
+        let value_length = HEADER_LEN + 8 + 4..HEADER_LEN + 8 + 4 + 4;
+        assert_eq!(null[value_length.clone()], (-1i32).to_le_bytes());
+        assert_eq!(empty[value_length], 0i32.to_le_bytes());
+    }
+
+    #[test]
+    fn a_version_1_batch_decodes_with_unsigned_value_lengths() {
+        // Format version 1, by hand: one record, timestamp 9, null key, 3-byte value "abc",
+        // no headers.
+        let mut bytes = vec![0; HEADER_LEN];
+        bytes.extend_from_slice(&9i64.to_le_bytes());
+        bytes.extend_from_slice(&(-1i32).to_le_bytes());
+        bytes.extend_from_slice(&3u32.to_le_bytes());
+        bytes.extend_from_slice(b"abc");
+        bytes.extend_from_slice(&0u32.to_le_bytes());
+        seal(&mut bytes, 4, 1, 9);
+        bytes[0..4].copy_from_slice(&MAGIC_V1);
+        let crc = checksum(&bytes);
+        bytes[8..12].copy_from_slice(&crc.to_le_bytes());
+
+        let header = check(&bytes).unwrap();
+        assert_eq!(header.format, Format::V1);
+        let mut cursor = RecordCursor::new(Bytes::from(bytes), &header);
+        assert_eq!(
+            cursor.next().unwrap(),
+            Some((4, Record::new("abc").with_timestamp(9)))
+        );
+        assert_eq!(cursor.next().unwrap(), None);
+    }
+
+    #[test]
+    fn an_unknown_batch_marker_is_invalid() {
+        let mut bytes = batch_of(&[Record::new("hello")], 0);
+        bytes[0..4].copy_from_slice(b"RNB9");
+        assert!(
+            matches!(read_header(&bytes), Err(BatchProblem::Invalid(message)) if message.contains("RNB9") || message.contains("82, 78, 66, 57"))
+        );
     }
 
     #[test]

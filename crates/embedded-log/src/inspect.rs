@@ -55,7 +55,7 @@ pub struct TopicDescription {
 /// let inspector = LogInspector::new(directory.path())?;
 /// assert_eq!(inspector.topics()?[0].name, "greetings");
 /// let records = inspector.read("greetings", 0, 0, 10)?;
-/// assert_eq!(records[0].record.value, "hello");
+/// assert_eq!(records[0].record.value.as_deref(), Some(&b"hello"[..]));
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Debug)]

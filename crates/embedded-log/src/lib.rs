@@ -18,7 +18,7 @@
 //!
 //! let consumer = backend.consumer(&ConsumerConfig::new("readers", ["greetings"])).await?;
 //! let records = consumer.poll(100).await?;
-//! assert_eq!(records[0].record.value, "hello");
+//! assert_eq!(records[0].record.value.as_deref(), Some(&b"hello"[..]));
 //! # Ok(()) }
 //! ```
 //!
@@ -67,7 +67,7 @@
 //!
 //! | bytes | field | meaning |
 //! |---|---|---|
-//! | 0..4 | magic | `RNB1` |
+//! | 0..4 | magic | `RNB2` (format version 2); `RNB1` (version 1) is still read |
 //! | 4..8 | length | `u32`, the whole batch, header included |
 //! | 8..12 | crc | `u32`, CRC-32C (Castagnoli) of bytes 0..8 and 12..length |
 //! | 12..20 | base offset | `u64`, the offset of the first record |
@@ -76,9 +76,12 @@
 //! | 32.. | records | back to back, offsets `base`, `base + 1`, ... |
 //!
 //! A **record**: timestamp `i64` (milliseconds); key length `i32` (`-1` for a null key) and
-//! key bytes; value length `u32` and value bytes; header count `u32`, then per header the
-//! name length `u32`, the name (UTF-8), the value length `u32` and the value. Headers keep
-//! their order and names may repeat, as in [`runnel_backend::Record`].
+//! key bytes; value length `i32` (`-1` for a null value, a tombstone) and value bytes;
+//! header count `u32`, then per header the name length `u32`, the name (UTF-8), the value
+//! length `u32` and the value. Headers keep their order and names may repeat, as in
+//! [`runnel_backend::Record`]. In format version 1 (`RNB1`, written before null values
+//! existed) the value length is a `u32` and a value is never null; the writer only writes
+//! version 2, and a segment may hold batches of both versions (old ones, then new ones).
 //!
 //! An **index** entry is 8 bytes: the batch's first offset minus the segment's base (`u32`)
 //! and its byte position (`u32`), for the first batch and then at least every 4 KiB of log.

@@ -747,10 +747,8 @@ fn convert(message: &BorrowedMessage<'_>, names: &mut Names, shared: &Shared) ->
         offset: message.offset() as u64,
         record: Record {
             key: message.key().map(Bytes::copy_from_slice),
-            value: message
-                .payload()
-                .map(Bytes::copy_from_slice)
-                .unwrap_or_default(),
+            // A message without a payload is a null value (a tombstone), not an empty one.
+            value: message.payload().map(Bytes::copy_from_slice),
             headers,
             timestamp: message.timestamp().to_millis().unwrap_or(0),
         },

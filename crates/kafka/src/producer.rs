@@ -34,7 +34,7 @@ fn wire_size(record: &Record) -> usize {
         .iter()
         .map(|header| header.key.len() + header.value.len() + 10)
         .sum();
-    OVERHEAD + record.key.as_ref().map_or(0, |key| key.len()) + record.value.len() + headers
+    OVERHEAD + record.key.as_ref().map_or(0, |key| key.len()) + record.value_len() + headers
 }
 
 /// How long `flush` waits for outstanding deliveries at most.
@@ -174,10 +174,14 @@ impl Producer for KafkaProducer {
             }
         }
         let (delivered, receipt) = oneshot::channel();
-        let mut base = BaseRecord::with_opaque_to(topic, Box::new(delivered))
-            .partition(partition as i32)
-            .payload(&record.value[..])
-            .timestamp(record.timestamp);
+        let mut base: BaseRecord<'_, [u8], [u8], _> =
+            BaseRecord::with_opaque_to(topic, Box::new(delivered))
+                .partition(partition as i32)
+                .timestamp(record.timestamp);
+        // No payload at all is Kafka's null value (a tombstone); an empty one stays empty.
+        if let Some(value) = &record.value {
+            base = base.payload(&value[..]);
+        }
         // librdkafka allocates and frees a header list per record that has one at all.
         if !record.headers.is_empty() {
             let mut headers = OwnedHeaders::new_with_capacity(record.headers.len());

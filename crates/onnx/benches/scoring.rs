@@ -403,8 +403,12 @@ async fn swap_time() -> Vec<Duration> {
         .iter()
         .map(|record| {
             let schema = ModelEvent::get_schema();
-            let value =
-                apache_avro::from_avro_datum(&schema, &mut &record.record.value[..], None).unwrap();
+            let value = apache_avro::from_avro_datum(
+                &schema,
+                &mut record.record.value.as_deref().unwrap(),
+                None,
+            )
+            .unwrap();
             apache_avro::from_value(&value).unwrap()
         })
         .collect();

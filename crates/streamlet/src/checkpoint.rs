@@ -187,8 +187,8 @@ pub(crate) async fn read_last(
         .get(OFFSETS_HEADER)
         .ok_or_else(|| invalid(format!("header {OFFSETS_HEADER} is missing")))?;
     let offsets = serde_json::from_slice(offsets).map_err(|error| invalid(error.to_string()))?;
-    Ok(Some(Restored {
-        state: consumed.record.value,
-        offsets,
-    }))
+    let state = consumed.record.value.ok_or_else(|| {
+        invalid("its value is null, where a checkpoint holds the state".to_owned())
+    })?;
+    Ok(Some(Restored { state, offsets }))
 }

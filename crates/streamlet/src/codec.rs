@@ -135,6 +135,23 @@ impl<T: Data> Codec<T> {
         }
     }
 
+    /// Decodes a record's value; a null value (a tombstone) holds no `T`, so it is an error
+    /// that says so (the record is then handled as any undecodable one).
+    pub(crate) fn decode_value(
+        &self,
+        value: Option<&[u8]>,
+        writer: Option<&[u8]>,
+    ) -> Result<T, CodecError> {
+        match value {
+            Some(bytes) => self.decode(bytes, writer),
+            None => Err(CodecError::new(format!(
+                "value is null (a tombstone), and the {} codec of {} needs a value",
+                self.format,
+                self.type_name()
+            ))),
+        }
+    }
+
     pub(crate) fn decode(&self, bytes: &[u8], writer: Option<&[u8]>) -> Result<T, CodecError> {
         match self.format {
             Format::Avro => self.decode_avro(bytes, writer),

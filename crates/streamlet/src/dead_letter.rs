@@ -1,7 +1,9 @@
 //! Writing records that cannot be processed to the app's dead-letter topic.
 //!
 //! The dead-letter record keeps the original key, value, headers and timestamp, and adds
-//! headers saying what went wrong and where the record came from:
+//! headers saying what went wrong and where the record came from. A null value (a
+//! tombstone, which no inlet codec decodes) stays null in its dead letter, and an empty
+//! value stays empty, so the two can be told apart when the dead letters are read:
 //!
 //! | header | value |
 //! |---|---|
@@ -11,7 +13,7 @@
 //! | `runnel.dead-letter.offset` | its offset, in decimal |
 //! | `runnel.dead-letter.streamlet` | the streamlet instance that rejected it |
 //! | `runnel.dead-letter.inlet` | the inlet it arrived on |
-//! | `runnel.dead-letter.truncated` | only on a truncated copy: the original value's size |
+//! | `runnel.dead-letter.truncated` | only on a truncated copy: the original value's size (0 for a null value, which stays null) |
 //!
 //! A record can be too large to dead-letter as it is: near the topic's size limit, the
 //! extra headers push it over. Then a truncated copy is written instead: the same headers
@@ -129,7 +131,7 @@ impl DeadLetters {
 /// key), its timestamp, no headers but the ones saying what was cut.
 fn truncate(record: &Record) -> Record {
     let mut headers = Headers::new();
-    headers.push(TRUNCATED_HEADER, record.value.len().to_string());
+    headers.push(TRUNCATED_HEADER, record.value_len().to_string());
     let key = record.key.as_ref().map(|key| {
         if key.len() > TRUNCATED_KEY_BYTES {
             headers.push(KEY_TRUNCATED_HEADER, key.len().to_string());
@@ -140,7 +142,8 @@ fn truncate(record: &Record) -> Record {
         key,
         value: record
             .value
-            .slice(..record.value.len().min(TRUNCATED_VALUE_BYTES)),
+            .as_ref()
+            .map(|value| value.slice(..value.len().min(TRUNCATED_VALUE_BYTES))),
         headers,
         timestamp: record.timestamp,
     }
@@ -158,7 +161,8 @@ mod tests {
         let mut original = record.clone();
         original.headers.push("trace-id", "abc");
         let copy = truncate(&original);
-        assert_eq!(copy.value.len(), TRUNCATED_VALUE_BYTES);
+        assert_eq!(copy.value_len(), TRUNCATED_VALUE_BYTES);
+        assert!(!copy.is_null());
         assert_eq!(
             copy.key.as_ref().map(|key| key.len()),
             Some(TRUNCATED_KEY_BYTES)
@@ -167,5 +171,15 @@ mod tests {
         assert_eq!(copy.headers.get_str(KEY_TRUNCATED_HEADER), Some("5000"));
         assert_eq!(copy.headers.get("trace-id"), None);
         assert_eq!(copy.timestamp, 42);
+    }
+
+    #[test]
+    fn a_truncated_copy_of_a_null_value_stays_null_and_of_an_empty_one_stays_empty() {
+        let null = truncate(&Record::null().with_key(vec![1u8; 5000]));
+        assert_eq!(null.value, None);
+        assert_eq!(null.headers.get_str(TRUNCATED_HEADER), Some("0"));
+        let empty = truncate(&Record::new("").with_key(vec![1u8; 5000]));
+        assert_eq!(empty.value, Some(bytes::Bytes::new()));
+        assert_eq!(empty.headers.get_str(TRUNCATED_HEADER), Some("0"));
     }
 }

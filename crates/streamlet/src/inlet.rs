@@ -205,10 +205,13 @@ impl<T: Data> InletStream<T> {
                     .headers
                     .get(SCHEMA_HEADER)
                     .map(|value| &value[..]);
-                match self.codec.decode(&front.record.value, writer) {
+                match self
+                    .codec
+                    .decode_value(front.record.value.as_deref(), writer)
+                {
                     Ok(value) => {
                         let consumed = self.buffer.pop_front().expect("the front record exists");
-                        self.parts.metrics.record(consumed.record.value.len());
+                        self.parts.metrics.record(consumed.record.value_len());
                         let token = CommitToken::new(
                             self.handle.clone(),
                             consumed.partition,
@@ -233,7 +236,7 @@ impl<T: Data> InletStream<T> {
         );
         token.apply_policy(reason).await?;
         let consumed = self.buffer.pop_front().expect("the front record exists");
-        self.parts.metrics.record(consumed.record.value.len());
+        self.parts.metrics.record(consumed.record.value_len());
         Ok(None)
     }
 }

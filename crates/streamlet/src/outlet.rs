@@ -256,7 +256,7 @@ impl<T: Data> OutletSender<T> {
         parts.metrics.record(encoded.len());
         let record = Record {
             key,
-            value: Bytes::from(encoded),
+            value: Some(Bytes::from(encoded)),
             headers,
             timestamp: outgoing
                 .timestamp

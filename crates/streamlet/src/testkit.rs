@@ -269,7 +269,7 @@ impl TestRun {
             }
             let stored = Record {
                 key: record.key,
-                value: Bytes::from(value),
+                value: Some(Bytes::from(value)),
                 headers,
                 timestamp: record.timestamp.unwrap_or_default(),
             };
@@ -278,6 +278,46 @@ impl TestRun {
                 record: stored,
                 stamped: record.timestamp.is_some(),
                 partition: record.partition,
+            });
+        }
+        self
+    }
+
+    /// Feeds records as the backplane stores them to an inlet: raw values (a null one, a
+    /// tombstone, included), keys, headers and timestamps (kept as given, 0 included), for
+    /// testing records that do not decode.
+    ///
+    /// ```
+    /// use runnel_streamlet::prelude::*;
+    /// use runnel_streamlet::testkit::TestRun;
+    ///
+    /// #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+    /// pub struct Reading { pub celsius: f64 }
+    ///
+    /// const IN: Inlet<Reading> = Inlet::new("in");
+    /// const OUT: Outlet<Reading> = Outlet::new("out");
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), runnel_streamlet::testkit::TestError> {
+    /// let tombstone = runnel_backend::Record::null().with_key("sensor-1");
+    /// let run = TestRun::new(Processor::new(IN, OUT, Some))
+    ///     .raw_records(IN, [tombstone])
+    ///     .run()
+    ///     .await?;
+    /// assert_eq!(run.dead_letters()[0].record.value, None, "still null, not empty");
+    /// # Ok(()) }
+    /// ```
+    pub fn raw_records<T>(
+        mut self,
+        inlet: Inlet<T>,
+        records: impl IntoIterator<Item = Record>,
+    ) -> Self {
+        for record in records {
+            self.schedule(Action::Record {
+                inlet: inlet.name(),
+                record,
+                stamped: true,
+                partition: None,
             });
         }
         self

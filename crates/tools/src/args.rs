@@ -80,9 +80,14 @@ pub struct TailArgs {
     /// headers and position.
     #[arg(long, conflicts_with = "raw")]
     pub values: bool,
-    /// Write each value's bytes as they are, followed by a newline.
+    /// Write each value's bytes as they are, followed by a newline (a null value, a
+    /// tombstone, writes nothing but the newline unless -Z is given).
     #[arg(long)]
     pub raw: bool,
+    /// With --raw, print a null value (a tombstone) as `NULL`, so it differs from an empty
+    /// one (kcat's -Z).
+    #[arg(short = 'Z', long, requires = "raw")]
+    pub print_null: bool,
 }
 
 /// `produce`.
@@ -100,12 +105,16 @@ pub struct ProduceArgs {
     #[arg(long, short)]
     pub key: Option<String>,
     /// Read JSON envelopes, `{"key": .., "value": .., "headers": {..}, "timestamp": ..}`,
-    /// instead of bare values.
+    /// instead of bare values; `"value": null` writes a null value (a tombstone).
     #[arg(long)]
     pub envelope: bool,
     /// Append each file's bytes as one record, unchanged, instead of reading standard input.
     #[arg(long, value_name = "FILE", num_args = 1..)]
     pub raw: Vec<PathBuf>,
+    /// With --raw, write an empty file as a null value (a tombstone) instead of an empty
+    /// one (kcat's -Z).
+    #[arg(short = 'Z', long, requires = "raw")]
+    pub empty_as_null: bool,
 }
 
 /// `dead-letters`.

@@ -1,4 +1,7 @@
 //! `produce`: records from JSON lines (encoded with the topic's schema) or raw files.
+//!
+//! A null value (a tombstone) is written from an envelope whose `"value"` is `null`, or
+//! from an empty raw file with `-Z` (as kcat's `-Z` sends empty messages as null).
 
 use std::io::BufRead;
 
@@ -42,9 +45,10 @@ pub async fn produce(
                 what: format!("reading {}", path.display()),
                 source,
             })?;
+            let value = (!(bytes.is_empty() && args.empty_as_null)).then(|| Bytes::from(bytes));
             records.push(Record {
                 key: key.clone(),
-                value: Bytes::from(bytes),
+                value,
                 headers: Headers::new(),
                 timestamp: now(),
             });
@@ -87,7 +91,7 @@ fn json_records(
             .map_err(|error| encode_error(format!("not JSON: {error}")))?;
         let mut record = Record {
             key: key.clone(),
-            value: Bytes::new(),
+            value: None,
             headers: Headers::new(),
             timestamp: now(),
         };
@@ -96,11 +100,17 @@ fn json_records(
         } else {
             &parsed
         };
+        if args.envelope && value.is_null() {
+            // `"value": null` in an envelope is a null value (a tombstone), as the topic
+            // tools print one: nothing to encode and no schema header.
+            records.push(record);
+            continue;
+        }
         let (bytes, tag) = tools
             .schemas
             .encode(&args.topic, value)
             .map_err(encode_error)?;
-        record.value = Bytes::from(bytes);
+        record.value = Some(Bytes::from(bytes));
         if let Some(fingerprint) = tag {
             record.headers.push(SCHEMA_HEADER, fingerprint);
         }

@@ -7,7 +7,8 @@ use crate::schemas::{Schemas, base64_of};
 
 /// The record as one JSON object: where it is, its key, timestamp, headers and value (decoded
 /// with its topic's schema when it can be; text or `{"base64": ...}` otherwise, with the
-/// reason in `undecoded`).
+/// reason in `undecoded`; `null` for a null value, a tombstone, and `""` for an empty one
+/// that does not decode).
 pub(crate) fn record(schemas: &Schemas, consumed: &ConsumedRecord) -> Value {
     let mut object = Map::new();
     object.insert("topic".into(), json!(&*consumed.topic));
@@ -29,15 +30,19 @@ pub(crate) fn record(schemas: &Schemas, consumed: &ConsumedRecord) -> Value {
     Value::Object(object)
 }
 
-/// The record's value decoded with `topic`'s schema, else as text or base64 with the reason.
+/// The record's value decoded with `topic`'s schema, else as text or base64 with the reason;
+/// JSON `null` for a null value (a tombstone), which has nothing to decode.
 pub(crate) fn value(
     schemas: &Schemas,
     topic: &str,
     record: &runnel_backend::Record,
 ) -> (Value, Option<String>) {
+    let Some(present) = &record.value else {
+        return (Value::Null, None);
+    };
     match schemas.decode(topic, record) {
         Ok(decoded) => (decoded, None),
-        Err(reason) => (bytes(&record.value), Some(reason)),
+        Err(reason) => (bytes(present), Some(reason)),
     }
 }
 

@@ -103,18 +103,23 @@ impl Schemas {
     }
 
     /// The record's value as JSON, decoded with its topic's schema: `Err` says why not (an
-    /// unknown topic, bytes that do not decode).
+    /// unknown topic, bytes that do not decode, a null value).
     ///
     /// # Errors
     ///
-    /// When the topic's schema is unknown or the value does not decode with it.
+    /// When the topic's schema is unknown, the value is null (a tombstone) or it does not
+    /// decode with the schema.
     pub fn decode(&self, topic: &str, record: &Record) -> Result<serde_json::Value, String> {
         let schemas = self
             .topics
             .get(topic)
             .ok_or_else(|| format!("no schema is known for topic '{topic}'"))?;
+        let value = record
+            .value
+            .as_deref()
+            .ok_or_else(|| "the value is null (a tombstone)".to_owned())?;
         if schemas.format == Format::Json {
-            return serde_json::from_slice(&record.value)
+            return serde_json::from_slice(value)
                 .map_err(|error| format!("the value is not JSON: {error}"));
         }
         let writer = match record.headers.get_str(SCHEMA_HEADER) {
@@ -129,7 +134,7 @@ impl Schemas {
                 .first()
                 .map_or(&schemas.preferred.1, |(_, schema)| schema),
         };
-        let mut bytes = &record.value[..];
+        let mut bytes = value;
         let value = apache_avro::from_avro_datum(writer, &mut bytes, None)
             .map_err(|error| format!("the value does not decode as Avro: {error}"))?;
         if !bytes.is_empty() {

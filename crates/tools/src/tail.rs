@@ -122,8 +122,13 @@ fn write_record(
     out: &mut dyn Write,
 ) -> Result<()> {
     let written = if args.raw {
-        out.write_all(&record.record.value)
-            .and_then(|()| out.write_all(b"\n"))
+        // As kcat: a null value prints as nothing, or as `NULL` with -Z.
+        let value = match &record.record.value {
+            Some(value) => &value[..],
+            None if args.print_null => b"NULL",
+            None => b"",
+        };
+        out.write_all(value).and_then(|()| out.write_all(b"\n"))
     } else if args.values {
         let (value, _) = render::value(&tools.schemas, &record.topic, &record.record);
         writeln!(out, "{value}")

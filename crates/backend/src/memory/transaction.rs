@@ -165,7 +165,7 @@ mod tests {
             .into_iter()
             .map(|r| r.record.value)
             .collect();
-        assert_eq!(values, ["b"]);
+        assert_eq!(values, [Some(bytes::Bytes::from("b"))]);
     }
 
     #[tokio::test]

@@ -50,7 +50,7 @@ async fn the_inspector_reads_a_log_in_use_across_segments_up_to_a_batch_being_wr
     let middle = inspector.read("t", 0, 17, 5).unwrap();
     let offsets: Vec<u64> = middle.iter().map(|r| r.offset).collect();
     assert_eq!(offsets, [17, 18, 19, 20, 21]);
-    assert_eq!(middle[0].record.value, "value-17");
+    assert_eq!(middle[0].record.value.as_deref(), Some(&b"value-17"[..]));
     assert_eq!(middle[0].record.timestamp, 17);
     assert_eq!(inspector.read("t", 0, 0, 1000).unwrap().len(), 30);
     assert_eq!(
@@ -70,7 +70,7 @@ async fn the_inspector_reads_a_log_in_use_across_segments_up_to_a_batch_being_wr
         .append(true)
         .open(last.last().unwrap())
         .unwrap();
-    tail.write_all(b"RNB1\x00\x10\x00\x00").unwrap();
+    tail.write_all(b"RNB2\x00\x10\x00\x00").unwrap();
     assert_eq!(inspector.offsets("t").unwrap()[0].end, 30);
     assert_eq!(inspector.read("t", 0, 25, 100).unwrap().len(), 5);
     assert!(inspector.read("missing", 0, 0, 1).is_err());

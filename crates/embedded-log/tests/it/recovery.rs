@@ -48,7 +48,7 @@ async fn a_garbage_tail_is_cut_and_the_valid_prefix_kept() {
     let mut file = OpenOptions::new().append(true).open(segment).unwrap();
     // A zero-filled block, as a crash may leave, then bytes that look like a batch start.
     file.write_all(&[0; 100]).unwrap();
-    file.write_all(b"RNB1\xff\xff\x00\x00junk").unwrap();
+    file.write_all(b"RNB2\xff\xff\x00\x00junk").unwrap();
 
     let (backend, logged) =
         capture_logs(|| EmbeddedBackend::open(directory.path(), LogConfig::default()));

@@ -105,7 +105,9 @@ pub(crate) async fn read_to_end(
             .await
             .expect("records up to the end offsets arrive");
         for consumed in polled.unwrap() {
-            let value = String::from_utf8(consumed.record.value.to_vec()).unwrap();
+            let value =
+                String::from_utf8(consumed.record.value.expect("a non-null value").to_vec())
+                    .unwrap();
             records.push((consumed.partition, consumed.offset, value));
         }
     }

@@ -114,10 +114,13 @@ async fn a_record_the_target_refuses_goes_to_the_dead_letter_topic_and_the_rest_
     assert_eq!(target.received().len(), 3, "a refusal is not retried");
     let dead = run.dead_letters();
     assert_eq!(dead.len(), 1);
-    let rejected: Alert =
-        apache_avro::from_avro_datum(&Alert::get_schema(), &mut &dead[0].record.value[..], None)
-            .map(|value| apache_avro::from_value(&value).unwrap())
-            .unwrap();
+    let rejected: Alert = apache_avro::from_avro_datum(
+        &Alert::get_schema(),
+        &mut dead[0].record.value.as_deref().unwrap(),
+        None,
+    )
+    .map(|value| apache_avro::from_value(&value).unwrap())
+    .unwrap();
     assert_eq!(rejected.card, "b");
     let reason = dead[0]
         .record

@@ -141,7 +141,7 @@ impl Served {
     pub(crate) fn written<T: serde::de::DeserializeOwned>(&self) -> Vec<T> {
         self.records()
             .iter()
-            .map(|record| serde_json::from_slice(&record.record.value).unwrap())
+            .map(|record| serde_json::from_slice(record.record.value.as_deref().unwrap()).unwrap())
             .collect()
     }
 

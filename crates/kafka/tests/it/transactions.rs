@@ -121,7 +121,8 @@ async fn read_committed(
             continue;
         };
         for record in records.unwrap() {
-            let value: String = serde_json::from_slice(&record.record.value).unwrap();
+            let value: String =
+                serde_json::from_slice(record.record.value.as_deref().unwrap()).unwrap();
             values.entry(record.partition).or_default().push(value);
             read += 1;
         }
@@ -130,7 +131,8 @@ async fn read_committed(
     if let Ok(Ok(records)) = tokio::time::timeout(Duration::from_secs(2), consumer.poll(1000)).await
     {
         for record in records {
-            let value: String = serde_json::from_slice(&record.record.value).unwrap();
+            let value: String =
+                serde_json::from_slice(record.record.value.as_deref().unwrap()).unwrap();
             values.entry(record.partition).or_default().push(value);
         }
     }

@@ -189,7 +189,7 @@ impl Log {
         let mut scored: Vec<Scored> = self
             .records("scored")
             .iter()
-            .map(|record| serde_json::from_slice(&record.record.value).unwrap())
+            .map(|record| serde_json::from_slice(record.record.value.as_deref().unwrap()).unwrap())
             .collect();
         scored.sort_by_key(|scored| scored.id);
         scored
@@ -200,9 +200,12 @@ impl Log {
             .iter()
             .map(|record| {
                 let schema = ModelEvent::get_schema();
-                let value =
-                    apache_avro::from_avro_datum(&schema, &mut &record.record.value[..], None)
-                        .unwrap();
+                let value = apache_avro::from_avro_datum(
+                    &schema,
+                    &mut record.record.value.as_deref().unwrap(),
+                    None,
+                )
+                .unwrap();
                 apache_avro::from_value(&value).unwrap()
             })
             .collect()

@@ -191,7 +191,7 @@ fn decode<T: Data>(
         .get(SCHEMA_HEADER)
         .map(|v| v.to_vec());
     let value = codec
-        .decode(&consumed.record.value, writer.as_deref())
+        .decode_value(consumed.record.value.as_deref(), writer.as_deref())
         .unwrap_or_else(|error| panic!("output on '{}' does not decode: {error}", outlet.name()));
     let pane = PaneInfo::from_headers(&consumed.record.headers).unwrap_or_else(|error| {
         panic!(

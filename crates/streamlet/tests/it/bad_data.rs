@@ -1,3 +1,4 @@
+use runnel_backend::Record;
 use runnel_streamlet::dead_letter::{
     ERROR_HEADER, OFFSET_HEADER, STREAMLET_HEADER, TOPIC_HEADER, TRUNCATED_HEADER,
     TRUNCATED_VALUE_BYTES,
@@ -25,7 +26,7 @@ async fn undecodable_records_go_to_the_dead_letter_topic_with_their_origin() -> 
     );
     let dead = run.dead_letters();
     assert_eq!(dead.len(), 1);
-    assert_eq!(dead[0].record.value, GARBAGE.to_vec());
+    assert_eq!(dead[0].record.value.as_deref(), Some(&GARBAGE[..]));
     let headers = &dead[0].record.headers;
     assert!(
         headers
@@ -38,6 +39,72 @@ async fn undecodable_records_go_to_the_dead_letter_topic_with_their_origin() -> 
     assert_eq!(headers.get_str(STREAMLET_HEADER), Some("copy"));
     assert_eq!(run.metrics().dead_lettered(), 1);
     Ok(())
+}
+
+#[tokio::test]
+async fn a_null_value_is_dead_lettered_null_and_an_empty_one_empty() -> anyhow::Result<()> {
+    let tombstone = Record::null().with_key("sensor-1").with_timestamp(7);
+    let empty = Record::new("").with_key("sensor-2").with_timestamp(8);
+    let run = TestRun::new(Processor::new(IN, OUT, Some))
+        .instance("copy")
+        .raw_records(IN, [tombstone, empty])
+        .input(IN, [reading("a", 1.0)])
+        .run()
+        .await?;
+    assert_eq!(run.output(OUT), [reading("a", 1.0)], "the pipeline goes on");
+    let dead = run.dead_letters();
+    assert_eq!(dead.len(), 2);
+    let (null, empty) = (&dead[0].record, &dead[1].record);
+
+    assert_eq!(
+        null.value, None,
+        "a null value stays null in its dead letter"
+    );
+    assert_eq!(null.key.as_deref(), Some(&b"sensor-1"[..]));
+    assert_eq!(null.timestamp, 7);
+    assert_eq!(null.headers.get_str(OFFSET_HEADER), Some("0"));
+    assert_eq!(null.headers.get_str(TOPIC_HEADER), Some("in.in"));
+    assert_eq!(
+        null.headers.get_str(ERROR_HEADER),
+        Some(
+            "does not decode: value is null (a tombstone), and the avro codec of Reading needs a value"
+        )
+    );
+
+    assert_eq!(
+        empty.value.as_deref(),
+        Some(&b""[..]),
+        "an empty value stays empty, not null"
+    );
+    assert_eq!(empty.key.as_deref(), Some(&b"sensor-2"[..]));
+    assert_eq!(empty.headers.get_str(OFFSET_HEADER), Some("1"));
+    let reason = empty.headers.get_str(ERROR_HEADER).unwrap();
+    assert!(
+        reason.starts_with("does not decode: ") && !reason.contains("null"),
+        "{reason}"
+    );
+    assert_eq!(run.metrics().dead_lettered(), 2);
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_fail_policy_names_a_null_value_and_where_it_was_read() {
+    const STRICT: Inlet<Reading> = Inlet::new("in").json().on_bad_data(BadDataPolicy::Fail);
+    let outcome = TestRun::new(Processor::new(STRICT, OUT, Some))
+        .input(STRICT, [reading("a", 1.0)])
+        .raw_records(STRICT, [Record::null()])
+        .run()
+        .await;
+    match outcome {
+        Err(TestError::Streamlet { kind, message }) => {
+            assert_eq!(kind, runnel_streamlet::ErrorKind::BadData);
+            assert_eq!(
+                message,
+                "record at offset 1 of in.in/0 on inlet 'in' does not decode: value is null (a tombstone), and the json codec of Reading needs a value"
+            );
+        }
+        other => panic!("expected the streamlet to fail, got {other:?}"),
+    }
 }
 
 #[tokio::test]
@@ -123,7 +190,10 @@ async fn a_record_too_large_to_dead_letter_whole_is_dead_lettered_truncated() ->
     let dead = run.dead_letters();
     assert_eq!(dead.len(), 1);
     let letter = &dead[0].record;
-    assert_eq!(letter.value, garbage[..TRUNCATED_VALUE_BYTES]);
+    assert_eq!(
+        letter.value.as_deref(),
+        Some(&garbage[..TRUNCATED_VALUE_BYTES])
+    );
     assert_eq!(letter.headers.get_str(TRUNCATED_HEADER), Some("60000"));
     assert_eq!(letter.headers.get_str(OFFSET_HEADER), Some("0"));
     assert!(
@@ -215,7 +285,7 @@ async fn a_streamlet_can_reject_a_message() -> anyhow::Result<()> {
         Some("was rejected by the streamlet: sensor 'unknown-1' is not registered")
     );
     // The record as it was read: the Avro encoding holds the sensor name as UTF-8.
-    let value = &dead[0].record.value;
+    let value = dead[0].record.value.as_deref().unwrap();
     assert!(value.windows(9).any(|bytes| bytes == b"unknown-1"));
     Ok(())
 }

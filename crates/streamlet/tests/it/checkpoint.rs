@@ -139,8 +139,12 @@ fn panes(backend: &MemoryBackend) -> BTreeMap<(String, i64, u32), (Timing, i64)>
     let schema = <Pane<String, i64> as AvroSchema>::get_schema();
     let mut panes = BTreeMap::new();
     for consumed in backend.records("out").unwrap() {
-        let value =
-            apache_avro::from_avro_datum(&schema, &mut &consumed.record.value[..], None).unwrap();
+        let value = apache_avro::from_avro_datum(
+            &schema,
+            &mut &consumed.record.value.as_deref().unwrap()[..],
+            None,
+        )
+        .unwrap();
         let pane: Pane<String, i64> = apache_avro::from_value(&value).unwrap();
         let identity = (pane.key.clone(), pane.window_start, pane.index);
         let seen = (pane.timing, pane.value);

@@ -174,7 +174,7 @@ async fn a_copy_killed_and_restarted_commits_every_input_exactly_once_in_order()
         copied
             .entry(record.partition)
             .or_default()
-            .push(decode(&record.record.value).celsius);
+            .push(decode(record.record.value.as_deref().unwrap()).celsius);
     }
     for (partition, inputs) in &expected {
         let outputs = copied.get(partition).cloned().unwrap_or_default();

@@ -162,7 +162,7 @@ pub(crate) fn read_running<T: Data>(data: &Path, topic: &str) -> Vec<T> {
     };
     (0..description.partitions)
         .flat_map(|partition| inspector.read(topic, partition, 0, usize::MAX).unwrap())
-        .map(|record| decode(&record.record.value))
+        .map(|record| decode(record.record.value.as_deref().expect("a non-null value")))
         .collect()
 }
 

@@ -105,11 +105,14 @@ async fn a_reading_answered_200_survives_kill_9_and_flows_on_after_a_restart() {
                     sensor_data.sequence
                 )
             });
-        assert_eq!(&decode::<SensorData>(&record.record.value), sensor_data);
+        assert_eq!(
+            &decode::<SensorData>(record.record.value.as_deref().unwrap()),
+            sensor_data
+        );
     }
     let sequences: BTreeSet<i64> = stored
         .iter()
-        .map(|record| decode::<SensorData>(&record.record.value).sequence)
+        .map(|record| decode::<SensorData>(record.record.value.as_deref().unwrap()).sequence)
         .collect();
     assert_eq!(
         sequences,

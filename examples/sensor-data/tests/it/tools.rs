@@ -319,3 +319,114 @@ fn on_kafka_the_decoded_dump_equals_what_a_plain_consumer_reads() {
     let dead = succeeded(&tool(&["dead-letters"], &place).output().unwrap());
     assert_eq!(dead, "", "no dead letters in a clean run");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn null_values_stay_apart_from_empty_ones_in_produce_tail_and_dead_letters() {
+    let data = tempfile::tempdir().unwrap();
+    let place = data_dir_arguments(data.path());
+    // A run that generates nothing creates the topics.
+    let mut command = app(&["run", BLUEPRINT], data.path());
+    command.args(["--set", "generator.count=0"]);
+    assert!(
+        run_to_end(command, Duration::from_secs(60))
+            .status
+            .success()
+    );
+
+    // A tombstone from an envelope, an empty value from an empty file, and a tombstone
+    // from an empty file with -Z (kcat's empty-as-null).
+    let envelope = run_with_input(
+        tool(&["produce", "sensor-data", "-p", "0", "--envelope"], &place),
+        "{\"key\": \"d-1\", \"value\": null}\n",
+    );
+    succeeded(&envelope);
+    let empty = data.path().join("empty.bin");
+    std::fs::write(&empty, []).unwrap();
+    let empty = empty.to_str().unwrap();
+    let raw = ["produce", "sensor-data", "-p", "0", "--raw", empty];
+    succeeded(
+        &tool(&[&raw[..], &["-k", "d-2"]].concat(), &place)
+            .output()
+            .unwrap(),
+    );
+    succeeded(
+        &tool(&[&raw[..], &["-k", "d-3", "-Z"]].concat(), &place)
+            .output()
+            .unwrap(),
+    );
+
+    let tailed = lines(&succeeded(
+        &tool(&["tail", "sensor-data"], &place).output().unwrap(),
+    ));
+    let seen: Vec<(Value, Value, bool)> = tailed
+        .iter()
+        .map(|r| {
+            (
+                r["key"].clone(),
+                r["value"].clone(),
+                r.get("undecoded").is_some(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (Value::from("d-1"), Value::Null, false),
+            (Value::from("d-2"), Value::from(""), true),
+            (Value::from("d-3"), Value::Null, false),
+        ],
+        "null prints as null, empty as \"\" (with why it does not decode)"
+    );
+    let raw_tail = |extra: &[&str]| {
+        succeeded(
+            &tool(
+                &[&["tail", "sensor-data", "--raw"][..], extra].concat(),
+                &place,
+            )
+            .output()
+            .unwrap(),
+        )
+    };
+    assert_eq!(raw_tail(&["-Z"]), "NULL\n\nNULL\n");
+    assert_eq!(raw_tail(&[]), "\n\n\n", "without -Z, as kcat");
+
+    // The app dead-letters all three; the dead letters keep null and empty apart.
+    let mut command = app(&["run", BLUEPRINT], data.path());
+    command.args(["--set", "generator.count=0"]);
+    assert!(
+        run_to_end(command, Duration::from_secs(60))
+            .status
+            .success()
+    );
+    let dead = lines(&succeeded(
+        &tool(&["dead-letters"], &place).output().unwrap(),
+    ));
+    let letters: Vec<(Value, Value, Value)> = dead
+        .iter()
+        .map(|d| {
+            (
+                d["key"].clone(),
+                d["value"].clone(),
+                d["origin"]["offset"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        letters,
+        [
+            (Value::from("d-1"), Value::Null, Value::from(0)),
+            (Value::from("d-2"), Value::from(""), Value::from(1)),
+            (Value::from("d-3"), Value::Null, Value::from(2)),
+        ]
+    );
+    for (letter, null) in dead.iter().zip([true, false, true]) {
+        let error = letter["error"].as_str().unwrap();
+        assert!(error.starts_with("does not decode: "), "{error}");
+        assert_eq!(
+            error.contains("value is null (a tombstone)"),
+            null,
+            "{error}"
+        );
+        assert_eq!(letter.get("undecoded").is_some(), !null, "{letter}");
+    }
+}
