@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use runnel_backend::group::MemberId;
 use runnel_backend::{
-    CommitOffset, ConsumedRecord, Consumer, ConsumerConfig, StartFrom, TopicPartition,
+    CommitOffset, ConsumedRecord, Consumer, ConsumerConfig, Isolation, StartFrom, TopicPartition,
 };
 use tokio::sync::watch;
 
@@ -25,6 +25,7 @@ pub(crate) struct EmbeddedConsumer {
     group: String,
     topics: Vec<String>,
     start_from: StartFrom,
+    isolation: Isolation,
     member: MemberId,
     membership: Mutex<watch::Receiver<u64>>,
     assignment: Mutex<Assignment>,
@@ -39,8 +40,9 @@ struct Assignment {
 }
 
 impl EmbeddedConsumer {
-    /// Joins the group of `config`; the topics were checked to exist.
-    pub(crate) fn join(shared: Arc<Shared>, config: &ConsumerConfig) -> Self {
+    /// Joins the group of `config` reading as `isolation`; the topics were checked to
+    /// exist.
+    pub(crate) fn join(shared: Arc<Shared>, config: &ConsumerConfig, isolation: Isolation) -> Self {
         let member = shared.groups.join(&config.group, config.topics.clone());
         let membership = shared.groups.watch(&config.group);
         EmbeddedConsumer {
@@ -48,6 +50,7 @@ impl EmbeddedConsumer {
             group: config.group.clone(),
             topics: config.topics.clone(),
             start_from: config.start_from,
+            isolation,
             member,
             membership: Mutex::new(membership),
             assignment: Mutex::new(Assignment {
@@ -89,9 +92,10 @@ impl EmbeddedConsumer {
                 continue;
             };
             let position = self.start_position(&partition);
-            assignment
-                .readers
-                .push((topic_partition, PartitionReader::new(partition, position)));
+            assignment.readers.push((
+                topic_partition,
+                PartitionReader::new(partition, position, self.isolation),
+            ));
         }
         assignment.generation = Some(generation);
     }
@@ -209,7 +213,7 @@ impl Consumer for EmbeddedConsumer {
         let handle = self.shared.partition(topic, partition)?;
         // A fresh reader; past the end it waits at the end, below the start it moves up.
         let position = offset.min(handle.end());
-        *reader = PartitionReader::new(handle, position);
+        *reader = PartitionReader::new(handle, position, self.isolation);
         Ok(())
     }
 

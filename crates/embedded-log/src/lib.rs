@@ -92,6 +92,7 @@ mod backend;
 mod batch;
 mod config;
 mod consumer;
+mod coordinator;
 mod error;
 mod files;
 mod index;
@@ -106,6 +107,9 @@ mod recovery;
 mod retention;
 mod segment;
 mod topic_settings;
+mod transaction_index;
+mod transaction_state;
+mod transactional_producer;
 mod writer;
 
 pub use backend::EmbeddedBackend;
