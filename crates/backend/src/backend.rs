@@ -91,7 +91,9 @@ pub trait Consumer: fmt::Debug + Send + Sync {
     /// `max_records` of them, in offset order per partition.
     ///
     /// Cancel safe: dropping the future before it completes loses no records. Only
-    /// acknowledged records are ever returned.
+    /// acknowledged records are ever returned. It may return no records when the positions
+    /// moved past records it does not hand out (transaction markers, and aborted records
+    /// when reading committed), as a Kafka poll may.
     async fn poll(&self, max_records: usize) -> Result<Vec<ConsumedRecord>>;
 
     /// Stores offsets for this consumer's group. Each offset is that of the next record to

@@ -126,15 +126,26 @@ impl EmbeddedConsumer {
 
     /// Reads what is available from the assigned partitions, rotating which goes first so
     /// that a busy partition does not starve the others.
-    fn take_available(&self, max_records: usize) -> runnel_backend::Result<Vec<ConsumedRecord>> {
+    ///
+    /// Also says whether a position moved without records (past transaction markers or,
+    /// reading committed, aborted records), so that `poll` can return and its caller see
+    /// that it reached the end.
+    fn take_available(
+        &self,
+        max_records: usize,
+    ) -> runnel_backend::Result<(Vec<ConsumedRecord>, bool)> {
         let mut assignment = lock(&self.assignment);
         let mut out = Vec::with_capacity(max_records.min(INITIAL_CAPACITY));
         let mut failure = None;
+        let mut moved = false;
         for (topic_partition, reader) in assignment.readers.iter_mut() {
             if out.len() >= max_records {
                 break;
             }
-            if let Err(error) = reader.read(max_records - out.len(), &mut out) {
+            let before = reader.position();
+            let read = reader.read(max_records - out.len(), &mut out);
+            moved |= reader.position() != before;
+            if let Err(error) = read {
                 failure = Some(error.into_consume(&topic_partition.topic));
                 break;
             }
@@ -145,7 +156,7 @@ impl EmbeddedConsumer {
         // Records already read are returned; the error comes again on the next poll.
         match failure {
             Some(error) if out.is_empty() => Err(error),
-            _ => Ok(out),
+            _ => Ok((out, moved)),
         }
     }
 }
@@ -162,8 +173,10 @@ impl Consumer for EmbeddedConsumer {
                 receiver.borrow_and_update();
             }
             self.refresh_assignment();
-            let records = self.take_available(max_records.max(1))?;
-            if !records.is_empty() {
+            let (records, moved) = self.take_available(max_records.max(1))?;
+            // Moving past markers alone returns nothing, but returns: a caller waiting for
+            // its position to reach the end must see that it did.
+            if !records.is_empty() || moved {
                 return Ok(records);
             }
             let mut membership = lock(&self.membership).clone();

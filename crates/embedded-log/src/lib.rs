@@ -57,6 +57,7 @@
 //!   topics/<topic>/<partition>/<base offset, 20 digits>.log     segment: batches back to back
 //!   topics/<topic>/<partition>/<base offset, 20 digits>.index   sparse offset index
 //!   groups/<encoded group name>.offsets                          committed offsets
+//!   transactions.state                                           the transaction coordinator's state
 //! ```
 //!
 //! A **segment** is a sequence of batches; its name is the offset of its first record. The
@@ -79,6 +80,13 @@
 //! key bytes; value length `u32` and value bytes; header count `u32`, then per header the
 //! name length `u32`, the name (UTF-8), the value length `u32` and the value. Headers keep
 //! their order and names may repeat, as in [`runnel_backend::Record`].
+//!
+//! A **transactional batch** has the magic `RNT1` and, between the header and the records,
+//! the producer id (`u64`), its epoch (`u32`) and a control field (`u32`: 0 records, 1 commit
+//! marker, 2 abort marker); a marker is such a batch with record count 1 and no record bytes.
+//! Plain batches are unchanged, so logs written before transactions read as before. How
+//! transactions use them is in `coordinator.rs` (the protocol), `transactional_producer.rs`
+//! and `transaction_index.rs` (what read-committed readers skip), and `docs/embedded-log.md`.
 //!
 //! An **index** entry is 8 bytes: the batch's first offset minus the segment's base (`u32`)
 //! and its byte position (`u32`), for the first batch and then at least every 4 KiB of log.

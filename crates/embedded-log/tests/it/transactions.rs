@@ -330,3 +330,32 @@ async fn a_killed_process_leaves_whole_transactions_or_none() {
     let after = read_all(&backend, "out", Isolation::ReadCommitted).await;
     assert_eq!(after.len(), committed.len() + 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_poll_that_only_moves_past_a_marker_returns_so_the_reader_sees_the_end() {
+    let directory = tempfile::tempdir().unwrap();
+    let backend = EmbeddedBackend::open(directory.path(), LogConfig::default()).unwrap();
+    backend.create_topic(&TopicSpec::new("t", 1)).await.unwrap();
+    let producer = backend
+        .transactional_producer(&TransactionConfig::new("p"))
+        .await
+        .unwrap();
+    for value in ["a", "b", "c"] {
+        drop(producer.send("t", 0, Record::new(value)).await.unwrap());
+    }
+    producer.commit(&[]).await.unwrap();
+    let end = backend.offsets("t").await.unwrap()[0].end;
+    assert_eq!(end, 4, "three records and the commit marker");
+
+    let consumer = backend
+        .consumer(&ConsumerConfig::new("g", ["t"]))
+        .await
+        .unwrap();
+    assert_eq!(consumer.poll(3).await.unwrap().len(), 3);
+    assert_eq!(consumer.positions()[0].1, 3, "the marker is not read yet");
+    let polled = tokio::time::timeout(Duration::from_secs(5), consumer.poll(3))
+        .await
+        .expect("a poll that moves past the marker returns");
+    assert!(polled.unwrap().is_empty());
+    assert_eq!(consumer.positions()[0].1, end);
+}
