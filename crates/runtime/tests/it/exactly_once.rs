@@ -67,7 +67,7 @@ impl Streamlet for SlowCopy {
             output.send(message.value()).await?;
             message.commit();
             copied += 1;
-            if copied % 500 == 0 {
+            if copied.is_multiple_of(500) {
                 let mut out = std::io::stdout().lock();
                 writeln!(out, "copied {copied}").unwrap();
                 out.flush().unwrap();
