@@ -220,7 +220,9 @@ impl ConsumerConfig {
 /// Which records of transactions a consumer reads (Kafka's `isolation.level`).
 ///
 /// Runnel's consumers read committed on every backplane unless told otherwise; on a
-/// partition no transaction ever wrote to, both levels read the same records.
+/// partition no transaction ever wrote to, both levels read the same records. Kafka and
+/// the embedded log honour both levels; [`MemoryBackend`](crate::MemoryBackend) appends a
+/// transaction's records only when it commits, so there both read committed records.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Isolation {
     /// Records of committed transactions and plain records only, and nothing at or after
