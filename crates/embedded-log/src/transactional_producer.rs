@@ -36,6 +36,10 @@ pub(crate) struct EmbeddedTransactionalProducer {
     /// The partitions of the open transaction, with the completion of the last record sent
     /// to each.
     open: Mutex<HashMap<PartitionKey, Option<Arc<Completion>>>>,
+    /// Held shared by every send and exclusively by commit and abort, so that a record is
+    /// either in the transaction that ends or in the next one, never in between (after its
+    /// partition's marker but not in the next transaction's partitions).
+    sending: tokio::sync::RwLock<()>,
 }
 
 impl EmbeddedTransactionalProducer {
@@ -65,6 +69,7 @@ impl EmbeddedTransactionalProducer {
             fields,
             ending,
             open: Mutex::default(),
+            sending: tokio::sync::RwLock::new(()),
         })
     }
 
@@ -122,6 +127,7 @@ impl Producer for EmbeddedTransactionalProducer {
     ) -> runnel_backend::Result<Receipt> {
         let log = self.shared.partition(topic, partition)?;
         let key: PartitionKey = (log.topic.clone(), partition);
+        let _sending = self.sending.read().await;
         if !lock(&self.open).contains_key(&key) {
             let added = {
                 let shared = self.shared.clone();
@@ -184,6 +190,7 @@ impl TransactionalProducer for EmbeddedTransactionalProducer {
     }
 
     async fn commit(&self, offsets: &[GroupOffsets]) -> runnel_backend::Result<()> {
+        let _sending = self.sending.write().await;
         let _ending = self.ending.lock().await;
         // The decision must not be taken before the records are durable: a commit point
         // over records a failed disk lost would commit their inputs' offsets without them.
@@ -209,6 +216,7 @@ impl TransactionalProducer for EmbeddedTransactionalProducer {
     }
 
     async fn abort(&self) -> runnel_backend::Result<()> {
+        let _sending = self.sending.write().await;
         let _ending = self.ending.lock().await;
         self.end(Control::Abort, Vec::new(), "aborting the transaction")
             .await

@@ -359,3 +359,49 @@ async fn a_poll_that_only_moves_past_a_marker_returns_so_the_reader_sees_the_end
     assert!(polled.unwrap().is_empty());
     assert_eq!(consumer.positions()[0].1, end);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_sent_while_a_transaction_ends_belong_to_one_transaction_or_the_next() {
+    let directory = tempfile::tempdir().unwrap();
+    let backend = EmbeddedBackend::open(directory.path(), LogConfig::default()).unwrap();
+    backend.create_topic(&TopicSpec::new("t", 2)).await.unwrap();
+    let producer = backend
+        .transactional_producer(&TransactionConfig::new("p"))
+        .await
+        .unwrap();
+    let sender = {
+        let producer = producer.clone();
+        tokio::spawn(async move {
+            for i in 0..2_000u32 {
+                drop(
+                    producer
+                        .send("t", i % 2, Record::new(format!("{i}")))
+                        .await
+                        .unwrap(),
+                );
+                if i % 50 == 0 {
+                    tokio::task::yield_now().await;
+                }
+            }
+        })
+    };
+    // Every transaction aborts, so a record that slipped out of them would be read.
+    while !sender.is_finished() {
+        producer.abort().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    sender.await.unwrap();
+    producer.abort().await.unwrap();
+    let committed = read_all(&backend, "t", Isolation::ReadCommitted).await;
+    assert!(
+        committed.is_empty(),
+        "{} records of aborted transactions were read committed",
+        committed.len()
+    );
+    assert_eq!(
+        read_all(&backend, "t", Isolation::ReadUncommitted)
+            .await
+            .len(),
+        2_000
+    );
+}
