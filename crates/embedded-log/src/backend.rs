@@ -24,7 +24,7 @@ use crate::partition::{Partition, PartitionLimits, PartitionStatus, lock};
 use crate::producer::EmbeddedProducer;
 use crate::topic_settings::{METADATA_FILE, TopicMetadata};
 use crate::transactional_producer::{self, EmbeddedTransactionalProducer};
-use crate::{retention, writer};
+use crate::{retention, transaction_timeouts, writer};
 
 /// A durable, partitioned log in a local directory: Runnel's default backplane.
 ///
@@ -141,6 +141,7 @@ impl EmbeddedBackend {
             }
         }
         recover_transactions(&shared)?;
+        transaction_timeouts::start(&shared)?;
         Ok(EmbeddedBackend { shared })
     }
 
@@ -314,7 +315,7 @@ fn recover_transactions(shared: &Arc<Shared>) -> Result<()> {
             shared,
             &id,
             decided,
-            transactional_producer::Context::Recovery,
+            transactional_producer::Context::Blocking,
         ))?;
     }
     Ok(())
@@ -423,7 +424,7 @@ impl Backend for EmbeddedBackend {
         config: &TransactionConfig,
     ) -> runnel_backend::Result<Arc<dyn TransactionalProducer>> {
         Ok(Arc::new(
-            EmbeddedTransactionalProducer::begin(self.shared.clone(), &config.id).await?,
+            EmbeddedTransactionalProducer::begin(self.shared.clone(), config).await?,
         ))
     }
 }

@@ -438,6 +438,51 @@ mod tests {
     }
 
     #[test]
+    fn transactional_batches_carry_their_producer_and_markers_hold_no_records() {
+        let fields = TransactionFields {
+            producer_id: 3,
+            epoch: 9,
+            control: Control::Data,
+        };
+        let records = [Record::new("a").with_key("k"), Record::new("b")];
+        let mut bytes = vec![0; TRANSACTIONAL_HEADER_LEN];
+        for record in &records {
+            encode_record(&mut bytes, record);
+        }
+        seal_transactional(&mut bytes, fields, 40, 2, 0);
+        assert_eq!(&bytes[0..4], b"RNT1");
+        let header = check(&bytes).unwrap();
+        assert_eq!(header.transaction, Some(fields));
+        assert!(!header.is_control());
+        let mut cursor = RecordCursor::new(Bytes::from(bytes), &header);
+        for (offset, want) in (40..).zip(&records) {
+            assert_eq!(cursor.next().unwrap(), Some((offset, want.clone())));
+        }
+        assert_eq!(cursor.next().unwrap(), None);
+
+        let abort = TransactionFields {
+            control: Control::Abort,
+            ..fields
+        };
+        let mut marker = vec![0; TRANSACTIONAL_HEADER_LEN];
+        seal_transactional(&mut marker, abort, 42, 1, i64::MIN);
+        let header = check(&marker).unwrap();
+        assert!(header.is_control());
+        assert_eq!(
+            (header.transaction, header.next_offset()),
+            (Some(abort), 43)
+        );
+        for at in 0..marker.len() {
+            let mut damaged = marker.clone();
+            damaged[at] ^= 0x10;
+            assert!(
+                check(&damaged).is_err(),
+                "flipping byte {at} went unnoticed"
+            );
+        }
+    }
+
+    #[test]
     fn any_flipped_byte_fails_the_check() {
         let bytes = batch_of(&[Record::new("hello").with_key("k")], 0);
         for at in 0..bytes.len() {

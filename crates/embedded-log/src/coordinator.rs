@@ -21,10 +21,15 @@
 //! A crash anywhere leaves the state file at a phase recovery completes when the log is
 //! opened again: a decided transaction is finished as decided, an undecided one aborted.
 //! The directory lock guarantees that no producer of the previous process is alive then.
+//!
+//! A transaction still undecided when its producer's `transaction.timeout.ms` (60 s by
+//! default, as in Kafka) has passed since its first record is aborted by the log, with the
+//! epoch bumped so that the stalled producer is fenced: see [`Deadlines`].
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use crate::batch::{Control, TransactionFields};
 use crate::error::{Error, Result};
@@ -40,6 +45,35 @@ pub(crate) struct Coordinator {
     /// Per transactional id, held while a transaction of the id ends or a producer with it
     /// begins, so those never overlap.
     ending: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// When each open transaction times out.
+    deadlines: Arc<Deadlines>,
+}
+
+/// When each open transaction times out: a transactional id, the producer fields of the
+/// transaction, and the instant its producer's timeout runs out. Shared with the thread
+/// that aborts expired transactions, which looks here without holding the log open.
+#[derive(Debug, Default)]
+pub(crate) struct Deadlines {
+    open: Mutex<HashMap<String, (TransactionFields, Instant)>>,
+}
+
+impl Deadlines {
+    /// The transactions whose deadline passed by `now`.
+    pub(crate) fn expired(&self, now: Instant) -> Vec<(String, TransactionFields)> {
+        lock(&self.open)
+            .iter()
+            .filter(|(_, (_, deadline))| *deadline <= now)
+            .map(|(id, (fields, _))| (id.clone(), *fields))
+            .collect()
+    }
+
+    fn start(&self, id: &str, fields: TransactionFields, timeout: Duration) {
+        lock(&self.open).insert(id.to_owned(), (fields, Instant::now() + timeout));
+    }
+
+    fn end(&self, id: &str) {
+        lock(&self.open).remove(id);
+    }
 }
 
 /// Why a coordinator step failed.
@@ -77,7 +111,46 @@ impl Coordinator {
             directory: directory.to_owned(),
             state: Mutex::new(TransactionState::load(directory)?),
             ending: Mutex::default(),
+            deadlines: Arc::default(),
         })
+    }
+
+    /// When open transactions time out.
+    pub(crate) fn deadlines(&self) -> Arc<Deadlines> {
+        self.deadlines.clone()
+    }
+
+    /// Aborts `id`'s transaction of `fields` if it is still undecided and its deadline
+    /// passed by `now`: bumps the epoch, fencing the producer, and returns what
+    /// [`finish`](crate::transactional_producer::finish) must write. Durable. Hold the id's
+    /// [ending lock](Self::ending_lock).
+    pub(crate) fn expire(
+        &self,
+        id: &str,
+        fields: TransactionFields,
+        now: Instant,
+    ) -> Result<Option<Decided>> {
+        let mut state = lock(&self.state);
+        // The deadline is checked again under the state lock: the transaction that expired
+        // may have ended since, and the next one of the same producer begun.
+        let expired = lock(&self.deadlines.open)
+            .get(id)
+            .is_some_and(|(open, deadline)| *open == fields && *deadline <= now);
+        if !expired {
+            return Ok(None);
+        }
+        self.deadlines.end(id);
+        let Ok(entry) = current_mut(&mut state, id, fields) else {
+            return Ok(None);
+        };
+        if entry.phase != Phase::Ongoing {
+            return Ok(None);
+        }
+        entry.epoch += 1;
+        entry.phase = Phase::Aborting;
+        let decided = decided(entry);
+        state.store(&self.directory)?;
+        Ok(Some(decided))
     }
 
     /// The lock held while a transaction of `id` ends or a producer with `id` begins.
@@ -117,6 +190,7 @@ impl Coordinator {
     /// be finished first. Durable. Hold the id's [ending lock](Self::ending_lock).
     pub(crate) fn begin(&self, id: &str) -> Result<(TransactionFields, Option<Decided>)> {
         let mut state = lock(&self.state);
+        self.deadlines.end(id);
         let entry = state.entry(id);
         entry.epoch += 1;
         let unfinished = match entry.phase {
@@ -137,18 +211,23 @@ impl Coordinator {
     }
 
     /// Adds `partition` to `id`'s transaction before its first record there, durably, and
-    /// holds read-committed readers of the partition at its current end.
+    /// holds read-committed readers of the partition at its current end. The transaction's
+    /// `timeout` runs from its first partition.
     pub(crate) fn add_partition(
         &self,
         id: &str,
         fields: TransactionFields,
         partition: &Partition,
+        timeout: Duration,
     ) -> Result<(), StepError> {
         let mut state = lock(&self.state);
         let key = (partition.topic.to_string(), partition.number);
         let entry = current_mut(&mut state, id, fields)?;
         if entry.partitions.contains_key(&key) {
             return Ok(());
+        }
+        if entry.partitions.is_empty() {
+            self.deadlines.start(id, fields, timeout);
         }
         let first = partition.open_transaction(fields.producer_id);
         entry.partitions.insert(key, first);
@@ -168,6 +247,7 @@ impl Coordinator {
     ) -> Result<Decided, StepError> {
         let mut state = lock(&self.state);
         let entry = current_mut(&mut state, id, fields)?;
+        self.deadlines.end(id);
         entry.phase = match control {
             Control::Commit => Phase::Committing,
             Control::Abort | Control::Data => Phase::Aborting,

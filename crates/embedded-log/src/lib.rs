@@ -117,6 +117,7 @@ mod segment;
 mod topic_settings;
 mod transaction_index;
 mod transaction_state;
+mod transaction_timeouts;
 mod transactional_producer;
 mod writer;
 

@@ -331,6 +331,50 @@ mod tests {
     }
 
     #[test]
+    fn each_producer_gets_batches_of_its_own_and_older_epochs_are_fenced() {
+        use crate::batch::Control;
+        let fields = |epoch| TransactionFields {
+            producer_id: 7,
+            epoch,
+            control: Control::Data,
+        };
+        let mut pending = Pending::default();
+        let record = Record::new("x");
+        let size = batch::encoded_len(&record);
+        for owner in [None, Some(fields(1)), Some(fields(1)), None] {
+            pending
+                .try_push(&record, size, 1 << 20, owner)
+                .unwrap()
+                .unwrap();
+        }
+        let marker = Some(TransactionFields {
+            control: Control::Commit,
+            ..fields(2)
+        });
+        pending.push_marker(marker.unwrap()).unwrap();
+        assert_eq!(pending.records(), 5);
+        assert!(matches!(
+            pending.try_push(&record, size, 1 << 20, Some(fields(1))),
+            Err(Refusal::Fenced)
+        ));
+        let batches = pending.take(Vec::new()).unwrap();
+        let shape: Vec<_> = batches
+            .iter()
+            .map(|batch| (batch.transaction, batch.records, batch.buffer.len()))
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                (None, 1, HEADER_LEN + size),
+                (Some(fields(1)), 2, TRANSACTIONAL_HEADER_LEN + 2 * size),
+                (None, 1, HEADER_LEN + size),
+                (marker, 1, TRANSACTIONAL_HEADER_LEN),
+            ]
+        );
+        assert_eq!(pending.records(), 0);
+    }
+
+    #[test]
     fn a_failed_partition_refuses_records() {
         let mut pending = Pending::default();
         pending.fail(SharedError(Arc::new(crate::Error::Closed)));

@@ -5,11 +5,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use runnel_backend::{
     Consumer, ConsumerConfig, GroupOffsets, Isolation, Producer, Receipt, Record,
-    TransactionalProducer,
+    TransactionConfig, TransactionalProducer,
 };
 
 use crate::backend::Shared;
@@ -31,6 +32,8 @@ pub(crate) struct EmbeddedTransactionalProducer {
     id: String,
     /// Producer id and epoch (`control` is always data).
     fields: TransactionFields,
+    /// How long a transaction may stay undecided before the log aborts it.
+    timeout: Duration,
     /// The id's ending lock: see [`Coordinator::ending_lock`](crate::coordinator::Coordinator::ending_lock).
     ending: Arc<tokio::sync::Mutex<()>>,
     /// The partitions of the open transaction, with the completion of the last record sent
@@ -43,9 +46,15 @@ pub(crate) struct EmbeddedTransactionalProducer {
 }
 
 impl EmbeddedTransactionalProducer {
-    /// Registers a new producer for `id`, fencing the previous one and finishing its
-    /// transaction first (rolled forward if it had decided to commit, aborted otherwise).
-    pub(crate) async fn begin(shared: Arc<Shared>, id: &str) -> runnel_backend::Result<Self> {
+    /// Registers a new producer for `config.id`, fencing the previous one and finishing
+    /// its transaction first (rolled forward if it had decided to commit, aborted
+    /// otherwise).
+    pub(crate) async fn begin(
+        shared: Arc<Shared>,
+        config: &TransactionConfig,
+    ) -> runnel_backend::Result<Self> {
+        let id = config.id.as_str();
+        let timeout = transaction_timeout(config)?;
         let ending = shared.coordinator.ending_lock(id);
         let guard = ending.lock().await;
         let begun = {
@@ -67,6 +76,7 @@ impl EmbeddedTransactionalProducer {
             shared,
             id: id.to_owned(),
             fields,
+            timeout,
             ending,
             open: Mutex::default(),
             sending: tokio::sync::RwLock::new(()),
@@ -132,9 +142,10 @@ impl Producer for EmbeddedTransactionalProducer {
             let added = {
                 let shared = self.shared.clone();
                 let id = self.id.clone();
-                let fields = self.fields;
+                let (fields, timeout) = (self.fields, self.timeout);
                 let log = log.clone();
-                blocking(move || shared.coordinator.add_partition(&id, fields, &log)).await?
+                blocking(move || shared.coordinator.add_partition(&id, fields, &log, timeout))
+                    .await?
             };
             match added {
                 Ok(()) => {}
@@ -257,12 +268,13 @@ impl Drop for EmbeddedTransactionalProducer {
     }
 }
 
-/// Where [`finish`] runs: in async code (disk work on the blocking pool), or in the
-/// synchronous recovery of [`EmbeddedBackend::open`](crate::EmbeddedBackend::open).
+/// Where [`finish`] runs: in async code (disk work on the blocking pool), or in
+/// synchronous code that may block (the recovery in
+/// [`EmbeddedBackend::open`](crate::EmbeddedBackend::open), the timeout thread).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Context {
     Async,
-    Recovery,
+    Blocking,
 }
 
 /// Writes a decided transaction's markers, waits until they are durable, stores its
@@ -330,7 +342,7 @@ pub(crate) async fn finish(
         };
         match context {
             Context::Async => blocking(work).await.map_err(|_| Error::Closed)?,
-            Context::Recovery => work(),
+            Context::Blocking => work(),
         }
     };
     stored?;
@@ -343,6 +355,27 @@ pub(crate) async fn finish(
         partition.wake_readers();
     }
     Ok(())
+}
+
+/// The producer setting that bounds how long a transaction may stay undecided, with
+/// Kafka's name and default.
+pub(crate) const TIMEOUT_SETTING: &str = "transaction.timeout.ms";
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn transaction_timeout(config: &TransactionConfig) -> runnel_backend::Result<Duration> {
+    match config.producer.settings.get(TIMEOUT_SETTING) {
+        None => Ok(DEFAULT_TIMEOUT),
+        Some(text) => text
+            .parse()
+            .ok()
+            .filter(|milliseconds| *milliseconds > 0)
+            .map(Duration::from_millis)
+            .ok_or_else(|| runnel_backend::Error::InvalidSetting {
+                setting: TIMEOUT_SETTING.to_owned(),
+                value: text.clone(),
+                expected: "a positive number of milliseconds",
+            }),
+    }
 }
 
 /// Runs disk work on tokio's blocking pool.

@@ -360,6 +360,9 @@ async fn a_poll_that_only_moves_past_a_marker_returns_so_the_reader_sees_the_end
     assert_eq!(consumer.positions()[0].1, end);
 }
 
+/// Records sent while transactions abort, in the test below.
+const SENT: u32 = 400;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn records_sent_while_a_transaction_ends_belong_to_one_transaction_or_the_next() {
     let directory = tempfile::tempdir().unwrap();
@@ -372,7 +375,7 @@ async fn records_sent_while_a_transaction_ends_belong_to_one_transaction_or_the_
     let sender = {
         let producer = producer.clone();
         tokio::spawn(async move {
-            for i in 0..2_000u32 {
+            for i in 0..SENT {
                 drop(
                     producer
                         .send("t", i % 2, Record::new(format!("{i}")))
@@ -402,6 +405,72 @@ async fn records_sent_while_a_transaction_ends_belong_to_one_transaction_or_the_
         read_all(&backend, "t", Isolation::ReadUncommitted)
             .await
             .len(),
-        2_000
+        SENT as usize
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_past_its_timeout_is_aborted_and_its_stalled_producer_fenced() {
+    let directory = tempfile::tempdir().unwrap();
+    let backend = EmbeddedBackend::open(directory.path(), LogConfig::default()).unwrap();
+    backend.create_topic(&TopicSpec::new("t", 2)).await.unwrap();
+    let mut config = TransactionConfig::new("stalled");
+    config
+        .producer
+        .settings
+        .insert("transaction.timeout.ms".into(), "300".into());
+    let stalled = backend.transactional_producer(&config).await.unwrap();
+    drop(stalled.send("t", 0, Record::new("stalled")).await.unwrap());
+    send_plain(&backend, "t", "plain").await;
+    assert_eq!(
+        read_all(&backend, "t", Isolation::ReadCommitted).await,
+        [],
+        "held at the open transaction"
+    );
+
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let committed = read_all(&backend, "t", Isolation::ReadCommitted).await;
+    assert_eq!(
+        values_of(&committed),
+        ["plain"],
+        "the transaction was aborted"
+    );
+    assert!(matches!(
+        stalled.send("t", 0, Record::new("late")).await,
+        Err(Error::Fenced { .. })
+    ));
+    assert!(matches!(
+        stalled.send("t", 1, Record::new("late")).await,
+        Err(Error::Fenced { .. })
+    ));
+    assert!(matches!(
+        stalled.commit(&[]).await,
+        Err(Error::Fenced { .. })
+    ));
+
+    // A producer that commits in time is left alone.
+    let prompt = backend.transactional_producer(&config).await.unwrap();
+    for _ in 0..4 {
+        drop(prompt.send("t", 1, Record::new("prompt")).await.unwrap());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        prompt.commit(&[]).await.unwrap();
+    }
+    let committed = read_all(&backend, "t", Isolation::ReadCommitted).await;
+    assert_eq!(values_of(&committed).len(), 5);
+}
+
+#[tokio::test]
+async fn a_transaction_timeout_that_is_not_a_duration_is_refused() {
+    let directory = tempfile::tempdir().unwrap();
+    let backend = EmbeddedBackend::open(directory.path(), LogConfig::default()).unwrap();
+    let mut config = TransactionConfig::new("p");
+    config
+        .producer
+        .settings
+        .insert("transaction.timeout.ms".into(), "soon".into());
+    let error = backend.transactional_producer(&config).await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "setting 'transaction.timeout.ms' is 'soon', expected a positive number of milliseconds"
     );
 }
