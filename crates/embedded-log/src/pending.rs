@@ -347,11 +347,11 @@ mod tests {
                 .unwrap()
                 .unwrap();
         }
-        let marker = Some(TransactionFields {
+        let marker = TransactionFields {
             control: Control::Commit,
             ..fields(2)
-        });
-        pending.push_marker(marker.unwrap()).unwrap();
+        };
+        pending.push_marker(marker).unwrap();
         assert_eq!(pending.records(), 5);
         assert!(matches!(
             pending.try_push(&record, size, 1 << 20, Some(fields(1))),
@@ -368,7 +368,7 @@ mod tests {
                 (None, 1, HEADER_LEN + size),
                 (Some(fields(1)), 2, TRANSACTIONAL_HEADER_LEN + 2 * size),
                 (None, 1, HEADER_LEN + size),
-                (marker, 1, TRANSACTIONAL_HEADER_LEN),
+                (Some(marker), 1, TRANSACTIONAL_HEADER_LEN),
             ]
         );
         assert_eq!(pending.records(), 0);
