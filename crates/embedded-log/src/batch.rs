@@ -185,8 +185,8 @@ pub(crate) fn seal_transactional(
     );
 }
 
-/// Whether `bytes` start with the marker of a batch of any kind.
-pub(crate) fn starts_with_marker(bytes: &[u8]) -> bool {
+/// Whether `bytes` start with the magic of a batch of any kind.
+pub(crate) fn starts_with_magic(bytes: &[u8]) -> bool {
     bytes.starts_with(&MAGIC) || bytes.starts_with(&TRANSACTIONAL_MAGIC)
 }
 
