@@ -91,7 +91,9 @@ pub trait Consumer: fmt::Debug + Send + Sync {
     /// `max_records` of them, in offset order per partition.
     ///
     /// Cancel safe: dropping the future before it completes loses no records. Only
-    /// acknowledged records are ever returned.
+    /// acknowledged records are ever returned. It may return no records when the positions
+    /// moved past records it does not hand out (transaction markers, and aborted records
+    /// when reading committed), as a Kafka poll may.
     async fn poll(&self, max_records: usize) -> Result<Vec<ConsumedRecord>>;
 
     /// Stores offsets for this consumer's group. Each offset is that of the next record to
@@ -176,6 +178,73 @@ impl ConsumerConfig {
     pub fn start_from(mut self, start_from: StartFrom) -> Self {
         self.start_from = start_from;
         self
+    }
+
+    /// Sets which records of transactions the consumer reads, as the
+    /// [`Isolation::SETTING`] setting.
+    ///
+    /// ```
+    /// use runnel_backend::{ConsumerConfig, Isolation};
+    /// let config = ConsumerConfig::new("audit", ["payments"]).isolation(Isolation::ReadUncommitted);
+    /// assert_eq!(config.settings["isolation.level"], "read_uncommitted");
+    /// assert_eq!(config.isolation_level()?, Isolation::ReadUncommitted);
+    /// assert_eq!(ConsumerConfig::new("g", ["t"]).isolation_level()?, Isolation::ReadCommitted);
+    /// # Ok::<(), runnel_backend::Error>(())
+    /// ```
+    pub fn isolation(mut self, isolation: Isolation) -> Self {
+        self.settings
+            .insert(Isolation::SETTING.to_owned(), isolation.as_str().to_owned());
+        self
+    }
+
+    /// The isolation the settings ask for: [`Isolation::ReadCommitted`] unless
+    /// `isolation.level` says otherwise.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidSetting`] for a value other than `read_committed` or
+    /// `read_uncommitted`.
+    pub fn isolation_level(&self) -> Result<Isolation> {
+        match self.settings.get(Isolation::SETTING).map(String::as_str) {
+            None | Some("read_committed") => Ok(Isolation::ReadCommitted),
+            Some("read_uncommitted") => Ok(Isolation::ReadUncommitted),
+            Some(other) => Err(Error::InvalidSetting {
+                setting: Isolation::SETTING.to_owned(),
+                value: other.to_owned(),
+                expected: "read_committed or read_uncommitted",
+            }),
+        }
+    }
+}
+
+/// Which records of transactions a consumer reads (Kafka's `isolation.level`).
+///
+/// Runnel's consumers read committed on every backplane unless told otherwise; on a
+/// partition no transaction ever wrote to, both levels read the same records. Kafka and
+/// the embedded log honour both levels; [`MemoryBackend`](crate::MemoryBackend) appends a
+/// transaction's records only when it commits, so there both read committed records.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Isolation {
+    /// Records of committed transactions and plain records only, and nothing at or after
+    /// the first record of a transaction still open (the last stable offset):
+    /// `read_committed`.
+    #[default]
+    ReadCommitted,
+    /// Every acknowledged record, including those of open and aborted transactions:
+    /// `read_uncommitted`. Transaction markers are never returned.
+    ReadUncommitted,
+}
+
+impl Isolation {
+    /// The consumer setting that holds the isolation, with Kafka's name.
+    pub const SETTING: &'static str = "isolation.level";
+
+    /// The setting's value: `read_committed` or `read_uncommitted`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Isolation::ReadCommitted => "read_committed",
+            Isolation::ReadUncommitted => "read_uncommitted",
+        }
     }
 }
 

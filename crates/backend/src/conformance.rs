@@ -15,8 +15,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::{
-    Backend, CommitOffset, ConsumedRecord, Consumer, ConsumerConfig, Error, PartitionOffsets,
-    ProducerConfig, Record, StartFrom, TopicCreation, TopicSpec,
+    Backend, CommitOffset, ConsumedRecord, Consumer, ConsumerConfig, Error, GroupOffsets,
+    PartitionOffsets, ProducerConfig, Record, StartFrom, TopicCreation, TopicSpec,
+    TransactionConfig,
 };
 
 /// How long one case may take before it counts as hung.
@@ -55,6 +56,25 @@ macro_rules! conformance_tests {
             let backend = $make.await;
             $crate::conformance::run(stringify!($case), $crate::conformance::$case(&backend)).await;
         }
+    };
+}
+
+/// Generates one `#[tokio::test]` per transaction case (see
+/// [`Backend::transactional_producer`]), for backplanes with transactions; used like
+/// [`conformance_tests!`](crate::conformance_tests).
+///
+/// ```
+/// runnel_backend::transaction_conformance_tests!(async { runnel_backend::MemoryBackend::new() });
+/// ```
+#[macro_export]
+macro_rules! transaction_conformance_tests {
+    ($(#[$meta:meta])* $make:expr) => {
+        $crate::conformance_tests!(@cases [$(#[$meta])*] $make;
+            committed_transactions_are_read_with_their_offsets
+            aborted_transactions_are_never_read_committed
+            open_transactions_are_invisible_to_read_committed_readers
+            a_new_producer_fences_the_old_one_and_aborts_its_transaction
+        );
     };
 }
 
@@ -583,4 +603,159 @@ pub async fn closing_a_member_hands_its_partitions_over(backend: &impl Backend) 
     expected.retain(|v| *v != format!("p{partition}-a"));
     assert_eq!(rest, expected);
     stays.close().await.unwrap();
+}
+
+/// Everything a fresh read-committed reader of `topic` sees within `settle` after the
+/// first `count` records arrived (more would be records it must not see).
+async fn read_committed(
+    backend: &impl Backend,
+    topic: &str,
+    count: usize,
+    settle: Duration,
+) -> Vec<ConsumedRecord> {
+    let reader = backend
+        .consumer(&ConsumerConfig::new(unique("reader"), [topic]))
+        .await
+        .unwrap();
+    let mut records = consume(&*reader, count).await;
+    while let Ok(more) = tokio::time::timeout(settle, reader.poll(100)).await {
+        records.extend(more.unwrap());
+    }
+    reader.close().await.unwrap();
+    records
+}
+
+/// The group offsets to commit for `topic`'s partition 0.
+fn offsets_of(group: &str, topic: &str, offset: u64) -> Vec<GroupOffsets> {
+    vec![GroupOffsets {
+        group: group.to_owned(),
+        offsets: vec![CommitOffset {
+            topic: topic.into(),
+            partition: 0,
+            offset,
+        }],
+    }]
+}
+
+/// A committed transaction's records become visible to read-committed readers, in order
+/// per partition, together with the consumer offsets it committed.
+pub async fn committed_transactions_are_read_with_their_offsets(backend: &impl Backend) {
+    let input = topic(backend, "tx-in", 1).await;
+    let output = topic(backend, "tx-out", 2).await;
+    produce(backend, &input, 0, &["a", "b", "c"]).await;
+    let producer = backend
+        .transactional_producer(&TransactionConfig::new(unique("copy")))
+        .await
+        .unwrap();
+    let group = unique("copy.in");
+    let consumer = producer
+        .consumer(&ConsumerConfig::new(&group, [&input]))
+        .await
+        .unwrap();
+    let inputs = consume(&*consumer, 3).await;
+    let mut receipts = Vec::new();
+    for (i, record) in inputs.iter().enumerate() {
+        let copied = Record::from_value(record.record.value.clone());
+        receipts.push(producer.send(&output, i as u32 % 2, copied).await.unwrap());
+    }
+    assert_eq!(backend.committed(&group, &input).await.unwrap(), [None]);
+    producer
+        .commit(&offsets_of(&group, &input, 3))
+        .await
+        .unwrap();
+    for receipt in receipts {
+        receipt.await.unwrap();
+    }
+    assert_eq!(backend.committed(&group, &input).await.unwrap(), [Some(3)]);
+    let mut read = read_committed(backend, &output, 3, Duration::from_millis(300)).await;
+    read.sort_by_key(|record| (record.partition, record.offset));
+    assert_eq!(values(&read), ["a", "c", "b"]);
+    consumer.close().await.unwrap();
+}
+
+/// An aborted transaction's records and offsets are never seen; the next transaction of
+/// the same producer commits normally.
+pub async fn aborted_transactions_are_never_read_committed(backend: &impl Backend) {
+    let output = topic(backend, "tx-abort", 1).await;
+    let producer = backend
+        .transactional_producer(&TransactionConfig::new(unique("abort")))
+        .await
+        .unwrap();
+    let group = unique("g");
+    drop(
+        producer
+            .send(&output, 0, Record::new("aborted"))
+            .await
+            .unwrap(),
+    );
+    producer.abort().await.unwrap();
+    drop(
+        producer
+            .send(&output, 0, Record::new("kept"))
+            .await
+            .unwrap(),
+    );
+    producer
+        .commit(&offsets_of(&group, &output, 7))
+        .await
+        .unwrap();
+    let read = read_committed(backend, &output, 1, Duration::from_millis(300)).await;
+    assert_eq!(values(&read), ["kept"]);
+    assert_eq!(backend.committed(&group, &output).await.unwrap(), [Some(7)]);
+}
+
+/// Records of a transaction that is still open are not read committed; once it commits
+/// they are, with the plain records around them.
+pub async fn open_transactions_are_invisible_to_read_committed_readers(backend: &impl Backend) {
+    let output = topic(backend, "tx-open", 1).await;
+    produce(backend, &output, 0, &["before"]).await;
+    let producer = backend
+        .transactional_producer(&TransactionConfig::new(unique("open")))
+        .await
+        .unwrap();
+    drop(
+        producer
+            .send(&output, 0, Record::new("open"))
+            .await
+            .unwrap(),
+    );
+    producer.flush().await.unwrap();
+    produce(backend, &output, 0, &["after"]).await;
+    let read = read_committed(backend, &output, 1, Duration::from_millis(300)).await;
+    assert!(
+        !values(&read).contains(&"open".to_owned()),
+        "an open transaction's record was read: {:?}",
+        values(&read)
+    );
+    producer.commit(&[]).await.unwrap();
+    let mut all = values(&read_committed(backend, &output, 3, Duration::from_millis(300)).await);
+    assert_eq!(all[0], "before");
+    all.sort();
+    assert_eq!(all, ["after", "before", "open"]);
+}
+
+/// A second producer with the same transactional id fences the first: the first one's
+/// open transaction is aborted and its commit fails with [`Error::Fenced`].
+pub async fn a_new_producer_fences_the_old_one_and_aborts_its_transaction(backend: &impl Backend) {
+    let output = topic(backend, "tx-fence", 1).await;
+    let id = unique("fence");
+    let old = backend
+        .transactional_producer(&TransactionConfig::new(&id))
+        .await
+        .unwrap();
+    drop(old.send(&output, 0, Record::new("zombie")).await.unwrap());
+    let new = backend
+        .transactional_producer(&TransactionConfig::new(&id))
+        .await
+        .unwrap();
+    let group = unique("g");
+    match old.commit(&offsets_of(&group, &output, 1)).await {
+        Err(Error::Fenced { id: fenced }) => assert_eq!(fenced, id),
+        other => panic!("expected the old producer to be fenced, got {other:?}"),
+    }
+    drop(new.send(&output, 0, Record::new("fresh")).await.unwrap());
+    new.commit(&[]).await.unwrap();
+    let read = read_committed(backend, &output, 1, Duration::from_millis(300)).await;
+    assert_eq!(values(&read), ["fresh"]);
+    assert_eq!(backend.committed(&group, &output).await.unwrap(), [None]);
 }

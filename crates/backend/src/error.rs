@@ -110,6 +110,16 @@ pub enum Error {
         /// The partition.
         partition: u32,
     },
+    /// A setting has a value the backplane does not understand.
+    #[error("setting '{setting}' is '{value}', expected {expected}")]
+    InvalidSetting {
+        /// The setting's name, for example `isolation.level`.
+        setting: String,
+        /// The value given.
+        value: String,
+        /// What would be accepted.
+        expected: &'static str,
+    },
     /// The backplane cannot do this.
     #[error("this backplane does not support {feature}")]
     Unsupported {

@@ -43,7 +43,7 @@ pub mod conformance;
 mod pausable;
 
 pub use backend::{
-    Backend, Consumer, ConsumerConfig, Producer, ProducerConfig, Receipt, StartFrom,
+    Backend, Consumer, ConsumerConfig, Isolation, Producer, ProducerConfig, Receipt, StartFrom,
 };
 pub use error::{BoxError, Error, Result};
 pub use memory::MemoryBackend;

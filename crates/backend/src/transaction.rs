@@ -12,9 +12,9 @@
 //! On Kafka this is a transactional producer (`transactional.id`) that sends the consumed
 //! offsets into the transaction with the consumer's group metadata, and `read_committed`
 //! consumers. [`MemoryBackend`](crate::MemoryBackend) holds a transaction's records back
-//! until it commits. The embedded log can implement the same by appending a transaction's
-//! batches and its offsets in one durable step; until it does, its
-//! [`Backend::supports_transactions`](crate::Backend::supports_transactions) is `false`.
+//! until it commits. The embedded log does as Kafka: records carry the producer id and
+//! epoch, commit and abort write markers to every partition touched, and read-committed
+//! consumers stop at the last stable offset and skip aborted records.
 
 use std::sync::Arc;
 

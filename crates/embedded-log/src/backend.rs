@@ -9,12 +9,13 @@ use async_trait::async_trait;
 use runnel_backend::group::GroupCoordinator;
 use runnel_backend::{
     Backend, Consumer, ConsumerConfig, PartitionOffsets, Producer, ProducerConfig, TopicCreation,
-    TopicInfo, TopicSpec,
+    TopicInfo, TopicSpec, TransactionConfig, TransactionalProducer,
 };
 use tokio::sync::watch;
 
 use crate::config::LogConfig;
 use crate::consumer::EmbeddedConsumer;
+use crate::coordinator::Coordinator;
 use crate::error::{Error, Result};
 use crate::files;
 use crate::lock::DirectoryLock;
@@ -22,7 +23,8 @@ use crate::offset_store::OffsetStore;
 use crate::partition::{Partition, PartitionLimits, PartitionStatus, lock};
 use crate::producer::EmbeddedProducer;
 use crate::topic_settings::{METADATA_FILE, TopicMetadata};
-use crate::{retention, writer};
+use crate::transactional_producer::{self, EmbeddedTransactionalProducer};
+use crate::{retention, transaction_timeouts, writer};
 
 /// A durable, partitioned log in a local directory: Runnel's default backplane.
 ///
@@ -60,6 +62,7 @@ pub(crate) struct Shared {
     creating: Mutex<()>,
     pub(crate) offsets: OffsetStore,
     pub(crate) groups: GroupCoordinator,
+    pub(crate) coordinator: Coordinator,
     /// Dropped last, after the writers stopped.
     _lock: DirectoryLock,
 }
@@ -115,6 +118,7 @@ impl EmbeddedBackend {
             topics.insert(name.to_owned(), Arc::new(topic));
         }
         let offsets = OffsetStore::open(directory.join("groups"))?;
+        let coordinator = Coordinator::open(&directory)?;
         let shared = Arc::new(Shared {
             directory,
             config,
@@ -122,6 +126,7 @@ impl EmbeddedBackend {
             creating: Mutex::new(()),
             offsets,
             groups: GroupCoordinator::default(),
+            coordinator,
             _lock: directory_lock,
         });
         // Writers start only once everything opened, so a failed open leaves none running.
@@ -135,6 +140,8 @@ impl EmbeddedBackend {
                 writer::start(partition)?;
             }
         }
+        recover_transactions(&shared)?;
+        transaction_timeouts::start(&shared)?;
         Ok(EmbeddedBackend { shared })
     }
 
@@ -287,6 +294,33 @@ impl Shared {
     }
 }
 
+/// Seeds the partitions with the aborted ranges of past transactions, then finishes every
+/// transaction the previous process left unfinished: those that reached their commit point
+/// commit, the others abort. No producer of that process is alive (the directory lock says
+/// so), so none of them can still complete.
+fn recover_transactions(shared: &Arc<Shared>) -> Result<()> {
+    for ((topic, number), range) in shared.coordinator.aborted_ranges() {
+        if let Ok(partition) = shared.partition(&topic, number) {
+            lock(&partition.transactions).restore_aborted(range);
+        }
+    }
+    for (id, decided) in shared.coordinator.recover()? {
+        tracing::info!(
+            id = %id,
+            outcome = ?decided.fields.control,
+            partitions = decided.partitions.len(),
+            "finishing a transaction the previous process left open"
+        );
+        futures::executor::block_on(transactional_producer::finish(
+            shared,
+            &id,
+            decided,
+            transactional_producer::Context::Blocking,
+        ))?;
+    }
+    Ok(())
+}
+
 fn open_topic(
     path: &Path,
     name: &str,
@@ -370,12 +404,27 @@ impl Backend for EmbeddedBackend {
     }
 
     async fn consumer(&self, config: &ConsumerConfig) -> runnel_backend::Result<Arc<dyn Consumer>> {
+        let isolation = config.isolation_level()?;
         for topic in &config.topics {
             self.shared.topic(topic)?;
         }
         Ok(Arc::new(EmbeddedConsumer::join(
             self.shared.clone(),
             config,
+            isolation,
         )))
+    }
+
+    fn supports_transactions(&self) -> bool {
+        true
+    }
+
+    async fn transactional_producer(
+        &self,
+        config: &TransactionConfig,
+    ) -> runnel_backend::Result<Arc<dyn TransactionalProducer>> {
+        Ok(Arc::new(
+            EmbeddedTransactionalProducer::begin(self.shared.clone(), config).await?,
+        ))
     }
 }

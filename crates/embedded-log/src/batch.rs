@@ -13,6 +13,18 @@ pub(crate) const MAGIC: [u8; 4] = *b"RNB2";
 pub(crate) const MAGIC_V1: [u8; 4] = *b"RNB1";
 /// The size of the batch header.
 pub(crate) const HEADER_LEN: usize = 32;
+/// The first four bytes of a batch written by a transactional producer: the plain header,
+/// then [`TRANSACTION_FIELDS_LEN`] bytes naming the producer, then the records (none in a
+/// control batch). The last byte is the record encoding's version, as in [`MAGIC`]: the
+/// writer writes version 2.
+pub(crate) const TRANSACTIONAL_MAGIC: [u8; 4] = *b"RNT2";
+/// A transactional batch whose records are in format version 1, still read.
+pub(crate) const TRANSACTIONAL_MAGIC_V1: [u8; 4] = *b"RNT1";
+/// The bytes between the plain header and the records of a transactional batch: producer
+/// id `u64`, epoch `u32`, control `u32` (0 data, 1 commit marker, 2 abort marker).
+pub(crate) const TRANSACTION_FIELDS_LEN: usize = 16;
+/// The size of a transactional batch's header.
+pub(crate) const TRANSACTIONAL_HEADER_LEN: usize = HEADER_LEN + TRANSACTION_FIELDS_LEN;
 /// The bytes a record takes besides its key, value and headers.
 const RECORD_OVERHEAD: usize = 8 + 4 + 4 + 4;
 /// The bytes a header takes besides its name and value.
@@ -40,12 +52,72 @@ pub(crate) struct BatchHeader {
     pub(crate) record_count: u32,
     /// The largest record timestamp in the batch.
     pub(crate) max_timestamp: i64,
+    /// The producer of a transactional batch; `None` for a plain one.
+    pub(crate) transaction: Option<TransactionFields>,
 }
 
 impl BatchHeader {
     /// The offset after the batch's last record.
     pub(crate) fn next_offset(&self) -> u64 {
         self.base_offset + u64::from(self.record_count)
+    }
+
+    /// Where the records start: after the header and, in a transactional batch, the
+    /// producer fields.
+    pub(crate) fn records_start(&self) -> usize {
+        match self.transaction {
+            Some(_) => TRANSACTIONAL_HEADER_LEN,
+            None => HEADER_LEN,
+        }
+    }
+
+    /// Whether this is a transaction marker, which holds no records for readers.
+    pub(crate) fn is_control(&self) -> bool {
+        self.transaction
+            .is_some_and(|fields| fields.control != Control::Data)
+    }
+}
+
+/// What a transactional batch holds: records, or the marker that ends its producer's
+/// transaction in the partition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Control {
+    /// Records of an open transaction.
+    Data,
+    /// The transaction committed: its records before this marker are visible.
+    Commit,
+    /// The transaction aborted: its records before this marker are never read committed.
+    Abort,
+}
+
+impl Control {
+    fn code(self) -> u32 {
+        match self {
+            Control::Data => 0,
+            Control::Commit => 1,
+            Control::Abort => 2,
+        }
+    }
+}
+
+/// The producer fields of a transactional batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct TransactionFields {
+    /// The producer id the log gave the transactional id.
+    pub(crate) producer_id: u64,
+    /// The producer's epoch; bumped whenever a producer with the same id starts.
+    pub(crate) epoch: u32,
+    /// Records, or a marker.
+    pub(crate) control: Control,
+}
+
+impl TransactionFields {
+    /// The size of the header a batch with these fields (or none) starts with.
+    pub(crate) fn header_len(fields: Option<TransactionFields>) -> usize {
+        match fields {
+            Some(_) => TRANSACTIONAL_HEADER_LEN,
+            None => HEADER_LEN,
+        }
     }
 }
 
@@ -108,8 +180,50 @@ pub(crate) fn encode_record(buffer: &mut Vec<u8>, record: &Record) {
 /// If `batch` is shorter than a header or longer than `u32::MAX` bytes (the writer bounds
 /// batches far below that).
 pub(crate) fn seal(batch: &mut [u8], base_offset: u64, record_count: u32, max_timestamp: i64) {
+    seal_with(batch, MAGIC, base_offset, record_count, max_timestamp);
+}
+
+/// Fills in the header of a transactional batch: the plain header and, after it, the
+/// producer fields; its records follow [`TRANSACTIONAL_HEADER_LEN`] reserved bytes.
+///
+/// # Panics
+///
+/// As [`seal`], and if `batch` is shorter than a transactional header.
+pub(crate) fn seal_transactional(
+    batch: &mut [u8],
+    fields: TransactionFields,
+    base_offset: u64,
+    record_count: u32,
+    max_timestamp: i64,
+) {
+    batch[32..40].copy_from_slice(&fields.producer_id.to_le_bytes());
+    batch[40..44].copy_from_slice(&fields.epoch.to_le_bytes());
+    batch[44..48].copy_from_slice(&fields.control.code().to_le_bytes());
+    seal_with(
+        batch,
+        TRANSACTIONAL_MAGIC,
+        base_offset,
+        record_count,
+        max_timestamp,
+    );
+}
+
+/// Whether `bytes` start with the magic of a batch of any kind.
+pub(crate) fn starts_with_magic(bytes: &[u8]) -> bool {
+    [MAGIC, MAGIC_V1, TRANSACTIONAL_MAGIC, TRANSACTIONAL_MAGIC_V1]
+        .iter()
+        .any(|magic| bytes.starts_with(magic))
+}
+
+fn seal_with(
+    batch: &mut [u8],
+    magic: [u8; 4],
+    base_offset: u64,
+    record_count: u32,
+    max_timestamp: i64,
+) {
     let length = u32::try_from(batch.len()).expect("batches are bounded far below 4 GiB");
-    batch[0..4].copy_from_slice(&MAGIC);
+    batch[0..4].copy_from_slice(&magic);
     batch[4..8].copy_from_slice(&length.to_le_bytes());
     batch[12..20].copy_from_slice(&base_offset.to_le_bytes());
     batch[20..24].copy_from_slice(&record_count.to_le_bytes());
@@ -128,29 +242,59 @@ pub(crate) fn read_header(bytes: &[u8]) -> Result<BatchHeader, BatchProblem> {
     if bytes.len() < HEADER_LEN {
         return Err(BatchProblem::Incomplete { claimed: None });
     }
-    let format = match bytes[0..4].try_into().unwrap_or_default() {
-        MAGIC => Format::V2,
-        MAGIC_V1 => Format::V1,
+    // The last byte of the marker is the record encoding's version; `RNT` marks a batch
+    // of a transactional producer.
+    let (format, transactional) = match bytes[0..4].try_into().unwrap_or_default() {
+        MAGIC => (Format::V2, false),
+        MAGIC_V1 => (Format::V1, false),
+        TRANSACTIONAL_MAGIC => (Format::V2, true),
+        TRANSACTIONAL_MAGIC_V1 => (Format::V1, true),
         other => {
             return Err(BatchProblem::Invalid(format!(
-                "expected the batch marker {MAGIC:?} or {MAGIC_V1:?}, found {other:?}"
+                "expected a batch marker ({MAGIC:?}, {MAGIC_V1:?}, {TRANSACTIONAL_MAGIC:?} or {TRANSACTIONAL_MAGIC_V1:?}), found {other:?}"
             )));
         }
     };
-    let header = BatchHeader {
+    let mut header = BatchHeader {
         format,
         length: u32_at(bytes, 4),
         base_offset: u64::from_le_bytes(bytes[12..20].try_into().unwrap_or_default()),
         record_count: u32_at(bytes, 20),
         max_timestamp: i64::from_le_bytes(bytes[24..32].try_into().unwrap_or_default()),
+        transaction: None,
     };
-    if (header.length as usize) < HEADER_LEN {
+    if transactional {
+        header.transaction = Some(transaction_fields(bytes)?);
+    }
+    if (header.length as usize) < header.records_start() {
         return Err(BatchProblem::Invalid(format!(
             "batch length {} is shorter than its header",
             header.length
         )));
     }
     Ok(header)
+}
+
+/// Reads the producer fields after the plain header of a transactional batch.
+fn transaction_fields(bytes: &[u8]) -> Result<TransactionFields, BatchProblem> {
+    if bytes.len() < TRANSACTIONAL_HEADER_LEN {
+        return Err(BatchProblem::Incomplete { claimed: None });
+    }
+    let control = match u32_at(bytes, 44) {
+        0 => Control::Data,
+        1 => Control::Commit,
+        2 => Control::Abort,
+        other => {
+            return Err(BatchProblem::Invalid(format!(
+                "unknown transaction control {other}"
+            )));
+        }
+    };
+    Ok(TransactionFields {
+        producer_id: u64::from_le_bytes(bytes[32..40].try_into().unwrap_or_default()),
+        epoch: u32_at(bytes, 40),
+        control,
+    })
 }
 
 /// Checks the batch at the start of `bytes`: header, length and checksum.
@@ -192,7 +336,7 @@ impl RecordCursor {
         RecordCursor {
             batch,
             format: header.format,
-            position: HEADER_LEN,
+            position: header.records_start(),
             next_offset: header.base_offset,
             remaining: header.record_count,
         }
@@ -382,6 +526,51 @@ mod tests {
         assert!(
             matches!(read_header(&bytes), Err(BatchProblem::Invalid(message)) if message.contains("RNB9") || message.contains("82, 78, 66, 57"))
         );
+    }
+
+    #[test]
+    fn transactional_batches_carry_their_producer_and_markers_hold_no_records() {
+        let fields = TransactionFields {
+            producer_id: 3,
+            epoch: 9,
+            control: Control::Data,
+        };
+        let records = [Record::new("a").with_key("k"), Record::new("b")];
+        let mut bytes = vec![0; TRANSACTIONAL_HEADER_LEN];
+        for record in &records {
+            encode_record(&mut bytes, record);
+        }
+        seal_transactional(&mut bytes, fields, 40, 2, 0);
+        assert_eq!(&bytes[0..4], b"RNT2");
+        let header = check(&bytes).unwrap();
+        assert_eq!(header.transaction, Some(fields));
+        assert!(!header.is_control());
+        let mut cursor = RecordCursor::new(Bytes::from(bytes), &header);
+        for (offset, want) in (40..).zip(&records) {
+            assert_eq!(cursor.next().unwrap(), Some((offset, want.clone())));
+        }
+        assert_eq!(cursor.next().unwrap(), None);
+
+        let abort = TransactionFields {
+            control: Control::Abort,
+            ..fields
+        };
+        let mut marker = vec![0; TRANSACTIONAL_HEADER_LEN];
+        seal_transactional(&mut marker, abort, 42, 1, i64::MIN);
+        let header = check(&marker).unwrap();
+        assert!(header.is_control());
+        assert_eq!(
+            (header.transaction, header.next_offset()),
+            (Some(abort), 43)
+        );
+        for at in 0..marker.len() {
+            let mut damaged = marker.clone();
+            damaged[at] ^= 0x10;
+            assert!(
+                check(&damaged).is_err(),
+                "flipping byte {at} went unnoticed"
+            );
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use runnel_backend::group::MemberId;
 use runnel_backend::{
-    CommitOffset, ConsumedRecord, Consumer, ConsumerConfig, StartFrom, TopicPartition,
+    CommitOffset, ConsumedRecord, Consumer, ConsumerConfig, Isolation, StartFrom, TopicPartition,
 };
 use tokio::sync::watch;
 
@@ -25,6 +25,7 @@ pub(crate) struct EmbeddedConsumer {
     group: String,
     topics: Vec<String>,
     start_from: StartFrom,
+    isolation: Isolation,
     member: MemberId,
     membership: Mutex<watch::Receiver<u64>>,
     assignment: Mutex<Assignment>,
@@ -39,8 +40,9 @@ struct Assignment {
 }
 
 impl EmbeddedConsumer {
-    /// Joins the group of `config`; the topics were checked to exist.
-    pub(crate) fn join(shared: Arc<Shared>, config: &ConsumerConfig) -> Self {
+    /// Joins the group of `config` reading as `isolation`; the topics were checked to
+    /// exist.
+    pub(crate) fn join(shared: Arc<Shared>, config: &ConsumerConfig, isolation: Isolation) -> Self {
         let member = shared.groups.join(&config.group, config.topics.clone());
         let membership = shared.groups.watch(&config.group);
         EmbeddedConsumer {
@@ -48,6 +50,7 @@ impl EmbeddedConsumer {
             group: config.group.clone(),
             topics: config.topics.clone(),
             start_from: config.start_from,
+            isolation,
             member,
             membership: Mutex::new(membership),
             assignment: Mutex::new(Assignment {
@@ -89,9 +92,10 @@ impl EmbeddedConsumer {
                 continue;
             };
             let position = self.start_position(&partition);
-            assignment
-                .readers
-                .push((topic_partition, PartitionReader::new(partition, position)));
+            assignment.readers.push((
+                topic_partition,
+                PartitionReader::new(partition, position, self.isolation),
+            ));
         }
         assignment.generation = Some(generation);
     }
@@ -122,15 +126,26 @@ impl EmbeddedConsumer {
 
     /// Reads what is available from the assigned partitions, rotating which goes first so
     /// that a busy partition does not starve the others.
-    fn take_available(&self, max_records: usize) -> runnel_backend::Result<Vec<ConsumedRecord>> {
+    ///
+    /// Also says whether a position moved without records (past transaction markers or,
+    /// reading committed, aborted records), so that `poll` can return and its caller see
+    /// that it reached the end.
+    fn take_available(
+        &self,
+        max_records: usize,
+    ) -> runnel_backend::Result<(Vec<ConsumedRecord>, bool)> {
         let mut assignment = lock(&self.assignment);
         let mut out = Vec::with_capacity(max_records.min(INITIAL_CAPACITY));
         let mut failure = None;
+        let mut moved = false;
         for (topic_partition, reader) in assignment.readers.iter_mut() {
             if out.len() >= max_records {
                 break;
             }
-            if let Err(error) = reader.read(max_records - out.len(), &mut out) {
+            let before = reader.position();
+            let read = reader.read(max_records - out.len(), &mut out);
+            moved |= reader.position() != before;
+            if let Err(error) = read {
                 failure = Some(error.into_consume(&topic_partition.topic));
                 break;
             }
@@ -141,7 +156,7 @@ impl EmbeddedConsumer {
         // Records already read are returned; the error comes again on the next poll.
         match failure {
             Some(error) if out.is_empty() => Err(error),
-            _ => Ok(out),
+            _ => Ok((out, moved)),
         }
     }
 }
@@ -158,8 +173,10 @@ impl Consumer for EmbeddedConsumer {
                 receiver.borrow_and_update();
             }
             self.refresh_assignment();
-            let records = self.take_available(max_records.max(1))?;
-            if !records.is_empty() {
+            let (records, moved) = self.take_available(max_records.max(1))?;
+            // Moving past markers alone returns nothing, but returns: a caller waiting for
+            // its position to reach the end must see that it did.
+            if !records.is_empty() || moved {
                 return Ok(records);
             }
             let mut membership = lock(&self.membership).clone();
@@ -209,7 +226,7 @@ impl Consumer for EmbeddedConsumer {
         let handle = self.shared.partition(topic, partition)?;
         // A fresh reader; past the end it waits at the end, below the start it moves up.
         let position = offset.min(handle.end());
-        *reader = PartitionReader::new(handle, position);
+        *reader = PartitionReader::new(handle, position, self.isolation);
         Ok(())
     }
 

@@ -176,6 +176,13 @@ pub enum Error {
         /// The length of the name in bytes.
         length: usize,
     },
+    /// A transactional producer's record was refused because a newer producer with the
+    /// same transactional id took over (its epoch is older than the partition's newest).
+    #[error("a newer producer with the same transactional id fenced this one")]
+    ProducerFenced,
+    /// A batch the operation waited for failed.
+    #[error(transparent)]
+    Shared(SharedError),
     /// The log was shut down while the operation was pending.
     #[error("the embedded log is closed")]
     Closed,

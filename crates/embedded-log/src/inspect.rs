@@ -17,7 +17,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use runnel_backend::{ConsumedRecord, PartitionOffsets};
 
-use crate::batch::{self, BatchProblem, HEADER_LEN, RecordCursor};
+use crate::batch::{self, BatchProblem, HEADER_LEN, RecordCursor, TRANSACTIONAL_HEADER_LEN};
 use crate::error::{Error, Result};
 use crate::files;
 use crate::index;
@@ -289,7 +289,9 @@ fn scan(
     let mut next_offset = base;
     let mut handed = 0;
     while position + HEADER_LEN as u64 <= length && handed < max_records {
-        let mut head = [0; HEADER_LEN];
+        // Every batch is at least as long as a transactional header: a plain one holds a
+        // record besides its header, a marker is exactly that long.
+        let mut head = vec![0; TRANSACTIONAL_HEADER_LEN.min((length - position) as usize)];
         read_at(&file, &path, &mut head, position)?;
         let header = match batch::read_header(&head) {
             Ok(header) => header,
@@ -314,7 +316,7 @@ fn scan(
                 return Err(corrupt(&path, position, problem));
             }
         };
-        if header.next_offset() > from {
+        if header.next_offset() > from && !header.is_control() {
             let mut cursor = RecordCursor::new(Bytes::from(bytes), &header);
             while let Some((offset, record)) = cursor
                 .next()

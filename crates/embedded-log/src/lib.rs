@@ -57,6 +57,7 @@
 //!   topics/<topic>/<partition>/<base offset, 20 digits>.log     segment: batches back to back
 //!   topics/<topic>/<partition>/<base offset, 20 digits>.index   sparse offset index
 //!   groups/<encoded group name>.offsets                          committed offsets
+//!   transactions.state                                           the transaction coordinator's state
 //! ```
 //!
 //! A **segment** is a sequence of batches; its name is the offset of its first record. The
@@ -83,6 +84,14 @@
 //! existed) the value length is a `u32` and a value is never null; the writer only writes
 //! version 2, and a segment may hold batches of both versions (old ones, then new ones).
 //!
+//! A **transactional batch** has the magic `RNT2` (`RNT1` when its records are in format
+//! version 1, still read) and, between the header and the records,
+//! the producer id (`u64`), its epoch (`u32`) and a control field (`u32`: 0 records, 1 commit
+//! marker, 2 abort marker); a marker is such a batch with record count 1 and no record bytes.
+//! Plain batches do not change with transactions, so logs that never saw one read as before. How
+//! transactions use them is in `coordinator.rs` (the protocol), `transactional_producer.rs`
+//! and `transaction_index.rs` (what read-committed readers skip), and `docs/embedded-log.md`.
+//!
 //! An **index** entry is 8 bytes: the batch's first offset minus the segment's base (`u32`)
 //! and its byte position (`u32`), for the first batch and then at least every 4 KiB of log.
 //!
@@ -95,6 +104,7 @@ mod backend;
 mod batch;
 mod config;
 mod consumer;
+mod coordinator;
 mod error;
 mod files;
 mod index;
@@ -109,6 +119,10 @@ mod recovery;
 mod retention;
 mod segment;
 mod topic_settings;
+mod transaction_index;
+mod transaction_state;
+mod transaction_timeouts;
+mod transactional_producer;
 mod writer;
 
 pub use backend::EmbeddedBackend;

@@ -188,7 +188,7 @@ pub(crate) fn group_of(path: &Path) -> Option<String> {
 }
 
 /// The group name with bytes outside `[A-Za-z0-9_-]` as `%XX`.
-fn encode_name(group: &str) -> String {
+pub(crate) fn encode_name(group: &str) -> String {
     let mut name = String::with_capacity(group.len());
     for byte in group.bytes() {
         if byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-' {
@@ -200,7 +200,7 @@ fn encode_name(group: &str) -> String {
     name
 }
 
-fn decode_name(name: &str) -> Option<String> {
+pub(crate) fn decode_name(name: &str) -> Option<String> {
     let mut bytes = Vec::with_capacity(name.len());
     let mut rest = name.as_bytes();
     while let Some((&first, tail)) = rest.split_first() {

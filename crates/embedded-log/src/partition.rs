@@ -10,7 +10,7 @@ use std::thread::JoinHandle;
 use runnel_backend::Record;
 use tokio::sync::{Notify, watch};
 
-use crate::batch;
+use crate::batch::{self, TransactionFields};
 use crate::config::{FsyncPolicy, LogConfig};
 use crate::error::{Error, Result};
 use crate::files;
@@ -18,6 +18,7 @@ use crate::pending::{Accepted, Pending, Refusal};
 use crate::recovery::{self, SegmentRole};
 use crate::segment::{self, INDEX_EXTENSION, LOG_EXTENSION, Segment};
 use crate::topic_settings::TopicSettings;
+use crate::transaction_index::TransactionIndex;
 
 /// What a partition looks like now; see [`EmbeddedBackend::partition_status`].
 ///
@@ -121,6 +122,8 @@ pub(crate) struct Partition {
     /// Bumped whenever acknowledged records become visible anywhere in the log.
     appended: Arc<watch::Sender<u64>>,
     writer: Mutex<Option<JoinHandle<()>>>,
+    /// Open transactions and aborted ranges, for read-committed readers.
+    pub(crate) transactions: Mutex<TransactionIndex>,
 }
 
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -158,6 +161,7 @@ impl Partition {
             syncs: AtomicU64::new(0),
             appended,
             writer: Mutex::new(None),
+            transactions: Mutex::default(),
         })
     }
 
@@ -165,6 +169,18 @@ impl Partition {
     ///
     /// Cancel safe: a record is either accepted or not, and waiting holds no space.
     pub(crate) async fn append(&self, record: &Record) -> Result<Accepted> {
+        self.append_as(record, None).await
+    }
+
+    /// Accepts a record from `owner` (a transactional producer, or `None` for a plain one)
+    /// into the pending buffer, waiting while it is full.
+    ///
+    /// Cancel safe, as [`append`](Self::append).
+    pub(crate) async fn append_as(
+        &self,
+        record: &Record,
+        owner: Option<TransactionFields>,
+    ) -> Result<Accepted> {
         let size = batch::encoded_len(record);
         if size > self.limits.max_record_bytes {
             return Err(Error::RecordTooLarge {
@@ -175,7 +191,8 @@ impl Partition {
         loop {
             let mut space = pin!(self.space.notified());
             space.as_mut().enable();
-            let pushed = lock(&self.pending).try_push(record, size, self.limits.max_pending_bytes);
+            let pushed =
+                lock(&self.pending).try_push(record, size, self.limits.max_pending_bytes, owner);
             match pushed {
                 Ok(Some(accepted)) => {
                     if accepted.wake_writer {
@@ -191,8 +208,51 @@ impl Partition {
                     });
                 }
                 Err(Refusal::Closed) => return Err(Error::Closed),
+                Err(Refusal::Fenced) => return Err(Error::ProducerFenced),
             }
         }
+    }
+
+    /// Accepts a transaction marker of `fields`' producer, after every record accepted so
+    /// far; the returned completion says when it is durable and at which offset.
+    pub(crate) fn append_marker(&self, fields: TransactionFields) -> Result<Accepted> {
+        let pushed = lock(&self.pending).push_marker(fields);
+        match pushed {
+            Ok(accepted) => {
+                if accepted.wake_writer {
+                    self.writer_wakeup.notify_one();
+                }
+                Ok(accepted)
+            }
+            Err(Refusal::Failed(source)) => Err(Error::PartitionFailed {
+                path: self.directory.clone(),
+                source,
+            }),
+            Err(Refusal::Closed | Refusal::Fenced) => Err(Error::Closed),
+        }
+    }
+
+    /// The offset read-committed readers stop at: the start of the oldest open
+    /// transaction, or the end.
+    pub(crate) fn last_stable_offset(&self) -> u64 {
+        let transactions = lock(&self.transactions);
+        // Read under the lock: a transaction opens at an end read under it too.
+        transactions.last_stable_offset(self.end())
+    }
+
+    /// Records that `producer_id` has a transaction open here from now on; returns its
+    /// start bound.
+    pub(crate) fn open_transaction(&self, producer_id: u64) -> u64 {
+        let mut transactions = lock(&self.transactions);
+        let end = self.end();
+        transactions.open(producer_id, end);
+        transactions.open_since(producer_id).unwrap_or(end)
+    }
+
+    /// Wakes consumers, so read-committed ones see a moved last stable offset.
+    pub(crate) fn wake_readers(&self) {
+        self.appended
+            .send_modify(|count| *count = count.wrapping_add(1));
     }
 
     /// The offset of the oldest record kept.
@@ -207,10 +267,14 @@ impl Partition {
 
     /// Makes records up to `end` visible and wakes waiting consumers.
     pub(crate) fn publish_end(&self, end: u64) {
-        self.batches_written.fetch_add(1, Ordering::Relaxed);
         self.end.store(end, Ordering::Release);
         self.appended
             .send_modify(|count| *count = count.wrapping_add(1));
+    }
+
+    /// Counts a batch appended to a segment.
+    pub(crate) fn count_batch(&self) {
+        self.batches_written.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Counts a sync of the partition's data.

@@ -5,11 +5,11 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use runnel_backend::ConsumedRecord;
+use runnel_backend::{ConsumedRecord, Isolation};
 
 use crate::batch::{self, BatchProblem, RecordCursor};
 use crate::error::{Error, Result};
-use crate::partition::Partition;
+use crate::partition::{Partition, lock};
 use crate::recovery;
 use crate::segment::Segment;
 
@@ -20,6 +20,8 @@ const READ_CHUNK: usize = 1 << 20;
 #[derive(Debug)]
 pub(crate) struct PartitionReader {
     partition: Arc<Partition>,
+    /// Whether records of aborted and open transactions are skipped.
+    isolation: Isolation,
     /// The offset of the next record to return.
     position: u64,
     /// Where reading continues; `None` until the position is located.
@@ -42,10 +44,11 @@ struct SegmentCursor {
 }
 
 impl PartitionReader {
-    /// A reader that returns records from `position` on.
-    pub(crate) fn new(partition: Arc<Partition>, position: u64) -> Self {
+    /// A reader that returns records from `position` on, as `isolation` allows.
+    pub(crate) fn new(partition: Arc<Partition>, position: u64, isolation: Isolation) -> Self {
         PartitionReader {
             partition,
+            isolation,
             position,
             cursor: None,
         }
@@ -57,10 +60,17 @@ impl PartitionReader {
     }
 
     /// Appends up to `max_records` acknowledged records to `out`; none when the reader is
-    /// at the end.
+    /// at the end (for a read-committed reader, the last stable offset). Transaction markers
+    /// are never returned, nor, to a read-committed reader, records of aborted transactions;
+    /// the position moves past them.
     pub(crate) fn read(&mut self, max_records: usize, out: &mut Vec<ConsumedRecord>) -> Result<()> {
         self.skip_deleted();
-        let end = self.partition.end();
+        let committed_only = self.isolation == Isolation::ReadCommitted;
+        let end = if committed_only {
+            self.partition.last_stable_offset()
+        } else {
+            self.partition.end()
+        };
         let wanted = out.len() + max_records;
         while out.len() < wanted && self.position < end {
             if self.cursor.is_none() {
@@ -95,8 +105,10 @@ impl PartitionReader {
                 }
                 continue;
             }
-            if !cursor.next_batch(&self.partition, self.position)? {
-                return Ok(());
+            match cursor.next_batch(&self.partition, self.position, committed_only)? {
+                NextBatch::Records => {}
+                NextBatch::Skipped { next_offset } => self.position = next_offset,
+                NextBatch::None => return Ok(()),
             }
         }
         Ok(())
@@ -133,18 +145,35 @@ impl PartitionReader {
     }
 }
 
+/// What [`SegmentCursor::next_batch`] found.
+#[derive(Debug)]
+enum NextBatch {
+    /// A batch of records to return, now in the cursor.
+    Records,
+    /// A batch not to return (a marker, or an aborted transaction's records to a
+    /// read-committed reader); reading goes on at `next_offset`.
+    Skipped { next_offset: u64 },
+    /// No acknowledged batch follows yet.
+    None,
+}
+
 impl SegmentCursor {
-    /// Moves to the next batch that holds records at or after `position`; `false` when no
-    /// acknowledged batch follows yet.
-    fn next_batch(&mut self, partition: &Partition, position: u64) -> Result<bool> {
+    /// Moves to the next batch that holds records at or after `position`, skipping
+    /// markers and, when `committed_only`, batches of aborted transactions.
+    fn next_batch(
+        &mut self,
+        partition: &Partition,
+        position: u64,
+        committed_only: bool,
+    ) -> Result<NextBatch> {
         loop {
             let acknowledged = self.segment.acknowledged_len();
             if self.chunk_position >= acknowledged {
                 let Some(next) = partition.segment_for(self.expected_offset) else {
-                    return Ok(false);
+                    return Ok(NextBatch::None);
                 };
                 if Arc::ptr_eq(&next, &self.segment) {
-                    return Ok(false);
+                    return Ok(NextBatch::None);
                 }
                 if next.base_offset != self.expected_offset {
                     return Err(Error::CorruptBatch {
@@ -202,8 +231,19 @@ impl SegmentCursor {
             // Batches entirely before the position (after an index lookup) are skipped
             // without decoding, but only after their checksum passed.
             if header.next_offset() > position {
+                let skipped = match header.transaction {
+                    Some(_) if header.is_control() => true,
+                    Some(fields) if committed_only => lock(&partition.transactions)
+                        .is_aborted(fields.producer_id, header.base_offset),
+                    _ => false,
+                };
+                if skipped {
+                    return Ok(NextBatch::Skipped {
+                        next_offset: header.next_offset(),
+                    });
+                }
                 self.batch = Some(RecordCursor::new(bytes, &header));
-                return Ok(true);
+                return Ok(NextBatch::Records);
             }
         }
     }

@@ -229,9 +229,9 @@ fn next_good_batch(file: &File, path: &Path, from: u64, file_len: u64) -> Result
             SCAN_CHUNK.min((file_len - chunk_start) as usize),
         )?;
         for at in 0..chunk.len().saturating_sub(batch::MAGIC.len() - 1) {
-            if chunk[at..].starts_with(&batch::MAGIC) {
+            if batch::starts_with_magic(&chunk[at..]) {
                 let candidate = chunk_start + at as u64;
-                let header = read_at(file, path, candidate, batch::HEADER_LEN)?;
+                let header = read_at(file, path, candidate, batch::TRANSACTIONAL_HEADER_LEN)?;
                 if let Ok(header) = batch::read_header(&header) {
                     let whole = read_at(file, path, candidate, header.length as usize)?;
                     if batch::check(&whole).is_ok() {

@@ -72,20 +72,29 @@ struct Writer {
 impl Writer {
     fn run(mut self) {
         loop {
-            let batch = match self.next_batch() {
-                Ok(Some(batch)) => batch,
+            let batches = match self.next_batch() {
+                Ok(Some(batches)) => batches,
                 Ok(None) => break,
                 Err(error) => return self.stop(error),
             };
-            let completion = batch.completion.clone();
-            match self.append(batch) {
-                Ok(base_offset) => completion.complete(Ok(base_offset)),
+            let completions: Vec<_> = batches
+                .iter()
+                .map(|batch| batch.completion.clone())
+                .collect();
+            match self.append(batches) {
+                Ok(base_offsets) => {
+                    for (completion, base_offset) in completions.iter().zip(base_offsets) {
+                        completion.complete(Ok(base_offset));
+                    }
+                }
                 Err(error) => {
                     // The partition is marked failed first, so whoever sees this batch fail
                     // also finds later appends refused.
                     let error = SharedError(Arc::new(error));
                     self.stop_shared(error.clone());
-                    completion.complete(Err(error));
+                    for completion in completions {
+                        completion.complete(Err(error.clone()));
+                    }
                     return;
                 }
             }
@@ -99,7 +108,7 @@ impl Writer {
 
     /// Waits for records, running timed work (interval syncs, retention) meanwhile; `None`
     /// at shutdown once everything accepted was taken.
-    fn next_batch(&mut self) -> Result<Option<TakenBatch>> {
+    fn next_batch(&mut self) -> Result<Option<Vec<TakenBatch>>> {
         let partition = self.partition.clone();
         let mut pending = lock(&partition.pending);
         // A small batch waits up to the linger for company, once.
@@ -182,42 +191,77 @@ impl Writer {
         }
     }
 
-    /// Appends one batch, returning its base offset once it is acknowledged per the policy.
-    fn append(&mut self, mut batch: TakenBatch) -> Result<u64> {
-        let length = batch.buffer.len() as u64;
-        if self.written_len > 0
-            && self.written_len + length > self.partition.limits.settings.segment_bytes
-        {
-            self.roll()?;
+    /// Appends batches back to back and syncs once per the policy, returning their base
+    /// offsets once they are acknowledged.
+    fn append(&mut self, batches: Vec<TakenBatch>) -> Result<Vec<u64>> {
+        let mut base_offsets = Vec::with_capacity(batches.len());
+        for mut batch in batches {
+            let length = batch.buffer.len() as u64;
+            if self.written_len > 0
+                && self.written_len + length > self.partition.limits.settings.segment_bytes
+            {
+                self.roll()?;
+            }
+            let base_offset = self.next_offset;
+            match batch.transaction {
+                Some(fields) => batch::seal_transactional(
+                    &mut batch.buffer,
+                    fields,
+                    base_offset,
+                    batch.records,
+                    batch.max_timestamp,
+                ),
+                None => batch::seal(
+                    &mut batch.buffer,
+                    base_offset,
+                    batch.records,
+                    batch.max_timestamp,
+                ),
+            }
+            let position = self.written_len;
+            if let Err(error) = self.write(&batch.buffer, base_offset, position) {
+                self.cut_unacknowledged();
+                return Err(error);
+            }
+            self.written_len += length;
+            self.next_offset += u64::from(batch.records);
+            self.partition.count_batch();
+            base_offsets.push(base_offset);
+            if batch.buffer.capacity() <= 2 * self.partition.limits.max_pending_bytes {
+                self.spare = batch.buffer;
+            }
         }
-        let base_offset = self.next_offset;
-        batch::seal(
-            &mut batch.buffer,
-            base_offset,
-            batch.records,
-            batch.max_timestamp,
-        );
-        let position = self.written_len;
-        if let Err(error) = self.write_and_sync(&batch.buffer, base_offset, position) {
-            // Best effort: cut the unacknowledged batch off; recovery does it otherwise.
-            let _ = self.active.truncate(position);
-            self.active.forget_index_from(position);
+        if let Err(error) = self.sync_per_policy() {
+            self.cut_unacknowledged();
             return Err(error);
         }
-        self.written_len += length;
-        self.next_offset += u64::from(batch.records);
-        self.active.acknowledge(self.written_len, self.next_offset);
-        self.partition.publish_end(self.next_offset);
-        if batch.buffer.capacity() <= 2 * self.partition.limits.max_pending_bytes {
-            self.spare = batch.buffer;
-        }
-        Ok(base_offset)
+        self.acknowledge();
+        Ok(base_offsets)
     }
 
-    fn write_and_sync(&mut self, bytes: &[u8], base_offset: u64, position: u64) -> Result<()> {
+    /// Best effort after a failed write or sync: cuts what was written but not acknowledged
+    /// off the active segment; recovery does it otherwise.
+    fn cut_unacknowledged(&self) {
+        let acknowledged = self.active.acknowledged_len();
+        let _ = self.active.truncate(acknowledged);
+        self.active.forget_index_from(acknowledged);
+    }
+
+    /// Makes everything written to the active segment visible to readers.
+    fn acknowledge(&self) {
+        if self.active.acknowledged_end() != self.next_offset {
+            self.active.acknowledge(self.written_len, self.next_offset);
+            self.partition.publish_end(self.next_offset);
+        }
+    }
+
+    fn write(&mut self, bytes: &[u8], base_offset: u64, position: u64) -> Result<()> {
         self.active.write(position, bytes)?;
         self.active
-            .index_batch(&self.index_file, base_offset, position)?;
+            .index_batch(&self.index_file, base_offset, position)
+    }
+
+    fn sync_per_policy(&mut self) -> Result<()> {
         match self.partition.limits.fsync {
             FsyncPolicy::Always => self.sync(),
             FsyncPolicy::Interval(_) | FsyncPolicy::Never => {
@@ -232,6 +276,9 @@ impl Writer {
     fn roll(&mut self) -> Result<()> {
         self.sync()?;
         self.unsynced_since = None;
+        // Batches of this round written before the roll are synced now: publish them, as
+        // readers move to the next segment only past the acknowledged end of this one.
+        self.acknowledge();
         let segment = Arc::new(Segment::create(
             &self.partition.directory,
             self.next_offset,

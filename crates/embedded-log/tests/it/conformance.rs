@@ -3,3 +3,4 @@
 use crate::support::TemporaryBackend;
 
 runnel_backend::conformance_tests!(async { TemporaryBackend::new() });
+runnel_backend::transaction_conformance_tests!(async { TemporaryBackend::new() });

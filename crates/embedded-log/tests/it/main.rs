@@ -10,3 +10,4 @@ mod model; // random operations compared against an in-memory model (proptest)
 mod recovery; // torn tails are truncated, corruption elsewhere is an error
 mod retention; // size and age retention, topic settings
 mod support; // a backend in a temporary directory and small helpers
+mod transactions; // zombies, the last stable offset, isolation, reopening, a killed process

@@ -50,6 +50,15 @@ impl Backend for TemporaryBackend {
     async fn producer(&self, config: &ProducerConfig) -> runnel_backend::Result<Arc<dyn Producer>> {
         self.backend.producer(config).await
     }
+    fn supports_transactions(&self) -> bool {
+        self.backend.supports_transactions()
+    }
+    async fn transactional_producer(
+        &self,
+        config: &runnel_backend::TransactionConfig,
+    ) -> runnel_backend::Result<Arc<dyn runnel_backend::TransactionalProducer>> {
+        self.backend.transactional_producer(config).await
+    }
     async fn consumer(&self, config: &ConsumerConfig) -> runnel_backend::Result<Arc<dyn Consumer>> {
         self.backend.consumer(config).await
     }

@@ -1,6 +1,8 @@
-//! Integration tests of the runtime on the in-memory backplane.
+//! Integration tests of the runtime on the in-memory backplane, and exactly-once with
+//! SIGKILL on the embedded log.
 
 mod bounded; // bounded inputs drain the whole graph and the run returns
+mod exactly_once; // an exactly-once copy killed with SIGKILL on the embedded log, read committed
 mod health; // outages and missing topics are reported; managed topics are created again
 mod metrics_docs; // docs/metrics.md lists every metric
 mod provisioning; // topics are created or must exist; bad configuration stops the run early
