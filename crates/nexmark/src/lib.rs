@@ -1,0 +1,23 @@
+//! The Nexmark benchmark on Runnel.
+//!
+//! Nexmark models an online auction: [`model::Person`]s register, put items up for
+//! [`model::Auction`] and place [`model::Bid`]s, in a fixed mix of 1 person, 3 auctions and
+//! 46 bids per 50 events. The crate holds
+//!
+//! - [`generator`]: the reference generator (Apache Beam's, which Flink's Nexmark uses too)
+//!   as a function from event number to event, so every engine can produce the same stream;
+//! - [`source`]: the generator as a source streamlet with one outlet per event type, rate,
+//!   count and out-of-orderness as parameters;
+//! - [`queries`]: the Nexmark queries as streamlets, each a file;
+//! - [`app`]: the app binary's streamlet registry; `blueprints/` has one blueprint per query.
+//!
+//! Guide: `docs/nexmark.md`.
+
+pub mod app;
+pub mod error;
+pub mod generator;
+pub mod model;
+pub mod queries;
+pub mod source;
+
+pub use error::ConfigError;
