@@ -5,12 +5,34 @@
 
 pub mod q0;
 pub mod q1;
+pub mod q11;
+pub mod q12;
 pub mod q2;
+pub mod q5;
+pub mod q7;
 
-/// The generated streams of the first `count` events with the default configuration.
+use std::time::Duration;
+
+use runnel::watermark::Watermarks;
+
+/// The size of the queries' event-time windows (the reference's `windowSizeSec`, 10 s).
+pub const WINDOW_SIZE: Duration = Duration::from_secs(10);
+/// How often query 5's sliding windows start (the reference's `windowPeriodSec`, 5 s).
+pub const WINDOW_PERIOD: Duration = Duration::from_secs(5);
+/// The queries' watermarks: events at most 1 s out of order are on time. The generator
+/// shuffles events within groups of `out-of-order-group-size`, so at 10,000 events per
+/// second of event time groups of up to 10,000 events are never late.
+pub const WATERMARKS: Watermarks = Watermarks::bounded(Duration::from_secs(1));
+
+/// The generated streams of the first `count` events at `events_per_second` of event time,
+/// otherwise with the default configuration.
 #[cfg(test)]
-pub(crate) fn test_streams(count: u64) -> crate::generator::Streams {
-    crate::generator::Generator::new(crate::generator::GeneratorConfig::default())
-        .expect("the default configuration is valid")
+pub(crate) fn test_streams(count: u64, events_per_second: i64) -> crate::generator::Streams {
+    let config = crate::generator::GeneratorConfig {
+        events_per_second,
+        ..crate::generator::GeneratorConfig::default()
+    };
+    crate::generator::Generator::new(config)
+        .expect("a valid configuration")
         .streams(count)
 }

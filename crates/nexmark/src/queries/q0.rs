@@ -23,7 +23,7 @@ mod tests {
 
     #[tokio::test]
     async fn every_bid_passes_unchanged() -> anyhow::Result<()> {
-        let streams = test_streams(2_000);
+        let streams = test_streams(2_000, 10_000);
         let run = TestRun::new(streamlet())
             .input(IN, streams.bids.clone())
             .run()

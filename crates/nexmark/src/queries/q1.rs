@@ -33,7 +33,7 @@ mod tests {
 
     #[tokio::test]
     async fn every_bid_comes_out_in_euros() -> anyhow::Result<()> {
-        let streams = test_streams(2_000);
+        let streams = test_streams(2_000, 10_000);
         let run = TestRun::new(streamlet())
             .input(IN, streams.bids.clone())
             .run()

@@ -40,7 +40,7 @@ mod tests {
 
     #[tokio::test]
     async fn only_bids_on_every_123rd_auction_pass() -> anyhow::Result<()> {
-        let streams = test_streams(20_000);
+        let streams = test_streams(20_000, 10_000);
         let run = TestRun::new(streamlet())
             .input(IN, streams.bids.clone())
             .run()
