@@ -9,6 +9,7 @@
 //! - [`source`]: the generator as a source streamlet with one outlet per event type, rate,
 //!   count and out-of-orderness as parameters;
 //! - [`queries`]: the Nexmark queries as streamlets, each a file;
+//! - [`two_inputs`]: the streamlet the joins (q3, q8, q9) share: two inlets, one watermark;
 //! - [`app`]: the app binary's streamlet registry; `blueprints/` has one blueprint per query.
 //!
 //! Guide: `docs/nexmark.md`.
@@ -19,5 +20,6 @@ pub mod generator;
 pub mod model;
 pub mod queries;
 pub mod source;
+pub mod two_inputs;
 
 pub use error::ConfigError;

@@ -8,8 +8,12 @@ pub mod q1;
 pub mod q11;
 pub mod q12;
 pub mod q2;
+pub mod q3;
+pub mod q4;
 pub mod q5;
 pub mod q7;
+pub mod q8;
+pub mod q9;
 
 use std::time::Duration;
 
