@@ -32,8 +32,20 @@ pub const WATERMARKS: Watermarks = Watermarks::bounded(Duration::from_secs(1));
 /// otherwise with the default configuration.
 #[cfg(test)]
 pub(crate) fn test_streams(count: u64, events_per_second: i64) -> crate::generator::Streams {
+    shuffled_streams(count, events_per_second, 1)
+}
+
+/// As [`test_streams`], shuffled within groups of `group` events (out of order by up to
+/// `group - 1` events).
+#[cfg(test)]
+pub(crate) fn shuffled_streams(
+    count: u64,
+    events_per_second: i64,
+    group: i64,
+) -> crate::generator::Streams {
     let config = crate::generator::GeneratorConfig {
         events_per_second,
+        out_of_order_group_size: group,
         ..crate::generator::GeneratorConfig::default()
     };
     crate::generator::Generator::new(config)

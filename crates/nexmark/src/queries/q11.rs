@@ -28,12 +28,20 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::queries::test_streams;
+    use crate::queries::shuffled_streams;
     use runnel::testkit::TestRun;
 
     #[tokio::test]
     async fn sessions_count_each_bidders_bursts() -> anyhow::Result<()> {
-        let streams = test_streams(10_000, 200);
+        // In order, and shuffled within groups of 125 events (up to 0.62 s out of order).
+        for group in [1, 125] {
+            check_against_batch(group).await?;
+        }
+        Ok(())
+    }
+
+    async fn check_against_batch(group: i64) -> anyhow::Result<()> {
+        let streams = shuffled_streams(10_000, 200, group);
         let run = TestRun::new(streamlet())
             .input(IN, streams.bids.clone())
             .run()
@@ -68,6 +76,7 @@ mod tests {
         expected.sort_unstable();
         assert!(expected.len() > 100, "{} sessions", expected.len());
         assert_eq!(streamed, expected);
+        assert_eq!(run.metrics().late(), 0);
         Ok(())
     }
 }

@@ -77,13 +77,21 @@ mod tests {
     use std::collections::HashMap;
 
     use super::*;
-    use crate::queries::test_streams;
+    use crate::queries::shuffled_streams;
     use runnel::testkit::TestRun;
 
     #[tokio::test]
     async fn each_window_names_the_auctions_with_the_most_bids() -> anyhow::Result<()> {
-        // 8,000 events at 200 per second: 40 s of event time, 9 windows.
-        let streams = test_streams(8_000, 200);
+        // 8,000 events at 200 per second: 40 s of event time, 9 windows; in order, and
+        // shuffled within groups of 160 events (up to 0.8 s out of order).
+        for group in [1, 160] {
+            check_against_batch(group).await?;
+        }
+        Ok(())
+    }
+
+    async fn check_against_batch(group: i64) -> anyhow::Result<()> {
+        let streams = shuffled_streams(8_000, 200, group);
         let run = TestRun::new(streamlet())
             .input(IN, streams.bids.clone())
             .run()
@@ -126,6 +134,7 @@ mod tests {
         assert_eq!(expected.len(), 9);
         assert_eq!(streamed, expected);
         assert_eq!(run.output(OUT).len(), 9, "one pane per window");
+        assert_eq!(run.metrics().late(), 0);
         Ok(())
     }
 }
