@@ -2,8 +2,8 @@
 //! Nexmark queries that combine persons, auctions and bids (q3, q8, q9) are each a `Join`.
 //!
 //! The streamlet owns what every such join needs: it reads both inlets as records arrive,
-//! keeps one watermark over the partitions of both (the minimum, as
-//! [`WatermarkHolder`] keeps it per inlet), hands each value and each watermark advance to
+//! keeps one watermark over the partitions of both (one [`WatermarkHolder`]: the minimum
+//! over the partitions that are not idle), hands each value and each watermark advance to
 //! the join, sends what the join emits stamped with its event time, commits each input
 //! after the outputs it caused, counts values the join refuses as late, and checkpoints
 //! the join's state with the input offsets it reflects (every second while input arrives,
