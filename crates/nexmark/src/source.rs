@@ -1,5 +1,11 @@
 //! `generator`: the Nexmark [`Generator`] as a source streamlet. Persons, auctions and bids
 //! go to their own outlets, each record stamped with its event time.
+//!
+//! The number of the next event is checkpointed every second and when the source stops;
+//! a checkpoint is written only once every event sent before it is acknowledged by the
+//! log. A restarted source (even after `kill -9`) continues from the last checkpoint, so it
+//! sends again at most the events of the last second before the crash, identical (events
+//! are a function of their number): at-least-once, never a gap.
 
 use std::time::{Duration, Instant};
 
@@ -42,6 +48,8 @@ pub const FIRST_EVENT_ID: Parameter<i64> = Parameter::int("first-event-id")
 
 /// Events generated between checks of the clock and of a stop request when unthrottled.
 const BATCH: u64 = 1_024;
+/// How often the next event number is checkpointed.
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 
 /// The generator as a streamlet.
 #[derive(Debug, Default)]
@@ -60,6 +68,7 @@ impl Streamlet for Source {
             .parameter(OUT_OF_ORDER_GROUP_SIZE)
             .parameter(BASE_TIME)
             .parameter(FIRST_EVENT_ID)
+            .checkpointed()
     }
 
     async fn run(self, ctx: Context) -> Result<()> {
@@ -75,12 +84,23 @@ impl Streamlet for Source {
         let rate = ctx.parameter(RECORDS_PER_SECOND);
         let (persons, auctions, bids) =
             (ctx.outlet(PERSONS), ctx.outlet(AUCTIONS), ctx.outlet(BIDS));
+        let checkpoints = ctx.checkpoints();
+        let mut number: u64 = match checkpoints.as_ref().and_then(|c| c.restored()) {
+            Some(saved) => serde_json::from_slice(saved).map_err(|error| {
+                Error::msg(format!(
+                    "the last checkpoint of generator '{}' does not decode: {error}",
+                    ctx.instance()
+                ))
+            })?,
+            None => 0,
+        };
+        let resumed_at = number;
         let started = Instant::now();
-        let mut number: u64 = 0;
+        let mut next_checkpoint = started + CHECKPOINT_EVERY;
         let not_done = |number: u64| count.is_none_or(|count| number < count);
         while !ctx.is_stopping() && not_done(number) {
             let due = if rate > 0 {
-                (started.elapsed().as_secs_f64() * rate as f64) as u64 + 1
+                resumed_at + (started.elapsed().as_secs_f64() * rate as f64) as u64 + 1
             } else {
                 number + BATCH
             };
@@ -103,6 +123,12 @@ impl Streamlet for Source {
                 }
                 number += 1;
             }
+            if let Some(checkpoints) = &checkpoints
+                && Instant::now() >= next_checkpoint
+            {
+                checkpoints.save(serde_json::to_vec(&number)?);
+                next_checkpoint = Instant::now() + CHECKPOINT_EVERY;
+            }
             if rate > 0 {
                 tokio::select! {
                     () = ctx.stopped() => break,
@@ -110,7 +136,10 @@ impl Streamlet for Source {
                 }
             }
         }
-        tracing::info!(events = number, "nexmark generator finished");
+        if let Some(checkpoints) = &checkpoints {
+            checkpoints.save(serde_json::to_vec(&number)?);
+        }
+        tracing::info!(events = number, resumed_at, "nexmark generator finished");
         Ok(())
     }
 }

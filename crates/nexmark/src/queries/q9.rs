@@ -110,7 +110,11 @@ impl Join for WinningBids {
         if auction.expires <= watermark {
             return Taken::Late;
         }
-        state.open.insert(auction.id, (auction.clone(), None));
+        // A replayed auction (at-least-once input) keeps the best bid found so far.
+        state
+            .open
+            .entry(auction.id)
+            .or_insert_with(|| (auction.clone(), None));
         state.closing.insert((auction.expires, auction.id));
         for bid in state.waiting.remove(&auction.id).unwrap_or_default() {
             state.offer(&bid);

@@ -2,3 +2,4 @@
 //! it, bounded by an event count, on the embedded log.
 
 mod bounded_runs;
+mod crash;
