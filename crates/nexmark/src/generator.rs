@@ -224,6 +224,108 @@ mod tests {
         }
     }
 
+    /// Events 0, 50 (persons), 1, 52 (auctions), 4, 99 and 12345 (bids) with the default
+    /// configuration, as printed by a Java program (OpenJDK 17) following the reference
+    /// generator's definitions step by step with `java.util.Random`.
+    #[test]
+    fn events_are_the_reference_generators() {
+        let generator = generator(GeneratorConfig::default());
+        for (number, expected) in reference_events() {
+            assert_eq!(generator.event(number), expected, "event {number}");
+        }
+    }
+
+    fn reference_events() -> Vec<(u64, Event)> {
+        vec![
+        (
+            0,
+            Event::Person(Person {
+                id: 1000,
+                name: "Peter Jones".into(),
+                email_address: "nhd@xcat.com".into(),
+                credit_card: "7241 7320 9143 4888".into(),
+                city: "Portland".into(),
+                state: "WY".into(),
+                date_time: 1704067200000,
+                extra: "WN_HS_bnpkkiwhwana_L^`KZjdgsid`K]MLU[aaOH`ztxbulvlxtkn_ZZ^T\\mqgdjzvlkymsmfrhkfVYSXK_OY[aVYVKa\\X^]RO]OYguwiduWJNQLLaMLHOTaHY_J[YKWaUOSJN_VHWXZ]`SgbnjqeVVQ\\[[".into(),
+            }),
+        ),
+        (
+            50,
+            Event::Person(Person {
+                id: 1001,
+                name: "Sarah Smith".into(),
+                email_address: "f  y@yumv.com".into(),
+                credit_card: "0892 2755 1923 0591".into(),
+                city: "Los Angeles".into(),
+                state: "ID".into(),
+                date_time: 1704067200005,
+                extra: "`RT]WInnxtneWPLPHOywusizasixbmVVHKO_Y_MOYPmoftdguqtxkyXPO_ZNYMaKVQ\\``OOXTNOWIKUOLIaWQN\\H[_cihasyNLOMHLVHKVRIznfdmdeqqvumRMZYKKNRJ[K^IIN`RJM`H[^^vbqrxduih".into(),
+            }),
+        ),
+        (
+            1,
+            Event::Auction(Auction {
+                id: 1000,
+                item_name: "wkx mgee".into(),
+                description: "eszpqxtdxrvwmmywkmogoahf".into(),
+                initial_bid: 28873,
+                reserve: 29448,
+                date_time: 1704067200000,
+                expires: 1704067200011,
+                seller: 1000,
+                category: 13,
+                extra: "zcurskufssowmihzpmZHWQM^fnleramznyyqimoheaRSWV^OjtfjhgXRa`[PVHUOMTbrqqzjyztfwnhstxbu]\\V_XPldnjuo^^PJQMnwhlsenoniir^aNZI__IP[QLYPROSNW]HYP\\L]W^PTkfnbtwuqucwreikflftlgtebaurwml^RMRIPqevmpqsnxmcblfvpfeajfopsHS^U[Jzxwajo_W`RXa[XWI[`VXZOR^lghgmwHITMP[dbwdgtPQJYHLjnubcsjgszqvyzeoeqjcbaazmrqamxoxgrjh`L`]_Y^OQM]ItjxtuwZJS[RTmrkpofsnuysxuvwbuzrqkrkkqpiz".into(),
+            }),
+        ),
+        (
+            52,
+            Event::Auction(Auction {
+                id: 1004,
+                item_name: "xjlfszqka".into(),
+                description: "rpxbjxpfncaxzsxi mb adejjfgpgmid myvpsualgtjbn psyyfmcermgfoqainkvdtrrvi".into(),
+                initial_bid: 614534,
+                reserve: 1167108,
+                date_time: 1704067200005,
+                expires: 1704067200159,
+                seller: 1000,
+                category: 14,
+                extra: "lncqzuI`XHZL\\YaZZTN^\\PNQsvszgmoonejeIMV`TSQQIVPNsilhsztmzywgupcqcoslloftjfceaimstgumwakfqwohvtmlaI\\aYM`VRM]PofrfxrXV^O[JW`WSZNcxxwafrsgtwxfvnmjlattjhv]PWT`PeoywukYPVY\\HWPSMZYa[aZS]`Z^UHOJYSQSPS_IPJa^[^KUMNHUaNRX^\\NTH]][PJ_aPaHY`ZLVPTIzebbwhZO]RWatvqmjgQWM]ULzokhpd]NLaQVajwfheZ]OVU^gtrlxbureugvaWZTJVeceoiasmkqxjsudlrtjzs".into(),
+            }),
+        ),
+        (
+            4,
+            Event::Bid(Bid {
+                auction: 1000,
+                bidder: 1001,
+                price: 32530001,
+                date_time: 1704067200000,
+                extra: "fdiysaV^]NLVsbolvyqwgticfdrwdyiyofziYMU\\Z`UaTQO][NX\\RM]WPYTOuwogvszlxjrcNOORM".into(),
+            }),
+        ),
+        (
+            99,
+            Event::Bid(Bid {
+                auction: 1000,
+                bidder: 1001,
+                price: 12121,
+                date_time: 1704067200009,
+                extra: "pdmpolYYPQ`KZKW`KQSHQPa[wuukguzcrnmpSQJ[NUfbduku^TJS[UZ]JM`aty".into(),
+            }),
+        ),
+        (
+            12345,
+            Event::Bid(Bid {
+                auction: 1710,
+                bidder: 1201,
+                price: 31819124,
+                date_time: 1704067201234,
+                extra: "blklaoshpsbtfxwpdhubxcumcctffwU[HZY]qcsizf`ZJO^\\`HJKMayknk".into(),
+            }),
+        ),
+        ]
+    }
+
     #[test]
     fn invalid_settings_are_refused_with_their_name() {
         let error = Generator::new(GeneratorConfig {
