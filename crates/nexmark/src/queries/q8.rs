@@ -36,7 +36,7 @@ pub struct NewSeller {
 
 /// What one window holds.
 #[derive(Debug, Default, Serialize, Deserialize)]
-pub struct Window {
+pub struct WindowContents {
     /// Names of the persons who registered in it, by id.
     persons: BTreeMap<i64, String>,
     /// `(seller, reserve)` of the auctions opened in it.
@@ -44,7 +44,7 @@ pub struct Window {
 }
 
 /// What the join keeps: the open windows by start.
-pub type Windows = BTreeMap<i64, Window>;
+pub type Windows = BTreeMap<i64, WindowContents>;
 
 /// The start of the window holding `time`.
 pub fn window_start(time: i64) -> i64 {
