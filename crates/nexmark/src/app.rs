@@ -3,6 +3,7 @@
 //! for its winning bids).
 
 use crate::queries::{q0, q1, q2, q3, q4, q5, q7, q8, q9, q11, q12};
+use crate::reader::Reader;
 use crate::source::Source;
 
 /// The app with its streamlet types registered.
@@ -10,6 +11,7 @@ pub fn app() -> runnel::App {
     runnel::App::new("nexmark")
         .version(env!("CARGO_PKG_VERSION"))
         .streamlet("generator", || Source)
+        .streamlet("reader", || Reader)
         .streamlet("q0", q0::streamlet)
         .streamlet("q1", q1::streamlet)
         .streamlet("q2", q2::streamlet)
