@@ -1,0 +1,278 @@
+//! [`TwoInputs`]: a streamlet that joins two inlets in event time through a [`Join`]: the
+//! Nexmark queries that combine persons, auctions and bids (q3, q8, q9) are each a `Join`.
+//!
+//! The streamlet owns what every such join needs: it reads both inlets as records arrive,
+//! keeps one watermark over the partitions of both (one [`WatermarkHolder`]: the minimum
+//! over the partitions that are not idle), hands each value and each watermark advance to
+//! the join, sends what the join emits stamped with its event time, commits each input
+//! after the outputs it caused, counts values the join refuses as late, and checkpoints
+//! the join's state with the input offsets it reflects (every second while input arrives,
+//! and when it stops), so a restart resumes with exactly the state of the committed input.
+//! When both inputs end, the watermark goes to the end of time and the join emits the rest.
+
+use std::time::Duration;
+
+use futures::FutureExt;
+use runnel::prelude::*;
+use runnel::watermark::{WatermarkHolder, Watermarks};
+use runnel::{Checkpoints, OutletSender};
+use serde::de::DeserializeOwned;
+use tokio::time::Instant;
+
+/// What became of a value given to a [`Join`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Taken {
+    /// In the join's state, matched, or not wanted by the query (filtered out).
+    Accepted,
+    /// Behind the watermark where the join can no longer use it: counted as late.
+    Late,
+}
+
+/// The logic of a two-input event-time join: what to keep of each input and what to emit
+/// when the watermark advances. `State` is everything it keeps; it is checkpointed as JSON.
+pub trait Join: Send + Sync + 'static {
+    /// The left inlet's values.
+    type Left: Data;
+    /// The right inlet's values.
+    type Right: Data;
+    /// What the join emits.
+    type Output: Data;
+    /// What it keeps between values.
+    type State: Default + Serialize + DeserializeOwned + Send;
+
+    /// The event time of a left value.
+    fn left_time(&self, left: &Self::Left) -> i64;
+    /// The event time of a right value.
+    fn right_time(&self, right: &Self::Right) -> i64;
+    /// The event time of an output (its record's timestamp).
+    fn output_time(&self, output: &Self::Output) -> i64;
+
+    /// Takes a left value, given the current watermark; pushes any outputs it completes.
+    fn left(
+        &self,
+        state: &mut Self::State,
+        left: &Self::Left,
+        watermark: i64,
+        outputs: &mut Vec<Self::Output>,
+    ) -> Taken;
+
+    /// Takes a right value, given the current watermark; pushes any outputs it completes.
+    fn right(
+        &self,
+        state: &mut Self::State,
+        right: &Self::Right,
+        watermark: i64,
+        outputs: &mut Vec<Self::Output>,
+    ) -> Taken;
+
+    /// The watermark advanced to `watermark` (`i64::MAX` when both inputs ended): pushes
+    /// what it completes and drops what it can no longer use.
+    fn advance(&self, state: &mut Self::State, watermark: i64, outputs: &mut Vec<Self::Output>);
+}
+
+/// A streamlet running a [`Join`] over two inlets, with one outlet.
+pub struct TwoInputs<J: Join> {
+    join: J,
+    left: Inlet<J::Left>,
+    right: Inlet<J::Right>,
+    output: Outlet<J::Output>,
+    watermarks: Watermarks,
+    checkpoint_every: Duration,
+    description: &'static str,
+}
+
+impl<J: Join> TwoInputs<J> {
+    /// Runs `join` over `left` and `right`, sending its outputs to `output`, with
+    /// watermarks generated per partition by `watermarks`.
+    pub fn new(
+        join: J,
+        left: Inlet<J::Left>,
+        right: Inlet<J::Right>,
+        output: Outlet<J::Output>,
+        watermarks: Watermarks,
+    ) -> Self {
+        TwoInputs {
+            join,
+            left,
+            right,
+            output,
+            watermarks,
+            checkpoint_every: Duration::from_secs(1),
+            description: "",
+        }
+    }
+
+    /// Says what the streamlet does (shown by `describe`).
+    pub fn describe(mut self, description: &'static str) -> Self {
+        self.description = description;
+        self
+    }
+}
+
+/// The left inlet's partition `p` is `2p` in the shared watermark holder, the right's
+/// `2p + 1`.
+fn left_partition(partition: u32) -> u32 {
+    partition * 2
+}
+
+fn right_partition(partition: u32) -> u32 {
+    partition * 2 + 1
+}
+
+/// What the streamlet checkpoints.
+#[derive(Serialize, Deserialize)]
+struct Saved<S> {
+    state: S,
+    watermarks: WatermarkHolder,
+}
+
+impl<J: Join> Streamlet for TwoInputs<J> {
+    fn shape(&self) -> Shape {
+        Shape::new()
+            .describe(self.description)
+            .inlet(self.left)
+            .inlet(self.right)
+            .outlet(self.output)
+            .checkpointed()
+    }
+
+    async fn run(self, mut ctx: Context) -> Result<()> {
+        let join = self.join;
+        let (mut left, mut right) = (ctx.inlet(self.left), ctx.inlet(self.right));
+        let output = ctx.outlet(self.output);
+        let clock = ctx.clock().clone();
+        let checkpoints = ctx.checkpoints();
+        let (mut state, mut watermarks) = match checkpoints.as_ref().and_then(Checkpoints::restored)
+        {
+            Some(saved) => {
+                let saved: Saved<J::State> = serde_json::from_slice(saved).map_err(|error| {
+                    Error::msg(format!(
+                        "the last checkpoint of join '{}' does not decode: {error}",
+                        ctx.instance()
+                    ))
+                })?;
+                (saved.state, saved.watermarks.with_strategy(self.watermarks))
+            }
+            None => (J::State::default(), WatermarkHolder::new(self.watermarks)),
+        };
+        let start = clock.now_millis();
+        for partition in left.partitions() {
+            watermarks.add_partition(left_partition(partition), start);
+        }
+        for partition in right.partitions() {
+            watermarks.add_partition(right_partition(partition), start);
+        }
+        let (mut left_open, mut right_open) = (true, true);
+        let mut next_checkpoint: Option<Instant> = None;
+        let mut outputs = Vec::new();
+        while left_open || right_open {
+            let wake = match watermarks.next_idle_deadline() {
+                Some(deadline) => clock.sleep_until(deadline),
+                None => std::future::pending().boxed(),
+            };
+            let checkpoint_due = async {
+                match next_checkpoint {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                () = checkpoint_due => {
+                    save(checkpoints.as_ref(), &state, &watermarks)?;
+                    next_checkpoint = None;
+                    continue;
+                }
+                () = wake => {
+                    if let Some(watermark) = watermarks.check_idle(clock.now_millis()) {
+                        join.advance(&mut state, watermark, &mut outputs);
+                        send(&join, &output, &mut outputs).await?;
+                    }
+                    continue;
+                }
+                message = left.next(), if left_open => match message? {
+                    None => left_open = false,
+                    Some(message) => {
+                        let time = join.left_time(message.value());
+                        let taken = join.left(&mut state, message.value(), watermarks.current(), &mut outputs);
+                        if taken == Taken::Late {
+                            ctx.count_late(1);
+                        }
+                        let now = clock.now_millis();
+                        if let Some(watermark) = watermarks.observe(left_partition(message.partition()), time, now) {
+                            join.advance(&mut state, watermark, &mut outputs);
+                        }
+                        send(&join, &output, &mut outputs).await?;
+                        message.commit();
+                    }
+                },
+                message = right.next(), if right_open => match message? {
+                    None => right_open = false,
+                    Some(message) => {
+                        let time = join.right_time(message.value());
+                        let taken = join.right(&mut state, message.value(), watermarks.current(), &mut outputs);
+                        if taken == Taken::Late {
+                            ctx.count_late(1);
+                        }
+                        let now = clock.now_millis();
+                        if let Some(watermark) = watermarks.observe(right_partition(message.partition()), time, now) {
+                            join.advance(&mut state, watermark, &mut outputs);
+                        }
+                        send(&join, &output, &mut outputs).await?;
+                        message.commit();
+                    }
+                },
+            }
+            ctx.report_watermark(watermarks.current());
+            next_checkpoint.get_or_insert_with(|| Instant::now() + self.checkpoint_every);
+        }
+        if !ctx.is_stopping() {
+            // Both bounded inputs ended: everything the join holds is complete.
+            join.advance(&mut state, watermarks.finish(), &mut outputs);
+            send(&join, &output, &mut outputs).await?;
+        }
+        save(checkpoints.as_ref(), &state, &watermarks)
+    }
+}
+
+fn save<S: Serialize>(
+    checkpoints: Option<&Checkpoints>,
+    state: &S,
+    watermarks: &WatermarkHolder,
+) -> Result<()> {
+    if let Some(checkpoints) = checkpoints {
+        #[derive(Serialize)]
+        struct SavedRef<'a, S> {
+            state: &'a S,
+            watermarks: &'a WatermarkHolder,
+        }
+        let saved = serde_json::to_vec(&SavedRef { state, watermarks })
+            .map_err(|error| Error::msg(format!("the join state does not serialize: {error}")))?;
+        checkpoints.save(saved);
+    }
+    Ok(())
+}
+
+async fn send<J: Join>(
+    join: &J,
+    output: &OutletSender<J::Output>,
+    outputs: &mut Vec<J::Output>,
+) -> Result<()> {
+    for value in outputs.drain(..) {
+        output
+            .send_record(Outgoing::new(&value).timestamp(join.output_time(&value)))
+            .await?;
+    }
+    Ok(())
+}
+
+impl<J: Join> std::fmt::Debug for TwoInputs<J> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TwoInputs")
+            .field("left", &self.left)
+            .field("right", &self.right)
+            .field("output", &self.output)
+            .field("watermarks", &self.watermarks)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,221 @@
+//! Each query's blueprint, run by the app binary on the embedded log with a bounded
+//! generator, writes exactly what the query's streamlet computes over the same events in
+//! the test kit (whose results the unit tests check against batch computations): so the
+//! blueprint wires the right topics, records survive the codecs and the log, and the end
+//! of the input reaches every stage and fires every window.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use runnel::prelude::*;
+use runnel::testkit::TestRun;
+use runnel_app_test::{open, read_values, run_to_end, stderr_of};
+use runnel_nexmark::generator::{Generator, GeneratorConfig, Streams};
+use runnel_nexmark::model::{Auction, Bid, Person};
+use runnel_nexmark::queries::{q0, q1, q2, q3, q4, q5, q7, q8, q9, q11};
+
+/// Events per run: 40 s of event time at the rate below.
+const EVENTS: u64 = 20_000;
+/// Events per second of event time.
+const RATE: i64 = 500;
+
+/// Runs `query`'s blueprint to its end in `data`.
+fn run_query(query: &str, data: &Path) {
+    let blueprint = format!("{}/blueprints/{query}.toml", env!("CARGO_MANIFEST_DIR"));
+    let mut command = Command::new(env!("CARGO_BIN_EXE_nexmark"));
+    command
+        .args(["run", &blueprint, "--data-dir"])
+        .arg(data)
+        .args(["--view", "plain"])
+        .args(["--set", &format!("generator.count={EVENTS}")])
+        .args(["--set", &format!("generator.events-per-second={RATE}")])
+        .env("RUST_LOG", "warn");
+    let output = run_to_end(command, Duration::from_secs(120));
+    assert!(
+        output.status.success(),
+        "{query} failed:\n{}",
+        stderr_of(&output)
+    );
+}
+
+fn streams() -> Streams {
+    let config = GeneratorConfig {
+        events_per_second: RATE,
+        ..GeneratorConfig::default()
+    };
+    Generator::new(config)
+        .expect("a valid config")
+        .streams(EVENTS)
+}
+
+/// `values` in a canonical order, to compare runs that may interleave differently.
+fn sorted<T: Debug>(values: Vec<T>) -> Vec<String> {
+    let mut lines: Vec<String> = values.iter().map(|value| format!("{value:?}")).collect();
+    lines.sort_unstable();
+    lines
+}
+
+/// Runs `query` in the app and reads its results topic, after checking the generator's
+/// topics hold the generated events.
+async fn app_results<T: Data>(query: &str) -> Vec<T> {
+    let data = tempfile::tempdir().unwrap();
+    run_query(query, data.path());
+    let backend = open(data.path());
+    let expected = streams();
+    let persons: Vec<Person> = read_values(&backend, "persons").await;
+    let auctions: Vec<Auction> = read_values(&backend, "auctions").await;
+    let bids: Vec<Bid> = read_values(&backend, "bids").await;
+    assert_eq!(
+        (persons.len(), auctions.len(), bids.len()),
+        (400, 1_200, 18_400)
+    );
+    assert_eq!(sorted(persons), sorted(expected.persons));
+    assert_eq!(sorted(auctions), sorted(expected.auctions));
+    assert_eq!(sorted(bids), sorted(expected.bids));
+    read_values(&backend, &format!("{query}-results")).await
+}
+
+async fn on_bids<T: Data>(
+    streamlet: impl Streamlet,
+    inlet: Inlet<Bid>,
+    outlet: Outlet<T>,
+) -> Vec<T> {
+    TestRun::new(streamlet)
+        .input(inlet, streams().bids)
+        .run()
+        .await
+        .expect("the test run completes")
+        .output(outlet)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn q0_passes_every_bid() {
+    let results: Vec<Bid> = app_results("q0").await;
+    let expected = on_bids(q0::streamlet(), q0::IN, q0::OUT).await;
+    assert_eq!(expected, streams().bids);
+    assert_eq!(sorted(results), sorted(expected));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn q1_converts_every_bid() {
+    let results: Vec<Bid> = app_results("q1").await;
+    let expected = on_bids(q1::streamlet(), q1::IN, q1::OUT).await;
+    assert_eq!(results.len(), 18_400);
+    assert_eq!(sorted(results), sorted(expected));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn q2_selects_the_same_bids() {
+    let results: Vec<q2::AuctionPrice> = app_results("q2").await;
+    let expected = on_bids(q2::streamlet(), q2::IN, q2::OUT).await;
+    assert!(!expected.is_empty());
+    assert_eq!(sorted(results), sorted(expected));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn q3_finds_the_same_sellers() {
+    let results: Vec<q3::NameCityStateId> = app_results("q3").await;
+    let streams = streams();
+    let expected = TestRun::new(q3::streamlet())
+        .input(q3::PERSONS, streams.persons)
+        .input(q3::AUCTIONS, streams.auctions)
+        .run()
+        .await
+        .unwrap()
+        .output(q3::OUT);
+    assert!(!expected.is_empty());
+    assert_eq!(sorted(results), sorted(expected));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn q4_averages_the_same_winning_prices_through_two_stages() {
+    let results: Vec<runnel::window::Pane<i64, i64>> = app_results("q4").await;
+    let streams = streams();
+    let winners = TestRun::new(q9::streamlet())
+        .input(q9::AUCTIONS, streams.auctions)
+        .input(q9::BIDS, streams.bids)
+        .run()
+        .await
+        .unwrap()
+        .output(q9::OUT);
+    let expected = TestRun::new(q4::streamlet())
+        .input(q4::IN, winners)
+        .run()
+        .await
+        .unwrap()
+        .output(q4::OUT);
+    assert!(expected.len() > 20);
+    assert_eq!(sorted(results), sorted(expected));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn q5_finds_the_same_hot_items() {
+    let results: Vec<runnel::window::Pane<String, q5::HotItems>> = app_results("q5").await;
+    let expected = on_bids(q5::streamlet(), q5::IN, q5::OUT).await;
+    assert_eq!(expected.len(), 9);
+    assert_eq!(sorted(results), sorted(expected));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn q7_finds_the_same_highest_bids() {
+    let results: Vec<runnel::window::Pane<String, q7::HighestBids>> = app_results("q7").await;
+    let expected = on_bids(q7::streamlet(), q7::IN, q7::OUT).await;
+    assert_eq!(expected.len(), 4, "40 s of event time");
+    assert_eq!(sorted(results), sorted(expected));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn q8_finds_the_same_new_sellers() {
+    let results: Vec<q8::NewSeller> = app_results("q8").await;
+    let streams = streams();
+    let expected = TestRun::new(q8::streamlet())
+        .input(q8::PERSONS, streams.persons)
+        .input(q8::AUCTIONS, streams.auctions)
+        .run()
+        .await
+        .unwrap()
+        .output(q8::OUT);
+    assert_eq!(sorted(results), sorted(expected));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn q9_finds_the_same_winners() {
+    let results: Vec<q9::WinningBid> = app_results("q9").await;
+    let streams = streams();
+    let expected = TestRun::new(q9::streamlet())
+        .input(q9::AUCTIONS, streams.auctions)
+        .input(q9::BIDS, streams.bids)
+        .run()
+        .await
+        .unwrap()
+        .output(q9::OUT);
+    assert!(expected.len() > 100);
+    assert_eq!(sorted(results), sorted(expected));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn q11_finds_the_same_sessions() {
+    let results: Vec<runnel::window::Pane<i64, i64>> = app_results("q11").await;
+    let expected = on_bids(q11::streamlet(), q11::IN, q11::OUT).await;
+    assert!(expected.len() > 100);
+    assert_eq!(sorted(results), sorted(expected));
+}
+
+/// Processing-time panes depend on when bids arrive, so the run is checked by what does
+/// not: every bid is counted once, per bidder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn q12_counts_every_bid_once() {
+    let results: Vec<runnel::window::Pane<i64, i64>> = app_results("q12").await;
+    let mut streamed: BTreeMap<i64, i64> = BTreeMap::new();
+    for pane in results {
+        *streamed.entry(pane.key).or_default() += pane.value;
+    }
+    let mut expected: BTreeMap<i64, i64> = BTreeMap::new();
+    for bid in streams().bids {
+        *expected.entry(bid.bidder).or_default() += 1;
+    }
+    assert_eq!(streamed, expected);
+}

@@ -1,0 +1,5 @@
+//! End-to-end tests of the nexmark app binary: every query's blueprint run as a user runs
+//! it, bounded by an event count, on the embedded log.
+
+mod bounded_runs;
+mod crash;
