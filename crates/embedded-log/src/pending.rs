@@ -45,6 +45,23 @@ pub(crate) struct Accepted {
     pub(crate) wake_writer: bool,
 }
 
+impl Accepted {
+    /// The receipt of the record: its offset once its batch is durable, or the batch's
+    /// failure, named by `topic` and `partition`.
+    pub(crate) fn into_receipt(self, topic: Arc<str>, partition: u32) -> runnel_backend::Receipt {
+        runnel_backend::Receipt::new(async move {
+            match self.completion.wait().await {
+                Ok(base_offset) => Ok(base_offset + u64::from(self.index)),
+                Err(error) => Err(runnel_backend::Error::Produce {
+                    topic: topic.to_string(),
+                    partition,
+                    source: Box::new(error),
+                }),
+            }
+        })
+    }
+}
+
 /// Why a record was refused.
 #[derive(Debug)]
 pub(crate) enum Refusal {

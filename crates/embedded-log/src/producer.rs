@@ -38,17 +38,7 @@ impl Producer for EmbeddedProducer {
             .append(&record)
             .await
             .map_err(|error| error.into_produce(topic, partition))?;
-        let topic = log.topic.clone();
-        Ok(Receipt::new(async move {
-            match accepted.completion.wait().await {
-                Ok(base_offset) => Ok(base_offset + u64::from(accepted.index)),
-                Err(error) => Err(runnel_backend::Error::Produce {
-                    topic: topic.to_string(),
-                    partition,
-                    source: Box::new(error),
-                }),
-            }
-        }))
+        Ok(accepted.into_receipt(log.topic.clone(), partition))
     }
 
     /// Waits for the last batch of every partition in the log, which holds or follows every

@@ -162,17 +162,7 @@ impl Producer for EmbeddedTransactionalProducer {
                     other => other.into_produce(topic, partition),
                 })?;
         lock(&self.open).insert(key, Some(accepted.completion.clone()));
-        let topic = log.topic.clone();
-        Ok(Receipt::new(async move {
-            match accepted.completion.wait().await {
-                Ok(base_offset) => Ok(base_offset + u64::from(accepted.index)),
-                Err(error) => Err(runnel_backend::Error::Produce {
-                    topic: topic.to_string(),
-                    partition,
-                    source: Box::new(error),
-                }),
-            }
-        }))
+        Ok(accepted.into_receipt(log.topic.clone(), partition))
     }
 
     /// Waits until every record of the open transaction is durable (not committed).

@@ -12,8 +12,7 @@ use runnel::prelude::*;
 use tokio::io::{AsyncBufReadExt, AsyncSeekExt, BufReader};
 
 use crate::events_file::EventLine;
-use crate::model::Event;
-use crate::source::{AUCTIONS, BIDS, PERSONS};
+use crate::source::{AUCTIONS, BIDS, EventOutlets, PERSONS};
 
 /// The events file.
 pub const INPUT: Parameter<String> = Parameter::string("input")
@@ -48,8 +47,7 @@ impl Streamlet for Reader {
 
     async fn run(self, ctx: Context) -> Result<()> {
         let path = ctx.parameter(INPUT);
-        let (persons, auctions, bids) =
-            (ctx.outlet(PERSONS), ctx.outlet(AUCTIONS), ctx.outlet(BIDS));
+        let outlets = EventOutlets::of(&ctx);
         let checkpoints = ctx.checkpoints();
         let mut position: Position = match checkpoints.as_ref().and_then(|c| c.restored()) {
             Some(saved) => serde_json::from_slice(saved).map_err(|error| {
@@ -81,22 +79,7 @@ impl Streamlet for Reader {
             }
             let event = EventLine::parse(text.trim_end(), position.line)
                 .map_err(|error| Error::bad_data(format!("{path}: {error}")))?;
-            match event {
-                Event::Person(person) => {
-                    persons
-                        .send_record(Outgoing::new(&person).timestamp(person.date_time))
-                        .await?
-                }
-                Event::Auction(auction) => {
-                    auctions
-                        .send_record(Outgoing::new(&auction).timestamp(auction.date_time))
-                        .await?
-                }
-                Event::Bid(bid) => {
-                    bids.send_record(Outgoing::new(&bid).timestamp(bid.date_time))
-                        .await?
-                }
-            }
+            outlets.send(event).await?;
             position.offset += read as u64;
             position.line += 1;
             if let Some(checkpoints) = &checkpoints

@@ -9,6 +9,7 @@
 
 use std::time::{Duration, Instant};
 
+use runnel::OutletSender;
 use runnel::prelude::*;
 
 use crate::generator::{Generator, GeneratorConfig};
@@ -20,6 +21,45 @@ pub const PERSONS: Outlet<Person> = Outlet::new("persons");
 pub const AUCTIONS: Outlet<Auction> = Outlet::new("auctions");
 /// Bids.
 pub const BIDS: Outlet<Bid> = Outlet::new("bids");
+
+/// The outlets events go to, one per type; the sources share them.
+pub(crate) struct EventOutlets {
+    persons: OutletSender<Person>,
+    auctions: OutletSender<Auction>,
+    bids: OutletSender<Bid>,
+}
+
+impl EventOutlets {
+    /// The [`PERSONS`], [`AUCTIONS`] and [`BIDS`] outlets of `ctx`.
+    pub(crate) fn of(ctx: &Context) -> Self {
+        EventOutlets {
+            persons: ctx.outlet(PERSONS),
+            auctions: ctx.outlet(AUCTIONS),
+            bids: ctx.outlet(BIDS),
+        }
+    }
+
+    /// Sends `event` to its type's outlet, stamped with its event time.
+    pub(crate) async fn send(&self, event: Event) -> Result<()> {
+        match event {
+            Event::Person(person) => {
+                self.persons
+                    .send_record(Outgoing::new(&person).timestamp(person.date_time))
+                    .await
+            }
+            Event::Auction(auction) => {
+                self.auctions
+                    .send_record(Outgoing::new(&auction).timestamp(auction.date_time))
+                    .await
+            }
+            Event::Bid(bid) => {
+                self.bids
+                    .send_record(Outgoing::new(&bid).timestamp(bid.date_time))
+                    .await
+            }
+        }
+    }
+}
 
 /// How many events to generate before finishing; negative means endless.
 pub const COUNT: Parameter<i64> = Parameter::int("count")
@@ -82,8 +122,7 @@ impl Streamlet for Source {
         let generator = Generator::new(config).map_err(|error| Error::msg(error.to_string()))?;
         let count = u64::try_from(ctx.parameter(COUNT)).ok();
         let rate = ctx.parameter(RECORDS_PER_SECOND);
-        let (persons, auctions, bids) =
-            (ctx.outlet(PERSONS), ctx.outlet(AUCTIONS), ctx.outlet(BIDS));
+        let outlets = EventOutlets::of(&ctx);
         let checkpoints = ctx.checkpoints();
         let mut number: u64 = match checkpoints.as_ref().and_then(|c| c.restored()) {
             Some(saved) => serde_json::from_slice(saved).map_err(|error| {
@@ -105,22 +144,7 @@ impl Streamlet for Source {
                 number + BATCH
             };
             while number < due && not_done(number) {
-                match generator.event(number) {
-                    Event::Person(person) => {
-                        persons
-                            .send_record(Outgoing::new(&person).timestamp(person.date_time))
-                            .await?
-                    }
-                    Event::Auction(auction) => {
-                        auctions
-                            .send_record(Outgoing::new(&auction).timestamp(auction.date_time))
-                            .await?
-                    }
-                    Event::Bid(bid) => {
-                        bids.send_record(Outgoing::new(&bid).timestamp(bid.date_time))
-                            .await?
-                    }
-                }
+                outlets.send(generator.event(number)).await?;
                 number += 1;
             }
             if let Some(checkpoints) = &checkpoints
