@@ -14,7 +14,8 @@
 //!
 //! `cargo bench -p runnel --bench pipeline -- [records] [runs]` (default 1,000,000 and 3)
 //! measures throughput; `BENCH_FSYNC` picks the log's fsync policy (`always`, the default,
-//! `never`, or an interval such as `10ms`).
+//! `never`, or an interval such as `10ms`) and `BENCH_LINGER_MICROS` the writer's linger
+//! (default 1 ms), in both modes.
 //!
 //! `cargo bench -p runnel --bench pipeline -- latency [records] [runs] [rate]` measures
 //! end-to-end latency instead, for each fsync policy in turn (`always`, `never`, `10ms`),
@@ -325,8 +326,13 @@ async fn once(
     let plan = runnel_runtime::plan(&blueprint, &descriptor, &registry, &config).unwrap();
     let directory =
         tempfile::tempdir_in(std::env::var("BENCH_DIR").unwrap_or_else(|_| ".".into())).unwrap();
-    let backend =
-        EmbeddedBackend::open(directory.path(), LogConfig::default().with_fsync(fsync)).unwrap();
+    let mut log = LogConfig::default().with_fsync(fsync);
+    if let Ok(micros) = std::env::var("BENCH_LINGER_MICROS") {
+        log = log.with_linger(Duration::from_micros(
+            micros.parse().expect("a linger in microseconds"),
+        ));
+    }
+    let backend = EmbeddedBackend::open(directory.path(), log).unwrap();
     let options = RunOptions {
         view: ViewMode::Off,
         ..RunOptions::default()
