@@ -31,7 +31,8 @@
 //!
 //! `cargo bench -p runnel-nexmark --bench latency -- <q0|q5> [events] [runs] [rate]`
 //! (defaults 1,000,000 events and 3 runs). `BENCH_FSYNC_POLICIES` lists the fsync
-//! policies, interleaved within each run (default `always,never,10ms`); `BENCH_DIR` is
+//! policies, interleaved within each run (default `always,never,10ms`);
+//! `BENCH_SEGMENT_BYTES` the log's segment size (default 16 MiB); `BENCH_DIR` is
 //! where the temporary logs go (default the current directory); `BENCH_LATENCY_CSV=path`
 //! writes, per policy, the quantiles of the run with the median p99 (for
 //! `scripts/latency-plot`). Topics keep at most
@@ -395,7 +396,8 @@ async fn once(
     let directory =
         tempfile::tempdir_in(std::env::var("BENCH_DIR").unwrap_or_else(|_| ".".into())).unwrap();
     let mut log = LogConfig::default().with_fsync(fsync);
-    log.segment_bytes = 16 << 20;
+    log.segment_bytes = std::env::var("BENCH_SEGMENT_BYTES")
+        .map_or(16 << 20, |n| n.parse().expect("a segment size in bytes"));
     log.retention_bytes = Some(64 << 20);
     let backend = EmbeddedBackend::open(directory.path(), log).unwrap();
     let options = RunOptions {
