@@ -100,7 +100,7 @@ impl Streamlet for Reader {
             position.offset += read as u64;
             position.line += 1;
             if let Some(checkpoints) = &checkpoints
-                && position.line % 1024 == 0
+                && position.line.is_multiple_of(1024)
                 && Instant::now() >= next_checkpoint
             {
                 checkpoints.save(serde_json::to_vec(&position)?);
