@@ -31,7 +31,11 @@
 //!
 //! `cargo bench -p runnel-nexmark --bench latency -- <q0|q5> [events] [runs] [rate]`
 //! (defaults 1,000,000 events and 3 runs). `BENCH_FSYNC_POLICIES` lists the fsync
-//! policies, interleaved within each run (default `always,never,10ms`);
+//! policies, interleaved within each run (default `always,never,10ms`); `tansu` in that
+//! list runs on a fresh tansu broker (in-memory storage, `runnel_kafka::test_broker`)
+//! through the Kafka backend instead of the embedded log; `BENCH_WARM_UP_SECONDS` leaves
+//! out q0 bids sent that soon after the source started (default 0; the tansu runs need it,
+//! as consumers join their group seconds after the source starts sending);
 //! `BENCH_SEGMENT_BYTES` the log's segment size (default 16 MiB); `BENCH_DIR` is
 //! where the temporary logs go (default the current directory); `BENCH_LATENCY_CSV=path`
 //! writes, per policy, the quantiles of the run with the median p99 (for
@@ -45,8 +49,11 @@ use std::time::{Duration, Instant};
 
 use runnel::prelude::*;
 use runnel::window::Pane;
+use runnel_backend::Backend;
 use runnel_blueprint::verify;
 use runnel_embedded_log::{EmbeddedBackend, FsyncPolicy, LogConfig};
+use runnel_kafka::KafkaBackend;
+use runnel_kafka::test_broker::Tansu;
 use runnel_nexmark::generator::{Generator, GeneratorConfig};
 use runnel_nexmark::model::Event;
 use runnel_nexmark::queries::{q0, q5};
@@ -75,6 +82,17 @@ fn epoch() -> Instant {
 /// Nanoseconds from [`epoch`] to now.
 fn nanos_since_epoch() -> i64 {
     i64::try_from(epoch().elapsed().as_nanos()).unwrap_or(i64::MAX)
+}
+
+/// `BENCH_WARM_UP_SECONDS` (default 0) in nanoseconds: q0 bids sent this soon after the
+/// source started are not measured.
+fn warm_up_nanos() -> i64 {
+    static WARM_UP: OnceLock<i64> = OnceLock::new();
+    *WARM_UP.get_or_init(|| {
+        std::env::var("BENCH_WARM_UP_SECONDS").map_or(0, |seconds| {
+            seconds.parse::<i64>().expect("a warm-up in seconds") * 1_000_000_000
+        })
+    })
 }
 
 /// When the current run's source started, in nanoseconds since [`epoch`].
@@ -201,10 +219,12 @@ fn registry(query: Query, rate: i64, samples: Option<Samples>) -> Registry {
                             .and_then(|s| s.parse().ok())
                             .unwrap_or(0);
                         let latency = nanos_since_epoch() - sent;
-                        samples
-                            .lock()
-                            .unwrap()
-                            .push(u64::try_from(latency).unwrap_or(0));
+                        if sent >= SOURCE_STARTED.load(Ordering::Relaxed) + warm_up_nanos() {
+                            samples
+                                .lock()
+                                .unwrap()
+                                .push(u64::try_from(latency).unwrap_or(0));
+                        }
                     }
                     async { Ok(()) }
                 })
@@ -259,7 +279,7 @@ fn main() {
         .iter()
         .map(|name| {
             rate.unwrap_or_else(|| {
-                let maximum = runtime.block_on(once(query, events, 0, fsync_policy(name), None));
+                let maximum = runtime.block_on(once(query, events, 0, name, None));
                 let half = (maximum / 2.0) as i64;
                 println!(
                     "fsync {name}: unpaced {maximum:.0} events/s, so paced at {half} events/s"
@@ -276,7 +296,7 @@ fn main() {
                 query,
                 events,
                 rates[index],
-                fsync_policy(name),
+                name,
                 Some(samples.clone()),
             ));
             let mut samples = std::mem::take(&mut *samples.lock().unwrap());
@@ -380,7 +400,7 @@ async fn once(
     query: Query,
     events: i64,
     rate: i64,
-    fsync: FsyncPolicy,
+    log_name: &str,
     samples: Option<Samples>,
 ) -> f64 {
     epoch();
@@ -395,11 +415,20 @@ async fn once(
     let plan = runnel_runtime::plan(&blueprint, &descriptor, &registry, &config).unwrap();
     let directory =
         tempfile::tempdir_in(std::env::var("BENCH_DIR").unwrap_or_else(|_| ".".into())).unwrap();
-    let mut log = LogConfig::default().with_fsync(fsync);
-    log.segment_bytes = std::env::var("BENCH_SEGMENT_BYTES")
-        .map_or(16 << 20, |n| n.parse().expect("a segment size in bytes"));
-    log.retention_bytes = Some(64 << 20);
-    let backend = EmbeddedBackend::open(directory.path(), log).unwrap();
+    // Kept until the run ends: dropping it stops the broker.
+    let mut _broker = None;
+    let backend: Arc<dyn Backend> = if log_name == "tansu" {
+        let broker = Tansu::start();
+        let backend = KafkaBackend::connect(broker.config()).await.unwrap();
+        _broker = Some(broker);
+        Arc::new(backend)
+    } else {
+        let mut log = LogConfig::default().with_fsync(fsync_policy(log_name));
+        log.segment_bytes = std::env::var("BENCH_SEGMENT_BYTES")
+            .map_or(16 << 20, |n| n.parse().expect("a segment size in bytes"));
+        log.retention_bytes = Some(64 << 20);
+        Arc::new(EmbeddedBackend::open(directory.path(), log).unwrap())
+    };
     let options = RunOptions {
         view: ViewMode::Off,
         ..RunOptions::default()
@@ -407,7 +436,7 @@ async fn once(
     let started = Instant::now();
     runnel_runtime::run(
         plan,
-        Arc::new(backend),
+        backend,
         options,
         Console::stdout(false),
         CancellationToken::new(),
