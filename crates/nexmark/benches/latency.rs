@@ -33,7 +33,8 @@
 //! (defaults 1,000,000 events and 3 runs). `BENCH_FSYNC_POLICIES` lists the fsync
 //! policies, interleaved within each run (default `always,never,10ms`); `tansu` in that
 //! list runs on a fresh tansu broker (in-memory storage, `runnel_kafka::test_broker`)
-//! through the Kafka backend instead of the embedded log; `BENCH_WARM_UP_SECONDS` leaves
+//! through the Kafka backend instead of the embedded log (`BENCH_KAFKA_SETTINGS=key=value,...`
+//! adds client settings); `BENCH_WARM_UP_SECONDS` leaves
 //! out q0 bids sent that soon after the source started (default 0; the tansu runs need it,
 //! as consumers join their group seconds after the source starts sending);
 //! `BENCH_SEGMENT_BYTES` the log's segment size (default 16 MiB); `BENCH_DIR` is
@@ -419,7 +420,16 @@ async fn once(
     let mut _broker = None;
     let backend: Arc<dyn Backend> = if log_name == "tansu" {
         let broker = Tansu::start();
-        let backend = KafkaBackend::connect(broker.config()).await.unwrap();
+        let mut config = broker.config();
+        for setting in std::env::var("BENCH_KAFKA_SETTINGS")
+            .unwrap_or_default()
+            .split(',')
+        {
+            if let Some((key, value)) = setting.split_once('=') {
+                config = config.with(key, value);
+            }
+        }
+        let backend = KafkaBackend::connect(config).await.unwrap();
         _broker = Some(broker);
         Arc::new(backend)
     } else {
