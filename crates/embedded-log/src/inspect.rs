@@ -6,7 +6,8 @@
 //! partition's last segment) ends the partition for that call; anything else that does not
 //! check out is an error naming the file and the byte position, as in the log itself. It may
 //! show a batch that is written but not yet synced (under `--fsync always`, one the writer is
-//! about to acknowledge).
+//! about to acknowledge). Records read as a read-committed consumer reads them: those of an
+//! aborted transaction never, and none from the first record of a transaction still open.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -17,7 +18,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use runnel_backend::{ConsumedRecord, PartitionOffsets};
 
-use crate::batch::{self, BatchProblem, HEADER_LEN, RecordCursor, TRANSACTIONAL_HEADER_LEN};
+use crate::batch::{
+    self, BatchProblem, Control, HEADER_LEN, RecordCursor, TRANSACTIONAL_HEADER_LEN,
+};
 use crate::error::{Error, Result};
 use crate::files;
 use crate::index;
@@ -139,14 +142,15 @@ impl LogInspector {
                 let (Some(first), Some(last)) = (bases.first(), bases.last()) else {
                     return Ok(PartitionOffsets { start: 0, end: 0 });
                 };
-                let end = scan(&directory, *last, u64::MAX, usize::MAX, &mut |_| {})?;
+                let end = scan(&directory, *last, u64::MAX, &mut |_| true)?;
                 Ok(PartitionOffsets { start: *first, end })
             })
             .collect()
     }
 
     /// Up to `max_records` records of one partition from offset `from` on (or from its
-    /// first record, if `from` is older), in offset order.
+    /// first record, if `from` is older), in offset order, as a read-committed consumer
+    /// reads them: none of an aborted transaction, none from a transaction still open on.
     ///
     /// # Errors
     ///
@@ -168,28 +172,26 @@ impl LogInspector {
         let directory = self.partition_directory(topic, partition);
         let bases = segment_bases(&directory)?;
         let name: Arc<str> = Arc::from(topic);
-        let mut records = Vec::new();
+        let mut committed = ReadCommitted::new(max_records);
         let first = bases
             .partition_point(|base| *base <= from)
             .saturating_sub(1);
         for base in &bases[first..] {
-            if records.len() >= max_records {
+            if committed.is_full() {
                 break;
             }
-            scan(&directory, *base, from, max_records, &mut |(
+            scan(&directory, *base, from, &mut |batch| committed.take(batch))?;
+        }
+        Ok(committed
+            .into_records()
+            .into_iter()
+            .map(|(offset, record)| ConsumedRecord {
+                topic: name.clone(),
+                partition,
                 offset,
                 record,
-            )| {
-                records.push(ConsumedRecord {
-                    topic: name.clone(),
-                    partition,
-                    offset,
-                    record,
-                });
-            })?;
-        }
-        records.truncate(max_records);
-        Ok(records)
+            })
+            .collect())
     }
 
     /// The offsets `group` committed for each partition of `topic`, indexed by partition;
@@ -264,12 +266,26 @@ fn segment_bases(directory: &Path) -> Result<Vec<u64>> {
 /// at or after offset `from` until `max_records` were handed over; returns the offset after
 /// the last complete batch. An incomplete batch ends the segment (the writer may be
 /// appending it); anything else wrong is an error.
+/// What [`scan`] hands over for each batch at or after the offset asked for.
+enum Scanned {
+    /// The batch's records at or after the offset, and the producer whose transaction they
+    /// belong to (`None` for a plain batch).
+    Records {
+        producer: Option<u64>,
+        records: Vec<(u64, runnel_backend::Record)>,
+    },
+    /// A producer's transaction ended: committed or aborted.
+    Marker { producer: u64, committed: bool },
+}
+
+/// Reads the batches of one segment from offset `from` and hands each to `found`, until
+/// `found` returns `false` or the segment ends (or a batch is still being written); returns
+/// the offset after the last batch read.
 fn scan(
     directory: &Path,
     base: u64,
     from: u64,
-    max_records: usize,
-    found: &mut dyn FnMut((u64, runnel_backend::Record)),
+    found: &mut dyn FnMut(Scanned) -> bool,
 ) -> Result<u64> {
     let path = segment_path(directory, base, LOG_EXTENSION);
     let file = match File::open(&path) {
@@ -287,8 +303,7 @@ fn scan(
         .len();
     let mut position = start_position(directory, base, from, length);
     let mut next_offset = base;
-    let mut handed = 0;
-    while position + HEADER_LEN as u64 <= length && handed < max_records {
+    while position + HEADER_LEN as u64 <= length {
         // Every batch is at least as long as a transactional header: a plain one holds a
         // record besides its header, a marker is exactly that long.
         let mut head = vec![0; TRANSACTIONAL_HEADER_LEN.min((length - position) as usize)];
@@ -316,22 +331,97 @@ fn scan(
                 return Err(corrupt(&path, position, problem));
             }
         };
-        if header.next_offset() > from && !header.is_control() {
-            let mut cursor = RecordCursor::new(Bytes::from(bytes), &header);
-            while let Some((offset, record)) = cursor
-                .next()
-                .map_err(|problem| corrupt(&path, position, problem))?
-            {
-                if offset >= from && handed < max_records {
-                    found((offset, record));
-                    handed += 1;
+        let batch_position = position;
+        position += u64::from(header.length);
+        next_offset = header.next_offset();
+        let scanned = match header.transaction {
+            Some(fields) if header.is_control() => Scanned::Marker {
+                producer: fields.producer_id,
+                committed: fields.control == Control::Commit,
+            },
+            _ if header.next_offset() <= from => continue,
+            transaction => {
+                let mut records = Vec::with_capacity(header.record_count as usize);
+                let mut cursor = RecordCursor::new(Bytes::from(bytes), &header);
+                while let Some((offset, record)) = cursor
+                    .next()
+                    .map_err(|problem| corrupt(&path, batch_position, problem))?
+                {
+                    if offset >= from {
+                        records.push((offset, record));
+                    }
+                }
+                Scanned::Records {
+                    producer: transaction.map(|fields| fields.producer_id),
+                    records,
+                }
+            }
+        };
+        if !found(scanned) {
+            break;
+        }
+    }
+    Ok(next_offset)
+}
+
+/// Records in offset order as a read-committed consumer sees them: plain records at once,
+/// a transaction's records once its commit marker is read, an aborted transaction's never,
+/// and nothing from the first record of a transaction still open on (the last stable
+/// offset).
+struct ReadCommitted {
+    /// Records read in offset order, each with the producer whose marker it still waits
+    /// for (`None` once it can be handed out).
+    queue: std::collections::VecDeque<(Option<u64>, u64, runnel_backend::Record)>,
+    out: Vec<(u64, runnel_backend::Record)>,
+    max_records: usize,
+}
+
+impl ReadCommitted {
+    fn new(max_records: usize) -> Self {
+        ReadCommitted {
+            queue: std::collections::VecDeque::new(),
+            out: Vec::new(),
+            max_records,
+        }
+    }
+
+    fn is_full(&self) -> bool {
+        self.out.len() >= self.max_records
+    }
+
+    /// Takes one scanned batch; returns whether more are wanted.
+    fn take(&mut self, scanned: Scanned) -> bool {
+        match scanned {
+            Scanned::Records { producer, records } => self.queue.extend(
+                records
+                    .into_iter()
+                    .map(|(offset, record)| (producer, offset, record)),
+            ),
+            Scanned::Marker {
+                producer,
+                committed,
+            } => {
+                if committed {
+                    for entry in &mut self.queue {
+                        if entry.0 == Some(producer) {
+                            entry.0 = None;
+                        }
+                    }
+                } else {
+                    self.queue.retain(|entry| entry.0 != Some(producer));
                 }
             }
         }
-        next_offset = header.next_offset();
-        position += u64::from(header.length);
+        while !self.is_full() && self.queue.front().is_some_and(|entry| entry.0.is_none()) {
+            let (_, offset, record) = self.queue.pop_front().expect("the front entry exists");
+            self.out.push((offset, record));
+        }
+        !self.is_full()
     }
-    Ok(next_offset)
+
+    fn into_records(self) -> Vec<(u64, runnel_backend::Record)> {
+        self.out
+    }
 }
 
 /// Where to start reading a segment for offset `from`: the index's entry at or before it,

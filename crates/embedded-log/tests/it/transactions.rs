@@ -498,3 +498,50 @@ async fn a_transaction_timeout_that_is_not_a_duration_is_refused() {
         "setting 'transaction.timeout.ms' is 'soon', expected a positive number of milliseconds"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_inspector_shows_what_read_committed_readers_see() {
+    let directory = tempfile::tempdir().unwrap();
+    let backend = EmbeddedBackend::open(directory.path(), LogConfig::default()).unwrap();
+    backend.create_topic(&TopicSpec::new("t", 1)).await.unwrap();
+    let producer = backend
+        .transactional_producer(&TransactionConfig::new("p"))
+        .await
+        .unwrap();
+    let send = |value: &'static str| {
+        let producer = producer.clone();
+        async move { drop(producer.send("t", 0, Record::new(value)).await.unwrap()) }
+    };
+    send("aborted").await;
+    send_plain(&backend, "t", "plain-1").await;
+    producer.abort().await.unwrap();
+    send("committed-1").await;
+    send_plain(&backend, "t", "plain-2").await;
+    send("committed-2").await;
+    producer.commit(&[]).await.unwrap();
+    send("open").await;
+    send_plain(&backend, "t", "after-open").await;
+
+    let inspector = runnel_embedded_log::LogInspector::new(directory.path()).unwrap();
+    let values = |from: u64, max: usize| -> Vec<String> {
+        inspector
+            .read("t", 0, from, max)
+            .unwrap()
+            .iter()
+            .map(|consumed| {
+                String::from_utf8(consumed.record.value.as_deref().unwrap().to_vec()).unwrap()
+            })
+            .collect()
+    };
+    let committed = read_all(&backend, "t", Isolation::ReadCommitted).await;
+    assert_eq!(
+        values_of(&committed),
+        ["plain-1", "committed-1", "plain-2", "committed-2"]
+    );
+    // The same as a read-committed reader: no aborted record, committed ones in offset
+    // order, nothing from the open transaction on.
+    assert_eq!(values(0, 100), values_of(&committed));
+    assert_eq!(values(0, 2), ["plain-1", "committed-1"]);
+    let offsets: Vec<u64> = committed.iter().map(|(_, offset, _)| *offset).collect();
+    assert_eq!(values(offsets[2], 100), ["plain-2", "committed-2"]);
+}
