@@ -171,6 +171,27 @@ impl Drop for Running {
     }
 }
 
+/// Polls `condition` every 50 ms until it holds, failing the test with `what` after `limit`.
+///
+/// ```
+/// use std::time::Duration;
+/// let mut polls = 0;
+/// runnel_app_test::wait_until(Duration::from_secs(5), "the third poll", || {
+///     polls += 1;
+///     polls == 3
+/// });
+/// ```
+pub fn wait_until(limit: Duration, what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !condition() {
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not happen within {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// The embedded log of an app's data directory (after the app stopped, or beside it).
 pub fn open(data_dir: &Path) -> EmbeddedBackend {
     EmbeddedBackend::open(data_dir, LogConfig::default()).expect("the data directory opens")

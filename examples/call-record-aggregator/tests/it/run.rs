@@ -1,9 +1,10 @@
 use std::collections::BTreeMap;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use call_record_aggregator::model::{CallRecord, CallStats, InvalidRecord};
 use runnel::window::Pane;
+use runnel_app_test::wait_until;
 use runnel_app_test::{Running, open, read_values};
 use runnel_embedded_log::LogInspector;
 
@@ -14,14 +15,6 @@ fn records_in(inspector: &LogInspector, topic: &str) -> u64 {
         .offsets(topic)
         .map(|offsets| offsets.iter().map(|o| o.end).sum())
         .unwrap_or(0)
-}
-
-fn until(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !condition() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -91,12 +84,14 @@ async fn calls_from_every_producer_are_split_and_aggregated_in_windows_of_the_gi
     assert_eq!(answer, r#"{"accepted":5}"#);
 
     let inspector = LogInspector::new(data.path()).unwrap();
-    until("every record is split", || {
+    wait_until(Duration::from_secs(60), "every record is split", || {
         records_in(&inspector, "valid-call-records")
             + records_in(&inspector, "invalid-call-records")
             == 1005
     });
-    until("windows fire", || records_in(&inspector, "call-stats") >= 2);
+    wait_until(Duration::from_secs(60), "windows fire", || {
+        records_in(&inspector, "call-stats") >= 2
+    });
     let pid = running.child.id().to_string();
     assert!(
         Command::new("kill")

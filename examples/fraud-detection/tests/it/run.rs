@@ -4,14 +4,16 @@
 //! scores with v2 without being sent a model again.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use fraud_detection::model::{MerchantReport, ScoredTransaction};
 use runnel::window::Pane;
 use runnel_onnx::ModelEvent;
 
 use crate::support::{
-    App, Reference, model_body, post, post_json, post_lines, read_running, scenario, stop, until,
+    App, Reference, model_body, post, post_json, post_lines, read_running, scenario, stop,
 };
+use runnel_app_test::wait_until;
 
 /// Transactions scored with v1 before invalid models arrive, and after.
 const BEFORE_INVALID: usize = 150;
@@ -26,7 +28,9 @@ async fn models_swap_mid_run_invalid_ones_are_rejected_and_frauds_are_flagged() 
 
     let answer = post(&app.models, &model_body("1", "lr.onnx"));
     assert_eq!(answer.0, 200, "{answer:?}");
-    until("v1 serves", || events(&app).len() == 1);
+    wait_until(Duration::from_secs(60), "v1 serves", || {
+        events(&app).len() == 1
+    });
     for transaction in &transactions[..BEFORE_INVALID] {
         let (status, answer) = post_json(&app.transactions, transaction);
         assert_eq!(status, 200, "{answer}");
@@ -41,23 +45,29 @@ async fn models_swap_mid_run_invalid_ones_are_rejected_and_frauds_are_flagged() 
     let corrupt = r#"{"name": "fraud", "version": "corrupt", "onnx": "bm90IGEgbW9kZWw=",
                       "input_shape": [-1, 7], "output_shape": [-1, 2]}"#;
     assert_eq!(post(&app.models, corrupt).0, 200);
-    until("both are rejected", || events(&app).len() == 3);
+    wait_until(Duration::from_secs(60), "both are rejected", || {
+        events(&app).len() == 3
+    });
     for transaction in &transactions[BEFORE_INVALID..BEFORE_V2] {
         assert_eq!(post_json(&app.transactions, transaction).0, 200);
     }
-    until("the first part is scored", || {
+    wait_until(Duration::from_secs(60), "the first part is scored", || {
         scored(&app).len() == BEFORE_V2
     });
 
     // Model v2 mid-run; the rest arrive as newline-delimited JSON.
     assert_eq!(post(&app.models, &model_body("2", "gbt.onnx")).0, 200);
-    until("v2 serves", || events(&app).len() == 4);
+    wait_until(Duration::from_secs(60), "v2 serves", || {
+        events(&app).len() == 4
+    });
     let (status, answer) = post_lines(&app.lines, &transactions[BEFORE_V2..]);
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["accepted"], transactions.len() - BEFORE_V2);
-    until("every transaction is scored", || {
-        scored(&app).len() == transactions.len()
-    });
+    wait_until(
+        Duration::from_secs(60),
+        "every transaction is scored",
+        || scored(&app).len() == transactions.len(),
+    );
     let reports: Vec<Pane<String, MerchantReport>> = read_running(&app.data, "merchant-reports");
     let events = events(&app);
     stop(app);
@@ -155,11 +165,15 @@ async fn models_swap_mid_run_invalid_ones_are_rejected_and_frauds_are_flagged() 
     late.id = "after-restart".to_owned();
     late.timestamp = transactions.last().unwrap().timestamp + 60_000;
     assert_eq!(post_json(&app.transactions, &late).0, 200);
-    until("the new transaction is scored", || {
-        scored(&app)
-            .iter()
-            .any(|s| s.transaction.id == "after-restart")
-    });
+    wait_until(
+        Duration::from_secs(60),
+        "the new transaction is scored",
+        || {
+            scored(&app)
+                .iter()
+                .any(|s| s.transaction.id == "after-restart")
+        },
+    );
     let rescored = scored(&app)
         .into_iter()
         .find(|s| s.transaction.id == "after-restart")

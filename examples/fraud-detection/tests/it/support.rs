@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fraud_detection::model::Transaction;
 use runnel_app_test::{Running, decode};
@@ -164,13 +164,4 @@ pub(crate) fn read_running<T: Data>(data: &Path, topic: &str) -> Vec<T> {
         .flat_map(|partition| inspector.read(topic, partition, 0, usize::MAX).unwrap())
         .map(|record| decode(record.record.value.as_deref().expect("a non-null value")))
         .collect()
-}
-
-/// Waits until `condition` holds; panics after 60 s.
-pub(crate) fn until(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !condition() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }

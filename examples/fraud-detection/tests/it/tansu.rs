@@ -17,6 +17,7 @@ use runnel_onnx::ModelEvent;
 use runnel_streamlet::Data;
 
 use crate::support::{BLUEPRINT, Reference, model_body, post, post_json, post_lines, scenario};
+use runnel_app_test::wait_until;
 
 /// Every instance of the blueprint; the first three serve HTTP.
 const INSTANCES: [&str; 10] = [
@@ -93,14 +94,6 @@ fn read<T: Data>(broker: &Tansu, topic: &str) -> Vec<T> {
     values
 }
 
-fn until(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !condition() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(250));
-    }
-}
-
 #[test]
 fn on_kafka_with_one_process_per_streamlet_models_swap_and_frauds_are_flagged() {
     let broker = Tansu::start();
@@ -115,26 +108,40 @@ fn on_kafka_with_one_process_per_streamlet_models_swap_and_frauds_are_flagged() 
     let scored = || read::<ScoredTransaction>(&broker, "scored");
 
     assert_eq!(post(&models, &model_body("1", "lr.onnx")).0, 200);
-    until("v1 serves", || events().len() == 1);
+    wait_until(Duration::from_secs(120), "v1 serves", || {
+        events().len() == 1
+    });
     assert_eq!(
         post(&models, &model_body("wrong-input", "five-features.onnx")).0,
         200
     );
-    until("the invalid model is rejected", || events().len() == 2);
+    wait_until(
+        Duration::from_secs(120),
+        "the invalid model is rejected",
+        || events().len() == 2,
+    );
     for transaction in &transactions[..BEFORE_V2] {
         let (status, answer) = post_json(&json, transaction);
         assert_eq!(status, 200, "{answer}");
     }
-    until("the first part is scored", || scored().len() >= BEFORE_V2);
+    wait_until(Duration::from_secs(120), "the first part is scored", || {
+        scored().len() >= BEFORE_V2
+    });
     assert_eq!(post(&models, &model_body("2", "gbt.onnx")).0, 200);
-    until("v2 serves", || events().len() == 3);
+    wait_until(Duration::from_secs(120), "v2 serves", || {
+        events().len() == 3
+    });
     let (status, answer) = post_lines(&lines, &transactions[BEFORE_V2..]);
     assert_eq!(status, 200, "{answer}");
-    until("every transaction is scored", || {
-        let ids: std::collections::BTreeSet<String> =
-            scored().into_iter().map(|s| s.transaction.id).collect();
-        ids.len() == transactions.len()
-    });
+    wait_until(
+        Duration::from_secs(120),
+        "every transaction is scored",
+        || {
+            let ids: std::collections::BTreeSet<String> =
+                scored().into_iter().map(|s| s.transaction.id).collect();
+            ids.len() == transactions.len()
+        },
+    );
     drop(processes); // kills every process
 
     let events = events();

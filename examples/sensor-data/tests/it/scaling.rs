@@ -2,13 +2,14 @@ use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use runnel_kafka::test_broker::Tansu;
 use sensor_data::model::Metric;
 
 use crate::kafka_support::{app_on, arrivals, at_least, read_topic};
 use crate::support::{BLUEPRINT, decode, run_to_end, stderr_of};
+use runnel_app_test::wait_until;
 
 const READINGS: i64 = 6_000;
 
@@ -71,18 +72,6 @@ impl Drop for Member {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
-    }
-}
-
-/// Waits until `condition` holds, failing the test after `limit`.
-fn wait_until(limit: Duration, what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !condition() {
-        assert!(
-            Instant::now() < deadline,
-            "{what} did not happen within {limit:?}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
     }
 }
 

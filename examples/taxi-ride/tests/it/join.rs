@@ -1,8 +1,9 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use runnel_app_test::wait_until;
 use runnel_app_test::{Running, open, read_values};
 use runnel_embedded_log::LogInspector;
 use taxi_ride::model::{TaxiFare, TaxiRide, TaxiRideFare};
@@ -64,14 +65,6 @@ fn post_file(url: &str, file: &str) -> String {
         .unwrap()
 }
 
-fn until(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !condition() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 fn records(inspector: &LogInspector, topic: &str) -> u64 {
     inspector
         .offsets(topic)
@@ -89,18 +82,23 @@ async fn rides_and_fares_join_across_a_kill_and_unmatched_halves_are_given_up_on
     assert_eq!(post_file(&rides_url, "rides.jsonl"), r#"{"accepted":196}"#);
     let inspector = LogInspector::new(data.path()).unwrap();
     // Offsets of a checkpointed streamlet are committed only with its state.
-    until("the join checkpointed every ride", || {
-        inspector
-            .committed("taxi-ride.processor.rides", "rides")
-            .map(|committed| committed.iter().flatten().sum::<u64>() == 196)
-            .unwrap_or(false)
-    });
+    wait_until(
+        Duration::from_secs(60),
+        "the join checkpointed every ride",
+        || {
+            inspector
+                .committed("taxi-ride.processor.rides", "rides")
+                .map(|committed| committed.iter().flatten().sum::<u64>() == 196)
+                .unwrap_or(false)
+        },
+    );
     running.child.kill().unwrap(); // SIGKILL: no final checkpoint
     running.child.wait().unwrap();
 
     let (mut running, _, fares_url) = start(data.path());
     assert_eq!(post_file(&fares_url, "fares.jsonl"), r#"{"accepted":97}"#);
-    until(
+    wait_until(
+        Duration::from_secs(60),
         "every pair is joined and every lone half given up on",
         || {
             records(&inspector, "rides-with-fares") == 95
