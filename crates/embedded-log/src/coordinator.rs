@@ -266,10 +266,12 @@ impl Coordinator {
 
     /// Ends `id`'s decided transaction once its markers and offsets are durable: records
     /// the aborted ranges (dropping those retention made moot, per `start_of`) and empties
-    /// the phase. Durable.
+    /// the phase. Durable. A completion by a producer fenced since (`fields` of an older
+    /// epoch, finishing late on a blocking thread) leaves the newer producer's entry alone.
     pub(crate) fn complete(
         &self,
         id: &str,
+        fields: TransactionFields,
         aborted: Vec<(PartitionKey, AbortedRange)>,
         start_of: impl Fn(&PartitionKey) -> Option<u64>,
     ) -> Result<()> {
@@ -280,7 +282,11 @@ impl Coordinator {
             .aborted
             .retain(|(key, range)| start_of(key).is_some_and(|start| range.marker >= start));
         let mut changed = state.aborted.len() != before;
-        if let Some(entry) = state.producers.get_mut(id) {
+        if let Some(entry) = state
+            .producers
+            .get_mut(id)
+            .filter(|entry| entry.producer_id == fields.producer_id && entry.epoch == fields.epoch)
+        {
             changed |= !entry.partitions.is_empty() || !entry.offsets.is_empty();
             entry.phase = Phase::Empty;
             entry.partitions.clear();

@@ -317,34 +317,35 @@ pub(crate) async fn finish(
             .or_default()
             .push((topic, partition, offset));
     }
-    let stored = {
-        let shared = shared.clone();
-        let id = id.to_owned();
-        let work = move || -> Result<(), Error> {
-            for (group, offsets) in &groups {
-                shared.offsets.commit(group, offsets)?;
-            }
-            shared
-                .coordinator
-                .complete(&id, aborted, |(topic, number)| {
-                    shared.partition(topic, *number).ok().map(|p| p.start())
-                })
-        };
-        match context {
-            Context::Async => blocking(work).await.map_err(|_| Error::Closed)?,
-            Context::Blocking => work(),
-        }
-    };
-    stored?;
-    for (partition, _, marker) in ended {
-        let aborted_at = (decided.fields.control == Control::Abort).then_some(marker);
+    // The partitions learn that the transaction ended before the coordinator forgets it:
+    // a caller dropped between the two leaves the transaction decided, and the next
+    // producer with the id finishes it again (the steps are idempotent), instead of
+    // leaving readers held at a transaction nobody will end.
+    for (partition, _, marker) in &ended {
+        let aborted_at = (decided.fields.control == Control::Abort).then_some(*marker);
         let mut transactions = lock(&partition.transactions);
         transactions.close(producer_id, aborted_at);
         transactions.forget_before(partition.start());
         drop(transactions);
         partition.wake_readers();
     }
-    Ok(())
+    let shared = shared.clone();
+    let id = id.to_owned();
+    let fields = decided.fields;
+    let work = move || -> Result<(), Error> {
+        for (group, offsets) in &groups {
+            shared.offsets.commit(group, offsets)?;
+        }
+        shared
+            .coordinator
+            .complete(&id, fields, aborted, |(topic, number)| {
+                shared.partition(topic, *number).ok().map(|p| p.start())
+            })
+    };
+    match context {
+        Context::Async => blocking(work).await.map_err(|_| Error::Closed)?,
+        Context::Blocking => work(),
+    }
 }
 
 /// The producer setting that bounds how long a transaction may stay undecided, with

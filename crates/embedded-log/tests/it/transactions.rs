@@ -545,3 +545,55 @@ async fn the_inspector_shows_what_read_committed_readers_see() {
     let offsets: Vec<u64> = committed.iter().map(|(_, offset, _)| *offset).collect();
     assert_eq!(values(offsets[2], 100), ["plain-2", "committed-2"]);
 }
+
+/// A commit dropped part way (its task aborted, as when a process's runtime shuts down
+/// around it) must leave the transaction for the next producer with the id to finish: its
+/// records become readable committed, never stay held behind a transaction nobody ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_dropped_part_way_never_holds_read_committed_readers_back() {
+    let directory = tempfile::tempdir().unwrap();
+    let backend = EmbeddedBackend::open(directory.path(), LogConfig::default()).unwrap();
+    backend.create_topic(&TopicSpec::new("t", 1)).await.unwrap();
+    for attempt in 0..60u64 {
+        let producer = backend
+            .transactional_producer(&TransactionConfig::new("p"))
+            .await
+            .unwrap();
+        let value = format!("record-{attempt}");
+        drop(producer.send("t", 0, Record::new(value)).await.unwrap());
+        let committing = tokio::spawn(async move { producer.commit(&[]).await });
+        // Drop the commit at a different moment each time, from before it starts to after
+        // it ends.
+        tokio::time::sleep(Duration::from_micros(100 * attempt)).await;
+        committing.abort();
+        let _ = committing.await;
+        // The next producer finishes what the dropped commit left: committed if it had
+        // decided to commit, aborted otherwise; either way nothing stays open.
+        let successor = backend
+            .transactional_producer(&TransactionConfig::new("p"))
+            .await
+            .unwrap();
+        let end = backend.offsets("t").await.unwrap()[0].end;
+        let reader = backend
+            .consumer(&ConsumerConfig::new(format!("check-{attempt}"), ["t"]))
+            .await
+            .unwrap();
+        let reached = tokio::time::timeout(Duration::from_secs(5), async {
+            while reader
+                .positions()
+                .first()
+                .is_none_or(|(_, position)| *position < end)
+            {
+                reader.poll(100).await.unwrap();
+            }
+        })
+        .await;
+        assert!(
+            reached.is_ok(),
+            "attempt {attempt}: a read-committed reader was held before the end {end} at {:?}",
+            reader.positions()
+        );
+        reader.close().await.unwrap();
+        drop(successor);
+    }
+}
