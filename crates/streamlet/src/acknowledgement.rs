@@ -12,7 +12,11 @@
 //! A checkpointed streamlet's commits are written only with its checkpoints: a checkpoint
 //! in the queue is written once every send before it is acknowledged, with the offsets of
 //! every commit before it, and the offsets go to the consumer groups once the checkpoint
-//! is durable (see [`checkpoint`](crate::checkpoint)).
+//! is durable (see [`checkpoint`](crate::checkpoint)). An exactly-once checkpointed
+//! streamlet commits a transaction at each checkpoint instead of every commit interval: the
+//! checkpoint record joins the outputs sent before it, and the transaction commits with the
+//! offsets the checkpoint reflects; what it sent after its last checkpoint is aborted when
+//! it stops.
 //!
 //! The [`Delivery`] mode changes three things. **At-least-once** (the default) waits for
 //! every receipt as described, and also tells each consumer what is staged
@@ -38,7 +42,7 @@ use tokio::time::Instant;
 
 use crate::InstanceMetrics;
 use crate::checkpoint::{self, InletOffset};
-use crate::gate::Gate;
+use crate::gate::{Gate, HandedOut};
 
 /// How often an exactly-once commit looks whether the handed-out messages are committed.
 const QUIESCENCE_POLL: Duration = Duration::from_millis(2);
@@ -65,7 +69,11 @@ pub(crate) enum Event {
         _permit: OwnedSemaphorePermit,
     },
     /// A checkpointed streamlet saved its state, reflecting every commit before.
-    Checkpoint { state: Bytes },
+    Checkpoint {
+        state: Bytes,
+        /// Exactly-once: messages the streamlet held, uncommitted, when it saved.
+        held: usize,
+    },
     /// The streamlet returned: commit what is staged (or, in exactly-once mode after a
     /// failure, abort) and stop.
     Finish {
@@ -82,6 +90,8 @@ pub(crate) struct Acknowledgements {
     messages: Arc<Semaphore>,
     /// Closed while an exactly-once commit waits for handed-out messages.
     gate: Option<Arc<Gate>>,
+    /// Exactly-once: closed from a checkpoint's save until its transaction is committed.
+    sending: Option<Arc<Gate>>,
 }
 
 impl Acknowledgements {
@@ -95,6 +105,7 @@ impl Acknowledgements {
             events,
             sends: Arc::new(Semaphore::new(max_unacknowledged_sends.max(1))),
             messages: Arc::new(Semaphore::new(max_uncommitted_messages.max(1))),
+            sending: gate.as_ref().map(|_| Arc::new(Gate::default())),
             gate,
         };
         (acknowledgements, receiver)
@@ -105,8 +116,17 @@ impl Acknowledgements {
         self.messages.clone()
     }
 
-    /// Waits for room for one more unacknowledged send.
+    /// The gate that holds sends back while an exactly-once checkpoint commits.
+    pub(crate) fn sending(&self) -> Option<Arc<Gate>> {
+        self.sending.clone()
+    }
+
+    /// Waits for room for one more unacknowledged send (and, in exactly-once mode, until no
+    /// checkpoint is being committed).
     pub(crate) async fn send_permit(&self) -> OwnedSemaphorePermit {
+        if let Some(sending) = &self.sending {
+            sending.wait_open().await;
+        }
         self.sends
             .clone()
             .acquire_owned()
@@ -161,8 +181,19 @@ impl Acknowledgements {
         });
     }
 
+    /// Counts a message as held by the streamlet until the returned guard is dropped
+    /// (exactly-once only; otherwise it counts nothing).
+    pub(crate) fn hand_out(&self) -> HandedOut {
+        HandedOut::new(self.gate.as_ref())
+    }
+
     pub(crate) fn checkpoint(&self, state: Bytes) {
-        let _ = self.events.send(Event::Checkpoint { state });
+        let held = self.gate.as_ref().map_or(0, |gate| gate.held());
+        if let Some(sending) = &self.sending {
+            // Opened by the committer once the checkpoint's transaction is committed.
+            sending.close();
+        }
+        let _ = self.events.send(Event::Checkpoint { state, held });
     }
 
     pub(crate) fn finish(&self, succeeded: bool) {
@@ -182,6 +213,12 @@ pub(crate) enum CommitError {
     /// The transaction could not be committed; it was aborted.
     #[error("committing the transaction of outputs and input offsets failed")]
     Transaction(#[source] runnel_backend::Error),
+    /// An exactly-once streamlet saved a checkpoint while it held messages it had not
+    /// committed, whose outputs the transaction would commit without their inputs.
+    #[error(
+        "the streamlet saved a checkpoint while holding {held} message(s) it had not committed or rejected; an exactly-once streamlet must settle every message it was handed before it saves"
+    )]
+    HeldAtCheckpoint { held: usize },
     /// The checkpoint could not be written.
     #[error("writing a checkpoint to topic '{topic}' failed")]
     Checkpoint {
@@ -212,6 +249,8 @@ pub(crate) enum Mode {
     ExactlyOnce {
         producer: Arc<dyn TransactionalProducer>,
         gate: Arc<Gate>,
+        /// Holds sends back from a checkpoint's save until its transaction commits.
+        sending: Arc<Gate>,
         /// The semaphore of handed-out messages, and how many permits it has in all.
         messages: Arc<Semaphore>,
         max_messages: usize,
@@ -335,7 +374,7 @@ impl Committer {
     async fn handle(&mut self, event: Event) -> Result<Option<bool>, CommitError> {
         match event {
             Event::Finish { succeeded } => return Ok(Some(succeeded)),
-            Event::Checkpoint { state } => self.checkpoint(state).await?,
+            Event::Checkpoint { state, held } => self.checkpoint(state, held).await?,
             Event::Sent { receipt, _permit } => match self.mode {
                 Mode::AtLeastOnce => {
                     receipt.await.map_err(CommitError::Delivery)?;
@@ -405,8 +444,15 @@ impl Committer {
         events: &mut mpsc::UnboundedReceiver<Event>,
     ) -> Result<(), CommitError> {
         if let Mode::ExactlyOnce { producer, .. } = &self.mode
-            && !succeeded
+            && (!succeeded || self.checkpoints.is_some())
         {
+            // A checkpointed instance commits only with its checkpoints: what it sent after
+            // the last one is produced again from the inputs after a restart.
+            if succeeded && self.pending {
+                tracing::warn!(
+                    "outputs sent after the last checkpoint are discarded: the streamlet returned without saving one"
+                );
+            }
             return producer.abort().await.map_err(CommitError::Transaction);
         }
         if self.checkpoints.is_some() {
@@ -426,6 +472,7 @@ impl Committer {
             gate,
             messages,
             max_messages,
+            ..
         } = self.mode.clone()
         else {
             self.write_to_groups().await?;
@@ -497,11 +544,22 @@ impl Committer {
     }
 
     /// Writes a checkpoint of `state` with every offset staged so far, waits until it is
-    /// durable, then commits those offsets to the consumer groups.
-    async fn checkpoint(&mut self, state: Bytes) -> Result<(), CommitError> {
+    /// durable, then commits those offsets to the consumer groups. Exactly-once: the
+    /// checkpoint goes into the open transaction, which then commits with the offsets, so
+    /// outputs, state and input offsets become visible together or not at all.
+    async fn checkpoint(&mut self, state: Bytes, held: usize) -> Result<(), CommitError> {
         let Some(writer) = &mut self.checkpoints else {
             return Ok(()); // not a checkpointed instance: nothing to write
         };
+        let transaction = match &self.mode {
+            Mode::ExactlyOnce {
+                producer, sending, ..
+            } => Some((producer.clone(), sending.clone())),
+            _ => None,
+        };
+        if transaction.is_some() && held > 0 {
+            return Err(CommitError::HeldAtCheckpoint { held });
+        }
         let mut offsets = Vec::new();
         for (inlet, target) in self.targets.iter().enumerate() {
             let known = &mut writer.offsets[inlet];
@@ -526,6 +584,14 @@ impl Committer {
             .send(&writer.topic, 0, record)
             .await
             .map_err(failed)?;
+        if let Some((producer, sending)) = transaction {
+            // The transaction's commit waits for the checkpoint with every other record.
+            drop(receipt);
+            self.pending = true;
+            let committed = self.commit_transaction(&*producer).await;
+            sending.open();
+            return committed;
+        }
         receipt.await.map_err(failed)?;
         self.write_to_groups().await
     }

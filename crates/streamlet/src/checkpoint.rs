@@ -10,7 +10,9 @@
 //! offsets to the consumer groups. One record is one atomic unit: after a crash the last
 //! checkpoint holds a state and exactly the inputs it reflects. On restart the host reads
 //! the last checkpoint, positions every inlet at its offsets, and hands the state back
-//! ([`Checkpoints::restored`]).
+//! ([`Checkpoints::restored`]). An exactly-once instance writes each checkpoint in the
+//! transaction of the outputs sent before it, with the offsets, and restores from the last
+//! committed one (readers read committed, so an aborted checkpoint is never restored).
 //!
 //! The checkpoint topic is `<app>.<instance>.checkpoints`, one partition. A record's value
 //! is the state (opaque bytes, the streamlet's own format); its key is the instance name;
@@ -19,7 +21,9 @@
 //! offset to read), and `runnel.checkpoint.format` is `1`.
 
 use bytes::Bytes;
-use runnel_backend::{Backend, ConsumerConfig, Record};
+use std::time::Duration;
+
+use runnel_backend::{Backend, ConsumedRecord, Consumer, ConsumerConfig, Record};
 use serde::{Deserialize, Serialize};
 
 use crate::acknowledgement::Acknowledgements;
@@ -133,6 +137,11 @@ impl Checkpoints {
     /// Saves `state` as reflecting every input committed before this call. It is written
     /// once every output sent before it is acknowledged; those input offsets are committed
     /// with it, atomically. Returns at once.
+    ///
+    /// An exactly-once streamlet's save also commits its transaction: the outputs sent
+    /// before it, the checkpoint and the offsets become visible together, and its next send
+    /// waits until they have. It must hold no uncommitted message when it saves (the
+    /// instance fails if it does).
     pub fn save(&self, state: impl Into<Bytes>) {
         self.acknowledgements.checkpoint(state.into());
     }
@@ -147,7 +156,13 @@ pub(crate) fn record(instance: &str, state: Bytes, offsets: &[InletOffset]) -> R
         .with_header(OFFSETS_HEADER, offsets)
 }
 
-/// The last checkpoint in `topic`, if any.
+/// How long reading the checkpoint topic waits for records before taking what it read as
+/// everything there is (a Kafka reader does not move past a final transaction marker).
+const READ_QUIET: Duration = Duration::from_secs(2);
+
+/// The last checkpoint in `topic`, if any. Read committed: after an exactly-once instance
+/// crashed, the checkpoint of its aborted transaction is not the last one, so the reader
+/// looks further back from the end until it finds a committed one.
 pub(crate) async fn read_last(
     backend: &dyn Backend,
     topic: &str,
@@ -160,24 +175,35 @@ pub(crate) async fn read_last(
     let Some(partition) = ends.first() else {
         return Ok(None);
     };
-    if partition.end == 0 || partition.end <= partition.start {
+    if partition.end <= partition.start {
         return Ok(None);
     }
-    let last = partition.end - 1;
     let reader = backend
         .consumer(&ConsumerConfig::new(format!("{topic}.reader"), [topic]))
         .await
         .map_err(read)?;
-    reader.seek(topic, 0, last).await.map_err(read)?;
-    let records = reader.poll(1).await.map_err(read)?;
+    // Usually the last record is the last checkpoint; transaction markers and aborted
+    // checkpoints can come after it.
+    let mut window = 1;
+    let last = loop {
+        let from = partition.end.saturating_sub(window).max(partition.start);
+        reader.seek(topic, 0, from).await.map_err(read)?;
+        let last = last_record(&*reader, topic, partition.end)
+            .await
+            .map_err(read)?;
+        if last.is_some() || from == partition.start {
+            break last;
+        }
+        window = window.saturating_mul(8);
+    };
     reader.close().await.map_err(read)?;
+    let Some(consumed) = last else {
+        return Ok(None); // nothing but aborted checkpoints
+    };
     let invalid = |reason: String| CheckpointError::Invalid {
         topic: topic.to_owned(),
-        offset: last,
+        offset: consumed.offset,
         reason,
-    };
-    let Some(consumed) = records.into_iter().next() else {
-        return Err(invalid("it could not be read".to_owned()));
     };
     let headers = &consumed.record.headers;
     if headers.get_str(FORMAT_HEADER) != Some(FORMAT) {
@@ -187,8 +213,31 @@ pub(crate) async fn read_last(
         .get(OFFSETS_HEADER)
         .ok_or_else(|| invalid(format!("header {OFFSETS_HEADER} is missing")))?;
     let offsets = serde_json::from_slice(offsets).map_err(|error| invalid(error.to_string()))?;
-    let state = consumed.record.value.ok_or_else(|| {
+    let state = consumed.record.value.clone().ok_or_else(|| {
         invalid("its value is null, where a checkpoint holds the state".to_owned())
     })?;
     Ok(Some(Restored { state, offsets }))
+}
+
+/// The last record `reader` reads from its position up to `end` of partition 0.
+async fn last_record(
+    reader: &dyn Consumer,
+    topic: &str,
+    end: u64,
+) -> runnel_backend::Result<Option<ConsumedRecord>> {
+    let mut last = None;
+    loop {
+        let position = reader
+            .positions()
+            .into_iter()
+            .find(|(partition, _)| &*partition.topic == topic && partition.partition == 0)
+            .map(|(_, position)| position);
+        if position.is_some_and(|position| position >= end) {
+            return Ok(last);
+        }
+        match tokio::time::timeout(READ_QUIET, reader.poll(16)).await {
+            Ok(records) => last = records?.into_iter().last().or(last),
+            Err(_) => return Ok(last),
+        }
+    }
 }

@@ -7,22 +7,34 @@
 //! looking at the gate, and both sides look under the gate's lock, so either the committer
 //! sees the permit taken (and waits for that message's commit) or the inlet sees the gate
 //! closed (and gives the permit back).
+//!
+//! A second gate holds back sends while an exactly-once checkpoint is being committed: the
+//! transaction takes every record sent until it commits, so a record sent after the
+//! streamlet saved its state must wait for the next one.
+//!
+//! The gate also counts the messages the streamlet holds, handed out and not yet committed
+//! or rejected ([`HandedOut`]): an exactly-once checkpoint must reflect all of them, since a
+//! transaction committed with it would otherwise hold outputs of inputs it does not commit.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::Notify;
 
 /// Open or closed, with a way to wait for it to open.
 #[derive(Debug, Default)]
 pub(crate) struct Gate {
-    closed: Mutex<bool>,
+    /// How many closes are not yet matched by an open: the gate is open at zero.
+    closed: Mutex<usize>,
     opened: Notify,
+    /// Messages handed to the streamlet and not yet committed or rejected by it.
+    held: AtomicUsize,
 }
 
 impl Gate {
     /// Whether new messages may be handed out now.
     pub(crate) fn is_open(&self) -> bool {
-        !*self.closed.lock().unwrap_or_else(PoisonError::into_inner)
+        *self.closed.lock().unwrap_or_else(PoisonError::into_inner) == 0
     }
 
     /// Waits until the gate is open.
@@ -38,15 +50,49 @@ impl Gate {
         }
     }
 
-    /// Stops new messages from being handed out.
+    /// Closes the gate until a matching [`open`](Self::open): with several closes, it opens
+    /// once each was matched.
     pub(crate) fn close(&self) {
-        *self.closed.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        *self.closed.lock().unwrap_or_else(PoisonError::into_inner) += 1;
     }
 
-    /// Lets messages be handed out again, waking every waiting inlet.
+    /// Matches one [`close`](Self::close); the last one opens the gate and wakes every
+    /// waiter.
     pub(crate) fn open(&self) {
-        *self.closed.lock().unwrap_or_else(PoisonError::into_inner) = false;
-        self.opened.notify_waiters();
+        let mut closed = self.closed.lock().unwrap_or_else(PoisonError::into_inner);
+        *closed = closed.saturating_sub(1);
+        if *closed == 0 {
+            self.opened.notify_waiters();
+        }
+    }
+
+    /// How many messages the streamlet holds: handed out, not committed or rejected yet.
+    pub(crate) fn held(&self) -> usize {
+        self.held.load(Ordering::Acquire)
+    }
+}
+
+/// One message held by the streamlet, counted by its gate until this is dropped (when the
+/// message is committed, rejected or dropped). Without a gate (not exactly-once) it counts
+/// nothing and costs nothing.
+#[derive(Debug)]
+pub(crate) struct HandedOut(Option<Arc<Gate>>);
+
+impl HandedOut {
+    /// Counts one more message held, when there is a gate.
+    pub(crate) fn new(gate: Option<&Arc<Gate>>) -> Self {
+        if let Some(gate) = gate {
+            gate.held.fetch_add(1, Ordering::AcqRel);
+        }
+        HandedOut(gate.cloned())
+    }
+}
+
+impl Drop for HandedOut {
+    fn drop(&mut self) {
+        if let Some(gate) = &self.0 {
+            gate.held.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 }
 
@@ -68,5 +114,29 @@ mod tests {
         gate.open();
         waiter.await.unwrap();
         assert!(gate.is_open());
+    }
+
+    #[test]
+    fn a_gate_closed_twice_opens_on_the_second_open() {
+        let gate = Gate::default();
+        gate.close();
+        gate.close();
+        gate.open();
+        assert!(!gate.is_open());
+        gate.open();
+        assert!(gate.is_open());
+    }
+
+    #[test]
+    fn held_messages_are_counted_until_dropped() {
+        let gate = Arc::new(Gate::default());
+        let first = HandedOut::new(Some(&gate));
+        let second = HandedOut::new(Some(&gate));
+        assert_eq!(gate.held(), 2);
+        drop(first);
+        assert_eq!(gate.held(), 1);
+        drop(second);
+        assert_eq!(gate.held(), 0);
+        drop(HandedOut::new(None));
     }
 }

@@ -14,7 +14,9 @@ use runnel_blueprint::parameter::ParameterValue;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::acknowledgement::{Acknowledgements, CheckpointWriter, CommitTarget, Committer, Mode};
+use crate::acknowledgement::{
+    Acknowledgements, CheckpointWriter, CommitError, CommitTarget, Committer, Mode,
+};
 use crate::checkpoint::{self, Checkpoints, checkpoint_topic};
 use crate::clock::Clock;
 use crate::dead_letter::DeadLetters;
@@ -142,12 +144,6 @@ pub async fn run_instance(
     let shape = streamlet.shape();
     let settings = wiring.settings.clone();
     let instance: Arc<str> = Arc::from(wiring.instance.as_str());
-    if shape.delivery() == Delivery::ExactlyOnce && shape.is_checkpointed() {
-        // A transaction would have to end exactly at each checkpoint; not built yet.
-        return Err(Error::msg(format!(
-            "streamlet '{instance}' asks for exactly-once delivery and checkpoints its state, which runnel does not support together yet"
-        )));
-    }
     let transaction = match shape.delivery() {
         Delivery::ExactlyOnce => {
             let id = wiring
@@ -228,13 +224,19 @@ pub async fn run_instance(
         let mut resume = BTreeMap::new();
         let saved = restored.iter().flat_map(|restored| &restored.offsets);
         for saved in saved.filter(|saved| saved.inlet == port.name && saved.topic == inlet.topic) {
-            consumer
+            // The consumer group's offsets are written only after the checkpoint, so they
+            // are never past it; the inlet skips what the checkpoint already reflects. The
+            // seek saves reading that again where the partition is assigned already (after
+            // a crash the old member may still hold it for a while).
+            if let Err(error) = consumer
                 .seek(&saved.topic, saved.partition, saved.offset)
                 .await
-                .map_err(Error::external)?;
+            {
+                tracing::debug!(%error, partition = saved.partition, "not seeking to the checkpoint");
+            }
             resume.insert(saved.partition, saved.offset);
         }
-        checkpoint_offsets.push(resume);
+        checkpoint_offsets.push(resume.clone());
         targets.push(CommitTarget {
             inlet: port.name,
             consumer: consumer.clone(),
@@ -259,6 +261,7 @@ pub async fn run_instance(
             shutdown: shutdown.clone(),
             poll_batch: settings.poll_batch,
             attempts: wiring.attempts.clone(),
+            resume,
         };
         inlets.insert(port.name, parts);
     }
@@ -310,6 +313,9 @@ pub async fn run_instance(
         (Some(producer), Some(gate)) => Mode::ExactlyOnce {
             producer,
             gate,
+            sending: acknowledgements
+                .sending()
+                .expect("exactly-once acknowledgements have a sending gate"),
             messages: acknowledgements.messages(),
             max_messages: settings.max_uncommitted_messages.max(1),
         },
@@ -352,7 +358,7 @@ pub async fn run_instance(
         committed = &mut committing => {
             // The committer only stops early on a failure; the streamlet cannot go on.
             return Err(match committed {
-                Ok(Err(error)) => Error::external(error),
+                Ok(Err(error)) => committer_failed(error),
                 Ok(Ok(())) => Error::msg("the committer stopped before the streamlet"),
                 Err(join) => Error::msg(format!("the committer panicked: {join}")),
             });
@@ -361,7 +367,7 @@ pub async fn run_instance(
     acknowledgements.finish(outcome.is_ok());
     drop(acknowledgements);
     let committed = match committing.await {
-        Ok(result) => result.map_err(Error::external),
+        Ok(result) => result.map_err(committer_failed),
         Err(join) => Err(Error::msg(format!("the committer panicked: {join}"))),
     };
     let flushed = producer.flush().await.map_err(Error::external);
@@ -380,6 +386,15 @@ async fn consumer(
         None => backend.consumer(config).await,
     }
     .map_err(Error::external)
+}
+
+/// A committer's failure as the instance's error: the backplane's fault, unless the
+/// streamlet broke the exactly-once contract (then restarting it cannot help).
+fn committer_failed(error: CommitError) -> Error {
+    match error {
+        CommitError::HeldAtCheckpoint { .. } => Error::msg(error.to_string()),
+        other => Error::external(other),
+    }
 }
 
 fn not_connected(instance: &str, kind: &str, port: &str) -> Error {

@@ -1,6 +1,6 @@
 //! [`InletStream`]: the records of one inlet, decoded, one [`Message`] at a time.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use runnel_backend::{Backend, ConsumedRecord, Consumer, TopicPartition};
@@ -34,6 +34,9 @@ pub(crate) struct InletParts {
     pub(crate) shutdown: CancellationToken,
     pub(crate) poll_batch: usize,
     pub(crate) attempts: Arc<FailedAttempts>,
+    /// Per partition, the first offset not yet reflected in the restored checkpoint:
+    /// records before it are skipped, wherever the consumer group starts reading.
+    pub(crate) resume: BTreeMap<u32, u64>,
 }
 
 /// The records arriving on one inlet, decoded.
@@ -107,7 +110,23 @@ impl<T: Data> InletStream<T> {
                 biased;
                 () = self.parts.shutdown.cancelled() => return Ok(None),
                 polled = self.parts.consumer.poll(self.parts.poll_batch) => {
-                    self.buffer.extend(polled.map_err(Error::external)?);
+                    let polled = polled.map_err(Error::external)?;
+                    if self.parts.resume.is_empty() {
+                        self.buffer.extend(polled);
+                    } else {
+                        let resume = &mut self.parts.resume;
+                        for consumed in polled {
+                            match resume.get(&consumed.partition) {
+                                Some(&first) if consumed.offset < first => continue,
+                                Some(_) => {
+                                    // Past the checkpoint: nothing more to skip here.
+                                    resume.remove(&consumed.partition);
+                                }
+                                None => {}
+                            }
+                            self.buffer.push_back(consumed);
+                        }
+                    }
                 }
                 changed = self.parts.end_of_input.changed(), if watching_end => {
                     // A dropped sender means nobody will ever declare the end.

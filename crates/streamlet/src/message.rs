@@ -8,6 +8,7 @@ use runnel_backend::{Headers, Record};
 use tokio::sync::OwnedSemaphorePermit;
 
 use crate::Result;
+use crate::gate::HandedOut;
 use crate::rejection::InletHandle;
 
 /// A value read from an inlet, with its key, headers, event timestamp and origin.
@@ -128,6 +129,8 @@ pub struct CommitToken {
     pub(crate) record: Record,
     permit: OwnedSemaphorePermit,
     delivered: Instant,
+    /// Counts the message as held by the streamlet (exactly-once) until the token goes.
+    _held: HandedOut,
 }
 
 impl CommitToken {
@@ -139,6 +142,7 @@ impl CommitToken {
         permit: OwnedSemaphorePermit,
     ) -> Self {
         CommitToken {
+            _held: inlet.acknowledgements.hand_out(),
             inlet,
             partition,
             offset,

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use futures::FutureExt;
+use runnel_blueprint::descriptor::Delivery;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
@@ -69,6 +70,7 @@ pub struct WindowedAggregate<In, K, A: Aggregate> {
     timestamp: Option<fn(&In) -> i64>,
     watermarks: Watermarks,
     checkpoint_every: Duration,
+    delivery: Delivery,
     description: &'static str,
 }
 
@@ -125,6 +127,7 @@ where
             timestamp: None,
             watermarks: Watermarks::default(),
             checkpoint_every: Duration::from_secs(1),
+            delivery: Delivery::AtLeastOnce,
             description: "",
         }
     }
@@ -133,6 +136,32 @@ where
     /// shorter interval means less to replay after a crash and more checkpoint writes.
     pub fn checkpoint_every(mut self, interval: Duration) -> Self {
         self.checkpoint_every = interval;
+        self
+    }
+
+    /// Makes the streamlet exactly-once: every pane (and late value) it sends between two
+    /// checkpoints is committed in one transaction with the checkpoint and the input
+    /// offsets it reflects, so readers that read committed see each pane once, even after
+    /// crashes. Panes become visible at checkpoints ([`checkpoint_every`](Self::checkpoint_every)),
+    /// not as they fire. Needs a backplane with transactions (the embedded log, Kafka).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use runnel_streamlet::prelude::*;
+    /// use runnel_streamlet::window::{Count, Pane, WindowSpec};
+    /// use runnel_blueprint::descriptor::Delivery;
+    ///
+    /// const IN: Inlet<String> = Inlet::new("in");
+    /// const OUT: Outlet<Pane<String, i64>> = Outlet::new("out");
+    /// const MINUTE: WindowSpec = WindowSpec::tumbling(Duration::from_secs(60));
+    ///
+    /// let counts = WindowedAggregate::new(IN, OUT, MINUTE, Count::new())
+    ///     .key_by(|word: &String| word.clone())
+    ///     .exactly_once();
+    /// assert_eq!(counts.shape().delivery(), Delivery::ExactlyOnce);
+    /// ```
+    pub fn exactly_once(mut self) -> Self {
+        self.delivery = Delivery::ExactlyOnce;
         self
     }
 
@@ -180,7 +209,8 @@ where
             .describe(self.description)
             .inlet(self.inlet)
             .outlet(self.outlet)
-            .checkpointed();
+            .checkpointed()
+            .with_delivery(self.delivery);
         match self.late {
             Some(late) => shape.outlet(late),
             None => shape,
@@ -278,7 +308,9 @@ where
                 }
                 watermark = scripted_change => {
                     operator.advance_watermark(watermark, clock.now_millis(), &mut panes);
-                    send(&output, &mut panes).await?;
+                    if send(&output, &mut panes).await? {
+                        next_checkpoint.get_or_insert_with(|| Instant::now() + self.checkpoint_every);
+                    }
                 }
                 () = wake => {
                     let now = clock.now_millis();
@@ -286,7 +318,11 @@ where
                     if scripted.is_none() && let Some(watermark) = watermarks.check_idle(now) {
                         operator.advance_watermark(watermark, now, &mut panes);
                     }
-                    send(&output, &mut panes).await?;
+                    // Panes fired without new input are checkpointed too: an exactly-once
+                    // instance's panes become visible only with a checkpoint.
+                    if send(&output, &mut panes).await? {
+                        next_checkpoint.get_or_insert_with(|| Instant::now() + self.checkpoint_every);
+                    }
                 }
             }
             ctx.report_watermark(operator.watermark());
@@ -336,11 +372,13 @@ fn save<K, A>(
 }
 
 /// Sends panes, each stamped with its event time (the last millisecond of its window) and
-/// with its window and pane metadata in headers (`PaneInfo::HEADERS`).
-async fn send<K, V>(output: &OutletSender<Pane<K, V>>, panes: &mut Vec<Pane<K, V>>) -> Result<()>
+/// with its window and pane metadata in headers (`PaneInfo::HEADERS`). Says whether there
+/// were any.
+async fn send<K, V>(output: &OutletSender<Pane<K, V>>, panes: &mut Vec<Pane<K, V>>) -> Result<bool>
 where
     Pane<K, V>: Data,
 {
+    let any = !panes.is_empty();
     for pane in panes.drain(..) {
         let mut record = Outgoing::new(&pane).timestamp(pane.timestamp);
         for (header, value) in pane.info().header_values(pane.window()) {
@@ -348,7 +386,7 @@ where
         }
         output.send_record(record).await?;
     }
-    Ok(())
+    Ok(any)
 }
 
 impl<In, K, A: Aggregate> std::fmt::Debug for WindowedAggregate<In, K, A> {

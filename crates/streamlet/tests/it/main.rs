@@ -5,6 +5,7 @@ mod bad_data; // dead-letter, skip and fail policies
 mod checkpoint; // window state and input offsets checkpointed together; restarts are exact
 mod event_time; // windowed helper with the test kit's time control: reference examples, idleness
 mod exactly_once; // killed and restarted mid-stream, a copy commits every input once, in order
+mod exactly_once_windows; // an exactly-once window count killed again and again: each pane once
 mod helpers; // processor, splitter, merge, async map, egress
 mod model; // the record types the tests use
 mod old_checkpoints; // window state saved before pane metadata existed restores

@@ -1,0 +1,314 @@
+//! An exactly-once windowed count, killed (its Tokio runtime shut down mid-step, as in a
+//! crash) at varying moments and restarted, again and again: readers that read committed
+//! see every pane exactly once, with the count a batch computation gives. On
+//! `MemoryBackend` and on the embedded log.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use runnel_backend::{Backend, ConsumerConfig, MemoryBackend, ProducerConfig, Record, TopicSpec};
+use runnel_embedded_log::{EmbeddedBackend, LogConfig};
+use runnel_streamlet::ErrorKind;
+use runnel_streamlet::prelude::*;
+use runnel_streamlet::watermark::Watermarks;
+use runnel_streamlet::window::{Count, Pane, Timing, WindowSpec};
+use runnel_streamlet::{
+    HostSettings, InletWiring, InstanceMetrics, OutletWiring, SystemClock, Wiring,
+};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+struct Click {
+    user: String,
+    time: i64,
+}
+
+const CLICKS: i64 = 30_000;
+const KILLS: usize = 8;
+const IN: Inlet<Click> = Inlet::new("in");
+const OUT: Outlet<Pane<String, i64>> = Outlet::new("out").keyed_by(|pane| pane.key.clone());
+const TEN_SECONDS: WindowSpec = WindowSpec::tumbling(Duration::from_secs(10));
+
+fn counts() -> impl Streamlet {
+    WindowedAggregate::new(IN, OUT, TEN_SECONDS, Count::new())
+        .key_by(|c: &Click| c.user.clone())
+        .event_time(|c| c.time)
+        .watermarks(Watermarks::bounded(Duration::from_secs(3)))
+        .checkpoint_every(Duration::from_millis(10))
+        .exactly_once()
+}
+
+/// Click `i`: seven users take turns, event time moves 100 ms a click, every fifth one is
+/// 2 s late (within the 3 s bound).
+fn click(i: i64) -> Click {
+    Click {
+        user: format!("user-{}", i % 7),
+        time: i * 100 - if i % 5 == 4 { 2_000 } else { 0 },
+    }
+}
+
+/// The counts of every click per user and 10-second window, computed directly.
+fn batch() -> BTreeMap<(String, i64), i64> {
+    let mut counts = BTreeMap::new();
+    for i in 0..CLICKS {
+        let click = click(i);
+        let start = click.time - click.time.rem_euclid(10_000);
+        *counts.entry((click.user, start)).or_default() += 1;
+    }
+    counts
+}
+
+async fn setup(backend: &Arc<dyn Backend>) {
+    for (topic, partitions) in [("in", 2), ("out", 2), ("dead", 1)] {
+        backend
+            .create_topic(&TopicSpec::new(topic, partitions))
+            .await
+            .unwrap();
+    }
+    let producer = backend.producer(&ProducerConfig::default()).await.unwrap();
+    let schema = <Click as AvroSchema>::get_schema();
+    for i in 0..CLICKS {
+        let value =
+            apache_avro::to_avro_datum(&schema, apache_avro::to_value(click(i)).unwrap()).unwrap();
+        drop(
+            producer
+                .send("in", (i % 2) as u32, Record::new(value))
+                .await
+                .unwrap(),
+        );
+    }
+    producer.flush().await.unwrap();
+}
+
+/// Starts the instance on a runtime of its own, which the test shuts down to kill it.
+fn start(
+    backend: &Arc<dyn Backend>,
+    ended: watch::Receiver<bool>,
+) -> (tokio::runtime::Runtime, tokio::task::JoinHandle<Result<()>>) {
+    let wiring = wiring(ended);
+    let streamlet = counts();
+    let metrics = Arc::new(InstanceMetrics::for_shape(&Streamlet::shape(&streamlet)));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let running = runtime.spawn(runnel_streamlet::run_instance(
+        Box::new(streamlet),
+        backend.clone(),
+        wiring,
+        Arc::new(SystemClock),
+        metrics,
+        CancellationToken::new(),
+    ));
+    (runtime, running)
+}
+
+/// The `counts` instance's wiring.
+fn wiring(ended: watch::Receiver<bool>) -> Wiring {
+    Wiring {
+        app: "app".into(),
+        instance: "counts".into(),
+        inlets: vec![InletWiring {
+            port: "in".into(),
+            topic: "in".into(),
+            group: "app.counts.in".into(),
+            writer_schemas: vec![],
+            end_of_input: ended,
+            consumer_settings: BTreeMap::new(),
+        }],
+        outlets: vec![OutletWiring {
+            port: "out".into(),
+            topic: "out".into(),
+            tag_schema: false,
+        }],
+        dead_letter_topic: "dead".into(),
+        parameters: HashMap::new(),
+        settings: HostSettings {
+            poll_batch: 64,
+            ..HostSettings::default()
+        },
+        ready: None,
+        watermarks: None,
+        transactional_id: Some("app.counts.0".into()),
+        attempts: Default::default(),
+    }
+}
+
+async fn committed_inputs(backend: &Arc<dyn Backend>) -> i64 {
+    let committed = backend.committed("app.counts.in", "in").await.unwrap();
+    committed
+        .into_iter()
+        .map(Option::unwrap_or_default)
+        .sum::<u64>() as i64
+}
+
+/// Every pane a read-committed reader sees, in order, as (key, window start, index, timing,
+/// count).
+async fn read_committed(
+    backend: &Arc<dyn Backend>,
+) -> Vec<(String, i64, u32, Timing, i64, u32, u64)> {
+    let reader = backend
+        .consumer(&ConsumerConfig::new("check", ["out"]))
+        .await
+        .unwrap();
+    let schema = <Pane<String, i64> as AvroSchema>::get_schema();
+    let mut panes = Vec::new();
+    while let Ok(polled) = tokio::time::timeout(Duration::from_secs(1), reader.poll(1000)).await {
+        for consumed in polled.unwrap() {
+            let bytes = consumed.record.value.expect("panes are never null");
+            let value = apache_avro::from_avro_datum(&schema, &mut &bytes[..], None).unwrap();
+            let pane: Pane<String, i64> = apache_avro::from_value(&value).unwrap();
+            panes.push((
+                pane.key.clone(),
+                pane.window_start,
+                pane.index,
+                pane.timing,
+                pane.value,
+                consumed.partition,
+                consumed.offset,
+            ));
+        }
+    }
+    reader.close().await.unwrap();
+    panes
+}
+
+async fn killed_and_restarted(backend: Arc<dyn Backend>) {
+    setup(&backend).await;
+    let (end, ended) = watch::channel(false);
+    let mut committed_at_kills = Vec::new();
+    for kill in 0..KILLS {
+        let (runtime, running) = start(&backend, ended.clone());
+        // Kill at varying moments: after more input each time, a varying time past it.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let goal = CLICKS * (kill as i64 + 1) / (KILLS as i64 + 4);
+        while committed_inputs(&backend).await < goal {
+            assert!(
+                Instant::now() < deadline,
+                "fewer than {goal} inputs were committed"
+            );
+            if running.is_finished() {
+                panic!(
+                    "the instance stopped before it was killed: {:?}",
+                    running.await
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(3 * kill as u64)).await;
+        // A crash: every task stops where it is. Waiting until they are dropped lets the
+        // killed instance's consumer leave the group, as a killed process's does, so the
+        // bounded last run is assigned every partition.
+        tokio::task::spawn_blocking(move || runtime.shutdown_timeout(Duration::from_secs(5)))
+            .await
+            .unwrap();
+        committed_at_kills.push(committed_inputs(&backend).await);
+    }
+    assert!(
+        committed_at_kills.iter().all(|&count| count < CLICKS),
+        "every kill happened mid-stream: {committed_at_kills:?}"
+    );
+
+    end.send_replace(true);
+    let (runtime, last) = start(&backend, ended);
+    tokio::time::timeout(Duration::from_secs(120), last)
+        .await
+        .expect("the last run finishes")
+        .unwrap()
+        .unwrap();
+    runtime.shutdown_background();
+
+    let panes = read_committed(&backend).await;
+
+    let mut seen = BTreeMap::new();
+    let mut at = BTreeMap::new();
+    for (key, start, index, timing, count, partition, offset) in panes {
+        assert_eq!(
+            (index, timing),
+            (0, Timing::OnTime),
+            "one on-time pane per window"
+        );
+        let earlier = seen.insert((key.clone(), start), count);
+        let first = at.insert((key.clone(), start), (partition, offset));
+        assert!(
+            earlier.is_none(),
+            "the pane of window {start} of {key} was read twice: {earlier:?} at (partition, offset) {first:?} and {count} at ({partition}, {offset})"
+        );
+    }
+    let expected = batch();
+    let wrong: Vec<_> = expected
+        .iter()
+        .filter(|(window, count)| seen.get(*window) != Some(count))
+        .map(|(window, count)| (window, count, seen.get(window)))
+        .take(5)
+        .collect();
+    assert!(
+        wrong.is_empty() && seen.len() == expected.len(),
+        "{} windows read, {} expected; the first wrong ones (window, expected, read): {wrong:?}",
+        seen.len(),
+        expected.len()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exactly_once_window_count_killed_again_and_again_commits_each_pane_once() {
+    killed_and_restarted(Arc::new(MemoryBackend::new())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exactly_once_window_count_on_the_embedded_log_commits_each_pane_once() {
+    let directory = tempfile::tempdir().unwrap();
+    let backend = EmbeddedBackend::open(directory.path(), LogConfig::default()).unwrap();
+    killed_and_restarted(Arc::new(backend)).await;
+}
+
+/// Holds one message, uncommitted, while it saves a checkpoint.
+struct SavesWhileHolding;
+
+impl Streamlet for SavesWhileHolding {
+    fn shape(&self) -> Shape {
+        Shape::new().inlet(IN).checkpointed().exactly_once()
+    }
+
+    async fn run(self, mut ctx: Context) -> Result<()> {
+        let checkpoints = ctx.checkpoints().expect("the shape is checkpointed");
+        let mut input = ctx.inlet(IN);
+        let held = input.next().await?.expect("there is input");
+        checkpoints.save(Vec::new());
+        std::future::pending::<()>().await;
+        held.commit();
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn an_exactly_once_checkpoint_saved_while_holding_a_message_fails_the_instance() {
+    let backend: Arc<dyn Backend> = Arc::new(MemoryBackend::new());
+    setup(&backend).await;
+    let (_end, ended) = watch::channel(false);
+    let mut wiring = wiring(ended);
+    wiring.instance = "holds".into();
+    let metrics = Arc::new(InstanceMetrics::for_shape(&SavesWhileHolding.shape()));
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(30),
+        runnel_streamlet::run_instance(
+            Box::new(SavesWhileHolding),
+            backend,
+            wiring,
+            Arc::new(SystemClock),
+            metrics,
+            CancellationToken::new(),
+        ),
+    )
+    .await
+    .expect("the instance fails instead of waiting");
+    let error = outcome.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Internal, "{error}");
+    assert_eq!(
+        error.to_string(),
+        "the streamlet saved a checkpoint while holding 1 message(s) it had not committed or rejected; an exactly-once streamlet must settle every message it was handed before it saves"
+    );
+}
