@@ -238,6 +238,9 @@ impl Coordinator {
 
     /// Decides `id`'s transaction: to commit with `offsets` (the commit point), or to
     /// abort. Durable. Returns what [`finish`](crate::transactional_producer) must write.
+    /// A transaction decided already keeps its decision (an abort of one decided to commit,
+    /// whose finishing was interrupted, finishes the commit): some of its partitions may
+    /// have their markers already.
     pub(crate) fn decide(
         &self,
         id: &str,
@@ -247,6 +250,9 @@ impl Coordinator {
     ) -> Result<Decided, StepError> {
         let mut state = lock(&self.state);
         let entry = current_mut(&mut state, id, fields)?;
+        if matches!(entry.phase, Phase::Committing | Phase::Aborting) {
+            return Ok(decided(entry));
+        }
         self.deadlines.end(id);
         entry.phase = match control {
             Control::Commit => Phase::Committing,
@@ -328,4 +334,62 @@ fn current_mut<'a>(
         .get_mut(id)
         .filter(|entry| entry.producer_id == fields.producer_id && entry.epoch == fields.epoch)
         .ok_or(StepError::Fenced)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_decided_transaction_keeps_its_decision() {
+        let directory = tempfile::tempdir().unwrap();
+        let coordinator = Coordinator::open(directory.path()).unwrap();
+        let (fields, unfinished) = coordinator.begin("p").unwrap();
+        assert!(unfinished.is_none());
+        let offsets = vec![("group".to_owned(), "t".to_owned(), 0, 7)];
+        let committing = coordinator
+            .decide("p", fields, Control::Commit, offsets.clone())
+            .unwrap();
+        assert_eq!(committing.fields.control, Control::Commit);
+        // An abort that comes while the commit is being finished (a dropped producer's)
+        // finishes the commit instead.
+        let again = coordinator
+            .decide("p", fields, Control::Abort, Vec::new())
+            .unwrap();
+        assert_eq!(again.fields.control, Control::Commit);
+        assert_eq!(again.offsets, offsets);
+    }
+
+    #[test]
+    fn a_fenced_producers_late_completion_leaves_its_successor_alone() {
+        let directory = tempfile::tempdir().unwrap();
+        let coordinator = Coordinator::open(directory.path()).unwrap();
+        let (old, _) = coordinator.begin("p").unwrap();
+        let offsets = vec![("group".to_owned(), "t".to_owned(), 0, 7)];
+        coordinator
+            .decide("p", old, Control::Commit, offsets.clone())
+            .unwrap();
+        let (new, unfinished) = coordinator.begin("p").unwrap();
+        let unfinished = unfinished.unwrap();
+        assert_eq!(
+            unfinished.offsets, offsets,
+            "rolled forward by the successor"
+        );
+        coordinator
+            .complete("p", unfinished.fields, Vec::new(), |_| Some(0))
+            .unwrap();
+        coordinator
+            .decide(
+                "p",
+                new,
+                Control::Commit,
+                vec![("group".to_owned(), "t".to_owned(), 0, 9)],
+            )
+            .unwrap();
+        coordinator
+            .complete("p", old, Vec::new(), |_| Some(0))
+            .unwrap();
+        let state = lock(&coordinator.state);
+        assert_eq!(state.producers["p"].phase, Phase::Committing);
+    }
 }

@@ -547,20 +547,35 @@ async fn the_inspector_shows_what_read_committed_readers_see() {
 }
 
 /// A commit dropped part way (its task aborted, as when a process's runtime shuts down
-/// around it) must leave the transaction for the next producer with the id to finish: its
-/// records become readable committed, never stay held behind a transaction nobody ends.
+/// around it, and the producer dropped with it) must leave the transaction for the next
+/// producer with the id to finish as decided: never held open behind readers, and never
+/// committed in one partition and aborted in another.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_commit_dropped_part_way_never_holds_read_committed_readers_back() {
+async fn a_commit_dropped_part_way_is_finished_whole_and_never_holds_readers_back() {
     let directory = tempfile::tempdir().unwrap();
     let backend = EmbeddedBackend::open(directory.path(), LogConfig::default()).unwrap();
-    backend.create_topic(&TopicSpec::new("t", 1)).await.unwrap();
+    for topic in ["t", "u"] {
+        backend
+            .create_topic(&TopicSpec::new(topic, 1))
+            .await
+            .unwrap();
+    }
     for attempt in 0..60u64 {
         let producer = backend
             .transactional_producer(&TransactionConfig::new("p"))
             .await
             .unwrap();
         let value = format!("record-{attempt}");
-        drop(producer.send("t", 0, Record::new(value)).await.unwrap());
+        for topic in ["t", "u"] {
+            drop(
+                producer
+                    .send(topic, 0, Record::new(value.clone()))
+                    .await
+                    .unwrap(),
+            );
+        }
+        // The task owns the producer: dropping the task drops it (which aborts an open
+        // transaction in the background).
         let committing = tokio::spawn(async move { producer.commit(&[]).await });
         // Drop the commit at a different moment each time, from before it starts to after
         // it ends.
@@ -596,4 +611,13 @@ async fn a_commit_dropped_part_way_never_holds_read_committed_readers_back() {
         reader.close().await.unwrap();
         drop(successor);
     }
+    let (t, u) = (
+        read_all(&backend, "t", Isolation::ReadCommitted).await,
+        read_all(&backend, "u", Isolation::ReadCommitted).await,
+    );
+    assert_eq!(
+        values_of(&t),
+        values_of(&u),
+        "each transaction is committed in both topics or in neither"
+    );
 }
