@@ -28,7 +28,7 @@
 //! commits the transaction with the staged offsets of every inlet, and opens the gate. A
 //! failed streamlet's open transaction is aborted, never committed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -41,7 +41,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::time::Instant;
 
 use crate::InstanceMetrics;
-use crate::checkpoint::{self, InletOffset};
+use crate::checkpoint::{self, InletOffset, SavedState};
 use crate::gate::{Gate, HandedOut};
 
 /// How often an exactly-once commit looks whether the handed-out messages are committed.
@@ -70,9 +70,15 @@ pub(crate) enum Event {
     },
     /// A checkpointed streamlet saved its state, reflecting every commit before.
     Checkpoint {
-        state: Bytes,
+        state: SavedState,
         /// Exactly-once: messages the streamlet held, uncommitted, when it saved.
         held: usize,
+    },
+    /// A streamlet checkpointed by partition restored `partition`: what it committed there
+    /// before is forgotten, and its inlets resume at `offsets`.
+    Restored {
+        partition: u32,
+        offsets: Vec<InletOffset>,
     },
     /// The streamlet returned: commit what is staged (or, in exactly-once mode after a
     /// failure, abort) and stop.
@@ -187,7 +193,11 @@ impl Acknowledgements {
         HandedOut::new(self.gate.as_ref())
     }
 
-    pub(crate) fn checkpoint(&self, state: Bytes) {
+    pub(crate) fn restored(&self, partition: u32, offsets: Vec<InletOffset>) {
+        let _ = self.events.send(Event::Restored { partition, offsets });
+    }
+
+    pub(crate) fn checkpoint(&self, state: SavedState) {
         let held = self.gate.as_ref().map_or(0, |gate| gate.held());
         if let Some(sending) = &self.sending {
             // Opened by the committer once the checkpoint's transaction is committed.
@@ -374,7 +384,11 @@ impl Committer {
     async fn handle(&mut self, event: Event) -> Result<Option<bool>, CommitError> {
         match event {
             Event::Finish { succeeded } => return Ok(Some(succeeded)),
-            Event::Checkpoint { state, held } => self.checkpoint(state, held).await?,
+            Event::Checkpoint { state, held } => match state {
+                SavedState::Whole(state) => self.checkpoint(state, held).await?,
+                SavedState::Partitions(states) => self.checkpoint_partitions(states, held).await?,
+            },
+            Event::Restored { partition, offsets } => self.restored(partition, &offsets),
             Event::Sent { receipt, _permit } => match self.mode {
                 Mode::AtLeastOnce => {
                     receipt.await.map_err(CommitError::Delivery)?;
@@ -413,16 +427,18 @@ impl Committer {
         }
         for (inlet, target) in self.targets.iter().enumerate() {
             if !self.staged[inlet].is_empty() {
-                target.consumer.stage(&self.offsets(inlet));
+                target.consumer.stage(&self.offsets(inlet, None));
             }
         }
     }
 
-    /// The staged offsets of an inlet that move its committed offsets forward.
-    fn offsets(&self, inlet: usize) -> Vec<CommitOffset> {
+    /// The staged offsets of an inlet that move its committed offsets forward (of the
+    /// partitions in `only`, if given).
+    fn offsets(&self, inlet: usize, only: Option<&BTreeSet<u32>>) -> Vec<CommitOffset> {
         let topic = &self.targets[inlet].topic;
         self.staged[inlet]
             .iter()
+            .filter(|(partition, _)| only.is_none_or(|only| only.contains(partition)))
             .filter(|(partition, offset)| {
                 self.written[inlet]
                     .get(partition)
@@ -475,7 +491,7 @@ impl Committer {
             ..
         } = self.mode.clone()
         else {
-            self.write_to_groups().await?;
+            self.write_to_groups(None).await?;
             return Ok(None);
         };
         gate.close();
@@ -499,15 +515,18 @@ impl Committer {
         let result = if finished == Some(false) {
             producer.abort().await.map_err(CommitError::Transaction)
         } else {
-            self.commit_transaction(&*producer).await
+            self.commit_transaction(&*producer, None).await
         };
         gate.open();
         result.map(|()| finished)
     }
 
+    /// Commits the open transaction with the staged offsets (of the partitions in `only`,
+    /// if given; the others stay staged).
     async fn commit_transaction(
         &mut self,
         producer: &dyn TransactionalProducer,
+        only: Option<&BTreeSet<u32>>,
     ) -> Result<(), CommitError> {
         if !self.pending {
             return Ok(());
@@ -515,7 +534,7 @@ impl Committer {
         let groups: Vec<GroupOffsets> = (0..self.targets.len())
             .map(|inlet| GroupOffsets {
                 group: self.targets[inlet].group.clone(),
-                offsets: self.offsets(inlet),
+                offsets: self.offsets(inlet, only),
             })
             .filter(|group| !group.offsets.is_empty())
             .collect();
@@ -537,7 +556,10 @@ impl Committer {
             }
         }
         for staged in &mut self.staged {
-            staged.clear();
+            match only {
+                Some(only) => staged.retain(|partition, _| !only.contains(partition)),
+                None => staged.clear(),
+            }
         }
         self.pending = false;
         Ok(())
@@ -588,18 +610,111 @@ impl Committer {
             // The transaction's commit waits for the checkpoint with every other record.
             drop(receipt);
             self.pending = true;
-            let committed = self.commit_transaction(&*producer).await;
+            let committed = self.commit_transaction(&*producer, None).await;
             sending.open();
             return committed;
         }
         receipt.await.map_err(failed)?;
-        self.write_to_groups().await
+        self.write_to_groups(None).await
     }
 
-    async fn write_to_groups(&mut self) -> Result<(), CommitError> {
+    /// Writes the checkpoint of each input partition in `states` to that partition of the
+    /// checkpoint topic, with the partition's offsets of every inlet, then commits those
+    /// offsets (exactly-once: in the transaction, with the records sent before). The other
+    /// partitions' offsets stay staged.
+    async fn checkpoint_partitions(
+        &mut self,
+        states: Vec<(u32, Bytes)>,
+        held: usize,
+    ) -> Result<(), CommitError> {
+        let Some(writer) = &mut self.checkpoints else {
+            return Ok(()); // not a checkpointed instance: nothing to write
+        };
+        let transaction = match &self.mode {
+            Mode::ExactlyOnce {
+                producer, sending, ..
+            } => Some((producer.clone(), sending.clone())),
+            _ => None,
+        };
+        if transaction.is_some() && held > 0 {
+            return Err(CommitError::HeldAtCheckpoint { held });
+        }
+        let failed = |source| CommitError::Checkpoint {
+            topic: writer.topic.clone(),
+            source,
+        };
+        let partitions: BTreeSet<u32> = states.iter().map(|(partition, _)| *partition).collect();
+        let mut receipts = Vec::with_capacity(states.len());
+        for (partition, state) in states {
+            let mut offsets = Vec::new();
+            for (inlet, target) in self.targets.iter().enumerate() {
+                let known = &mut writer.offsets[inlet];
+                if let Some(staged) = self.staged[inlet].get(&partition) {
+                    let entry = known.entry(partition).or_insert(*staged);
+                    *entry = (*entry).max(*staged);
+                }
+                if let Some(offset) = known.get(&partition) {
+                    offsets.push(InletOffset {
+                        inlet: target.inlet.to_owned(),
+                        topic: target.topic.to_string(),
+                        partition,
+                        offset: *offset,
+                    });
+                }
+            }
+            let record = checkpoint::record(&writer.instance, state, &offsets);
+            let receipt = writer
+                .producer
+                .send(&writer.topic, partition, record)
+                .await
+                .map_err(failed)?;
+            receipts.push(receipt);
+        }
+        if let Some((producer, sending)) = transaction {
+            drop(receipts); // the commit waits for them with every other record
+            self.pending = true;
+            let committed = self.commit_transaction(&*producer, Some(&partitions)).await;
+            sending.open();
+            return committed;
+        }
+        for receipt in receipts {
+            receipt.await.map_err(failed)?;
+        }
+        self.write_to_groups(Some(&partitions)).await
+    }
+
+    /// Forgets what was staged on a partition the streamlet restored, and takes the
+    /// restored offsets as the partition's last checkpoint.
+    fn restored(&mut self, partition: u32, offsets: &[InletOffset]) {
+        for (inlet, target) in self.targets.iter().enumerate() {
+            self.staged[inlet].remove(&partition);
+            let restored = offsets
+                .iter()
+                .find(|offset| offset.inlet == target.inlet && *offset.topic == *target.topic);
+            if let Some(writer) = &mut self.checkpoints {
+                match restored {
+                    Some(restored) => writer.offsets[inlet].insert(partition, restored.offset),
+                    None => writer.offsets[inlet].remove(&partition),
+                };
+            }
+        }
+    }
+
+    /// Writes the staged offsets (of the partitions in `only`, if given; the others stay
+    /// staged) to the consumer groups.
+    async fn write_to_groups(&mut self, only: Option<&BTreeSet<u32>>) -> Result<(), CommitError> {
         self.pending = false;
         for (inlet, target) in self.targets.iter().enumerate() {
-            let staged = std::mem::take(&mut self.staged[inlet]);
+            let staged = match only {
+                None => std::mem::take(&mut self.staged[inlet]),
+                Some(only) => {
+                    let (taken, kept) = std::mem::take(&mut self.staged[inlet])
+                        .into_iter()
+                        .partition(|(partition, _)| only.contains(partition));
+                    self.staged[inlet] = kept;
+                    taken
+                }
+            };
             let offsets: Vec<CommitOffset> = staged
                 .into_iter()
                 .filter(|(partition, offset)| {

@@ -21,6 +21,7 @@
 //! offset to read), and `runnel.checkpoint.format` is `1`.
 
 use bytes::Bytes;
+use std::sync::Arc;
 use std::time::Duration;
 
 use runnel_backend::{Backend, ConsumedRecord, Consumer, ConsumerConfig, Record};
@@ -118,13 +119,51 @@ pub(crate) enum CheckpointError {
 pub struct Checkpoints {
     acknowledgements: Acknowledgements,
     restored: Option<Bytes>,
+    /// Where checkpoints split by partition are read back from.
+    source: Arc<CheckpointSource>,
+}
+
+/// The checkpoint topic of an instance, for reading partitions' checkpoints back.
+#[derive(Debug)]
+pub(crate) struct CheckpointSource {
+    pub(crate) backend: Arc<dyn Backend>,
+    pub(crate) topic: String,
+}
+
+/// The checkpoint of one input partition read back
+/// ([`Checkpoints::restore_partition`]): the state saved for the keys of that partition,
+/// and where each inlet resumes reading it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PartitionCheckpoint {
+    state: Option<Bytes>,
+    offsets: Vec<InletOffset>,
+}
+
+impl PartitionCheckpoint {
+    /// The state saved for the partition; `None` when it was never checkpointed.
+    pub fn state(&self) -> Option<&[u8]> {
+        self.state.as_deref()
+    }
+
+    /// The next offset `inlet` reads on the partition: records before it are in the state.
+    pub fn next_offset(&self, inlet: &str) -> Option<u64> {
+        self.offsets
+            .iter()
+            .find(|offset| offset.inlet == inlet)
+            .map(|offset| offset.offset)
+    }
 }
 
 impl Checkpoints {
-    pub(crate) fn new(acknowledgements: Acknowledgements, restored: Option<Bytes>) -> Self {
+    pub(crate) fn new(
+        acknowledgements: Acknowledgements,
+        restored: Option<Bytes>,
+        source: Arc<CheckpointSource>,
+    ) -> Self {
         Checkpoints {
             acknowledgements,
             restored,
+            source,
         }
     }
 
@@ -143,8 +182,53 @@ impl Checkpoints {
     /// waits until they have. It must hold no uncommitted message when it saves (the
     /// instance fails if it does).
     pub fn save(&self, state: impl Into<Bytes>) {
-        self.acknowledgements.checkpoint(state.into());
+        self.acknowledgements
+            .checkpoint(SavedState::Whole(state.into()));
     }
+
+    /// Saves the states of input partitions, for a streamlet whose shape is
+    /// [`checkpointed_by_partition`](crate::Shape::checkpointed_by_partition): each
+    /// reflects every input committed on its partition before this call, and is written to
+    /// that partition of the checkpoint topic with the partition's offsets, which are then
+    /// committed. Partitions left out keep their offsets staged for a later save. Returns at
+    /// once.
+    pub fn save_partitions(&self, states: Vec<(u32, Bytes)>) {
+        if !states.is_empty() {
+            self.acknowledgements
+                .checkpoint(SavedState::Partitions(states));
+        }
+    }
+
+    /// Reads back the last checkpoint of input `partition` (committed, for an exactly-once
+    /// instance), for a streamlet checkpointed by partition that was just assigned it. From
+    /// then on, what this instance committed on the partition before is forgotten: commit
+    /// only what is read after positioning the inlets at the returned offsets.
+    ///
+    /// # Errors
+    ///
+    /// An [`ErrorKind::External`](crate::ErrorKind::External) error when the checkpoint
+    /// topic cannot be read or its last record there is not a checkpoint.
+    pub async fn restore_partition(&self, partition: u32) -> crate::Result<PartitionCheckpoint> {
+        let restored = read_last(&*self.source.backend, &self.source.topic, partition)
+            .await
+            .map_err(crate::Error::external)?;
+        let restored = restored.map_or_else(PartitionCheckpoint::default, |restored| {
+            PartitionCheckpoint {
+                state: Some(restored.state),
+                offsets: restored.offsets,
+            }
+        });
+        self.acknowledgements
+            .restored(partition, restored.offsets.clone());
+        Ok(restored)
+    }
+}
+
+/// What a checkpoint saves: the instance's whole state, or states by input partition.
+#[derive(Debug)]
+pub(crate) enum SavedState {
+    Whole(Bytes),
+    Partitions(Vec<(u32, Bytes)>),
 }
 
 /// The record of a checkpoint.
@@ -166,20 +250,26 @@ const READ_QUIET: Duration = Duration::from_secs(2);
 pub(crate) async fn read_last(
     backend: &dyn Backend,
     topic: &str,
+    number: u32,
 ) -> Result<Option<Restored>, CheckpointError> {
     let read = |source| CheckpointError::Read {
         topic: topic.to_owned(),
         source,
     };
     let ends = backend.offsets(topic).await.map_err(read)?;
-    let Some(partition) = ends.first() else {
+    let Some(partition) = ends.get(number as usize) else {
         return Ok(None);
     };
     if partition.end <= partition.start {
         return Ok(None);
     }
+    // A group of its own: members restoring at the same time must not share partitions.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos());
+    let group = format!("{topic}.reader.{number}.{nanos}");
     let reader = backend
-        .consumer(&ConsumerConfig::new(format!("{topic}.reader"), [topic]))
+        .consumer(&ConsumerConfig::new(group, [topic]))
         .await
         .map_err(read)?;
     // Usually the last record is the last checkpoint; transaction markers and aborted
@@ -187,8 +277,8 @@ pub(crate) async fn read_last(
     let mut window = 1;
     let last = loop {
         let from = partition.end.saturating_sub(window).max(partition.start);
-        reader.seek(topic, 0, from).await.map_err(read)?;
-        let last = last_record(&*reader, topic, partition.end)
+        reader.seek(topic, number, from).await.map_err(read)?;
+        let last = last_record(&*reader, topic, number, partition.end)
             .await
             .map_err(read)?;
         if last.is_some() || from == partition.start {
@@ -219,10 +309,11 @@ pub(crate) async fn read_last(
     Ok(Some(Restored { state, offsets }))
 }
 
-/// The last record `reader` reads from its position up to `end` of partition 0.
+/// The last record `reader` reads from its position up to `end` of partition `number`.
 async fn last_record(
     reader: &dyn Consumer,
     topic: &str,
+    number: u32,
     end: u64,
 ) -> runnel_backend::Result<Option<ConsumedRecord>> {
     let mut last = None;
@@ -230,13 +321,19 @@ async fn last_record(
         let position = reader
             .positions()
             .into_iter()
-            .find(|(partition, _)| &*partition.topic == topic && partition.partition == 0)
+            .find(|(partition, _)| &*partition.topic == topic && partition.partition == number)
             .map(|(_, position)| position);
         if position.is_some_and(|position| position >= end) {
             return Ok(last);
         }
         match tokio::time::timeout(READ_QUIET, reader.poll(16)).await {
-            Ok(records) => last = records?.into_iter().last().or(last),
+            Ok(records) => {
+                let records = records?.into_iter();
+                last = records
+                    .filter(|record| record.partition == number)
+                    .last()
+                    .or(last);
+            }
             Err(_) => return Ok(last),
         }
     }

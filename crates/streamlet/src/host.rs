@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::acknowledgement::{
     Acknowledgements, CheckpointWriter, CommitError, CommitTarget, Committer, Mode,
 };
-use crate::checkpoint::{self, Checkpoints, checkpoint_topic};
+use crate::checkpoint::{self, CheckpointSource, Checkpoints, checkpoint_topic};
 use crate::clock::Clock;
 use crate::dead_letter::DeadLetters;
 use crate::gate::Gate;
@@ -185,14 +185,40 @@ pub async fn run_instance(
 
     // A checkpointed instance resumes from its last checkpoint: state and input offsets.
     let checkpoints_topic = checkpoint_topic(&wiring.app, &wiring.instance);
+    // One split by input partition restores each partition when it is assigned one.
+    let by_partition = shape.is_checkpointed_by_partition();
     let restored = if shape.is_checkpointed() {
-        let spec = TopicSpec::new(&checkpoints_topic, 1)
+        let partitions = if by_partition {
+            input_partitions(&*backend, &instance, &wiring.inlets).await?
+        } else {
+            1
+        };
+        let spec = TopicSpec::new(&checkpoints_topic, partitions)
             .with_config("segment.bytes", CHECKPOINT_SEGMENT_BYTES)
             .with_config("retention.bytes", CHECKPOINT_SEGMENT_BYTES);
         backend.create_topic(&spec).await.map_err(Error::external)?;
-        let restored = checkpoint::read_last(&*backend, &checkpoints_topic)
+        let existing = backend
+            .topic(&checkpoints_topic)
             .await
-            .map_err(Error::external)?;
+            .map_err(Error::external)?
+            .map_or(partitions, |topic| topic.partitions);
+        if existing != partitions {
+            return Err(Error::msg(format!(
+                "the checkpoint topic '{checkpoints_topic}' of streamlet '{instance}' has {existing} partition(s) where its checkpoints need {partitions}; it was written by a version of the streamlet that kept its state {}; delete the topic to start from empty state",
+                if existing == 1 {
+                    "whole"
+                } else {
+                    "split otherwise"
+                }
+            )));
+        }
+        let restored = if by_partition {
+            None
+        } else {
+            checkpoint::read_last(&*backend, &checkpoints_topic, 0)
+                .await
+                .map_err(Error::external)?
+        };
         if let Some(restored) = &restored {
             tracing::info!(
                 instance = %instance,
@@ -303,10 +329,15 @@ pub async fn run_instance(
         instance: instance.clone(),
         offsets: checkpoint_offsets,
     });
+    let source = Arc::new(CheckpointSource {
+        backend: backend.clone(),
+        topic: checkpoints_topic.clone(),
+    });
     let checkpoints = shape.is_checkpointed().then(|| {
         Checkpoints::new(
             acknowledgements.clone(),
             restored.map(|restored| restored.state),
+            source,
         )
     });
     let mode = match (transaction, gate) {
@@ -372,6 +403,39 @@ pub async fn run_instance(
     };
     let flushed = producer.flush().await.map_err(Error::external);
     outcome.and(committed).and(flushed)
+}
+
+/// The partition count of the inlets of an instance checkpointed by partition, which must
+/// be the same for all of them.
+async fn input_partitions(
+    backend: &dyn Backend,
+    instance: &str,
+    inlets: &[InletWiring],
+) -> Result<u32> {
+    let mut counts = Vec::with_capacity(inlets.len());
+    for inlet in inlets {
+        let info = backend.topic(&inlet.topic).await.map_err(Error::external)?;
+        let Some(info) = info else {
+            return Err(Error::external(runnel_backend::Error::TopicNotFound {
+                topic: inlet.topic.clone(),
+            }));
+        };
+        counts.push((inlet.topic.as_str(), info.partitions));
+    }
+    match counts.first() {
+        None => Ok(1),
+        Some(&(_, first)) if counts.iter().all(|&(_, count)| count == first) => Ok(first),
+        Some(_) => {
+            let listed: Vec<String> = counts
+                .iter()
+                .map(|(topic, count)| format!("'{topic}' has {count}"))
+                .collect();
+            Err(Error::msg(format!(
+                "streamlet '{instance}' keeps its state by input partition, so its inlets' topics must have the same number of partitions, but {}",
+                listed.join(", ")
+            )))
+        }
+    }
 }
 
 /// An inlet's consumer: made by the transactional producer in exactly-once mode, so its

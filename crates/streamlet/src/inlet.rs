@@ -179,6 +179,27 @@ impl<T: Data> InletStream<T> {
             .collect()
     }
 
+    /// Positions the inlet at `offset` of `partition` (one assigned to this member), as if
+    /// nothing after it had been read: records of the partition read ahead are dropped, and
+    /// the next ones come from `offset`. A streamlet checkpointed by partition rewinds each
+    /// partition it restores to the offset its checkpoint reflects.
+    pub(crate) async fn rewind(&mut self, partition: u32, offset: u64) -> Result<()> {
+        self.parts
+            .consumer
+            .seek(&self.parts.topic, partition, offset)
+            .await
+            .map_err(Error::external)?;
+        self.buffer
+            .retain(|consumed| consumed.partition != partition);
+        self.parts.resume.remove(&partition);
+        Ok(())
+    }
+
+    /// The inlet's name.
+    pub(crate) fn port(&self) -> &'static str {
+        self.parts.port
+    }
+
     /// Whether the input is bounded and this member has read all of its partitions.
     async fn read_everything(&mut self) -> Result<bool> {
         if !*self.parts.end_of_input.borrow() {

@@ -32,6 +32,7 @@ pub struct Shape {
     parameters: Vec<ParameterDescriptor>,
     volume_mounts: Vec<VolumeMountDescriptor>,
     checkpointed: bool,
+    by_partition: bool,
     delivery: Delivery,
     reports_readiness: bool,
 }
@@ -72,6 +73,30 @@ impl Shape {
     /// Whether the streamlet keeps state in checkpoints.
     pub fn is_checkpointed(&self) -> bool {
         self.checkpointed
+    }
+
+    /// Says the streamlet keeps its state in checkpoints split by input partition: the state
+    /// of the keys arriving on partition `p` of its inlets is checkpointed in partition `p`
+    /// of its checkpoint topic, with the offsets of partition `p`, so each member of its
+    /// consumer group holds and restores only the partitions assigned to it, and the
+    /// streamlet scales out to as many processes as its input has partitions. Its inlets'
+    /// topics must have the same number of partitions, and each key must arrive on one
+    /// partition (the input keyed by the key the state is kept by).
+    ///
+    /// ```
+    /// # use runnel_streamlet::prelude::*;
+    /// let shape = Shape::new().checkpointed_by_partition();
+    /// assert!(shape.is_checkpointed() && shape.is_checkpointed_by_partition());
+    /// ```
+    pub fn checkpointed_by_partition(mut self) -> Self {
+        self.checkpointed = true;
+        self.by_partition = true;
+        self
+    }
+
+    /// Whether the streamlet's checkpoints are split by input partition.
+    pub fn is_checkpointed_by_partition(&self) -> bool {
+        self.by_partition
     }
 
     /// Says the streamlet tells the runtime itself when it is ready, with

@@ -71,6 +71,8 @@ pub struct WindowedAggregate<In, K, A: Aggregate> {
     watermarks: Watermarks,
     checkpoint_every: Duration,
     delivery: Delivery,
+    /// Makes each input partition's aggregate, when state is kept by partition.
+    by_partition: Option<Box<dyn Fn() -> A + Send>>,
     description: &'static str,
 }
 
@@ -128,6 +130,7 @@ where
             watermarks: Watermarks::default(),
             checkpoint_every: Duration::from_secs(1),
             delivery: Delivery::AtLeastOnce,
+            by_partition: None,
             description: "",
         }
     }
@@ -162,6 +165,38 @@ where
     /// ```
     pub fn exactly_once(mut self) -> Self {
         self.delivery = Delivery::ExactlyOnce;
+        self
+    }
+
+    /// Keeps the window state by input partition, so the streamlet scales out: each member
+    /// of its consumer group holds, checkpoints and restores only the windows of the keys
+    /// arriving on its partitions (`Shape::checkpointed_by_partition`). Each partition has
+    /// its own watermark, so a window fires when the event time of its partition passes it,
+    /// however the partitions are spread over processes. The input must be partitioned by
+    /// the key ([`key_by`](Self::key_by)): the producing outlet keyed by the same key, so
+    /// every value of a key arrives on one partition; a key spread over partitions would be
+    /// aggregated once per partition.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use runnel_streamlet::prelude::*;
+    /// use runnel_streamlet::window::{Count, Pane, WindowSpec};
+    ///
+    /// const IN: Inlet<String> = Inlet::new("in");
+    /// const OUT: Outlet<Pane<String, i64>> = Outlet::new("out");
+    /// const MINUTE: WindowSpec = WindowSpec::tumbling(Duration::from_secs(60));
+    ///
+    /// let counts = WindowedAggregate::new(IN, OUT, MINUTE, Count::new())
+    ///     .key_by(|word: &String| word.clone())
+    ///     .state_by_partition();
+    /// assert!(counts.shape().is_checkpointed_by_partition());
+    /// ```
+    pub fn state_by_partition(mut self) -> Self
+    where
+        A: Clone,
+    {
+        let template = self.aggregate.clone();
+        self.by_partition = Some(Box::new(move || template.clone()));
         self
     }
 
@@ -209,15 +244,22 @@ where
             .describe(self.description)
             .inlet(self.inlet)
             .outlet(self.outlet)
-            .checkpointed()
             .with_delivery(self.delivery);
+        let shape = if self.by_partition.is_some() {
+            shape.checkpointed_by_partition()
+        } else {
+            shape.checkpointed()
+        };
         match self.late {
             Some(late) => shape.outlet(late),
             None => shape,
         }
     }
 
-    async fn run(self, mut ctx: Context) -> Result<()> {
+    async fn run(mut self, mut ctx: Context) -> Result<()> {
+        if let Some(make) = self.by_partition.take() {
+            return by_partition::run(self, make, ctx).await;
+        }
         let mut input = ctx.inlet(self.inlet);
         let output = ctx.outlet(self.outlet);
         let late = self.late.map(|late| ctx.outlet(late));
@@ -337,7 +379,9 @@ where
     }
 }
 
-/// What the helper checkpoints.
+mod by_partition;
+
+/// What the helper checkpoints (for each partition, when it keeps state by partition).
 #[derive(Deserialize)]
 #[serde(bound(
     deserialize = "K: Key + DeserializeOwned, Acc: DeserializeOwned, Out: DeserializeOwned"

@@ -350,6 +350,27 @@ macro_rules! debug_by_name {
 }
 debug_by_name!(Count<T>, Sum<T, N>, Min<T, N>, Max<T, N>, Average<T, N>, ProcessWindow<T, R>);
 
+// They hold only function pointers: copies whatever their type parameters, so a streamlet
+// that keeps state by partition can give each partition its own.
+macro_rules! copy_whatever_the_parameters {
+    ($($name:ident<$($param:ident),*>),*) => {$(
+        impl<$($param),*> Clone for $name<$($param),*> {
+            fn clone(&self) -> Self {
+                *self
+            }
+        }
+        impl<$($param),*> Copy for $name<$($param),*> {}
+    )*};
+}
+copy_whatever_the_parameters!(
+    Count<T>,
+    Sum<T, N>,
+    Min<T, N>,
+    Max<T, N>,
+    Average<T, N>,
+    ProcessWindow<T, R>
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -31,17 +31,22 @@ const IN: Inlet<Click> = Inlet::new("in");
 const OUT: Outlet<Pane<String, i64>> = Outlet::new("out").keyed_by(|pane| pane.key.clone());
 const TEN_SECONDS: WindowSpec = WindowSpec::tumbling(Duration::from_secs(10));
 
-fn counts() -> impl Streamlet {
-    WindowedAggregate::new(IN, OUT, TEN_SECONDS, Count::new())
+fn counts(by_partition: bool) -> impl Streamlet {
+    let counts = WindowedAggregate::new(IN, OUT, TEN_SECONDS, Count::new())
         .key_by(|c: &Click| c.user.clone())
         .event_time(|c| c.time)
         .watermarks(Watermarks::bounded(Duration::from_secs(3)))
         .checkpoint_every(Duration::from_millis(10))
-        .exactly_once()
+        .exactly_once();
+    if by_partition {
+        counts.state_by_partition()
+    } else {
+        counts
+    }
 }
 
 /// Click `i`: seven users take turns, event time moves 100 ms a click, every fifth one is
-/// 2 s late (within the 3 s bound).
+/// 2 s late (within the 3 s bound). A user's clicks go to one partition.
 fn click(i: i64) -> Click {
     Click {
         user: format!("user-{}", i % 7),
@@ -74,7 +79,7 @@ async fn setup(backend: &Arc<dyn Backend>) {
             apache_avro::to_avro_datum(&schema, apache_avro::to_value(click(i)).unwrap()).unwrap();
         drop(
             producer
-                .send("in", (i % 2) as u32, Record::new(value))
+                .send("in", (i % 7 % 2) as u32, Record::new(value))
                 .await
                 .unwrap(),
         );
@@ -86,9 +91,10 @@ async fn setup(backend: &Arc<dyn Backend>) {
 fn start(
     backend: &Arc<dyn Backend>,
     ended: watch::Receiver<bool>,
+    by_partition: bool,
 ) -> (tokio::runtime::Runtime, tokio::task::JoinHandle<Result<()>>) {
     let wiring = wiring(ended);
-    let streamlet = counts();
+    let streamlet = counts(by_partition);
     let metrics = Arc::new(InstanceMetrics::for_shape(&Streamlet::shape(&streamlet)));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -176,12 +182,12 @@ async fn read_committed(
     panes
 }
 
-async fn killed_and_restarted(backend: Arc<dyn Backend>) {
+async fn killed_and_restarted(backend: Arc<dyn Backend>, by_partition: bool) {
     setup(&backend).await;
     let (end, ended) = watch::channel(false);
     let mut committed_at_kills = Vec::new();
     for kill in 0..KILLS {
-        let (runtime, running) = start(&backend, ended.clone());
+        let (runtime, running) = start(&backend, ended.clone(), by_partition);
         // Kill at varying moments: after more input each time, a varying time past it.
         let deadline = Instant::now() + Duration::from_secs(60);
         let goal = CLICKS * (kill as i64 + 1) / (KILLS as i64 + 4);
@@ -213,7 +219,7 @@ async fn killed_and_restarted(backend: Arc<dyn Backend>) {
     );
 
     end.send_replace(true);
-    let (runtime, last) = start(&backend, ended);
+    let (runtime, last) = start(&backend, ended, by_partition);
     tokio::time::timeout(Duration::from_secs(120), last)
         .await
         .expect("the last run finishes")
@@ -255,14 +261,21 @@ async fn killed_and_restarted(backend: Arc<dyn Backend>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_exactly_once_window_count_killed_again_and_again_commits_each_pane_once() {
-    killed_and_restarted(Arc::new(MemoryBackend::new())).await;
+    killed_and_restarted(Arc::new(MemoryBackend::new()), false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_exactly_once_window_count_on_the_embedded_log_commits_each_pane_once() {
     let directory = tempfile::tempdir().unwrap();
     let backend = EmbeddedBackend::open(directory.path(), LogConfig::default()).unwrap();
-    killed_and_restarted(Arc::new(backend)).await;
+    killed_and_restarted(Arc::new(backend), false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exactly_once_window_count_kept_by_partition_commits_each_pane_once() {
+    let directory = tempfile::tempdir().unwrap();
+    let backend = EmbeddedBackend::open(directory.path(), LogConfig::default()).unwrap();
+    killed_and_restarted(Arc::new(backend), true).await;
 }
 
 /// Holds one message, uncommitted, while it saves a checkpoint.

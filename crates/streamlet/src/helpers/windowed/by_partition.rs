@@ -1,0 +1,246 @@
+//! [`WindowedAggregate`] with its state kept by input partition: one window operator and
+//! one watermark per partition this member is assigned, each checkpointed to its own
+//! partition of the checkpoint topic, restored when the partition is first seen, dropped
+//! when it is taken away.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use bytes::Bytes;
+use futures::FutureExt;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::time::Instant;
+
+use super::{Saved, SavedRef, WindowedAggregate, send};
+use crate::watermark::{WatermarkHolder, Watermarks};
+use crate::window::{Added, Aggregate, Key, Pane, WindowOperator, WindowSpec};
+use crate::{Checkpoints, Context, Data, Error, Outgoing, Result};
+
+/// The windows and the watermark of one input partition.
+struct PartitionWindows<K, A: Aggregate> {
+    operator: WindowOperator<K, A>,
+    watermarks: WatermarkHolder,
+    /// Whether anything changed since the partition was last checkpointed.
+    changed: bool,
+}
+
+impl<K, A> PartitionWindows<K, A>
+where
+    K: Key + Serialize + DeserializeOwned,
+    A: Aggregate,
+{
+    /// The partition's windows as checkpointed in `state`, or empty.
+    fn restore(
+        partition: u32,
+        state: Option<&[u8]>,
+        spec: WindowSpec,
+        aggregate: A,
+        strategy: Watermarks,
+        now: i64,
+    ) -> Result<Self> {
+        let mut operator = WindowOperator::new(spec, aggregate);
+        let mut watermarks = WatermarkHolder::new(strategy);
+        if let Some(state) = state {
+            let saved: Saved<K, A::Accumulator, A::Output> = serde_json::from_slice(state)
+                .map_err(|error| {
+                    Error::msg(format!(
+                        "the last checkpoint of input partition {partition} does not decode: {error}"
+                    ))
+                })?;
+            operator.set_state(saved.operator);
+            watermarks = saved.watermarks.with_strategy(strategy);
+        }
+        watermarks.add_partition(partition, now);
+        Ok(PartitionWindows {
+            operator,
+            watermarks,
+            changed: false,
+        })
+    }
+
+    fn snapshot(&self) -> Bytes {
+        let saved = SavedRef {
+            operator: self.operator.state(),
+            watermarks: &self.watermarks,
+        };
+        Bytes::from(serde_json::to_vec(&saved).expect("window state serializes"))
+    }
+}
+
+/// Saves the partitions that changed (all of them with `everything`).
+fn save<K, A>(
+    checkpoints: &Checkpoints,
+    partitions: &mut BTreeMap<u32, PartitionWindows<K, A>>,
+    everything: bool,
+) where
+    K: Key + Serialize + DeserializeOwned,
+    A: Aggregate,
+{
+    let states = partitions
+        .iter_mut()
+        .filter(|(_, windows)| everything || windows.changed)
+        .map(|(partition, windows)| {
+            windows.changed = false;
+            (*partition, windows.snapshot())
+        })
+        .collect();
+    checkpoints.save_partitions(states);
+}
+
+pub(super) async fn run<In, K, A>(
+    aggregate: WindowedAggregate<In, K, A>,
+    make: Box<dyn Fn() -> A + Send>,
+    mut ctx: Context,
+) -> Result<()>
+where
+    In: Data,
+    K: Key + Default + Serialize + DeserializeOwned,
+    A: Aggregate<Input = In>,
+    Pane<K, A::Output>: Data,
+{
+    let mut input = ctx.inlet(aggregate.inlet);
+    let output = ctx.outlet(aggregate.outlet);
+    let late = aggregate.late.map(|late| ctx.outlet(late));
+    let clock = ctx.clock().clone();
+    let mut scripted = ctx.scripted_watermarks();
+    let checkpoints = ctx
+        .checkpoints()
+        .ok_or_else(|| Error::msg("a streamlet checkpointed by partition has checkpoints"))?;
+    let mut partitions: BTreeMap<u32, PartitionWindows<K, A>> = BTreeMap::new();
+    let mut next_checkpoint: Option<Instant> = None;
+    let mut panes = Vec::new();
+    loop {
+        let idle = partitions
+            .values()
+            .filter_map(|windows| windows.watermarks.next_idle_deadline())
+            .filter(|_| scripted.is_none());
+        let deadline = partitions
+            .values()
+            .filter_map(|windows| windows.operator.next_processing_deadline())
+            .chain(idle)
+            .min();
+        let wake = match deadline {
+            Some(deadline) => clock.sleep_until(deadline),
+            None => std::future::pending().boxed(),
+        };
+        let scripted_change = async {
+            match &mut scripted {
+                Some(scripted) => scripted.changed().await,
+                None => std::future::pending().await,
+            }
+        };
+        let checkpoint_due = async {
+            match next_checkpoint {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            () = checkpoint_due => {
+                // Partitions taken away in a rebalance are restored by their new owner from
+                // their last checkpoint; what this member did since is done again there.
+                let assigned: BTreeSet<u32> = input.partitions().into_iter().collect();
+                partitions.retain(|partition, _| assigned.contains(partition));
+                save(&checkpoints, &mut partitions, false);
+                next_checkpoint = None;
+            }
+            message = input.next() => {
+                let Some(message) = message? else { break };
+                let partition = message.partition();
+                if !partitions.contains_key(&partition) {
+                    let restored = checkpoints.restore_partition(partition).await?;
+                    let windows = PartitionWindows::restore(
+                        partition,
+                        restored.state(),
+                        aggregate.spec,
+                        make(),
+                        aggregate.watermarks,
+                        clock.now_millis(),
+                    )?;
+                    let windows = partitions.entry(partition).or_insert(windows);
+                    if let Some(scripted) = &mut scripted {
+                        // Test kit time control: the partition follows the scripted watermark.
+                        let now = clock.now_millis();
+                        windows.operator.advance_watermark(scripted.current(), now, &mut panes);
+                        send(&output, &mut panes).await?;
+                    }
+                    if let Some(offset) = restored.next_offset(input.port()) {
+                        // Read the partition again from where its checkpoint stands; this
+                        // message comes again if it is not in the state.
+                        drop(message);
+                        input.rewind(partition, offset).await?;
+                        continue;
+                    }
+                }
+                let windows = partitions.get_mut(&partition).expect("restored above");
+                let now = clock.now_millis();
+                let value = message.value();
+                let timestamp = aggregate.timestamp.map_or(message.timestamp(), |f| f(value));
+                let key = aggregate.key.map_or_else(K::default, |f| f(value));
+                if windows.operator.add(key, timestamp, value, now, &mut panes) == Added::Late {
+                    ctx.count_late(1);
+                    match &late {
+                        Some(late) => {
+                            late.send_record(Outgoing::new(value).timestamp(timestamp)).await?;
+                        }
+                        None => tracing::warn!(
+                            topic = message.topic(),
+                            partition,
+                            offset = message.offset(),
+                            timestamp,
+                            watermark = windows.operator.watermark(),
+                            "dropping a record that is too late for its windows (no late output)"
+                        ),
+                    }
+                }
+                if scripted.is_none()
+                    && let Some(watermark) = windows.watermarks.observe(partition, timestamp, now)
+                {
+                    windows.operator.advance_watermark(watermark, now, &mut panes);
+                }
+                windows.changed = true;
+                send(&output, &mut panes).await?;
+                message.commit();
+                next_checkpoint.get_or_insert_with(|| Instant::now() + aggregate.checkpoint_every);
+            }
+            watermark = scripted_change => {
+                let now = clock.now_millis();
+                for windows in partitions.values_mut() {
+                    windows.operator.advance_watermark(watermark, now, &mut panes);
+                    windows.changed |= !panes.is_empty();
+                    if send(&output, &mut panes).await? {
+                        next_checkpoint.get_or_insert_with(|| Instant::now() + aggregate.checkpoint_every);
+                    }
+                }
+            }
+            () = wake => {
+                let now = clock.now_millis();
+                for windows in partitions.values_mut() {
+                    windows.operator.advance_processing_time(now, &mut panes);
+                    if scripted.is_none() && let Some(watermark) = windows.watermarks.check_idle(now) {
+                        windows.operator.advance_watermark(watermark, now, &mut panes);
+                    }
+                    windows.changed |= !panes.is_empty();
+                    if send(&output, &mut panes).await? {
+                        next_checkpoint.get_or_insert_with(|| Instant::now() + aggregate.checkpoint_every);
+                    }
+                }
+            }
+        }
+        if let Some(watermark) = partitions.values().map(|w| w.operator.watermark()).min() {
+            ctx.report_watermark(watermark);
+        }
+    }
+    if !ctx.is_stopping() {
+        // A bounded input ended: every window of every partition is complete.
+        let now = clock.now_millis();
+        for windows in partitions.values_mut() {
+            let end = windows.watermarks.finish();
+            windows.operator.advance_watermark(end, now, &mut panes);
+            send(&output, &mut panes).await?;
+        }
+    }
+    save(&checkpoints, &mut partitions, true);
+    Ok(())
+}
