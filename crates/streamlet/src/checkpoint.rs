@@ -212,6 +212,14 @@ impl Checkpoints {
         let restored = read_last(&*self.source.backend, &self.source.topic, partition)
             .await
             .map_err(crate::Error::external)?;
+        if let Some(restored) = &restored {
+            tracing::info!(
+                partition,
+                topic = %self.source.topic,
+                bytes = restored.state.len(),
+                "resuming from the last checkpoint of an input partition"
+            );
+        }
         let restored = restored.map_or_else(PartitionCheckpoint::default, |restored| {
             PartitionCheckpoint {
                 state: Some(restored.state),

@@ -7,8 +7,9 @@ use runnel::prelude::*;
 
 use crate::model::Reading;
 
-/// The readings, round robin over the topic's partitions.
-pub const OUT: Outlet<Reading> = Outlet::new("out");
+/// The readings, keyed by device: a device's readings share a partition, which the
+/// per-minute statistics keep their state by.
+pub const OUT: Outlet<Reading> = Outlet::new("out").keyed_by(|reading| reading.device.clone());
 
 /// Readings per second; 0 generates as fast as the log takes them.
 pub const RATE: Parameter<i64> = Parameter::int("records-per-second")

@@ -2,8 +2,9 @@
 //!
 //! A [`WindowedAggregate`] with a user-defined aggregate: one accumulator per device and
 //! minute, panes fired once the watermark (readings at most 5 s out of order) passes the
-//! end of the minute, late readings to their own outlet. Its state is checkpointed with
-//! the input offsets, so it survives `kill -9`.
+//! end of the minute, late readings to their own outlet. Its state is kept by input
+//! partition (the readings are keyed by device) and checkpointed with the input offsets, so
+//! it survives `kill -9` and scales out to as many processes as `readings` has partitions.
 
 use std::time::Duration;
 
@@ -28,7 +29,7 @@ pub const WATERMARKS: Watermarks =
     Watermarks::bounded(Duration::from_secs(5)).idle_after(Duration::from_secs(30));
 
 /// Count, sum, minimum and maximum of power: merged by adding counts and sums.
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct PowerSummary;
 
 impl Aggregate for PowerSummary {
@@ -72,6 +73,7 @@ pub fn streamlet() -> impl Streamlet {
         .event_time(|reading| reading.time)
         .watermarks(WATERMARKS)
         .late_output(LATE)
+        .state_by_partition()
         .describe("power statistics per device per minute of event time")
 }
 
