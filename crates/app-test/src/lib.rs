@@ -3,7 +3,9 @@
 //! An end-to-end test drives the app binary through its command line as a user would:
 //! [`run_to_end`] for a bounded run, [`Running`] for one that is stopped by a signal or a
 //! `kill -9` after some output line appeared; then it opens the app's data directory with
-//! [`open`] and reads the topics back with [`read_topic`] or [`read_values`].
+//! [`open`] and reads the topics back with [`read_topic`] or [`read_values`]. On Kafka,
+//! [`GroupMember`] follows a process's partition assignments, and the `kafka` feature's
+//! `kafka::read_topic` reads a topic as a plain client.
 //!
 //! ```no_run
 //! use std::process::Command;
@@ -18,6 +20,11 @@
 //! ```
 
 pub mod chromium;
+mod group_member;
+#[cfg(feature = "kafka")]
+pub mod kafka;
+
+pub use group_member::GroupMember;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

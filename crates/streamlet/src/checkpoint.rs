@@ -69,6 +69,12 @@ pub(crate) enum CheckpointError {
         #[source]
         source: runnel_backend::Error,
     },
+    /// The reader was never given the partition to read.
+    #[error(
+        "reading partition {partition} of the checkpoint topic '{topic}' failed: it was not assigned to the reader within {} s",
+        ASSIGNMENT_WAIT.as_secs()
+    )]
+    Unassigned { topic: String, partition: u32 },
     /// The last record is not a checkpoint this version understands.
     #[error(
         "the last record of checkpoint topic '{topic}' (offset {offset}) is not a checkpoint: {reason}"
@@ -288,7 +294,13 @@ pub(crate) async fn read_last(
         reader.seek(topic, number, from).await.map_err(read)?;
         let last = last_record(&*reader, topic, number, partition.end)
             .await
-            .map_err(read)?;
+            .map_err(|error| match error {
+                LastRecordError::Read(source) => read(source),
+                LastRecordError::NotAssigned => CheckpointError::Unassigned {
+                    topic: topic.to_owned(),
+                    partition: number,
+                },
+            })?;
         if last.is_some() || from == partition.start {
             break last;
         }
@@ -318,13 +330,17 @@ pub(crate) async fn read_last(
 }
 
 /// The last record `reader` reads from its position up to `end` of partition `number`.
+/// Waits up to [`ASSIGNMENT_WAIT`] for the partition to be assigned to the reader (a Kafka
+/// consumer joins its group first): reading nothing before would take a partition with
+/// checkpoints for one without.
 async fn last_record(
     reader: &dyn Consumer,
     topic: &str,
     number: u32,
     end: u64,
-) -> runnel_backend::Result<Option<ConsumedRecord>> {
+) -> Result<Option<ConsumedRecord>, LastRecordError> {
     let mut last = None;
+    let started = tokio::time::Instant::now();
     loop {
         let position = reader
             .positions()
@@ -336,13 +352,27 @@ async fn last_record(
         }
         match tokio::time::timeout(READ_QUIET, reader.poll(16)).await {
             Ok(records) => {
-                let records = records?.into_iter();
+                let records = records.map_err(LastRecordError::Read)?.into_iter();
                 last = records
                     .filter(|record| record.partition == number)
                     .last()
                     .or(last);
             }
-            Err(_) => return Ok(last),
+            Err(_) if position.is_some() => return Ok(last),
+            Err(_) if started.elapsed() < ASSIGNMENT_WAIT => {}
+            Err(_) => return Err(LastRecordError::NotAssigned),
         }
     }
+}
+
+/// How long reading a checkpoint waits for its partition to be assigned to the reader.
+const ASSIGNMENT_WAIT: Duration = Duration::from_secs(60);
+
+/// Why the last record of a checkpoint partition could not be read.
+#[derive(Debug, thiserror::Error)]
+enum LastRecordError {
+    #[error(transparent)]
+    Read(runnel_backend::Error),
+    #[error("its partition was not assigned to the reader within {} s", ASSIGNMENT_WAIT.as_secs())]
+    NotAssigned,
 }

@@ -1,7 +1,4 @@
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use runnel_kafka::test_broker::Tansu;
@@ -9,71 +6,9 @@ use sensor_data::model::Metric;
 
 use crate::kafka_support::{app_on, arrivals, at_least, read_topic};
 use crate::support::{BLUEPRINT, decode, run_to_end, stderr_of};
-use runnel_app_test::wait_until;
+use runnel_app_test::{GroupMember, wait_until};
 
 const READINGS: i64 = 6_000;
-
-/// A process whose "partitions assigned" lines for the `to-metrics` group arrive on a
-/// channel.
-struct Member {
-    child: Child,
-    assignments: mpsc::Receiver<BTreeSet<String>>,
-    latest: Option<BTreeSet<String>>,
-}
-
-impl Member {
-    fn start(name: &'static str, mut command: Command) -> Member {
-        let mut child = command
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (sender, assignments) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                eprintln!("[{name}] {line}");
-                if let Some(list) = line.split("partitions assigned: ").nth(1) {
-                    let owned: BTreeSet<String> = list
-                        .split(" group=")
-                        .next()
-                        .unwrap_or_default()
-                        .split(", ")
-                        .filter(|p| *p != "none")
-                        .map(str::to_owned)
-                        .collect();
-                    let _ = sender.send(owned);
-                }
-            }
-        });
-        Member {
-            child,
-            assignments,
-            latest: None,
-        }
-    }
-
-    /// Takes every assignment logged so far; the latest one wins.
-    fn update(&mut self) {
-        while let Ok(owned) = self.assignments.try_recv() {
-            self.latest = Some(owned);
-        }
-    }
-
-    fn owns(&self) -> BTreeSet<String> {
-        self.latest.clone().unwrap_or_default()
-    }
-}
-
-/// A failed test must not leave its processes running.
-impl Drop for Member {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
 
 /// Two `run-streamlet to-metrics` processes share the two partitions of `sensor-data`;
 /// `kill -9` one of them mid-stream; the other takes both partitions over, and in the end
@@ -82,20 +17,15 @@ impl Drop for Member {
 fn two_processes_share_partitions_and_one_survives_a_kill() {
     let broker = Tansu::start();
     let member = || app_on(&broker, &["run-streamlet", "to-metrics", BLUEPRINT]);
-    let mut first = Member::start("first", member());
+    let mut first = GroupMember::start("first", member());
     wait_until(
         Duration::from_secs(60),
         "the first member's assignment",
-        || {
-            first.update();
-            first.owns().len() == 2
-        },
+        || first.owns().len() == 2,
     );
-    let mut second = Member::start("second", member());
+    let mut second = GroupMember::start("second", member());
     let all: BTreeSet<String> = ["sensor-data/0", "sensor-data/1"].map(String::from).into();
     wait_until(Duration::from_secs(60), "sharing the partitions", || {
-        first.update();
-        second.update();
         let (a, b) = (first.owns(), second.owns());
         a.len() == 1 && b.len() == 1 && a.union(&b).cloned().collect::<BTreeSet<_>>() == all
     });
@@ -120,10 +50,7 @@ fn two_processes_share_partitions_and_one_survives_a_kill() {
     wait_until(
         Duration::from_secs(90),
         "the survivor taking both partitions",
-        || {
-            second.update();
-            second.owns() == all
-        },
+        || second.owns() == all,
     );
     let generated = generating.join().unwrap();
     assert!(

@@ -67,18 +67,19 @@ where
     }
 }
 
-/// Saves the partitions that changed (all of them with `everything`).
+/// Saves the partitions that changed (all of them with `everything`, and those in `also`).
 fn save<K, A>(
     checkpoints: &Checkpoints,
     partitions: &mut BTreeMap<u32, PartitionWindows<K, A>>,
     everything: bool,
+    also: &BTreeSet<u32>,
 ) where
     K: Key + Serialize + DeserializeOwned,
     A: Aggregate,
 {
     let states = partitions
         .iter_mut()
-        .filter(|(_, windows)| everything || windows.changed)
+        .filter(|(partition, windows)| everything || windows.changed || also.contains(partition))
         .map(|(partition, windows)| {
             windows.changed = false;
             (*partition, windows.snapshot())
@@ -138,11 +139,17 @@ where
         tokio::select! {
             biased;
             () = checkpoint_due => {
-                // Partitions taken away in a rebalance are restored by their new owner from
-                // their last checkpoint; what this member did since is done again there.
+                // Partitions taken away in a rebalance get a last checkpoint and are dropped:
+                // their new owner restores them from their last checkpoint (this one, or an
+                // earlier one if it restored first) and reads again what came after.
                 let assigned: BTreeSet<u32> = input.partitions().into_iter().collect();
-                partitions.retain(|partition, _| assigned.contains(partition));
-                save(&checkpoints, &mut partitions, false);
+                let revoked: BTreeSet<u32> = partitions
+                    .keys()
+                    .filter(|partition| !assigned.contains(partition))
+                    .copied()
+                    .collect();
+                save(&checkpoints, &mut partitions, false, &revoked);
+                partitions.retain(|partition, _| !revoked.contains(partition));
                 next_checkpoint = None;
             }
             message = input.next() => {
@@ -241,6 +248,6 @@ where
             send(&output, &mut panes).await?;
         }
     }
-    save(&checkpoints, &mut partitions, true);
+    save(&checkpoints, &mut partitions, true, &BTreeSet::new());
     Ok(())
 }
