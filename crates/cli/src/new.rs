@@ -63,16 +63,16 @@ pub(crate) fn run(args: &NewArgs, out: &mut dyn std::io::Write) -> anyhow::Resul
     Ok(Outcome::Passed)
 }
 
-/// The `runnel = ...` dependency line's value.
+/// Where the `runnel` dependency comes from: `path = "..."` or `git = "..."`, inside its braces.
 fn dependency(args: &NewArgs) -> anyhow::Result<String> {
     if let Some(git) = &args.git {
-        return Ok(format!("{{ git = \"{git}\" }}"));
+        return Ok(format!("git = \"{git}\""));
     }
     let path = match &args.path {
         Some(path) => path.clone(),
         None if Path::new(BUILT_FROM).join("Cargo.toml").is_file() => PathBuf::from(BUILT_FROM),
         None => {
-            return Ok(format!("{{ git = \"{REPOSITORY}\" }}"));
+            return Ok(format!("git = \"{REPOSITORY}\""));
         }
     };
     let path = path
@@ -84,7 +84,7 @@ fn dependency(args: &NewArgs) -> anyhow::Result<String> {
             path.display()
         );
     }
-    Ok(format!("{{ path = \"{}\" }}", path.display()))
+    Ok(format!("path = \"{}\"", path.display()))
 }
 
 /// An app name: a cargo package name that is also a DNS label, as blueprint names are.

@@ -4,7 +4,8 @@
 //! the common shapes, the [`Streamlet`] trait for the rest), register them in an [`App`], and
 //! the binary can `describe` itself, `verify` a blueprint and `run` the whole graph on this
 //! machine on a durable embedded log, with at-least-once delivery, a live view and graceful
-//! shutdown. Test streamlets with [`testkit::TestRun`].
+//! shutdown. Test streamlets with the test kit's `TestRun` (the `testkit` feature, enabled in
+//! `[dev-dependencies]`: `runnel = { ..., features = ["testkit"] }`).
 //!
 //! ```no_run
 //! use runnel::prelude::*;
@@ -39,11 +40,15 @@ pub use error::AppError;
 /// The partition a record key goes to among `partitions`, as keyed outlets (and Kafka's
 /// default partitioner, murmur2) choose it.
 pub use runnel_backend::partition_for_key;
+/// The test kit (with the `testkit` feature, for tests): see
+/// [`TestRun`](runnel_streamlet::testkit::TestRun).
+#[cfg(feature = "testkit")]
+pub use runnel_streamlet::testkit;
 pub use runnel_streamlet::{
     AsyncMap, Checkpoints, Clock, CommitToken, Context, Data, Egress, Either, Error, ErrorKind,
     Inlet, InletStream, Merge, Message, Outgoing, Outlet, OutletSender, Parameter, Processor,
     RejectedRecord, Result, Shape, Splitter, Streamlet, SystemClock, WindowedAggregate, checkpoint,
-    dead_letter, testkit, watermark, window,
+    dead_letter, watermark, window,
 };
 
 /// Everything a streamlet file needs, in one import.

@@ -9,7 +9,7 @@ use futures::future::BoxFuture;
 ///
 /// Processing-time behaviour (early and late firings after a delay, idle partitions,
 /// checkpoint intervals) reads the clock and sleeps through it, so a test kit clock
-/// ([`ManualClock`](crate::testkit::ManualClock)) makes that behaviour deterministic.
+/// (the test kit's `ManualClock`) makes that behaviour deterministic.
 ///
 /// ```
 /// use runnel_streamlet::{Clock, SystemClock};

@@ -27,7 +27,8 @@
 //! ```
 //!
 //! Delivery is at-least-once: an input is committed only after every output sent before its
-//! commit is acknowledged by the log. Test a streamlet with [`testkit::TestRun`].
+//! commit is acknowledged by the log. Test a streamlet with the test kit's `TestRun` (the
+//! `testkit` feature, for `[dev-dependencies]`).
 //!
 //! Event time: [`WindowedAggregate`] aggregates per key in event-time windows with
 //! watermarks, triggers, allowed lateness and checkpointed state; [`window`] and
@@ -35,7 +36,7 @@
 //! `docs/event-time.md`).
 //!
 //! Where to start: [`Streamlet`] for the trait, [`helpers`] for the closures,
-//! [`testkit`] for tests. Runtime crates use [`run_instance`] to host a streamlet.
+//! `testkit` for tests (with the `testkit` feature). Runtime crates use [`run_instance`] to host a streamlet.
 #![deny(missing_docs)]
 
 mod acknowledgement;
@@ -62,6 +63,7 @@ mod port;
 mod rejection;
 mod shape;
 mod streamlet;
+#[cfg(feature = "testkit")]
 pub mod testkit;
 pub mod watermark;
 pub mod window;
