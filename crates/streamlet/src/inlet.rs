@@ -103,6 +103,9 @@ impl<T: Data> InletStream<T> {
                 return Ok(None);
             }
             let watching_end = self.input_may_end && !*self.parts.end_of_input.borrow();
+            // The commits and sends queued so far go to the committer now rather than wait
+            // for a full batch: reading the log may wait, and so would they.
+            self.parts.acknowledgements.flush();
             tokio::select! {
                 biased;
                 () = self.parts.shutdown.cancelled() => return Ok(None),
