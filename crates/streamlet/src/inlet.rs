@@ -218,7 +218,7 @@ impl<T: Data> InletStream<T> {
                     Ok(value) => {
                         let consumed = self.buffer.pop_front().expect("the front record exists");
                         self.parts.metrics.record(consumed.record.value_len());
-                        let timed = self.handed_out % PROCESSING_LATENCY_SAMPLE == 0;
+                        let timed = self.handed_out.is_multiple_of(PROCESSING_LATENCY_SAMPLE);
                         self.handed_out += 1;
                         let token = CommitToken::new(
                             self.handle.clone(),
