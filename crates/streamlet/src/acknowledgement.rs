@@ -180,9 +180,8 @@ async fn permit(semaphore: &Arc<Semaphore>, events: &EventSender<Event>) -> Owne
         return permit;
     }
     events.flush();
-    semaphore
-        .clone()
-        .acquire_owned()
+    // Boxed: the wait is rare, and every sending future would otherwise carry its state.
+    Box::pin(semaphore.clone().acquire_owned())
         .await
         .expect("the acknowledgement semaphores are never closed")
 }
