@@ -199,9 +199,10 @@ impl Producer for KafkaProducer {
         loop {
             // Register interest before trying, so a delivery between the failed attempt and
             // the wait cannot be missed.
+            // (`space` is only signalled with `notify_waiters`, which a `Notified` receives
+            // from its creation on: enabling it, a lock per send, is not needed.)
             let space = context.space.notified();
             tokio::pin!(space);
-            space.as_mut().enable();
             match self.client.send(base) {
                 Ok(()) => break,
                 Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), returned)) => {
