@@ -63,7 +63,7 @@ impl Producer for EmbeddedProducer {
             .append(&record)
             .await
             .map_err(|error| error.into_produce(topic, partition))?;
-        Ok(accepted.into_receipt(log.topic.clone(), partition))
+        Ok(accepted.into_receipt(&log.topic, partition))
     }
 
     /// Waits for the last batch of every partition in the log, which holds or follows every

@@ -172,7 +172,8 @@ impl Producer for KafkaProducer {
                 });
             }
         }
-        let delivery = Arc::new(Delivery::default());
+        // The topic's shared name, not a copy: the receipt needs it only for an error.
+        let delivery = Arc::new(Delivery::new(topic_name, partition, wire_size(&record)));
         let mut base: BaseRecord<'_, [u8], [u8], _> =
             BaseRecord::with_opaque_to(topic, delivery.clone())
                 .partition(partition as i32)
@@ -217,30 +218,7 @@ impl Producer for KafkaProducer {
                 }
             }
         }
-        // The topic's shared name, not a copy: it is only needed for an error.
-        let (topic, partition_number) = (topic_name, partition);
-        let size = wire_size(&record);
-        Ok(Receipt::new(async move {
-            match delivery.wait().await {
-                Some(Ok(offset)) => Ok(offset),
-                // The broker refused it: the topic's `max.message.bytes` is below the
-                // producer's `message.max.bytes`.
-                Some(Err(cause)) if cause.code() == Some(RDKafkaErrorCode::MessageSizeTooLarge) => {
-                    Err(Error::RecordTooLarge {
-                        topic: topic.to_string(),
-                        partition: partition_number,
-                        size,
-                        limit: None,
-                    })
-                }
-                Some(Err(cause)) => Err(Error::Produce {
-                    topic: topic.to_string(),
-                    partition: partition_number,
-                    source: Box::new(cause),
-                }),
-                None => Err(Error::Closed),
-            }
-        }))
+        Ok(Receipt::shared(delivery, 0))
     }
 
     async fn flush(&self) -> Result<()> {
