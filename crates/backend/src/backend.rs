@@ -264,25 +264,69 @@ pub struct ProducerConfig {
 /// # Ok(()) }
 /// ```
 #[must_use = "a receipt says when the record is durable; dropping it does not cancel the send"]
-pub struct Receipt(BoxFuture<'static, Result<u64>>);
+pub struct Receipt(Delivery);
+
+/// Where a receipt's outcome comes from.
+enum Delivery {
+    /// A future of its own.
+    Future(BoxFuture<'static, Result<u64>>),
+    /// Record `index` of an acknowledgement shared with other records.
+    Shared {
+        source: Arc<dyn ReceiptSource>,
+        index: u32,
+    },
+}
 
 impl Receipt {
     /// A receipt that completes when `delivery` does.
     pub fn new(delivery: impl Future<Output = Result<u64>> + Send + 'static) -> Self {
-        Receipt(Box::pin(delivery))
+        Receipt(Delivery::Future(Box::pin(delivery)))
     }
 
     /// A receipt that is already complete.
     pub fn ready(result: Result<u64>) -> Self {
-        Receipt(Box::pin(std::future::ready(result)))
+        Receipt::new(std::future::ready(result))
     }
+
+    /// The receipt of record `index` of `source`, which acknowledges many records at once
+    /// (a batch): no allocation of its own, unlike [`new`](Receipt::new).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use std::task::{Context, Poll};
+    /// /// A batch acknowledged at offsets from 40 on.
+    /// struct Batch;
+    /// impl runnel_backend::ReceiptSource for Batch {
+    ///     fn poll_receipt(&self, index: u32, _: &mut Context<'_>) -> Poll<runnel_backend::Result<u64>> {
+    ///         Poll::Ready(Ok(40 + u64::from(index)))
+    ///     }
+    /// }
+    /// # async fn demo() -> runnel_backend::Result<()> {
+    /// let receipt = runnel_backend::Receipt::shared(Arc::new(Batch), 1);
+    /// assert_eq!(receipt.await?, 41);
+    /// # Ok(()) }
+    /// ```
+    pub fn shared(source: Arc<dyn ReceiptSource>, index: u32) -> Self {
+        Receipt(Delivery::Shared { source, index })
+    }
+}
+
+/// Acknowledges many records at once (a batch of the log, a produce request): the
+/// receipts made with [`Receipt::shared`] poll it with their record's index.
+pub trait ReceiptSource: Send + Sync + 'static {
+    /// The outcome of record `index`: its offset once acknowledged, or why it was not. While
+    /// pending, `cx`'s waker is woken when that changes, as for [`Future::poll`].
+    fn poll_receipt(&self, index: u32, cx: &mut Context<'_>) -> Poll<Result<u64>>;
 }
 
 impl Future for Receipt {
     type Output = Result<u64>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.0.as_mut().poll(cx)
+        match &mut self.0 {
+            Delivery::Future(delivery) => delivery.as_mut().poll(cx),
+            Delivery::Shared { source, index } => source.poll_receipt(*index, cx),
+        }
     }
 }
 

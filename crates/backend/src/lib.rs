@@ -43,7 +43,8 @@ pub mod conformance;
 mod pausable;
 
 pub use backend::{
-    Backend, Consumer, ConsumerConfig, Isolation, Producer, ProducerConfig, Receipt, StartFrom,
+    Backend, Consumer, ConsumerConfig, Isolation, Producer, ProducerConfig, Receipt, ReceiptSource,
+    StartFrom,
 };
 pub use error::{BoxError, Error, Result};
 pub use memory::MemoryBackend;

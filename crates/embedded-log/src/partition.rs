@@ -189,8 +189,10 @@ impl Partition {
             });
         }
         loop {
-            let mut space = pin!(self.space.notified());
-            space.as_mut().enable();
+            // `space` is only ever notified with `notify_waiters`, which a `Notified` receives
+            // from its creation on without being enabled: registering as a waiter (a lock
+            // and a list entry on every append) is left to the rare append that must wait.
+            let space = pin!(self.space.notified());
             let pushed =
                 lock(&self.pending).try_push(record, size, self.limits.max_pending_bytes, owner);
             match pushed {

@@ -8,31 +8,73 @@
 //! (backpressure), except that an empty buffer always takes one record, however large.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::task::{Context, Poll, Waker};
 
 use runnel_backend::Record;
-use tokio::sync::SetOnce;
 
 use crate::batch::{self, HEADER_LEN, TRANSACTIONAL_HEADER_LEN, TransactionFields};
 use crate::error::SharedError;
 
 /// Completes when the batch is acknowledged, with its base offset; every receipt of a record
-/// in the batch waits on it.
+/// in the batch waits on it, as its [`ReceiptSource`](runnel_backend::ReceiptSource), so a
+/// receipt costs no allocation of its own.
 #[derive(Debug, Default)]
 pub(crate) struct Completion {
-    result: SetOnce<Result<u64, SharedError>>,
+    result: OnceLock<Result<u64, SharedError>>,
+    /// Tasks polling before the outcome; `complete` sets it first, then takes them, and a
+    /// poller looks at the outcome again under this lock, so no wake-up is missed.
+    waiters: Mutex<Vec<Waker>>,
+    /// The topic and partition of the batch, for its receipts' errors; set by the first
+    /// receipt made.
+    origin: OnceLock<(Arc<str>, u32)>,
 }
 
 impl Completion {
     /// Waits for the batch's base offset.
     pub(crate) async fn wait(&self) -> Result<u64, SharedError> {
-        self.result.wait().await.clone()
+        std::future::poll_fn(|cx| self.poll_result(cx).map(Clone::clone)).await
+    }
+
+    fn poll_result(&self, cx: &mut Context<'_>) -> Poll<&Result<u64, SharedError>> {
+        if let Some(result) = self.result.get() {
+            return Poll::Ready(result);
+        }
+        let mut waiters = self.waiters.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(result) = self.result.get() {
+            return Poll::Ready(result);
+        }
+        if !waiters.iter().any(|waiter| waiter.will_wake(cx.waker())) {
+            waiters.push(cx.waker().clone());
+        }
+        Poll::Pending
     }
 
     /// Reports the batch's outcome to everyone waiting.
     pub(crate) fn complete(&self, result: Result<u64, SharedError>) {
         // Only the writer completes a batch, once.
         let _ = self.result.set(result);
+        let waiters =
+            std::mem::take(&mut *self.waiters.lock().unwrap_or_else(PoisonError::into_inner));
+        for waiter in waiters {
+            waiter.wake();
+        }
+    }
+}
+
+impl runnel_backend::ReceiptSource for Completion {
+    fn poll_receipt(&self, index: u32, cx: &mut Context<'_>) -> Poll<runnel_backend::Result<u64>> {
+        self.poll_result(cx).map(|result| match result {
+            Ok(base_offset) => Ok(base_offset + u64::from(index)),
+            Err(error) => {
+                let (topic, partition) = self.origin.get().cloned().unwrap_or_default();
+                Err(runnel_backend::Error::Produce {
+                    topic: topic.to_string(),
+                    partition,
+                    source: Box::new(error.clone()),
+                })
+            }
+        })
     }
 }
 
@@ -48,17 +90,11 @@ pub(crate) struct Accepted {
 impl Accepted {
     /// The receipt of the record: its offset once its batch is durable, or the batch's
     /// failure, named by `topic` and `partition`.
-    pub(crate) fn into_receipt(self, topic: Arc<str>, partition: u32) -> runnel_backend::Receipt {
-        runnel_backend::Receipt::new(async move {
-            match self.completion.wait().await {
-                Ok(base_offset) => Ok(base_offset + u64::from(self.index)),
-                Err(error) => Err(runnel_backend::Error::Produce {
-                    topic: topic.to_string(),
-                    partition,
-                    source: Box::new(error),
-                }),
-            }
-        })
+    pub(crate) fn into_receipt(self, topic: &Arc<str>, partition: u32) -> runnel_backend::Receipt {
+        self.completion
+            .origin
+            .get_or_init(|| (topic.clone(), partition));
+        runnel_backend::Receipt::shared(self.completion, self.index)
     }
 }
 
@@ -389,6 +425,45 @@ mod tests {
             ]
         );
         assert_eq!(pending.records(), 0);
+    }
+
+    #[tokio::test]
+    async fn the_receipts_of_a_batch_share_its_completion() {
+        let mut pending = Pending::default();
+        let record = Record::new("x");
+        let size = batch::encoded_len(&record);
+        let topic: Arc<str> = Arc::from("readings");
+        let receipts: Vec<_> = (0..2)
+            .map(|_| {
+                let accepted = pending.try_push(&record, size, 1 << 20, None).unwrap();
+                accepted.unwrap().into_receipt(&topic, 3)
+            })
+            .collect();
+        let waiting = tokio::spawn(futures::future::join_all(receipts));
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished(), "the receipts wait for the batch");
+        let taken = pending.take(Vec::new()).unwrap();
+        taken[0].completion.complete(Ok(40));
+        let offsets: Vec<u64> = waiting
+            .await
+            .unwrap()
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(offsets, [40, 41]);
+
+        let accepted = pending.try_push(&record, size, 1 << 20, None).unwrap();
+        let receipt = accepted.unwrap().into_receipt(&topic, 3);
+        let failure = SharedError(Arc::new(crate::Error::Closed));
+        pending.take(Vec::new()).unwrap()[0]
+            .completion
+            .complete(Err(failure));
+        match receipt.await {
+            Err(runnel_backend::Error::Produce {
+                topic, partition, ..
+            }) => assert_eq!((topic.as_str(), partition), ("readings", 3)),
+            other => panic!("expected the batch's failure, got {other:?}"),
+        }
     }
 
     #[test]

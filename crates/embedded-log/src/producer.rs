@@ -1,12 +1,12 @@
 //! The embedded log's [`Producer`]: hands records to partitions' pending buffers and returns
 //! receipts that complete when the writer acknowledges their batch.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use runnel_backend::{Producer, Receipt, Record};
 
-use crate::backend::Shared;
+use crate::backend::{Shared, TopicLog};
 use crate::partition::lock;
 
 /// Appends to any topic of an [`EmbeddedBackend`](crate::EmbeddedBackend).
@@ -17,11 +17,29 @@ use crate::partition::lock;
 #[derive(Debug)]
 pub(crate) struct EmbeddedProducer {
     shared: Arc<Shared>,
+    /// The topics this producer sent to, by name: a producer writes a few topics, and
+    /// finding one here costs less than the log's shared, hashed topic map on every send.
+    /// Topics are never deleted, so an entry never goes stale.
+    recent: Mutex<Vec<(Box<str>, Arc<TopicLog>)>>,
 }
 
 impl EmbeddedProducer {
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
-        EmbeddedProducer { shared }
+        EmbeddedProducer {
+            shared,
+            recent: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The log of `topic`, from the producer's own list when it sent there before.
+    fn topic(&self, topic: &str) -> runnel_backend::Result<Arc<TopicLog>> {
+        let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, log)) = recent.iter().find(|(name, _)| &**name == topic) {
+            return Ok(log.clone());
+        }
+        let log = self.shared.topic(topic)?;
+        recent.push((topic.into(), log.clone()));
+        Ok(log)
     }
 }
 
@@ -33,12 +51,19 @@ impl Producer for EmbeddedProducer {
         partition: u32,
         record: Record,
     ) -> runnel_backend::Result<Receipt> {
-        let log = self.shared.partition(topic, partition)?;
+        let topic_log = self.topic(topic)?;
+        let Some(log) = topic_log.partitions.get(partition as usize) else {
+            return Err(runnel_backend::Error::PartitionNotFound {
+                topic: topic.to_owned(),
+                partition,
+                partitions: topic_log.partitions.len() as u32,
+            });
+        };
         let accepted = log
             .append(&record)
             .await
             .map_err(|error| error.into_produce(topic, partition))?;
-        Ok(accepted.into_receipt(log.topic.clone(), partition))
+        Ok(accepted.into_receipt(&log.topic, partition))
     }
 
     /// Waits for the last batch of every partition in the log, which holds or follows every

@@ -162,7 +162,7 @@ impl Producer for EmbeddedTransactionalProducer {
                     other => other.into_produce(topic, partition),
                 })?;
         lock(&self.open).insert(key, Some(accepted.completion.clone()));
-        Ok(accepted.into_receipt(log.topic.clone(), partition))
+        Ok(accepted.into_receipt(&log.topic, partition))
     }
 
     /// Waits until every record of the open transaction is durable (not committed).

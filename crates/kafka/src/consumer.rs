@@ -399,13 +399,27 @@ impl KafkaConsumer {
         let count = max_records.max(1).min(buffered.len());
         let records: Vec<ConsumedRecord> = buffered.drain(..count).collect();
         drop(buffered);
-        let mut positions = lock(&self.shared.positions);
+        // The next position of each partition in the batch, found first, so the shared map
+        // (hashed by topic name) is looked up once per partition rather than per record.
+        let mut nexts: Vec<(&ConsumedRecord, u64)> = Vec::new();
         for record in &records {
-            let tp = TopicPartition::new(record.topic.clone(), record.partition);
-            if let Some(position) = positions.get_mut(&tp) {
-                *position = (*position).max(record.offset + 1);
+            let next = record.offset + 1;
+            match nexts
+                .iter_mut()
+                .find(|(seen, _)| seen.partition == record.partition && seen.topic == record.topic)
+            {
+                Some((_, known)) => *known = (*known).max(next),
+                None => nexts.push((record, next)),
             }
         }
+        let mut positions = lock(&self.shared.positions);
+        for (record, next) in nexts {
+            let tp = TopicPartition::new(record.topic.clone(), record.partition);
+            if let Some(position) = positions.get_mut(&tp) {
+                *position = (*position).max(next);
+            }
+        }
+        drop(positions);
         records
     }
 

@@ -58,6 +58,7 @@ mod backend;
 mod config;
 mod consumer;
 mod context;
+mod delivery;
 mod error;
 mod inspect;
 mod metadata;

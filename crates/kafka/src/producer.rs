@@ -14,10 +14,11 @@ use rdkafka::producer::{
     BaseRecord, DeliveryResult, Producer as _, ProducerContext, ThreadedProducer,
 };
 use runnel_backend::{Error, Producer, Receipt, Record, Result};
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::Notify;
 
 use crate::context;
-use crate::error::{LibrdkafkaError, Redactor};
+use crate::delivery::Delivery;
+use crate::error::Redactor;
 use crate::metadata::{Metadata, blocking};
 use crate::topic_limits::{BATCH_OVERHEAD, TopicLimits};
 
@@ -40,8 +41,6 @@ fn wire_size(record: &Record) -> usize {
 /// How long `flush` waits for outstanding deliveries at most.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(300);
 
-type Delivery = oneshot::Sender<std::result::Result<u64, LibrdkafkaError>>;
-
 /// Completes receipts from delivery reports and wakes senders waiting for queue space.
 pub(crate) struct DeliveryContext {
     redactor: Redactor,
@@ -62,7 +61,7 @@ impl ClientContext for DeliveryContext {
 }
 
 impl ProducerContext for DeliveryContext {
-    type DeliveryOpaque = Box<Delivery>;
+    type DeliveryOpaque = Arc<Delivery>;
 
     fn delivery(&self, result: &DeliveryResult<'_>, delivery: Self::DeliveryOpaque) {
         let outcome = match result {
@@ -73,7 +72,7 @@ impl ProducerContext for DeliveryContext {
             }
             Err((error, _)) => Err(self.redactor.error(error)),
         };
-        let _ = delivery.send(outcome);
+        delivery.complete(outcome);
         if self.waiting.load(Ordering::Acquire) > 0 {
             self.space.notify_waiters();
         }
@@ -151,7 +150,7 @@ impl KafkaProducer {
 #[async_trait]
 impl Producer for KafkaProducer {
     async fn send(&self, topic: &str, partition: u32, record: Record) -> Result<Receipt> {
-        let (_, mut partitions) = self.metadata.partitions(topic, false).await?;
+        let (topic_name, mut partitions) = self.metadata.partitions(topic, false).await?;
         if partition >= partitions {
             partitions = self.metadata.partitions(topic, true).await?.1;
             if partition >= partitions {
@@ -173,9 +172,10 @@ impl Producer for KafkaProducer {
                 });
             }
         }
-        let (delivered, receipt) = oneshot::channel();
+        // The topic's shared name, not a copy: the receipt needs it only for an error.
+        let delivery = Arc::new(Delivery::new(topic_name, partition, wire_size(&record)));
         let mut base: BaseRecord<'_, [u8], [u8], _> =
-            BaseRecord::with_opaque_to(topic, Box::new(delivered))
+            BaseRecord::with_opaque_to(topic, delivery.clone())
                 .partition(partition as i32)
                 .timestamp(record.timestamp);
         // No payload at all is Kafka's null value (a tombstone); an empty one stays empty.
@@ -200,9 +200,10 @@ impl Producer for KafkaProducer {
         loop {
             // Register interest before trying, so a delivery between the failed attempt and
             // the wait cannot be missed.
+            // (`space` is only signalled with `notify_waiters`, which a `Notified` receives
+            // from its creation on: enabling it, a lock per send, is not needed.)
             let space = context.space.notified();
             tokio::pin!(space);
-            space.as_mut().enable();
             match self.client.send(base) {
                 Ok(()) => break,
                 Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), returned)) => {
@@ -217,29 +218,7 @@ impl Producer for KafkaProducer {
                 }
             }
         }
-        let (topic, partition_number) = (topic.to_owned(), partition);
-        let size = wire_size(&record);
-        Ok(Receipt::new(async move {
-            match receipt.await {
-                Ok(Ok(offset)) => Ok(offset),
-                // The broker refused it: the topic's `max.message.bytes` is below the
-                // producer's `message.max.bytes`.
-                Ok(Err(cause)) if cause.code() == Some(RDKafkaErrorCode::MessageSizeTooLarge) => {
-                    Err(Error::RecordTooLarge {
-                        topic,
-                        partition: partition_number,
-                        size,
-                        limit: None,
-                    })
-                }
-                Ok(Err(cause)) => Err(Error::Produce {
-                    topic,
-                    partition: partition_number,
-                    source: Box::new(cause),
-                }),
-                Err(_) => Err(Error::Closed),
-            }
-        }))
+        Ok(Receipt::shared(delivery, 0))
     }
 
     async fn flush(&self) -> Result<()> {

@@ -2,12 +2,15 @@
 //! before its commit is acknowledged by the log.
 //!
 //! Every send and every commit of one streamlet instance goes, in program order, into one
-//! queue. The [`Committer`] takes events in that order: it waits for each send's receipt,
+//! queue (see [`queue`] for when the committer is woken: per batch of events, not per
+//! event). The [`Committer`] takes events in that order: it waits for each send's receipt,
 //! and stages each commit, which is then safe because everything sent before it is durable.
 //! Staged offsets are written to the consumer groups in batches (every commit interval, and
 //! at the end), monotonically per partition. Two semaphores bound the queue: one counts
 //! unacknowledged sends, the other messages handed to the streamlet and not yet committed,
-//! so a slow log slows the streamlet instead of growing memory.
+//! so a slow log slows the streamlet instead of growing memory. The committer gives the
+//! permits of the events it has taken back together, once per batch and before it waits
+//! for a receipt, rather than one semaphore release per event.
 //!
 //! A checkpointed streamlet's commits are written only with its checkpoints: a checkpoint
 //! in the queue is written once every send before it is acknowledged, with the offsets of
@@ -33,22 +36,24 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures::FutureExt;
 use runnel_backend::{
     CommitOffset, Consumer, GroupOffsets, Producer, Receipt, TransactionalProducer,
 };
 use runnel_blueprint::descriptor::Delivery;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use crate::InstanceMetrics;
 use crate::checkpoint::{self, InletOffset, SavedState};
 use crate::gate::{Gate, HandedOut};
 
+mod queue;
+
+use queue::{EventReceiver, EventSender, Wake};
+
 /// How often an exactly-once commit looks whether the handed-out messages are committed.
 const QUIESCENCE_POLL: Duration = Duration::from_millis(2);
-
-/// How many queued events the committer takes per wake-up.
-const EVENTS_PER_WAKE_UP: usize = 512;
 
 /// One entry of the acknowledgement queue.
 #[derive(Debug)]
@@ -56,7 +61,7 @@ pub(crate) enum Event {
     /// A record was handed to the producer.
     Sent {
         receipt: Receipt,
-        _permit: OwnedSemaphorePermit,
+        permit: OwnedSemaphorePermit,
     },
     /// The streamlet is done with an input record (and everything before it on its
     /// partition).
@@ -66,7 +71,7 @@ pub(crate) enum Event {
         offset: u64,
         /// How long the streamlet had the message, for the processing-latency histogram.
         processing: Option<Duration>,
-        _permit: OwnedSemaphorePermit,
+        permit: OwnedSemaphorePermit,
     },
     /// A checkpointed streamlet saved its state, reflecting every commit before.
     Checkpoint {
@@ -91,7 +96,7 @@ pub(crate) enum Event {
 /// The sending side of the queue, cloned into every inlet, outlet and message.
 #[derive(Clone, Debug)]
 pub(crate) struct Acknowledgements {
-    events: mpsc::UnboundedSender<Event>,
+    events: EventSender<Event>,
     sends: Arc<Semaphore>,
     messages: Arc<Semaphore>,
     /// Closed while an exactly-once commit waits for handed-out messages.
@@ -105,8 +110,8 @@ impl Acknowledgements {
         max_unacknowledged_sends: usize,
         max_uncommitted_messages: usize,
         gate: Option<Arc<Gate>>,
-    ) -> (Self, mpsc::UnboundedReceiver<Event>) {
-        let (events, receiver) = mpsc::unbounded_channel();
+    ) -> (Self, EventReceiver<Event>) {
+        let (events, receiver) = queue::queue();
         let acknowledgements = Acknowledgements {
             events,
             sends: Arc::new(Semaphore::new(max_unacknowledged_sends.max(1))),
@@ -130,30 +135,27 @@ impl Acknowledgements {
     /// Waits for room for one more unacknowledged send (and, in exactly-once mode, until no
     /// checkpoint is being committed).
     pub(crate) async fn send_permit(&self) -> OwnedSemaphorePermit {
-        if let Some(sending) = &self.sending {
+        if let Some(sending) = &self.sending
+            && !sending.is_open()
+        {
+            // The checkpoint whose transaction this waits for is among the queued events.
+            self.events.flush();
             sending.wait_open().await;
         }
-        self.sends
-            .clone()
-            .acquire_owned()
-            .await
-            .expect("the send semaphore is never closed")
+        permit(&self.sends, &self.events).await
     }
 
     /// Waits for room for one more uncommitted message (and, in exactly-once mode, for the
     /// gate to be open).
     pub(crate) async fn message_permit(&self) -> OwnedSemaphorePermit {
         loop {
-            let permit = self
-                .messages
-                .clone()
-                .acquire_owned()
-                .await
-                .expect("the message semaphore is never closed");
+            let permit = permit(&self.messages, &self.events).await;
             // The permit is taken before the gate is looked at; see `gate.rs`.
             match &self.gate {
                 Some(gate) if !gate.is_open() => {
                     drop(permit);
+                    // The commit the gate waits for may be among the queued events.
+                    self.events.flush();
                     gate.wait_open().await;
                 }
                 _ => return permit,
@@ -161,13 +163,17 @@ impl Acknowledgements {
         }
     }
 
+    /// Wakes the committer if events are queued: the caller is about to wait (for the log),
+    /// and the events should not wait with it.
+    pub(crate) fn flush(&self) {
+        self.events.flush();
+    }
+
     pub(crate) fn sent(&self, receipt: Receipt, permit: OwnedSemaphorePermit) {
         // A closed queue means the instance is finishing; the record is still appended and
         // simply not waited for, which can only delay commits, never lose data.
-        let _ = self.events.send(Event::Sent {
-            receipt,
-            _permit: permit,
-        });
+        self.events
+            .push(Event::Sent { receipt, permit }, Wake::Batched);
     }
 
     pub(crate) fn commit(
@@ -178,13 +184,14 @@ impl Acknowledgements {
         processing: Option<Duration>,
         permit: OwnedSemaphorePermit,
     ) {
-        let _ = self.events.send(Event::Commit {
+        let commit = Event::Commit {
             inlet,
             partition,
             offset,
             processing,
-            _permit: permit,
-        });
+            permit,
+        };
+        self.events.push(commit, Wake::Batched);
     }
 
     /// Counts a message as held by the streamlet until the returned guard is dropped
@@ -194,7 +201,8 @@ impl Acknowledgements {
     }
 
     pub(crate) fn restored(&self, partition: u32, offsets: Vec<InletOffset>) {
-        let _ = self.events.send(Event::Restored { partition, offsets });
+        self.events
+            .push(Event::Restored { partition, offsets }, Wake::Batched);
     }
 
     pub(crate) fn checkpoint(&self, state: SavedState) {
@@ -203,11 +211,48 @@ impl Acknowledgements {
             // Opened by the committer once the checkpoint's transaction is committed.
             sending.close();
         }
-        let _ = self.events.send(Event::Checkpoint { state, held });
+        self.events
+            .push(Event::Checkpoint { state, held }, Wake::Now);
     }
 
     pub(crate) fn finish(&self, succeeded: bool) {
-        let _ = self.events.send(Event::Finish { succeeded });
+        self.events.push(Event::Finish { succeeded }, Wake::Now);
+    }
+}
+
+/// A permit of `semaphore`: taken at once when one is free; otherwise the committer is woken
+/// first (the permits it releases may be held by queued events) and the permit waited for.
+async fn permit(semaphore: &Arc<Semaphore>, events: &EventSender<Event>) -> OwnedSemaphorePermit {
+    if let Ok(permit) = semaphore.clone().try_acquire_owned() {
+        return permit;
+    }
+    events.flush();
+    // Boxed: the wait is rare, and every sending future would otherwise carry its state.
+    Box::pin(semaphore.clone().acquire_owned())
+        .await
+        .expect("the acknowledgement semaphores are never closed")
+}
+
+/// Permits of events the committer is done with, given back together: one semaphore
+/// release per batch of events instead of one per event.
+#[derive(Debug, Default)]
+struct Released {
+    sends: Option<OwnedSemaphorePermit>,
+    messages: Option<OwnedSemaphorePermit>,
+}
+
+impl Released {
+    fn add(slot: &mut Option<OwnedSemaphorePermit>, permit: OwnedSemaphorePermit) {
+        match slot {
+            Some(held) => held.merge(permit),
+            None => *slot = Some(permit),
+        }
+    }
+
+    /// Gives every held permit back to its semaphore.
+    fn release(&mut self) {
+        self.sends = None;
+        self.messages = None;
     }
 }
 
@@ -308,6 +353,8 @@ pub(crate) struct Committer {
     metrics: Arc<InstanceMetrics>,
     /// For a checkpointed instance: offsets are written only with checkpoints.
     checkpoints: Option<CheckpointWriter>,
+    /// Permits of the events handled since the last release.
+    released: Released,
 }
 
 impl Committer {
@@ -332,52 +379,71 @@ impl Committer {
             written,
             metrics,
             checkpoints,
+            released: Released::default(),
         }
     }
 
     /// Runs until [`Event::Finish`] (or every sender is gone), then commits what is staged
     /// (exactly-once: only after a successful finish; otherwise the transaction is aborted).
-    pub(crate) async fn run(
-        mut self,
-        mut events: mpsc::UnboundedReceiver<Event>,
-    ) -> Result<(), CommitError> {
+    pub(crate) async fn run(mut self, mut events: EventReceiver<Event>) -> Result<(), CommitError> {
         let mut deadline: Option<Instant> = None;
-        let mut batch = Vec::with_capacity(EVENTS_PER_WAKE_UP);
+        let mut batch = Vec::new();
         loop {
-            let received = match deadline {
-                Some(at) => tokio::select! {
-                    biased;
-                    received = events.recv_many(&mut batch, EVENTS_PER_WAKE_UP) => received,
-                    () = tokio::time::sleep_until(at) => {
-                        if let Some(succeeded) = self.write(&mut events).await? {
-                            return self.finish(succeeded, &mut events).await;
-                        }
-                        deadline = None;
-                        continue;
+            // Woken per batch of events; the timer also takes events queued without a
+            // wake-up, so none waits longer than a commit interval.
+            let wake_up = deadline.unwrap_or_else(|| Instant::now() + self.interval);
+            let timed_out = tokio::select! {
+                biased;
+                received = events.recv_many(&mut batch) => {
+                    if !received {
+                        // Every sender is gone without a finish: the streamlet panicked or
+                        // was dropped. Exactly-once aborts; the other modes commit what is
+                        // acknowledged.
+                        return self.finish(false, &mut events).await;
                     }
-                },
-                None => events.recv_many(&mut batch, EVENTS_PER_WAKE_UP).await,
-            };
-            if received == 0 {
-                // Every sender is gone without a finish: the streamlet panicked or was
-                // dropped. Exactly-once aborts; the other modes commit what is acknowledged.
-                return self.finish(false, &mut events).await;
-            }
-            let mut finished = None;
-            for event in batch.drain(..) {
-                if let Some(succeeded) = self.handle(event).await? {
-                    finished = Some(succeeded);
-                    break;
+                    false
                 }
-            }
-            if let Some(succeeded) = finished {
+                () = tokio::time::sleep_until(wake_up) => {
+                    events.take(&mut batch);
+                    true
+                }
+            };
+            if let Some(succeeded) = self.handle_all(&mut batch).await? {
                 return self.finish(succeeded, &mut events).await;
+            }
+            if timed_out && deadline.is_some() {
+                if let Some(succeeded) = self.write(&mut events).await? {
+                    return self.finish(succeeded, &mut events).await;
+                }
+                deadline = None;
+                continue;
             }
             if self.pending && self.checkpoints.is_none() {
                 deadline.get_or_insert_with(|| Instant::now() + self.interval);
             }
             self.stage();
         }
+    }
+
+    /// Takes the events of `batch` in order, then gives their permits back; returns
+    /// `Some(succeeded)` at the finish (the events after it are dropped).
+    async fn handle_all(&mut self, batch: &mut Vec<Event>) -> Result<Option<bool>, CommitError> {
+        let mut finished = None;
+        for event in batch.drain(..) {
+            if finished.is_some() {
+                continue; // dropped in order, releasing their permits
+            }
+            match self.handle(event).await {
+                Ok(Some(succeeded)) => finished = Some(succeeded),
+                Ok(None) => {}
+                Err(error) => {
+                    self.released.release();
+                    return Err(error);
+                }
+            }
+        }
+        self.released.release();
+        Ok(finished)
     }
 
     /// Takes one event; returns `Some(succeeded)` at the finish.
@@ -389,14 +455,28 @@ impl Committer {
                 SavedState::Partitions(states) => self.checkpoint_partitions(states, held).await?,
             },
             Event::Restored { partition, offsets } => self.restored(partition, &offsets),
-            Event::Sent { receipt, _permit } => match self.mode {
+            Event::Sent {
+                mut receipt,
+                permit,
+            } => match self.mode {
                 Mode::AtLeastOnce => {
-                    receipt.await.map_err(CommitError::Delivery)?;
+                    // A receipt not yet complete is waited for with the permits of what
+                    // came before it given back, so the streamlet is not held up meanwhile.
+                    let delivered = match (&mut receipt).now_or_never() {
+                        Some(delivered) => delivered,
+                        None => {
+                            self.released.release();
+                            self.wait_for(receipt).await?
+                        }
+                    };
+                    delivered.map_err(CommitError::Delivery)?;
+                    Released::add(&mut self.released.sends, permit);
                 }
                 // Exactly-once: the transaction commit fails if a delivery did. At most
                 // once: nobody waits.
                 Mode::AtMostOnce | Mode::ExactlyOnce { .. } => {
                     drop(receipt);
+                    Released::add(&mut self.released.sends, permit);
                     self.pending |= matches!(self.mode, Mode::ExactlyOnce { .. });
                 }
             },
@@ -405,8 +485,9 @@ impl Committer {
                 partition,
                 offset,
                 processing,
-                _permit,
+                permit,
             } => {
+                Released::add(&mut self.released.messages, permit);
                 if let Some(processing) = processing {
                     self.metrics.processing_latency().observe(processing);
                 }
@@ -418,6 +499,24 @@ impl Committer {
             }
         }
         Ok(None)
+    }
+
+    /// Waits for a receipt; what is staged meanwhile (everything sent before it is
+    /// acknowledged) is still written every commit interval, so a slow acknowledgement holds
+    /// back only the commits behind it.
+    async fn wait_for(
+        &mut self,
+        mut receipt: Receipt,
+    ) -> Result<runnel_backend::Result<u64>, CommitError> {
+        loop {
+            if !self.pending || self.checkpoints.is_some() {
+                return Ok(receipt.await);
+            }
+            tokio::select! {
+                delivered = &mut receipt => return Ok(delivered),
+                () = tokio::time::sleep(self.interval) => self.write_to_groups(None).await?,
+            }
+        }
     }
 
     /// At least once: tells each consumer what is safe to commit, for rebalances.
@@ -457,7 +556,7 @@ impl Committer {
     async fn finish(
         mut self,
         succeeded: bool,
-        events: &mut mpsc::UnboundedReceiver<Event>,
+        events: &mut EventReceiver<Event>,
     ) -> Result<(), CommitError> {
         if let Mode::ExactlyOnce { producer, .. } = &self.mode
             && (!succeeded || self.checkpoints.is_some())
@@ -481,7 +580,7 @@ impl Committer {
     /// uncommitted (which may meet the finish: returned as `Some(succeeded)`).
     async fn write(
         &mut self,
-        events: &mut mpsc::UnboundedReceiver<Event>,
+        events: &mut EventReceiver<Event>,
     ) -> Result<Option<bool>, CommitError> {
         let Mode::ExactlyOnce {
             producer,
@@ -496,20 +595,20 @@ impl Committer {
         };
         gate.close();
         let mut finished = None;
-        let mut batch = Vec::with_capacity(EVENTS_PER_WAKE_UP);
+        let mut batch = Vec::new();
         while finished.is_none() && messages.available_permits() < max_messages {
-            let received = tokio::time::timeout(
-                QUIESCENCE_POLL,
-                events.recv_many(&mut batch, EVENTS_PER_WAKE_UP),
-            )
-            .await;
-            if received == Ok(0) {
-                finished = Some(false);
-            }
-            for event in batch.drain(..) {
-                if let Some(succeeded) = self.handle(event).await? {
-                    finished = Some(succeeded);
+            // Queued commits are taken without waiting for a wake-up; the inlets, stopped at
+            // the gate, also wake the committer.
+            if events.take(&mut batch) == 0 {
+                let received =
+                    tokio::time::timeout(QUIESCENCE_POLL, events.recv_many(&mut batch)).await;
+                if received == Ok(false) {
+                    finished = Some(false);
                 }
+            }
+            // The permits are given back before they are counted again.
+            if let Some(succeeded) = self.handle_all(&mut batch).await? {
+                finished = Some(succeeded);
             }
         }
         let result = if finished == Some(false) {

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::acknowledgement::Acknowledgements;
 use crate::codec::{Codec, SCHEMA_HEADER};
 use crate::dead_letter::DeadLetters;
-use crate::message::CommitToken;
+use crate::message::{CommitToken, PROCESSING_LATENCY_SAMPLE};
 use crate::metrics::PortMetrics;
 use crate::rejection::{FailedAttempts, InletHandle};
 use crate::{Data, Error, InstanceMetrics, Message, Result};
@@ -57,6 +57,8 @@ pub struct InletStream<T> {
     /// member is behind one of them the input cannot be read to its end, and the backplane
     /// (a network round trip on Kafka) need not be asked again.
     known_ends: Vec<u64>,
+    /// Messages handed out, to time one in [`PROCESSING_LATENCY_SAMPLE`].
+    handed_out: u64,
 }
 
 impl<T: Data> InletStream<T> {
@@ -83,6 +85,7 @@ impl<T: Data> InletStream<T> {
             buffer: VecDeque::new(),
             input_may_end: true,
             known_ends: Vec::new(),
+            handed_out: 0,
         }
     }
 
@@ -106,6 +109,9 @@ impl<T: Data> InletStream<T> {
                 return Ok(None);
             }
             let watching_end = self.input_may_end && !*self.parts.end_of_input.borrow();
+            // The commits and sends queued so far go to the committer now rather than wait
+            // for a full batch: reading the log may wait, and so would they.
+            self.parts.acknowledgements.flush();
             tokio::select! {
                 biased;
                 () = self.parts.shutdown.cancelled() => return Ok(None),
@@ -252,12 +258,15 @@ impl<T: Data> InletStream<T> {
                     Ok(value) => {
                         let consumed = self.buffer.pop_front().expect("the front record exists");
                         self.parts.metrics.record(consumed.record.value_len());
+                        let timed = self.handed_out.is_multiple_of(PROCESSING_LATENCY_SAMPLE);
+                        self.handed_out += 1;
                         let token = CommitToken::new(
                             self.handle.clone(),
                             consumed.partition,
                             consumed.offset,
                             consumed.record,
                             permit,
+                            timed,
                         );
                         return Ok(Some(Message::new(value, token)));
                     }
@@ -273,6 +282,7 @@ impl<T: Data> InletStream<T> {
             front.offset,
             front.record.clone(),
             permit,
+            false,
         );
         token.apply_policy(reason).await?;
         let consumed = self.buffer.pop_front().expect("the front record exists");

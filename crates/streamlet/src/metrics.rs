@@ -177,7 +177,8 @@ impl InstanceMetrics {
         self.committed.load(Ordering::Relaxed)
     }
 
-    /// How long messages took from being handed to the streamlet to being committed.
+    /// How long messages took from being handed to the streamlet to being committed,
+    /// measured on one message in 16 per inlet.
     pub fn processing_latency(&self) -> &Histogram {
         &self.processing
     }

@@ -146,7 +146,8 @@ impl<T: Data> OutletSender<T> {
     /// the input it came from to the inlet's bad-data policy); an internal error when the
     /// value cannot be encoded; an external one when the log refuses the record otherwise.
     pub async fn send(&self, value: &T) -> Result<()> {
-        self.send_record(Outgoing::new(value)).await
+        let (record, partition) = self.prepare(Outgoing::new(value))?;
+        self.queue(record, partition).await
     }
 
     /// Sends a value derived from the message `from` commits: with the input's event
@@ -157,12 +158,11 @@ impl<T: Data> OutletSender<T> {
     ///
     /// As for [`send`](OutletSender::send).
     pub async fn send_derived(&self, value: &T, from: &CommitToken) -> Result<()> {
-        self.send_record(
-            Outgoing::new(value)
-                .timestamp(from.timestamp())
-                .input_headers(from.headers()),
-        )
-        .await
+        let outgoing = Outgoing::new(value)
+            .timestamp(from.timestamp())
+            .input_headers(from.headers());
+        let (record, partition) = self.prepare(outgoing)?;
+        self.queue(record, partition).await
     }
 
     /// Sends a value with its own key, timestamp or headers.
@@ -171,7 +171,17 @@ impl<T: Data> OutletSender<T> {
     ///
     /// As for [`send`](OutletSender::send).
     pub async fn send_record(&self, outgoing: Outgoing<'_, T>) -> Result<()> {
-        let (receipt, permit, _) = self.hand_to_log(outgoing).await?;
+        let (record, partition) = self.prepare(outgoing)?;
+        self.queue(record, partition).await
+    }
+
+    /// Hands a prepared record to the log and its receipt to the instance's commit queue.
+    ///
+    /// Every send goes through here, and [`prepare`](Self::prepare) does everything that
+    /// does not wait, so what the sending future holds across its awaits (and what is
+    /// moved each time it is nested in a caller's future) is just the record.
+    async fn queue(&self, record: Record, partition: u32) -> Result<()> {
+        let (receipt, permit) = self.hand_to_log(record, partition).await?;
         self.inner.parts.acknowledgements.sent(receipt, permit);
         Ok(())
     }
@@ -208,7 +218,8 @@ impl<T: Data> OutletSender<T> {
         &self,
         outgoing: Outgoing<'_, T>,
     ) -> Result<futures::future::BoxFuture<'static, Result<(u32, u64)>>> {
-        let (receipt, permit, partition) = self.hand_to_log(outgoing).await?;
+        let (record, partition) = self.prepare(outgoing)?;
+        let (receipt, permit) = self.hand_to_log(record, partition).await?;
         Ok(Box::pin(async move {
             let offset = receipt.await.map_err(refused)?;
             drop(permit); // the send is acknowledged: it no longer counts
@@ -216,12 +227,8 @@ impl<T: Data> OutletSender<T> {
         }))
     }
 
-    /// Encodes, partitions and appends a record; returns its receipt, its permit among the
-    /// unacknowledged sends, and its partition.
-    async fn hand_to_log(
-        &self,
-        outgoing: Outgoing<'_, T>,
-    ) -> Result<(Receipt, OwnedSemaphorePermit, u32)> {
+    /// Encodes and partitions a record.
+    fn prepare(&self, outgoing: Outgoing<'_, T>) -> Result<(Record, u32)> {
         let inner = &*self.inner;
         let parts = &inner.parts;
         let encoded = inner.codec.encode(outgoing.value)?;
@@ -262,13 +269,24 @@ impl<T: Data> OutletSender<T> {
                 .timestamp
                 .unwrap_or_else(|| parts.clock.now_millis()),
         };
+        Ok((record, partition))
+    }
+
+    /// Appends a prepared record once there is room among the unacknowledged sends; returns
+    /// its receipt and its permit.
+    async fn hand_to_log(
+        &self,
+        record: Record,
+        partition: u32,
+    ) -> Result<(Receipt, OwnedSemaphorePermit)> {
+        let parts = &self.inner.parts;
         let permit = parts.acknowledgements.send_permit().await;
         let receipt = parts
             .producer
             .send(&parts.topic, partition, record)
             .await
             .map_err(refused)?;
-        Ok((receipt, permit, partition))
+        Ok((receipt, permit))
     }
 
     /// The outlet's topic.

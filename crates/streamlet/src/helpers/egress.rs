@@ -70,7 +70,11 @@ where
         while let Some(message) = input.next().await? {
             let (value, token) = message.into_parts();
             let outcome = (self.sink)(value).await;
-            token.settle(outcome).await?;
+            match outcome {
+                // The common case commits without building `settle`'s future.
+                Ok(()) => token.commit(),
+                failed => token.settle(failed).await?,
+            }
         }
         Ok(())
     }

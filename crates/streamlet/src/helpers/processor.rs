@@ -132,7 +132,11 @@ where
                 Ok(outputs) => send_all(&output, outputs, &token).await,
                 Err(error) => Err(error),
             };
-            token.settle(outcome).await?;
+            match outcome {
+                // The common case commits without building `settle`'s future.
+                Ok(()) => token.commit(),
+                failed => token.settle(failed).await?,
+            }
         }
         Ok(())
     }

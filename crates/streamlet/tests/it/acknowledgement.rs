@@ -19,17 +19,18 @@ use tokio_util::sync::CancellationToken;
 
 use crate::model::{IN, OUT, reading};
 
-/// A memory backplane whose receipts complete only once released.
+/// A memory backplane whose receipts complete only once released: the receipt of the
+/// record at offset `n` completes once more than `n` records are released.
 #[derive(Debug, Clone)]
 struct HeldBackend {
     memory: MemoryBackend,
-    released: watch::Receiver<bool>,
+    released: watch::Receiver<u64>,
 }
 
 #[derive(Debug)]
 struct HeldProducer {
     inner: Arc<dyn Producer>,
-    released: watch::Receiver<bool>,
+    released: watch::Receiver<u64>,
 }
 
 #[async_trait]
@@ -45,7 +46,7 @@ impl Producer for HeldProducer {
         Ok(Receipt::new(async move {
             let offset = receipt.await?;
             released
-                .wait_for(|released| *released)
+                .wait_for(|released| *released > offset)
                 .await
                 .map_err(|_| runnel_backend::Error::Closed)?;
             Ok(offset)
@@ -55,7 +56,7 @@ impl Producer for HeldProducer {
     async fn flush(&self) -> runnel_backend::Result<()> {
         self.released
             .clone()
-            .wait_for(|released| *released)
+            .wait_for(|released| *released == u64::MAX)
             .await
             .map_err(|_| runnel_backend::Error::Closed)?;
         Ok(())
@@ -94,7 +95,7 @@ impl Backend for HeldBackend {
 
 struct Fixture {
     memory: MemoryBackend,
-    release: watch::Sender<bool>,
+    release: watch::Sender<u64>,
     running: tokio::task::JoinHandle<runnel_streamlet::Result<()>>,
     _end_of_input: watch::Sender<bool>,
 }
@@ -117,7 +118,7 @@ async fn start(inputs: usize, settings: HostSettings) -> Fixture {
             .await
             .unwrap();
     }
-    let (release, released) = watch::channel(false);
+    let (release, released) = watch::channel(0);
     let (end_of_input, ended) = watch::channel(true);
     let backend = HeldBackend {
         memory: memory.clone(),
@@ -201,7 +202,7 @@ async fn inputs_are_committed_only_after_their_outputs_are_acknowledged() {
         [None]
     );
 
-    fixture.release.send(true).unwrap();
+    fixture.release.send(u64::MAX).unwrap();
     fixture.running.await.unwrap().unwrap();
     assert_eq!(
         fixture.memory.committed("copy.in", "in").await.unwrap(),
@@ -224,11 +225,70 @@ async fn unacknowledged_sends_are_bounded() {
         "the sixth send waits"
     );
 
-    fixture.release.send(true).unwrap();
+    fixture.release.send(u64::MAX).unwrap();
     fixture.running.await.unwrap().unwrap();
     assert_eq!(fixture.memory.records("out").unwrap().len(), 20);
     assert_eq!(
         fixture.memory.committed("copy.in", "in").await.unwrap(),
         [Some(20)]
+    );
+}
+
+/// More records than the committer takes per wake-up, with the outputs acknowledged only up
+/// to a point: the commits must stop exactly there, however the events are batched.
+#[tokio::test]
+async fn batched_commits_never_overtake_an_unacknowledged_send() {
+    let fixture = start(1_000, quick_commits()).await;
+    wait_for_outputs(&fixture.memory, 1_000).await;
+    fixture.release.send(600).unwrap();
+    let committed = || async { fixture.memory.committed("copy.in", "in").await.unwrap() };
+    let waiting = tokio::time::timeout(Duration::from_secs(10), async {
+        while committed().await != [Some(600)] {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    });
+    waiting
+        .await
+        .expect("the inputs of the acknowledged outputs are committed");
+    // Many commit intervals pass; output 600 and later stay unacknowledged.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(committed().await, [Some(600)]);
+
+    fixture.release.send(u64::MAX).unwrap();
+    fixture.running.await.unwrap().unwrap();
+    assert_eq!(committed().await, [Some(1_000)]);
+}
+
+/// A bound above the committer's wake-up batch still holds: the sends stop at it until
+/// receipts complete, and the permits come back once they do.
+#[tokio::test]
+async fn unacknowledged_sends_are_bounded_above_a_wake_up_batch() {
+    let settings = HostSettings {
+        max_unacknowledged_sends: 300,
+        ..quick_commits()
+    };
+    let fixture = start(1_000, settings).await;
+    wait_for_outputs(&fixture.memory, 300).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        fixture.memory.records("out").unwrap().len(),
+        300,
+        "the 301st send waits"
+    );
+    fixture.release.send(100).unwrap();
+    wait_for_outputs(&fixture.memory, 400).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        fixture.memory.records("out").unwrap().len(),
+        400,
+        "100 acknowledged sends make room for 100 more"
+    );
+
+    fixture.release.send(u64::MAX).unwrap();
+    fixture.running.await.unwrap().unwrap();
+    assert_eq!(fixture.memory.records("out").unwrap().len(), 1_000);
+    assert_eq!(
+        fixture.memory.committed("copy.in", "in").await.unwrap(),
+        [Some(1_000)]
     );
 }
