@@ -22,18 +22,19 @@ const KILLS: usize = 5;
 /// The environment variable that turns [`exactly_once_copy_child`] into the copying process.
 const DIRECTORY: &str = "RUNNEL_RUNTIME_EXACTLY_ONCE_DIRECTORY";
 
-const IN: Inlet<Number> = Inlet::new("in");
+pub(crate) const IN: Inlet<Number> = Inlet::new("in");
 /// Keyed by the value modulo 7, so a number lands in the same partition of both topics and
 /// each output partition holds one input partition's numbers, in its order.
-const OUT: Outlet<Number> = Outlet::new("out").keyed_by(|number: &Number| key_of(number.value));
-const COUNT: Parameter<i64> = Parameter::int("count").default("10");
+pub(crate) const OUT: Outlet<Number> =
+    Outlet::new("out").keyed_by(|number: &Number| key_of(number.value));
+pub(crate) const COUNT: Parameter<i64> = Parameter::int("count").default("10");
 
-fn key_of(value: i64) -> String {
+pub(crate) fn key_of(value: i64) -> String {
     format!("k{}", value % 7)
 }
 
 /// Emits `count` keyed numbers, then finishes.
-struct KeyedNumbers;
+pub(crate) struct KeyedNumbers;
 
 impl Streamlet for KeyedNumbers {
     fn shape(&self) -> Shape {

@@ -18,6 +18,7 @@ use runnel_streamlet::watermark::Watermarks;
 use runnel_streamlet::window::{Count, Pane, WindowSpec};
 use tokio_util::sync::CancellationToken;
 
+use crate::exactly_once::{IN, KeyedNumbers, OUT, key_of};
 use crate::support::{Number, console, options, planned};
 
 const INPUTS: i64 = 200_000;
@@ -25,34 +26,9 @@ const KILLS: usize = 20;
 /// The environment variable that turns [`exactly_once_soak_child`] into the killed process.
 const DIRECTORY: &str = "RUNNEL_RUNTIME_EXACTLY_ONCE_SOAK_DIRECTORY";
 
-const IN: Inlet<Number> = Inlet::new("in");
-/// Keyed by the value modulo 7: a key's numbers stay in one partition, in order.
-const OUT: Outlet<Number> = Outlet::new("out").keyed_by(|number: &Number| key_of(number.value));
 const PANES: Outlet<Pane<String, i64>> = Outlet::new("out").keyed_by(|pane| pane.key.clone());
-const COUNT: Parameter<i64> = Parameter::int("count").default("0");
 /// Number `n` happened at `n * 10` ms: a second of event time holds 100 numbers.
 const SECOND: WindowSpec = WindowSpec::tumbling(Duration::from_secs(1));
-
-fn key_of(value: i64) -> String {
-    format!("k{}", value % 7)
-}
-
-/// Emits `count` keyed numbers, then finishes.
-struct KeyedNumbers;
-
-impl Streamlet for KeyedNumbers {
-    fn shape(&self) -> Shape {
-        Shape::new().outlet(OUT).parameter(COUNT)
-    }
-
-    async fn run(self, ctx: Context) -> Result<()> {
-        let out = ctx.outlet(OUT);
-        for value in 0..ctx.parameter(COUNT) {
-            out.send(&Number { value }).await?;
-        }
-        Ok(())
-    }
-}
 
 /// Copies numbers exactly once, slowly enough to be killed mid-stream, printing
 /// `copied N` every 1,000 numbers so the test knows when to kill.

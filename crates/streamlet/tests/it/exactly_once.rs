@@ -7,7 +7,7 @@
 //! fences it); `docs/kafka.md` says why the Kafka brokers available to tests cannot show
 //! this.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -15,13 +15,11 @@ use runnel_backend::{
     Backend, ConsumerConfig, MemoryBackend, ProducerConfig, Record, TopicSpec, partition_for_key,
 };
 use runnel_embedded_log::{EmbeddedBackend, LogConfig};
+use runnel_streamlet::HostSettings;
 use runnel_streamlet::prelude::*;
-use runnel_streamlet::{
-    HostSettings, InletWiring, InstanceMetrics, OutletWiring, SystemClock, Wiring,
-};
 use tokio::sync::watch;
-use tokio_util::sync::CancellationToken;
 
+use crate::hosting;
 use crate::model::{IN, Reading, reading};
 
 const INPUTS: usize = 3_000;
@@ -70,48 +68,12 @@ fn start(
     backend: &Arc<dyn Backend>,
     ended: watch::Receiver<bool>,
 ) -> (tokio::runtime::Runtime, tokio::task::JoinHandle<Result<()>>) {
-    let wiring = Wiring {
-        app: "app".into(),
-        instance: "copy".into(),
-        inlets: vec![InletWiring {
-            port: "in".into(),
-            topic: "in".into(),
-            group: "app.copy.in".into(),
-            writer_schemas: vec![],
-            end_of_input: ended,
-            consumer_settings: BTreeMap::new(),
-        }],
-        outlets: vec![OutletWiring {
-            port: "out".into(),
-            topic: "out".into(),
-            tag_schema: false,
-        }],
-        dead_letter_topic: "dead".into(),
-        parameters: HashMap::new(),
-        settings: HostSettings {
-            commit_interval: Duration::from_millis(20),
-            ..HostSettings::default()
-        },
-        ready: None,
-        watermarks: None,
-        transactional_id: Some("app.copy.0".into()),
-        attempts: Default::default(),
+    let settings = HostSettings {
+        commit_interval: Duration::from_millis(20),
+        ..HostSettings::default()
     };
-    let metrics = Arc::new(InstanceMetrics::for_shape(&SlowCopy.shape()));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let running = runtime.spawn(runnel_streamlet::run_instance(
-        Box::new(SlowCopy),
-        backend.clone(),
-        wiring,
-        Arc::new(SystemClock),
-        metrics,
-        CancellationToken::new(),
-    ));
-    (runtime, running)
+    let wiring = hosting::wiring("copy", ended, settings, Some("app.copy.0"));
+    hosting::start_killable(SlowCopy, backend.clone(), wiring)
 }
 
 /// Output records appended so far (on the embedded log also those of open and aborted

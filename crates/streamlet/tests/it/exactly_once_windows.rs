@@ -3,7 +3,7 @@
 //! see every pane exactly once, with the count a batch computation gives. On
 //! `MemoryBackend` and on the embedded log.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,11 +13,11 @@ use runnel_streamlet::ErrorKind;
 use runnel_streamlet::prelude::*;
 use runnel_streamlet::watermark::Watermarks;
 use runnel_streamlet::window::{Count, Pane, Timing, WindowSpec};
-use runnel_streamlet::{
-    HostSettings, InletWiring, InstanceMetrics, OutletWiring, SystemClock, Wiring,
-};
+use runnel_streamlet::{HostSettings, InstanceMetrics, SystemClock, Wiring};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
+
+use crate::hosting;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
 struct Click {
@@ -101,54 +101,16 @@ fn start(
     ended: watch::Receiver<bool>,
     by_partition: bool,
 ) -> (tokio::runtime::Runtime, tokio::task::JoinHandle<Result<()>>) {
-    let wiring = wiring(ended);
-    let streamlet = counts(by_partition);
-    let metrics = Arc::new(InstanceMetrics::for_shape(&Streamlet::shape(&streamlet)));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let running = runtime.spawn(runnel_streamlet::run_instance(
-        Box::new(streamlet),
-        backend.clone(),
-        wiring,
-        Arc::new(SystemClock),
-        metrics,
-        CancellationToken::new(),
-    ));
-    (runtime, running)
+    hosting::start_killable(counts(by_partition), backend.clone(), wiring(ended))
 }
 
 /// The `counts` instance's wiring.
 fn wiring(ended: watch::Receiver<bool>) -> Wiring {
-    Wiring {
-        app: "app".into(),
-        instance: "counts".into(),
-        inlets: vec![InletWiring {
-            port: "in".into(),
-            topic: "in".into(),
-            group: "app.counts.in".into(),
-            writer_schemas: vec![],
-            end_of_input: ended,
-            consumer_settings: BTreeMap::new(),
-        }],
-        outlets: vec![OutletWiring {
-            port: "out".into(),
-            topic: "out".into(),
-            tag_schema: false,
-        }],
-        dead_letter_topic: "dead".into(),
-        parameters: HashMap::new(),
-        settings: HostSettings {
-            poll_batch: 64,
-            ..HostSettings::default()
-        },
-        ready: None,
-        watermarks: None,
-        transactional_id: Some("app.counts.0".into()),
-        attempts: Default::default(),
-    }
+    let settings = HostSettings {
+        poll_batch: 64,
+        ..HostSettings::default()
+    };
+    hosting::wiring("counts", ended, settings, Some("app.counts.0"))
 }
 
 async fn committed_inputs(backend: &Arc<dyn Backend>) -> i64 {
@@ -216,12 +178,8 @@ async fn killed_and_restarted(backend: Arc<dyn Backend>, by_partition: bool) {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
         tokio::time::sleep(Duration::from_millis(kill as u64 % 3)).await;
-        // A crash: every task stops where it is. Waiting until they are dropped lets the
-        // killed instance's consumer leave the group, as a killed process's does, so the
-        // bounded last run is assigned every partition.
-        tokio::task::spawn_blocking(move || runtime.shutdown_timeout(Duration::from_secs(5)))
-            .await
-            .unwrap();
+        // Its consumer leaves the group, so the bounded last run is assigned every partition.
+        hosting::kill(runtime).await;
         committed_at_kills.push(committed_inputs(&backend).await);
         produce(&backend, killed_at..to).await;
     }

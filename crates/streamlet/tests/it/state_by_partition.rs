@@ -4,21 +4,20 @@
 //! checkpoints). Every window's last count equals a batch computation, and a pane sent
 //! twice (replayed after a handover) is sent identical.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use runnel_backend::{
     Backend, MemoryBackend, ProducerConfig, Record, TopicSpec, partition_for_key,
 };
+use runnel_streamlet::HostSettings;
 use runnel_streamlet::prelude::*;
 use runnel_streamlet::watermark::Watermarks;
 use runnel_streamlet::window::{Count, Pane, WindowSpec};
-use runnel_streamlet::{
-    HostSettings, InletWiring, InstanceMetrics, OutletWiring, SystemClock, Wiring,
-};
 use tokio::sync::watch;
-use tokio_util::sync::CancellationToken;
+
+use crate::hosting;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
 struct Click {
@@ -93,49 +92,12 @@ fn start(
     backend: &MemoryBackend,
     ended: watch::Receiver<bool>,
 ) -> (tokio::runtime::Runtime, tokio::task::JoinHandle<Result<()>>) {
-    let wiring = Wiring {
-        app: "app".into(),
-        instance: "counts".into(),
-        inlets: vec![InletWiring {
-            port: "in".into(),
-            topic: "in".into(),
-            group: "app.counts.in".into(),
-            writer_schemas: vec![],
-            end_of_input: ended,
-            consumer_settings: BTreeMap::new(),
-        }],
-        outlets: vec![OutletWiring {
-            port: "out".into(),
-            topic: "out".into(),
-            tag_schema: false,
-        }],
-        dead_letter_topic: "dead".into(),
-        parameters: HashMap::new(),
-        settings: HostSettings {
-            poll_batch: 64,
-            ..HostSettings::default()
-        },
-        ready: None,
-        watermarks: None,
-        transactional_id: None,
-        attempts: Default::default(),
+    let settings = HostSettings {
+        poll_batch: 64,
+        ..HostSettings::default()
     };
-    let streamlet = counts();
-    let metrics = Arc::new(InstanceMetrics::for_shape(&Streamlet::shape(&streamlet)));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let running = runtime.spawn(runnel_streamlet::run_instance(
-        Box::new(streamlet),
-        Arc::new(backend.clone()),
-        wiring,
-        Arc::new(SystemClock),
-        metrics,
-        CancellationToken::new(),
-    ));
-    (runtime, running)
+    let wiring = hosting::wiring("counts", ended, settings, None);
+    hosting::start_killable(counts(), Arc::new(backend.clone()), wiring)
 }
 
 async fn committed(backend: &MemoryBackend) -> u64 {
@@ -169,13 +131,6 @@ async fn wait_for_commits(backend: &MemoryBackend, count: u64) {
     }
 }
 
-/// A crash: the member's tasks stop where they are, and its consumer leaves the group.
-async fn kill(runtime: tokio::runtime::Runtime) {
-    tokio::task::spawn_blocking(move || runtime.shutdown_timeout(Duration::from_secs(5)))
-        .await
-        .unwrap();
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_window_count_kept_by_partition_scales_out_and_survives_a_killed_member() {
     let backend = MemoryBackend::new();
@@ -187,7 +142,7 @@ async fn a_window_count_kept_by_partition_scales_out_and_survives_a_killed_membe
     wait_for_commits(&backend, CLICKS as u64 / 5).await;
     let (second, last) = start(&backend, ended.clone());
     wait_for_commits(&backend, CLICKS as u64 / 2).await;
-    kill(first).await;
+    hosting::kill(first).await;
     let at_kill = committed(&backend).await;
     assert!(
         at_kill < CLICKS as u64,
@@ -200,7 +155,7 @@ async fn a_window_count_kept_by_partition_scales_out_and_survives_a_killed_membe
         .expect("the remaining member reads everything and finishes")
         .unwrap()
         .unwrap();
-    kill(second).await;
+    hosting::kill(second).await;
     let checkpointed: Vec<u64> = backend
         .offsets("app.counts.checkpoints")
         .await
