@@ -338,6 +338,13 @@ pub(crate) struct CheckpointWriter {
     pub(crate) offsets: Vec<BTreeMap<u32, u64>>,
 }
 
+/// The transaction an exactly-once checkpoint commits, and the gate that holds the
+/// streamlet's sends back until it has.
+struct CheckpointTransaction {
+    producer: Arc<dyn TransactionalProducer>,
+    sending: Arc<Gate>,
+}
+
 /// Drains the acknowledgement queue and commits offsets.
 #[derive(Debug)]
 pub(crate) struct Committer {
@@ -664,23 +671,47 @@ impl Committer {
         Ok(())
     }
 
+    /// Exactly-once: the transaction a checkpoint commits, and the gate holding sends back
+    /// until it has; refused while the streamlet holds uncommitted messages. `None` in the
+    /// other modes.
+    fn checkpoint_transaction(
+        &self,
+        held: usize,
+    ) -> Result<Option<CheckpointTransaction>, CommitError> {
+        match &self.mode {
+            Mode::ExactlyOnce { .. } if held > 0 => Err(CommitError::HeldAtCheckpoint { held }),
+            Mode::ExactlyOnce {
+                producer, sending, ..
+            } => Ok(Some(CheckpointTransaction {
+                producer: producer.clone(),
+                sending: sending.clone(),
+            })),
+            _ => Ok(None),
+        }
+    }
+
+    /// Commits the transaction holding a checkpoint (with the staged offsets of `only`, if
+    /// given) and lets the streamlet send again.
+    async fn commit_checkpoint(
+        &mut self,
+        transaction: &CheckpointTransaction,
+        only: Option<&BTreeSet<u32>>,
+    ) -> Result<(), CommitError> {
+        self.pending = true;
+        let committed = self.commit_transaction(&*transaction.producer, only).await;
+        transaction.sending.open();
+        committed
+    }
+
     /// Writes a checkpoint of `state` with every offset staged so far, waits until it is
     /// durable, then commits those offsets to the consumer groups. Exactly-once: the
     /// checkpoint goes into the open transaction, which then commits with the offsets, so
     /// outputs, state and input offsets become visible together or not at all.
     async fn checkpoint(&mut self, state: Bytes, held: usize) -> Result<(), CommitError> {
+        let transaction = self.checkpoint_transaction(held)?;
         let Some(writer) = &mut self.checkpoints else {
             return Ok(()); // not a checkpointed instance: nothing to write
         };
-        let transaction = match &self.mode {
-            Mode::ExactlyOnce {
-                producer, sending, ..
-            } => Some((producer.clone(), sending.clone())),
-            _ => None,
-        };
-        if transaction.is_some() && held > 0 {
-            return Err(CommitError::HeldAtCheckpoint { held });
-        }
         let mut offsets = Vec::new();
         for (inlet, target) in self.targets.iter().enumerate() {
             let known = &mut writer.offsets[inlet];
@@ -705,13 +736,9 @@ impl Committer {
             .send(&writer.topic, 0, record)
             .await
             .map_err(failed)?;
-        if let Some((producer, sending)) = transaction {
-            // The transaction's commit waits for the checkpoint with every other record.
-            drop(receipt);
-            self.pending = true;
-            let committed = self.commit_transaction(&*producer, None).await;
-            sending.open();
-            return committed;
+        if let Some(transaction) = transaction {
+            drop(receipt); // the commit waits for it with every other record
+            return self.commit_checkpoint(&transaction, None).await;
         }
         receipt.await.map_err(failed)?;
         self.write_to_groups(None).await
@@ -726,18 +753,10 @@ impl Committer {
         states: Vec<(u32, Bytes)>,
         held: usize,
     ) -> Result<(), CommitError> {
+        let transaction = self.checkpoint_transaction(held)?;
         let Some(writer) = &mut self.checkpoints else {
             return Ok(()); // not a checkpointed instance: nothing to write
         };
-        let transaction = match &self.mode {
-            Mode::ExactlyOnce {
-                producer, sending, ..
-            } => Some((producer.clone(), sending.clone())),
-            _ => None,
-        };
-        if transaction.is_some() && held > 0 {
-            return Err(CommitError::HeldAtCheckpoint { held });
-        }
         let failed = |source| CommitError::Checkpoint {
             topic: writer.topic.clone(),
             source,
@@ -769,12 +788,11 @@ impl Committer {
                 .map_err(failed)?;
             receipts.push(receipt);
         }
-        if let Some((producer, sending)) = transaction {
+        if let Some(transaction) = transaction {
             drop(receipts); // the commit waits for them with every other record
-            self.pending = true;
-            let committed = self.commit_transaction(&*producer, Some(&partitions)).await;
-            sending.open();
-            return committed;
+            return self
+                .commit_checkpoint(&transaction, Some(&partitions))
+                .await;
         }
         for receipt in receipts {
             receipt.await.map_err(failed)?;

@@ -318,34 +318,15 @@ where
                 }
                 message = input.next() => {
                     let Some(message) = message? else { break };
+                    let windows = Windows {
+                        operator: &mut operator,
+                        watermarks: &mut watermarks,
+                        follows_script: scripted.is_some(),
+                        key: self.key,
+                        timestamp: self.timestamp,
+                    };
                     let now = clock.now_millis();
-                    let value = message.value();
-                    let timestamp = self.timestamp.map_or(message.timestamp(), |f| f(value));
-                    let key = self.key.map_or_else(K::default, |f| f(value));
-                    if operator.add(key, timestamp, value, now, &mut panes) == Added::Late {
-                        ctx.count_late(1);
-                        match &late {
-                            Some(late) => {
-                                late.send_record(Outgoing::new(value).timestamp(timestamp))
-                                    .await?;
-                            }
-                            None => tracing::warn!(
-                                topic = message.topic(),
-                                partition = message.partition(),
-                                offset = message.offset(),
-                                timestamp,
-                                watermark = operator.watermark(),
-                                "dropping a record that is too late for its windows (no late output)"
-                            ),
-                        }
-                    }
-                    if scripted.is_none()
-                        && let Some(watermark) = watermarks.observe(message.partition(), timestamp, now)
-                    {
-                        operator.advance_watermark(watermark, now, &mut panes);
-                    }
-                    send(&output, &mut panes).await?;
-                    message.commit();
+                    windows.add(&ctx, message, late.as_ref(), &output, now, &mut panes).await?;
                     next_checkpoint.get_or_insert_with(|| Instant::now() + self.checkpoint_every);
                 }
                 watermark = scripted_change => {
@@ -380,6 +361,70 @@ where
 }
 
 mod by_partition;
+
+/// The windows a message goes to (one operator and the watermarks it follows), and how a
+/// value's key and event time are found.
+struct Windows<'a, In, K, A: Aggregate> {
+    operator: &'a mut WindowOperator<K, A>,
+    watermarks: &'a mut WatermarkHolder,
+    /// Whether watermarks come from the test kit's script rather than from event times.
+    follows_script: bool,
+    key: Option<fn(&In) -> K>,
+    timestamp: Option<fn(&In) -> i64>,
+}
+
+impl<In, K, A> Windows<'_, In, K, A>
+where
+    In: Data,
+    K: Key + Default + Serialize + DeserializeOwned,
+    A: Aggregate<Input = In>,
+    Pane<K, A::Output>: Data,
+{
+    /// Adds `message` at processing time `now`: a late value to the late output (or the
+    /// log), the watermark moved on by its event time, the panes that fire sent; then
+    /// commits it.
+    async fn add(
+        self,
+        ctx: &Context,
+        message: crate::Message<In>,
+        late: Option<&OutletSender<In>>,
+        output: &OutletSender<Pane<K, A::Output>>,
+        now: i64,
+        panes: &mut Vec<Pane<K, A::Output>>,
+    ) -> Result<()> {
+        let windows = self;
+        let value = message.value();
+        let timestamp = windows.timestamp.map_or(message.timestamp(), |f| f(value));
+        let key = windows.key.map_or_else(K::default, |f| f(value));
+        if windows.operator.add(key, timestamp, value, now, panes) == Added::Late {
+            ctx.count_late(1);
+            match late {
+                Some(late) => {
+                    late.send_record(Outgoing::new(value).timestamp(timestamp))
+                        .await?;
+                }
+                None => tracing::warn!(
+                    topic = message.topic(),
+                    partition = message.partition(),
+                    offset = message.offset(),
+                    timestamp,
+                    watermark = windows.operator.watermark(),
+                    "dropping a record that is too late for its windows (no late output)"
+                ),
+            }
+        }
+        if !windows.follows_script
+            && let Some(watermark) = windows
+                .watermarks
+                .observe(message.partition(), timestamp, now)
+        {
+            windows.operator.advance_watermark(watermark, now, panes);
+        }
+        send(output, panes).await?;
+        message.commit();
+        Ok(())
+    }
+}
 
 /// What the helper checkpoints (for each partition, when it keeps state by partition).
 #[derive(Deserialize)]

@@ -11,10 +11,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
-use super::{Saved, SavedRef, WindowedAggregate, send};
+use super::{Saved, SavedRef, WindowedAggregate, Windows, send};
 use crate::watermark::{WatermarkHolder, Watermarks};
-use crate::window::{Added, Aggregate, Key, Pane, WindowOperator, WindowSpec};
-use crate::{Checkpoints, Context, Data, Error, Outgoing, Result};
+use crate::window::{Aggregate, Key, Pane, WindowOperator, WindowSpec};
+use crate::{Checkpoints, Context, Data, Error, Result};
 
 /// The windows and the watermark of one input partition.
 struct PartitionWindows<K, A: Aggregate> {
@@ -181,34 +181,16 @@ where
                     }
                 }
                 let windows = partitions.get_mut(&partition).expect("restored above");
-                let now = clock.now_millis();
-                let value = message.value();
-                let timestamp = aggregate.timestamp.map_or(message.timestamp(), |f| f(value));
-                let key = aggregate.key.map_or_else(K::default, |f| f(value));
-                if windows.operator.add(key, timestamp, value, now, &mut panes) == Added::Late {
-                    ctx.count_late(1);
-                    match &late {
-                        Some(late) => {
-                            late.send_record(Outgoing::new(value).timestamp(timestamp)).await?;
-                        }
-                        None => tracing::warn!(
-                            topic = message.topic(),
-                            partition,
-                            offset = message.offset(),
-                            timestamp,
-                            watermark = windows.operator.watermark(),
-                            "dropping a record that is too late for its windows (no late output)"
-                        ),
-                    }
-                }
-                if scripted.is_none()
-                    && let Some(watermark) = windows.watermarks.observe(partition, timestamp, now)
-                {
-                    windows.operator.advance_watermark(watermark, now, &mut panes);
-                }
                 windows.changed = true;
-                send(&output, &mut panes).await?;
-                message.commit();
+                let target = Windows {
+                    operator: &mut windows.operator,
+                    watermarks: &mut windows.watermarks,
+                    follows_script: scripted.is_some(),
+                    key: aggregate.key,
+                    timestamp: aggregate.timestamp,
+                };
+                let now = clock.now_millis();
+                target.add(&ctx, message, late.as_ref(), &output, now, &mut panes).await?;
                 next_checkpoint.get_or_insert_with(|| Instant::now() + aggregate.checkpoint_every);
             }
             watermark = scripted_change => {
