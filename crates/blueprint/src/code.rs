@@ -119,6 +119,9 @@ codes! {
     /// without order, a bound that is not a value, `min` above `max`, allowed values on a
     /// kind other than `string`.
     InvalidConfigParameterConstraint => Error,
+    /// (Runnel) A streamlet that keeps its state by input partition reads topics declared
+    /// with different partition counts, so a partition's keys would not be together.
+    InletsNotCoPartitioned => Error,
     /// (Runnel) A topic has no producers: only an external system can write it.
     TopicWithoutProducers => Warning,
     /// (Runnel) A topic has no consumers: only an external system can read it.

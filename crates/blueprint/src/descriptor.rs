@@ -104,6 +104,9 @@ pub struct StreamletDescriptor {
     /// The delivery guarantee the streamlet asks for; omitted when at-least-once.
     #[serde(default, skip_serializing_if = "Delivery::is_default")]
     pub delivery: Delivery,
+    /// How the streamlet's checkpointed state is scoped; omitted when it keeps none.
+    #[serde(default, skip_serializing_if = "StateScope::is_none")]
+    pub state: StateScope,
 }
 
 impl StreamletDescriptor {
@@ -215,6 +218,35 @@ impl Delivery {
             Delivery::ExactlyOnce => "exactly-once",
             Delivery::AtMostOnce => "at-most-once",
         }
+    }
+}
+
+/// How a streamlet's checkpointed state is scoped: what one checkpoint holds and how far
+/// the streamlet scales out.
+///
+/// ```
+/// use runnel_blueprint::descriptor::StateScope;
+/// let parsed: StateScope = serde_json::from_str("\"partition\"").unwrap();
+/// assert_eq!(parsed, StateScope::Partition);
+/// assert!(StateScope::default().is_none());
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StateScope {
+    /// No checkpointed state.
+    #[default]
+    None,
+    /// One state for the instance: it runs as one consumer-group member.
+    Instance,
+    /// A state per input partition: its inlets' topics must have the same partition count,
+    /// and it scales out to that many processes.
+    Partition,
+}
+
+impl StateScope {
+    /// Whether the streamlet keeps no checkpointed state (the default).
+    pub fn is_none(&self) -> bool {
+        *self == StateScope::None
     }
 }
 

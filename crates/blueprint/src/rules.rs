@@ -17,6 +17,7 @@ pub(crate) mod parameters;
 pub(crate) mod port_names;
 pub(crate) mod ports;
 pub(crate) mod schemas;
+pub(crate) mod state;
 pub(crate) mod streamlets;
 pub(crate) mod topics;
 pub(crate) mod volumes;

@@ -99,6 +99,7 @@ fn check(file: &Path, text: &str, descriptor: Option<&AppDescriptor>) -> Verific
     rules::topics::check(&cx, &mut report);
     rules::ports::check(&mut cx, &mut report);
     rules::schemas::check(&cx, &mut report);
+    rules::state::check(&cx, &mut report);
     rules::cycles::check(&cx, &mut report);
     let diagnostics = report.finish();
     let blueprint = if diagnostics.iter().any(Diagnostic::is_error) {

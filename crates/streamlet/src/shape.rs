@@ -1,7 +1,7 @@
 //! [`Shape`]: the ports, parameters and volume mounts of a streamlet.
 
 use runnel_blueprint::descriptor::{
-    AccessMode, Delivery, InletDescriptor, OutletDescriptor, ParameterDescriptor,
+    AccessMode, Delivery, InletDescriptor, OutletDescriptor, ParameterDescriptor, StateScope,
     StreamletDescriptor, VolumeMountDescriptor,
 };
 
@@ -208,6 +208,11 @@ impl Shape {
             parameters: self.parameters.clone(),
             volume_mounts: self.volume_mounts.clone(),
             delivery: self.delivery,
+            state: match (self.checkpointed, self.by_partition) {
+                (false, _) => StateScope::None,
+                (true, false) => StateScope::Instance,
+                (true, true) => StateScope::Partition,
+            },
         }
     }
 
