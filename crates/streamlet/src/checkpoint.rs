@@ -210,6 +210,49 @@ impl Checkpoints {
     /// then on, what this instance committed on the partition before is forgotten: commit
     /// only what is read after positioning the inlets at the returned offsets.
     ///
+    /// ```
+    /// use runnel_streamlet::prelude::*;
+    ///
+    /// const IN: Inlet<i64> = Inlet::new("in");
+    ///
+    /// /// A running total per input partition, scaling out with the input's partitions.
+    /// struct Totals;
+    ///
+    /// impl Streamlet for Totals {
+    ///     fn shape(&self) -> Shape {
+    ///         Shape::new().inlet(IN).checkpointed_by_partition()
+    ///     }
+    ///
+    ///     async fn run(self, mut ctx: Context) -> Result<()> {
+    ///         let checkpoints = ctx.checkpoints().expect("the shape is checkpointed");
+    ///         let mut input = ctx.inlet(IN);
+    ///         let mut totals = std::collections::BTreeMap::<u32, i64>::new();
+    ///         while let Some(message) = input.next().await? {
+    ///             let partition = message.partition();
+    ///             if !totals.contains_key(&partition) {
+    ///                 let restored = checkpoints.restore_partition(partition).await?;
+    ///                 let total = match restored.state() {
+    ///                     Some(state) => serde_json::from_slice(state)?,
+    ///                     None => 0,
+    ///                 };
+    ///                 totals.insert(partition, total);
+    ///                 if let Some(offset) = restored.next_offset(IN.name()) {
+    ///                     drop(message); // read again from the checkpoint's offset
+    ///                     input.rewind(partition, offset).await?;
+    ///                     continue;
+    ///                 }
+    ///             }
+    ///             *totals.get_mut(&partition).expect("restored") += message.value();
+    ///             message.commit();
+    ///             let state = serde_json::to_vec(&totals[&partition])?;
+    ///             checkpoints.save_partitions(vec![(partition, state.into())]);
+    ///         }
+    ///         Ok(())
+    ///     }
+    /// }
+    /// # let _ = Totals;
+    /// ```
+    ///
     /// # Errors
     ///
     /// An [`ErrorKind::External`](crate::ErrorKind::External) error when the checkpoint

@@ -188,8 +188,14 @@ impl<T: Data> InletStream<T> {
     /// Positions the inlet at `offset` of `partition` (one assigned to this member), as if
     /// nothing after it had been read: records of the partition read ahead are dropped, and
     /// the next ones come from `offset`. A streamlet checkpointed by partition rewinds each
-    /// partition it restores to the offset its checkpoint reflects.
-    pub(crate) async fn rewind(&mut self, partition: u32, offset: u64) -> Result<()> {
+    /// partition it restores to the offset its checkpoint reflects
+    /// ([`Checkpoints::restore_partition`](crate::Checkpoints::restore_partition)).
+    ///
+    /// # Errors
+    ///
+    /// An [`ErrorKind::External`](crate::ErrorKind::External) error when the backplane
+    /// refuses the position (the partition is not assigned to this member).
+    pub async fn rewind(&mut self, partition: u32, offset: u64) -> Result<()> {
         self.parts
             .consumer
             .seek(&self.parts.topic, partition, offset)
@@ -199,11 +205,6 @@ impl<T: Data> InletStream<T> {
             .retain(|consumed| consumed.partition != partition);
         self.parts.resume.remove(&partition);
         Ok(())
-    }
-
-    /// The inlet's name.
-    pub(crate) fn port(&self) -> &'static str {
-        self.parts.port
     }
 
     /// Whether the input is bounded and this member has read all of its partitions.

@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use runnel_backend::{Backend, ConsumerConfig};
+use runnel_app_test::{decode, read_topic};
 use runnel_embedded_log::{EmbeddedBackend, LogConfig};
 use runnel_runtime::{LocalConfig, Plan, Registry, RunOptions};
 use runnel_streamlet::prelude::*;
@@ -123,48 +123,17 @@ async fn exactly_once_soak_child() {
     .unwrap();
 }
 
-/// Every record of `topic` a fresh read-committed reader sees, per partition in offset
-/// order, waiting for `count` records and a second longer for any more.
-async fn read_committed(
-    backend: &EmbeddedBackend,
-    topic: &str,
-    count: usize,
-) -> BTreeMap<u32, Vec<Vec<u8>>> {
-    let reader = backend
-        .consumer(&ConsumerConfig::new(format!("check-{topic}"), [topic]))
-        .await
-        .unwrap();
+/// The values of `topic`, read committed up to its end, per partition in offset order.
+async fn by_partition(backend: &EmbeddedBackend, topic: &str) -> BTreeMap<u32, Vec<Vec<u8>>> {
     let mut values: BTreeMap<u32, Vec<Vec<u8>>> = BTreeMap::new();
-    let mut read = 0;
-    let deadline = Instant::now() + Duration::from_secs(300);
-    loop {
-        match tokio::time::timeout(Duration::from_secs(1), reader.poll(1000)).await {
-            Ok(polled) => {
-                for record in polled.unwrap() {
-                    let value = record
-                        .record
-                        .value
-                        .expect("outputs are never null")
-                        .to_vec();
-                    values.entry(record.partition).or_default().push(value);
-                    read += 1;
-                }
-            }
-            Err(_) if read >= count => break,
-            Err(_) => assert!(
-                Instant::now() < deadline,
-                "only {read} of {count} records of '{topic}' arrived"
-            ),
-        }
+    for consumed in read_topic(backend, topic).await {
+        let value = consumed.record.value.expect("outputs are never null");
+        values
+            .entry(consumed.partition)
+            .or_default()
+            .push(value.to_vec());
     }
-    reader.close().await.unwrap();
     values
-}
-
-fn decode<T: AvroSchema + serde::de::DeserializeOwned>(bytes: &[u8]) -> T {
-    let schema = T::get_schema();
-    let value = apache_avro::from_avro_datum(&schema, &mut &bytes[..], None).unwrap();
-    apache_avro::from_value(&value).unwrap()
 }
 
 /// The count of every key and 1-second window, computed directly.
@@ -197,7 +166,7 @@ async fn exactly_once_survives_twenty_sigkills_over_200k_records() {
             CancellationToken::new(),
         );
         source.await.unwrap();
-        read_committed(&backend, "numbers", INPUTS as usize).await
+        by_partition(&backend, "numbers").await
     };
 
     // Kill after a varying number of copies, 3,000 to 9,999 (a fixed pseudo-random
@@ -252,7 +221,7 @@ async fn exactly_once_survives_twenty_sigkills_over_200k_records() {
     .await
     .unwrap();
 
-    let copies = read_committed(&backend, "copies", INPUTS as usize).await;
+    let copies = by_partition(&backend, "copies").await;
     for (partition, expected) in &inputs {
         let outputs = copies.get(partition).cloned().unwrap_or_default();
         let first_difference = expected
@@ -269,7 +238,7 @@ async fn exactly_once_survives_twenty_sigkills_over_200k_records() {
     }
 
     let expected = batch();
-    let panes = read_committed(&backend, "panes", expected.len()).await;
+    let panes = by_partition(&backend, "panes").await;
     let mut counted = BTreeMap::new();
     for bytes in panes.values().flatten() {
         let pane: Pane<String, i64> = decode(bytes);

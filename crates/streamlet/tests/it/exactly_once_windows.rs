@@ -18,12 +18,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::hosting;
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
-struct Click {
-    user: String,
-    time: i64,
-}
+use crate::model::{Click, click, counts_per_ten_seconds};
 
 const CLICKS: i64 = 30_000;
 const KILLS: usize = 8;
@@ -45,24 +40,11 @@ fn counts(by_partition: bool) -> impl Streamlet {
     }
 }
 
-/// Click `i`: seven users take turns, event time moves 100 ms a click, every fifth one is
-/// 2 s late (within the 3 s bound). A user's clicks go to one partition.
-fn click(i: i64) -> Click {
-    Click {
-        user: format!("user-{}", i % 7),
-        time: i * 100 - if i % 5 == 4 { 2_000 } else { 0 },
-    }
-}
+/// How many users take turns clicking (with the 3 s bound, no click is late).
+const USERS: i64 = 7;
 
-/// The counts of every click per user and 10-second window, computed directly.
 fn batch() -> BTreeMap<(String, i64), i64> {
-    let mut counts = BTreeMap::new();
-    for i in 0..CLICKS {
-        let click = click(i);
-        let start = click.time - click.time.rem_euclid(10_000);
-        *counts.entry((click.user, start)).or_default() += 1;
-    }
-    counts
+    counts_per_ten_seconds((0..CLICKS).map(|i| click(i, USERS)))
 }
 
 async fn setup(backend: &Arc<dyn Backend>) {
@@ -80,10 +62,11 @@ async fn produce(backend: &Arc<dyn Backend>, clicks: std::ops::Range<i64>) {
     let schema = <Click as AvroSchema>::get_schema();
     for i in clicks {
         let value =
-            apache_avro::to_avro_datum(&schema, apache_avro::to_value(click(i)).unwrap()).unwrap();
+            apache_avro::to_avro_datum(&schema, apache_avro::to_value(click(i, USERS)).unwrap())
+                .unwrap();
         drop(
             producer
-                .send("in", (i % 7 % 2) as u32, Record::new(value))
+                .send("in", (i % USERS % 2) as u32, Record::new(value))
                 .await
                 .unwrap(),
         );

@@ -18,12 +18,7 @@ use runnel_streamlet::window::{Count, Pane, WindowSpec};
 use tokio::sync::watch;
 
 use crate::hosting;
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
-struct Click {
-    user: String,
-    time: i64,
-}
+use crate::model::{Click, click, counts_per_ten_seconds};
 
 const CLICKS: i64 = 40_000;
 const PARTITIONS: u32 = 4;
@@ -40,23 +35,11 @@ fn counts() -> impl Streamlet {
         .state_by_partition()
 }
 
-/// Click `i`: eleven users take turns, event time moves 100 ms a click, every fifth one is
-/// 2 s late (within the 3 s bound).
-fn click(i: i64) -> Click {
-    Click {
-        user: format!("user-{}", i % 11),
-        time: i * 100 - if i % 5 == 4 { 2_000 } else { 0 },
-    }
-}
+/// How many users take turns clicking (with the 3 s bound, no click is late).
+const USERS: i64 = 11;
 
 fn batch() -> BTreeMap<(String, i64), i64> {
-    let mut counts = BTreeMap::new();
-    for i in 0..CLICKS {
-        let click = click(i);
-        let start = click.time - click.time.rem_euclid(10_000);
-        *counts.entry((click.user, start)).or_default() += 1;
-    }
-    counts
+    counts_per_ten_seconds((0..CLICKS).map(|i| click(i, USERS)))
 }
 
 async fn setup(backend: &MemoryBackend) {
@@ -74,7 +57,7 @@ async fn produce(backend: MemoryBackend) {
     let producer = backend.producer(&ProducerConfig::default()).await.unwrap();
     let schema = <Click as AvroSchema>::get_schema();
     for i in 0..CLICKS {
-        let click = click(i);
+        let click = click(i, USERS);
         let partition = partition_for_key(click.user.as_bytes(), PARTITIONS);
         let value =
             apache_avro::to_avro_datum(&schema, apache_avro::to_value(&click).unwrap()).unwrap();

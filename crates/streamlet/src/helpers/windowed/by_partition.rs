@@ -172,7 +172,7 @@ where
                         windows.operator.advance_watermark(scripted.current(), now, &mut panes);
                         send(&output, &mut panes).await?;
                     }
-                    if let Some(offset) = restored.next_offset(input.port()) {
+                    if let Some(offset) = restored.next_offset(aggregate.inlet.name()) {
                         // Read the partition again from where its checkpoint stands; this
                         // message comes again if it is not in the state.
                         drop(message);
