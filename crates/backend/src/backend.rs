@@ -52,6 +52,12 @@ pub trait Backend: fmt::Debug + Send + Sync + 'static {
         false
     }
 
+    /// Whether topics can be created with `cleanup.policy=compact` (the log keeps the
+    /// last record of each key), as changelog topics are where the backend has it.
+    fn supports_compaction(&self) -> bool {
+        false
+    }
+
     /// A producer whose records and consumer offsets commit atomically (exactly-once
     /// delivery); see [`TransactionalProducer`].
     ///

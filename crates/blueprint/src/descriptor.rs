@@ -241,12 +241,27 @@ pub enum StateScope {
     /// A state per input partition: its inlets' topics must have the same partition count,
     /// and it scales out to that many processes.
     Partition,
+    /// Keyed state per input partition, checkpointed incrementally: as
+    /// [`Partition`](StateScope::Partition), and the changes go to the changelog topic
+    /// `<app>.<instance>.changelog`, with as many partitions as the inlets' topics.
+    Keyed,
 }
 
 impl StateScope {
     /// Whether the streamlet keeps no checkpointed state (the default).
     pub fn is_none(&self) -> bool {
         *self == StateScope::None
+    }
+
+    /// Whether the state is split by input partition, so the inlets must be
+    /// co-partitioned.
+    ///
+    /// ```
+    /// use runnel_blueprint::descriptor::StateScope;
+    /// assert!(StateScope::Keyed.is_by_partition() && !StateScope::Instance.is_by_partition());
+    /// ```
+    pub fn is_by_partition(&self) -> bool {
+        matches!(self, StateScope::Partition | StateScope::Keyed)
     }
 }
 

@@ -412,6 +412,10 @@ impl Backend for KafkaBackend {
         true
     }
 
+    fn supports_compaction(&self) -> bool {
+        true
+    }
+
     async fn transactional_producer(
         &self,
         config: &TransactionConfig,

@@ -45,7 +45,10 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use crate::InstanceMetrics;
-use crate::checkpoint::{self, InletOffset, SavedState};
+use crate::checkpoint::{
+    self, CHANGELOG_WRITER_HEADER, ChangelogBatch, ChangelogRange, InletOffset, PartitionSave,
+    SavedState,
+};
 use crate::gate::{Gate, HandedOut};
 
 mod queue;
@@ -84,6 +87,8 @@ pub(crate) enum Event {
     Restored {
         partition: u32,
         offsets: Vec<InletOffset>,
+        /// Keyed state: the changelog ranges of the partition's last checkpoint.
+        changelog: Vec<ChangelogRange>,
     },
     /// The streamlet returned: commit what is staged (or, in exactly-once mode after a
     /// failure, abort) and stop.
@@ -200,9 +205,18 @@ impl Acknowledgements {
         HandedOut::new(self.gate.as_ref())
     }
 
-    pub(crate) fn restored(&self, partition: u32, offsets: Vec<InletOffset>) {
-        self.events
-            .push(Event::Restored { partition, offsets }, Wake::Batched);
+    pub(crate) fn restored(
+        &self,
+        partition: u32,
+        offsets: Vec<InletOffset>,
+        changelog: Vec<ChangelogRange>,
+    ) {
+        let restored = Event::Restored {
+            partition,
+            offsets,
+            changelog,
+        };
+        self.events.push(restored, Wake::Batched);
     }
 
     pub(crate) fn checkpoint(&self, state: SavedState) {
@@ -336,6 +350,18 @@ pub(crate) struct CheckpointWriter {
     pub(crate) instance: Arc<str>,
     /// Per inlet: partition -> next offset, as of the last checkpoint (restored at start).
     pub(crate) offsets: Vec<BTreeMap<u32, u64>>,
+    /// Keyed state: where the changelog goes.
+    pub(crate) changelog: Option<ChangelogWriter>,
+}
+
+/// Where a keyed state's changelog goes, and which of its records make up each partition's
+/// state as of the last checkpoint.
+#[derive(Debug)]
+pub(crate) struct ChangelogWriter {
+    pub(crate) backend: Arc<dyn runnel_backend::Backend>,
+    pub(crate) topic: Arc<str>,
+    /// Partition -> its ranges (restored with the partition).
+    pub(crate) ranges: BTreeMap<u32, Vec<ChangelogRange>>,
 }
 
 /// The transaction an exactly-once checkpoint commits, and the gate that holds the
@@ -343,6 +369,87 @@ pub(crate) struct CheckpointWriter {
 struct CheckpointTransaction {
     producer: Arc<dyn TransactionalProducer>,
     sending: Arc<Gate>,
+}
+
+impl ChangelogWriter {
+    /// Writes one checkpoint's changes of `partition` and returns the partition's ranges
+    /// with them. At least once, waits until the records are durable: the checkpoint record
+    /// naming them must not be durable before them. Exactly once, the transaction commits
+    /// them with the checkpoint record.
+    async fn write(
+        &mut self,
+        producer: &dyn Producer,
+        partition: u32,
+        changes: &ChangelogBatch,
+        exactly_once: bool,
+    ) -> Result<Vec<ChangelogRange>, CommitError> {
+        let failed = |source| CommitError::Checkpoint {
+            topic: self.topic.clone(),
+            source,
+        };
+        let mut ranges = self.ranges.get(&partition).cloned().unwrap_or_default();
+        if exactly_once && (changes.snapshot || ranges.is_empty()) {
+            // Read committed from here on: this partition has no other writer (a zombie's
+            // transaction is fenced, so aborted), and a snapshot needs nothing before it.
+            let from = if changes.snapshot {
+                self.backend
+                    .offsets(&self.topic)
+                    .await
+                    .map_err(failed)?
+                    .get(partition as usize)
+                    .map_or(0, |offsets| offsets.end)
+            } else {
+                0
+            };
+            ranges = vec![ChangelogRange {
+                from,
+                to: None,
+                writer: None,
+            }];
+        }
+        let writer = format!("{:x}", changes.writer);
+        let mut receipts = Vec::with_capacity(changes.entries.len());
+        for (key, value) in &changes.entries {
+            let mut record = match value {
+                Some(value) => runnel_backend::Record::new(value.clone()),
+                None => runnel_backend::Record::null(),
+            };
+            record = record
+                .with_key(key.clone())
+                .with_header(CHANGELOG_WRITER_HEADER, writer.clone());
+            let receipt = producer
+                .send(&self.topic, partition, record)
+                .await
+                .map_err(failed)?;
+            receipts.push(receipt);
+        }
+        if !exactly_once {
+            let mut written: Option<(u64, u64)> = None;
+            for receipt in receipts {
+                let offset = receipt.await.map_err(failed)?;
+                written = Some(written.map_or((offset, offset), |(first, last)| {
+                    (first.min(offset), last.max(offset))
+                }));
+            }
+            if changes.snapshot {
+                ranges.clear();
+            }
+            if let Some((first, last)) = written {
+                match ranges.last_mut() {
+                    Some(range) if range.writer == Some(changes.writer) => {
+                        range.to = Some(last + 1);
+                    }
+                    _ => ranges.push(ChangelogRange {
+                        from: first,
+                        to: Some(last + 1),
+                        writer: Some(changes.writer),
+                    }),
+                }
+            }
+        }
+        self.ranges.insert(partition, ranges.clone());
+        Ok(ranges)
+    }
 }
 
 /// Drains the acknowledgement queue and commits offsets.
@@ -461,7 +568,11 @@ impl Committer {
                 SavedState::Whole(state) => self.checkpoint(state, held).await?,
                 SavedState::Partitions(states) => self.checkpoint_partitions(states, held).await?,
             },
-            Event::Restored { partition, offsets } => self.restored(partition, &offsets),
+            Event::Restored {
+                partition,
+                offsets,
+                changelog,
+            } => self.restored(partition, &offsets, changelog),
             Event::Sent {
                 mut receipt,
                 permit,
@@ -726,7 +837,7 @@ impl Committer {
                 offset: *offset,
             }));
         }
-        let record = checkpoint::record(&writer.instance, state, &offsets);
+        let record = checkpoint::record(&writer.instance, state, &offsets, None);
         let failed = |source| CommitError::Checkpoint {
             topic: writer.topic.clone(),
             source,
@@ -750,20 +861,41 @@ impl Committer {
     /// partitions' offsets stay staged.
     async fn checkpoint_partitions(
         &mut self,
-        states: Vec<(u32, Bytes)>,
+        states: Vec<PartitionSave>,
         held: usize,
     ) -> Result<(), CommitError> {
         let transaction = self.checkpoint_transaction(held)?;
         let Some(writer) = &mut self.checkpoints else {
             return Ok(()); // not a checkpointed instance: nothing to write
         };
+        // Keyed state: the changes go to the changelog first; the checkpoint records name
+        // the ranges of the changelog that make up each partition's state.
+        let mut changelog_ranges = BTreeMap::new();
+        if let Some(changelog) = &mut writer.changelog {
+            for save in &states {
+                if let Some(changes) = &save.changes {
+                    let ranges = changelog
+                        .write(
+                            &*writer.producer,
+                            save.partition,
+                            changes,
+                            transaction.is_some(),
+                        )
+                        .await?;
+                    changelog_ranges.insert(save.partition, ranges);
+                }
+            }
+        }
         let failed = |source| CommitError::Checkpoint {
             topic: writer.topic.clone(),
             source,
         };
-        let partitions: BTreeSet<u32> = states.iter().map(|(partition, _)| *partition).collect();
+        let partitions: BTreeSet<u32> = states.iter().map(|save| save.partition).collect();
         let mut receipts = Vec::with_capacity(states.len());
-        for (partition, state) in states {
+        for PartitionSave {
+            partition, state, ..
+        } in states
+        {
             let mut offsets = Vec::new();
             for (inlet, target) in self.targets.iter().enumerate() {
                 let known = &mut writer.offsets[inlet];
@@ -780,7 +912,8 @@ impl Committer {
                     });
                 }
             }
-            let record = checkpoint::record(&writer.instance, state, &offsets);
+            let ranges = changelog_ranges.get(&partition).map(Vec::as_slice);
+            let record = checkpoint::record(&writer.instance, state, &offsets, ranges);
             let receipt = writer
                 .producer
                 .send(&writer.topic, partition, record)
@@ -802,7 +935,19 @@ impl Committer {
 
     /// Forgets what was staged on a partition the streamlet restored, and takes the
     /// restored offsets as the partition's last checkpoint.
-    fn restored(&mut self, partition: u32, offsets: &[InletOffset]) {
+    fn restored(
+        &mut self,
+        partition: u32,
+        offsets: &[InletOffset],
+        changelog: Vec<ChangelogRange>,
+    ) {
+        if let Some(writer) = self
+            .checkpoints
+            .as_mut()
+            .and_then(|writer| writer.changelog.as_mut())
+        {
+            writer.ranges.insert(partition, changelog);
+        }
         for (inlet, target) in self.targets.iter().enumerate() {
             self.staged[inlet].remove(&partition);
             let restored = offsets

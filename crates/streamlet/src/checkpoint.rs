@@ -19,6 +19,12 @@
 //! header `runnel.checkpoint.offsets` holds the offsets as JSON,
 //! `[{"inlet": "in", "topic": "scores", "partition": 0, "offset": 42}, ...]` (each the next
 //! offset to read), and `runnel.checkpoint.format` is `1`.
+//!
+//! A streamlet with [keyed state](crate::state) writes its state incrementally instead: the
+//! entries changed since the last checkpoint go to the same partition of its changelog topic
+//! `<app>.<instance>.changelog` first, and the checkpoint record then says, in header
+//! `runnel.checkpoint.changelog`, which records of that partition make up the state (see
+//! [`ChangelogRange`]).
 
 use bytes::Bytes;
 use std::sync::Arc;
@@ -31,6 +37,8 @@ use crate::acknowledgement::Acknowledgements;
 
 /// The header holding a checkpoint's input offsets.
 pub const OFFSETS_HEADER: &str = "runnel.checkpoint.offsets";
+/// The header holding the ranges of the changelog partition that make up a keyed state.
+pub const CHANGELOG_HEADER: &str = "runnel.checkpoint.changelog";
 const FORMAT_HEADER: &str = "runnel.checkpoint.format";
 const FORMAT: &str = "1";
 
@@ -42,6 +50,59 @@ const FORMAT: &str = "1";
 pub fn checkpoint_topic(app: &str, instance: &str) -> String {
     format!("{app}.{instance}.checkpoints")
 }
+
+/// The changelog topic of an instance with keyed state.
+///
+/// ```
+/// assert_eq!(runnel_streamlet::checkpoint::changelog_topic("fraud", "card-stats"), "fraud.card-stats.changelog");
+/// ```
+pub fn changelog_topic(app: &str, instance: &str) -> String {
+    format!("{app}.{instance}.changelog")
+}
+
+/// Records of one partition of a changelog topic that belong to a keyed state: those from
+/// offset `from` up to `to` (exclusive; to the end when `None`) written by `writer` (any
+/// writer when `None`).
+///
+/// At least once, each partition owner (a process, from its restore of the partition on)
+/// writes under an identity of its own, and its checkpoints extend its range. What an owner
+/// wrote after its last checkpoint, before it crashed, lies outside every range, as do the
+/// late records of an owner a rebalance replaced, so restores skip both. Exactly once, the
+/// checkpoint commits in the transaction of its changelog records, so one open range from
+/// the last snapshot on, read committed, is the state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangelogRange {
+    /// The first offset of the range.
+    pub from: u64,
+    /// The offset after the range; `None`: to the end of the partition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<u64>,
+    /// The identity the range's records carry in header
+    /// [`CHANGELOG_WRITER_HEADER`]; `None`: any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writer: Option<u64>,
+}
+
+impl ChangelogRange {
+    /// Whether the record at `offset`, written by `writer`, is in the range.
+    ///
+    /// ```
+    /// use runnel_streamlet::checkpoint::ChangelogRange;
+    /// let range = ChangelogRange { from: 10, to: Some(20), writer: Some(7) };
+    /// assert!(range.contains(10, Some(7)) && !range.contains(20, Some(7)));
+    /// assert!(!range.contains(12, Some(8)) && !range.contains(12, None));
+    /// let open = ChangelogRange { from: 10, to: None, writer: None };
+    /// assert!(open.contains(1_000, Some(8)) && !open.contains(9, None));
+    /// ```
+    pub fn contains(&self, offset: u64, writer: Option<u64>) -> bool {
+        offset >= self.from
+            && self.to.is_none_or(|to| offset < to)
+            && self.writer.is_none_or(|expected| writer == Some(expected))
+    }
+}
+
+/// The header naming the writer of a changelog record (hexadecimal).
+pub const CHANGELOG_WRITER_HEADER: &str = "runnel.changelog.writer";
 
 /// The next offset to read on one partition of one inlet.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,6 +118,8 @@ pub(crate) struct InletOffset {
 pub(crate) struct Restored {
     pub(crate) state: Bytes,
     pub(crate) offsets: Vec<InletOffset>,
+    /// Keyed state: the records of the changelog partition that make up the state.
+    pub(crate) changelog: Vec<ChangelogRange>,
 }
 
 /// Why the last checkpoint cannot be used.
@@ -134,6 +197,8 @@ pub struct Checkpoints {
 pub(crate) struct CheckpointSource {
     pub(crate) backend: Arc<dyn Backend>,
     pub(crate) topic: String,
+    /// The changelog topic, for an instance with keyed state.
+    pub(crate) changelog: Option<String>,
 }
 
 /// The checkpoint of one input partition read back
@@ -143,6 +208,7 @@ pub(crate) struct CheckpointSource {
 pub struct PartitionCheckpoint {
     state: Option<Bytes>,
     offsets: Vec<InletOffset>,
+    changelog: Vec<ChangelogRange>,
 }
 
 impl PartitionCheckpoint {
@@ -157,6 +223,12 @@ impl PartitionCheckpoint {
             .iter()
             .find(|offset| offset.inlet == inlet)
             .map(|offset| offset.offset)
+    }
+
+    /// The records of the partition's changelog that make up its keyed state (empty without
+    /// keyed state, or before its first checkpoint).
+    pub fn changelog(&self) -> &[ChangelogRange] {
+        &self.changelog
     }
 }
 
@@ -199,10 +271,31 @@ impl Checkpoints {
     /// committed. Partitions left out keep their offsets staged for a later save. Returns at
     /// once.
     pub fn save_partitions(&self, states: Vec<(u32, Bytes)>) {
+        let states: Vec<PartitionSave> = states
+            .into_iter()
+            .map(|(partition, state)| PartitionSave {
+                partition,
+                state,
+                changes: None,
+            })
+            .collect();
         if !states.is_empty() {
             self.acknowledgements
                 .checkpoint(SavedState::Partitions(states));
         }
+    }
+
+    /// Saves keyed state: per partition, its changelog entries and its small state.
+    pub(crate) fn save_changes(&self, states: Vec<PartitionSave>) {
+        if !states.is_empty() {
+            self.acknowledgements
+                .checkpoint(SavedState::Partitions(states));
+        }
+    }
+
+    /// Where the checkpoints and the changelog are read back from.
+    pub(crate) fn source(&self) -> &CheckpointSource {
+        &self.source
     }
 
     /// Reads back the last checkpoint of input `partition` (committed, for an exactly-once
@@ -273,10 +366,14 @@ impl Checkpoints {
             PartitionCheckpoint {
                 state: Some(restored.state),
                 offsets: restored.offsets,
+                changelog: restored.changelog,
             }
         });
-        self.acknowledgements
-            .restored(partition, restored.offsets.clone());
+        self.acknowledgements.restored(
+            partition,
+            restored.offsets.clone(),
+            restored.changelog.clone(),
+        );
         Ok(restored)
     }
 }
@@ -285,16 +382,49 @@ impl Checkpoints {
 #[derive(Debug)]
 pub(crate) enum SavedState {
     Whole(Bytes),
-    Partitions(Vec<(u32, Bytes)>),
+    Partitions(Vec<PartitionSave>),
 }
 
-/// The record of a checkpoint.
-pub(crate) fn record(instance: &str, state: Bytes, offsets: &[InletOffset]) -> Record {
+/// The checkpoint of one input partition.
+#[derive(Debug)]
+pub(crate) struct PartitionSave {
+    pub(crate) partition: u32,
+    /// The checkpoint record's value.
+    pub(crate) state: Bytes,
+    /// Keyed state: the entries changed since the last checkpoint, for the changelog.
+    pub(crate) changes: Option<ChangelogBatch>,
+}
+
+/// The changelog entries of one checkpoint of one partition.
+#[derive(Debug)]
+pub(crate) struct ChangelogBatch {
+    /// Key, and value (`None`: deleted).
+    pub(crate) entries: Vec<(Bytes, Option<Bytes>)>,
+    /// Whether the entries are the whole state, so earlier records are no longer needed.
+    pub(crate) snapshot: bool,
+    /// The identity of this owner of the partition.
+    pub(crate) writer: u64,
+}
+
+/// The record of a checkpoint (with the changelog ranges of a keyed state).
+pub(crate) fn record(
+    instance: &str,
+    state: Bytes,
+    offsets: &[InletOffset],
+    changelog: Option<&[ChangelogRange]>,
+) -> Record {
     let offsets = serde_json::to_vec(offsets).expect("offsets serialize");
-    Record::new(state)
+    let record = Record::new(state)
         .with_key(instance.to_owned())
         .with_header(FORMAT_HEADER, FORMAT)
-        .with_header(OFFSETS_HEADER, offsets)
+        .with_header(OFFSETS_HEADER, offsets);
+    match changelog {
+        Some(ranges) => record.with_header(
+            CHANGELOG_HEADER,
+            serde_json::to_vec(ranges).expect("ranges serialize"),
+        ),
+        None => record,
+    }
 }
 
 /// How long reading the checkpoint topic waits for records before taking what it read as
@@ -321,10 +451,7 @@ pub(crate) async fn read_last(
         return Ok(None);
     }
     // A group of its own: members restoring at the same time must not share partitions.
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_nanos());
-    let group = format!("{topic}.reader.{number}.{nanos}");
+    let group = format!("{topic}.reader.{number}.{:x}", unique_id());
     let reader = backend
         .consumer(&ConsumerConfig::new(group, [topic]))
         .await
@@ -366,16 +493,23 @@ pub(crate) async fn read_last(
         .get(OFFSETS_HEADER)
         .ok_or_else(|| invalid(format!("header {OFFSETS_HEADER} is missing")))?;
     let offsets = serde_json::from_slice(offsets).map_err(|error| invalid(error.to_string()))?;
+    let changelog = match headers.get(CHANGELOG_HEADER) {
+        Some(ranges) => {
+            serde_json::from_slice(ranges).map_err(|error| invalid(error.to_string()))?
+        }
+        None => Vec::new(),
+    };
     let state = consumed.record.value.clone().ok_or_else(|| {
         invalid("its value is null, where a checkpoint holds the state".to_owned())
     })?;
-    Ok(Some(Restored { state, offsets }))
+    Ok(Some(Restored {
+        state,
+        offsets,
+        changelog,
+    }))
 }
 
 /// The last record `reader` reads from its position up to `end` of partition `number`.
-/// Waits up to [`ASSIGNMENT_WAIT`] for the partition to be assigned to the reader (a Kafka
-/// consumer joins its group first): reading nothing before would take a partition with
-/// checkpoints for one without.
 async fn last_record(
     reader: &dyn Consumer,
     topic: &str,
@@ -383,6 +517,23 @@ async fn last_record(
     end: u64,
 ) -> Result<Option<ConsumedRecord>, LastRecordError> {
     let mut last = None;
+    read_to(reader, topic, number, end, 16, |record| last = Some(record)).await?;
+    Ok(last)
+}
+
+/// Hands `visit` every record `reader` reads from its position up to `end` of partition
+/// `number`, in order. Waits up to [`ASSIGNMENT_WAIT`] for the partition to be assigned to
+/// the reader (a Kafka consumer joins its group first): reading nothing before would take a
+/// partition with records for one without. Stops early after [`READ_QUIET`] without
+/// records once assigned (a Kafka reader does not move past a final transaction marker).
+pub(crate) async fn read_to(
+    reader: &dyn Consumer,
+    topic: &str,
+    number: u32,
+    end: u64,
+    batch: usize,
+    mut visit: impl FnMut(ConsumedRecord),
+) -> Result<(), LastRecordError> {
     let started = tokio::time::Instant::now();
     loop {
         let position = reader
@@ -391,29 +542,45 @@ async fn last_record(
             .find(|(partition, _)| &*partition.topic == topic && partition.partition == number)
             .map(|(_, position)| position);
         if position.is_some_and(|position| position >= end) {
-            return Ok(last);
+            return Ok(());
         }
-        match tokio::time::timeout(READ_QUIET, reader.poll(16)).await {
+        match tokio::time::timeout(READ_QUIET, reader.poll(batch)).await {
             Ok(records) => {
-                let records = records.map_err(LastRecordError::Read)?.into_iter();
-                last = records
-                    .filter(|record| record.partition == number)
-                    .last()
-                    .or(last);
+                let records = records.map_err(LastRecordError::Read)?;
+                for record in records {
+                    if record.partition == number && record.offset < end {
+                        visit(record);
+                    }
+                }
             }
-            Err(_) if position.is_some() => return Ok(last),
+            Err(_) if position.is_some() => return Ok(()),
             Err(_) if started.elapsed() < ASSIGNMENT_WAIT => {}
             Err(_) => return Err(LastRecordError::NotAssigned),
         }
     }
 }
 
+/// An identity no other process or call is likely to have: for readers' consumer groups and
+/// changelog writers.
+pub(crate) fn unique_id() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos());
+    hasher.write_u128(nanos);
+    hasher.write_u32(std::process::id());
+    hasher.write_u64(CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    hasher.finish()
+}
+
 /// How long reading a checkpoint waits for its partition to be assigned to the reader.
 const ASSIGNMENT_WAIT: Duration = Duration::from_secs(60);
 
-/// Why the last record of a checkpoint partition could not be read.
+/// Why the records of a checkpoint or changelog partition could not be read.
 #[derive(Debug, thiserror::Error)]
-enum LastRecordError {
+pub(crate) enum LastRecordError {
     #[error(transparent)]
     Read(runnel_backend::Error),
     #[error("its partition was not assigned to the reader within {} s", ASSIGNMENT_WAIT.as_secs())]

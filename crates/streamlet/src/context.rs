@@ -171,6 +171,38 @@ impl Context {
         self.checkpoints.clone()
     }
 
+    /// The keyed state of a streamlet whose shape says
+    /// [`keyed_state`](crate::Shape::keyed_state); read the inlet through it (see
+    /// [`KeyedState`](crate::state::KeyedState)).
+    ///
+    /// # Errors
+    ///
+    /// When the shape does not declare keyed state, or does not have exactly one inlet.
+    pub fn keyed_state(&self) -> crate::Result<crate::state::KeyedState> {
+        let instance = &self.instance;
+        if !self.shape.has_keyed_state() {
+            return Err(crate::Error::msg(format!(
+                "streamlet '{instance}' asks for keyed state, but its shape does not declare it: add `.keyed_state()` to its Shape"
+            )));
+        }
+        let inlets = self.shape.ports_in(Direction::Inlet).count();
+        if inlets != 1 {
+            return Err(crate::Error::msg(format!(
+                "streamlet '{instance}' keeps keyed state, which reads exactly one inlet, but its shape has {inlets}"
+            )));
+        }
+        let checkpoints = self.checkpoints.clone().ok_or_else(|| {
+            crate::Error::msg(format!(
+                "streamlet '{instance}' keeps keyed state, but the runtime gave it no checkpoints"
+            ))
+        })?;
+        Ok(crate::state::KeyedState::new(
+            checkpoints,
+            self.clock.clone(),
+            self.shutdown.clone(),
+        ))
+    }
+
     /// Watermarks set from outside the streamlet, when a test scripts them: a streamlet that
     /// tracks event time follows these instead of generating its own. `None` in production.
     pub fn scripted_watermarks(&self) -> Option<ScriptedWatermarks> {

@@ -14,10 +14,11 @@ use runnel_blueprint::parameter::ParameterValue;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::acknowledgement::ChangelogWriter;
 use crate::acknowledgement::{
     Acknowledgements, CheckpointWriter, CommitError, CommitTarget, Committer, Mode,
 };
-use crate::checkpoint::{self, CheckpointSource, Checkpoints, checkpoint_topic};
+use crate::checkpoint::{self, CheckpointSource, Checkpoints, changelog_topic, checkpoint_topic};
 use crate::clock::Clock;
 use crate::dead_letter::DeadLetters;
 use crate::gate::Gate;
@@ -187,12 +188,20 @@ pub async fn run_instance(
     let checkpoints_topic = checkpoint_topic(&wiring.app, &wiring.instance);
     // One split by input partition restores each partition when it is assigned one.
     let by_partition = shape.is_checkpointed_by_partition();
+    // Keyed state also writes its changes to a changelog with a partition per input
+    // partition.
+    let changelog = shape
+        .has_keyed_state()
+        .then(|| changelog_topic(&wiring.app, &wiring.instance));
     let restored = if shape.is_checkpointed() {
         let partitions = if by_partition {
             input_partitions(&*backend, &instance, &wiring.inlets).await?
         } else {
             1
         };
+        if let Some(changelog) = &changelog {
+            create_changelog(&*backend, &instance, changelog, partitions).await?;
+        }
         let spec = TopicSpec::new(&checkpoints_topic, partitions)
             .with_config("segment.bytes", CHECKPOINT_SEGMENT_BYTES)
             .with_config("retention.bytes", CHECKPOINT_SEGMENT_BYTES);
@@ -328,10 +337,16 @@ pub async fn run_instance(
         topic: Arc::from(checkpoints_topic.as_str()),
         instance: instance.clone(),
         offsets: checkpoint_offsets,
+        changelog: changelog.as_ref().map(|topic| ChangelogWriter {
+            backend: backend.clone(),
+            topic: Arc::from(topic.as_str()),
+            ranges: BTreeMap::new(),
+        }),
     });
     let source = Arc::new(CheckpointSource {
         backend: backend.clone(),
         topic: checkpoints_topic.clone(),
+        changelog,
     });
     let checkpoints = shape.is_checkpointed().then(|| {
         Checkpoints::new(
@@ -403,6 +418,32 @@ pub async fn run_instance(
     };
     let flushed = producer.flush().await.map_err(Error::external);
     outcome.and(committed).and(flushed)
+}
+
+/// Creates the changelog topic of an instance with keyed state (compacted where the backend
+/// compacts), or checks that the existing one has a partition per input partition.
+async fn create_changelog(
+    backend: &dyn Backend,
+    instance: &str,
+    topic: &str,
+    partitions: u32,
+) -> Result<()> {
+    let mut spec = TopicSpec::new(topic, partitions);
+    if backend.supports_compaction() {
+        spec = spec.with_config("cleanup.policy", "compact");
+    }
+    backend.create_topic(&spec).await.map_err(Error::external)?;
+    let existing = backend
+        .topic(topic)
+        .await
+        .map_err(Error::external)?
+        .map_or(partitions, |info| info.partitions);
+    if existing != partitions {
+        return Err(Error::msg(format!(
+            "the changelog topic '{topic}' of streamlet '{instance}' has {existing} partition(s) where its input has {partitions}; its state is split by input partition, so the counts must match; delete the changelog and checkpoint topics to start from empty state"
+        )));
+    }
+    Ok(())
 }
 
 /// The partition count of the inlets of an instance checkpointed by partition, which must

@@ -172,6 +172,11 @@ impl<T: Data> InletStream<T> {
         .boxed()
     }
 
+    /// The inlet's name.
+    pub fn name(&self) -> &'static str {
+        self.parts.port
+    }
+
     /// The partitions of the topic this inlet reads (all of them, unless several members
     /// of the consumer group share the topic). Event-time streamlets declare them to their
     /// [`WatermarkHolder`](crate::watermark::WatermarkHolder) so that a partition that has

@@ -62,6 +62,7 @@ mod parameter;
 mod port;
 mod rejection;
 mod shape;
+pub mod state;
 mod streamlet;
 #[cfg(feature = "testkit")]
 pub mod testkit;

@@ -33,6 +33,7 @@ pub struct Shape {
     volume_mounts: Vec<VolumeMountDescriptor>,
     checkpointed: bool,
     by_partition: bool,
+    keyed: bool,
     delivery: Delivery,
     reports_readiness: bool,
 }
@@ -97,6 +98,31 @@ impl Shape {
     /// Whether the streamlet's checkpoints are split by input partition.
     pub fn is_checkpointed_by_partition(&self) -> bool {
         self.by_partition
+    }
+
+    /// Says the streamlet keeps keyed state ([`Context::keyed_state`](crate::Context::keyed_state),
+    /// [`state`](crate::state)): values, lists, maps and timers per key, split by input
+    /// partition as with [`checkpointed_by_partition`](Shape::checkpointed_by_partition),
+    /// and checkpointed incrementally: each checkpoint writes only the entries changed
+    /// since the last to the changelog topic `<app>.<instance>.changelog`, which the
+    /// runtime creates with as many partitions as the input (compacted where the backplane
+    /// compacts).
+    ///
+    /// ```
+    /// # use runnel_streamlet::prelude::*;
+    /// let shape = Shape::new().keyed_state();
+    /// assert!(shape.has_keyed_state() && shape.is_checkpointed_by_partition());
+    /// ```
+    pub fn keyed_state(mut self) -> Self {
+        self.checkpointed = true;
+        self.by_partition = true;
+        self.keyed = true;
+        self
+    }
+
+    /// Whether the streamlet keeps keyed state with a changelog.
+    pub fn has_keyed_state(&self) -> bool {
+        self.keyed
     }
 
     /// Says the streamlet tells the runtime itself when it is ready, with
@@ -208,10 +234,11 @@ impl Shape {
             parameters: self.parameters.clone(),
             volume_mounts: self.volume_mounts.clone(),
             delivery: self.delivery,
-            state: match (self.checkpointed, self.by_partition) {
-                (false, _) => StateScope::None,
-                (true, false) => StateScope::Instance,
-                (true, true) => StateScope::Partition,
+            state: match (self.checkpointed, self.by_partition, self.keyed) {
+                (false, _, _) => StateScope::None,
+                (true, false, _) => StateScope::Instance,
+                (true, true, false) => StateScope::Partition,
+                (true, true, true) => StateScope::Keyed,
             },
         }
     }

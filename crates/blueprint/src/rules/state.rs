@@ -3,7 +3,6 @@
 use std::collections::BTreeMap;
 
 use crate::code::Code;
-use crate::descriptor::StateScope;
 use crate::facts::{Facts, Role};
 use crate::report::Report;
 use crate::rules::{Context, Port};
@@ -24,7 +23,7 @@ pub(crate) fn check(cx: &Context<'_>, report: &mut Report<'_>) {
     for (instance, topics) in inlet_topics {
         let by_partition = cx.instances[instance]
             .streamlet
-            .is_some_and(|streamlet| streamlet.state == StateScope::Partition);
+            .is_some_and(|streamlet| streamlet.state.is_by_partition());
         if !by_partition {
             continue;
         }

@@ -1,0 +1,37 @@
+//! Keyed state for custom streamlets: [`ValueState`], [`ListState`] and [`MapState`] per
+//! key, and [`Timer`]s in event and processing time, kept by input partition and
+//! checkpointed incrementally.
+//!
+//! A streamlet whose [`Shape`](crate::Shape) says
+//! [`keyed_state`](crate::Shape::keyed_state) gets a [`KeyedState`] from
+//! [`Context::keyed_state`](crate::Context::keyed_state) and reads its inlet through it.
+//! The state of the keys arriving on input partition `p` lives in one in-memory store
+//! ([`KeyedState::entry`] reaches a key's values), so each member of the consumer group
+//! holds the partitions assigned to it and the streamlet scales out to the input's
+//! partition count.
+//!
+//! Checkpoints are incremental: every checkpoint interval the entries changed since the last
+//! checkpoint go to partition `p` of the changelog topic `<app>.<instance>.changelog`, then a
+//! checkpoint record with the input offsets and the changelog ranges that make up the state
+//! goes to partition `p` of the checkpoint topic (the mechanism of [`checkpoint`](crate::checkpoint)).
+//! When the changes since the last snapshot outgrow twice the state, a checkpoint writes the
+//! whole state instead, so a restore reads at most a few times the state. Exactly-once
+//! instances write all of it in the checkpoint's transaction.
+//!
+//! Start at [`KeyedState`]; `docs/state.md` is the guide.
+
+mod changelog;
+mod entry;
+mod keyed;
+mod list;
+mod map;
+mod store;
+mod timers;
+mod value;
+
+pub use entry::KeyedEntry;
+pub use keyed::{Keyed, KeyedState};
+pub use list::{ListRef, ListState};
+pub use map::{MapRef, MapState};
+pub use timers::{TimeDomain, Timer};
+pub use value::{ValueRef, ValueState};

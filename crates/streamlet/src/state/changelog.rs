@@ -1,0 +1,103 @@
+//! Reading a partition's keyed state back from its changelog.
+
+use runnel_backend::ConsumerConfig;
+
+use super::store::PartitionStore;
+use crate::checkpoint::{
+    CHANGELOG_WRITER_HEADER, ChangelogRange, CheckpointSource, LastRecordError, read_to, unique_id,
+};
+use crate::{Error, Result};
+
+/// What a restore read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Replayed {
+    /// Records applied to the state.
+    pub(crate) applied: u64,
+    /// Records outside the state's ranges (written after an owner's last checkpoint, or by
+    /// an owner a rebalance replaced); their keys are written again at the next checkpoint.
+    pub(crate) skipped: u64,
+}
+
+/// Replays the records of changelog partition `partition` that `ranges` name into `store`,
+/// in order. Records after the first range that are in none (an owner's changes after its
+/// last checkpoint) are skipped, and their keys marked changed: the next checkpoint writes
+/// them again as the state has them, so the last record of every key is the state's (which
+/// is what a compacted changelog keeps).
+pub(crate) async fn replay(
+    source: &CheckpointSource,
+    partition: u32,
+    ranges: &[ChangelogRange],
+    store: &mut PartitionStore,
+) -> Result<Replayed> {
+    let topic = source
+        .changelog
+        .as_deref()
+        .ok_or_else(|| Error::msg("a streamlet with keyed state has a changelog topic"))?;
+    let backend = &*source.backend;
+    let ends = backend.offsets(topic).await.map_err(Error::external)?;
+    let Some(bounds) = ends.get(partition as usize) else {
+        return Ok(Replayed::default());
+    };
+    let from = ranges
+        .first()
+        .map_or(bounds.start, |range| range.from)
+        .max(bounds.start);
+    if from >= bounds.end {
+        return Ok(Replayed::default());
+    }
+    let group = format!("{topic}.reader.{partition}.{:x}", unique_id());
+    let reader = backend
+        .consumer(&ConsumerConfig::new(group, [topic]))
+        .await
+        .map_err(Error::external)?;
+    reader
+        .seek(topic, partition, from)
+        .await
+        .map_err(Error::external)?;
+    let mut replayed = Replayed::default();
+    let mut skipped_keys = Vec::new();
+    let mut invalid = None;
+    let read = read_to(&*reader, topic, partition, bounds.end, 1024, |consumed| {
+        if invalid.is_some() {
+            return;
+        }
+        let record = &consumed.record;
+        let writer = record
+            .headers
+            .get_str(CHANGELOG_WRITER_HEADER)
+            .and_then(|writer| u64::from_str_radix(writer, 16).ok());
+        let Some(key) = &record.key else {
+            invalid = Some((consumed.offset, "it has no key"));
+            return;
+        };
+        if ranges
+            .iter()
+            .any(|range| range.contains(consumed.offset, writer))
+        {
+            if !store.apply(key, record.value.as_deref()) {
+                invalid = Some((consumed.offset, "its value is not a state entry"));
+            }
+            replayed.applied += 1;
+        } else {
+            skipped_keys.push(key.clone());
+            replayed.skipped += 1;
+        }
+    })
+    .await;
+    let _ = reader.close().await; // a reader of its own; nothing to keep
+    read.map_err(|error| match error {
+        LastRecordError::Read(source) => Error::external(source),
+        not_assigned @ LastRecordError::NotAssigned => Error::msg(format!(
+            "reading partition {partition} of the changelog topic '{topic}' failed: {not_assigned}"
+        )),
+    })?;
+    if let Some((offset, reason)) = invalid {
+        return Err(Error::msg(format!(
+            "the record at offset {offset} of partition {partition} of the changelog topic '{topic}' is not a changelog entry: {reason}"
+        )));
+    }
+    for key in skipped_keys {
+        store.mark_changed(&key);
+    }
+    Ok(replayed)
+}

@@ -1,0 +1,132 @@
+//! [`KeyedEntry`]: the state of one key, and how state names and keys are laid out in the
+//! store.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::store::PartitionStore;
+use super::timers::{TimeDomain, timer_key};
+use super::{ListRef, ListState, MapRef, MapState, ValueRef, ValueState};
+use crate::{Error, Result};
+
+/// The state of one key on one input partition: its values, lists, maps and timers.
+///
+/// Get it from [`KeyedState::entry`](super::KeyedState::entry) with the partition of the
+/// message (or timer) being handled and the key the state is kept by.
+#[derive(Debug)]
+pub struct KeyedEntry<'a> {
+    pub(super) store: &'a mut PartitionStore,
+    pub(super) partition: u32,
+    pub(super) key: Vec<u8>,
+    /// Processing time, for time to live.
+    pub(super) now: i64,
+}
+
+impl<'a> KeyedEntry<'a> {
+    /// The key.
+    pub fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    /// The input partition the key's state is kept in.
+    pub fn partition(&self) -> u32 {
+        self.partition
+    }
+
+    /// The key's value in `state`.
+    pub fn value<T: Serialize + DeserializeOwned>(
+        &mut self,
+        state: ValueState<T>,
+    ) -> ValueRef<'_, 'a, T> {
+        let key = self.composite(b'v', state.name(), &[]);
+        ValueRef::new(self, state, key)
+    }
+
+    /// The key's list in `state`.
+    pub fn list<T: Serialize + DeserializeOwned>(
+        &mut self,
+        state: ListState<T>,
+    ) -> ListRef<'_, 'a, T> {
+        let key = self.composite(b'l', state.name(), &[]);
+        ListRef::new(self, state, key)
+    }
+
+    /// The key's map in `state`.
+    pub fn map<K, V>(&mut self, state: MapState<K, V>) -> MapRef<'_, 'a, K, V>
+    where
+        K: Serialize + DeserializeOwned,
+        V: Serialize + DeserializeOwned,
+    {
+        let key = self.composite(b'm', state.name(), &(self.key.len() as u32).to_be_bytes());
+        MapRef::new(self, state, key)
+    }
+
+    /// Sets a timer for the key at `time`: it fires (as
+    /// [`Keyed::Timer`](super::Keyed::Timer) from [`KeyedState::next`](super::KeyedState::next))
+    /// once the partition's watermark (event time) or the clock (processing time) reaches
+    /// `time`. A key has at most one timer per domain and time; setting it again does
+    /// nothing more.
+    pub fn set_timer(&mut self, domain: TimeDomain, time: i64) {
+        let key = timer_key(domain, time, &self.key);
+        self.store.put(&key, Vec::new(), None);
+    }
+
+    /// Deletes the key's timer at `time`, if set.
+    pub fn delete_timer(&mut self, domain: TimeDomain, time: i64) {
+        let key = timer_key(domain, time, &self.key);
+        self.store.delete(&key);
+    }
+
+    /// The store key of this key's entry in state `name` of `kind`: the kind, the name
+    /// (length first), `infix`, then the key.
+    fn composite(&self, kind: u8, name: &str, infix: &[u8]) -> Vec<u8> {
+        let mut key = Vec::with_capacity(2 + name.len() + infix.len() + self.key.len());
+        key.push(kind);
+        key.push(name.len() as u8);
+        key.extend_from_slice(name.as_bytes());
+        key.extend_from_slice(infix);
+        key.extend_from_slice(&self.key);
+        key
+    }
+
+    /// The expiry of an entry written now with time to live `ttl`.
+    pub(super) fn expiry(&self, ttl: Option<std::time::Duration>) -> Option<i64> {
+        ttl.map(|ttl| {
+            self.now
+                .saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX))
+        })
+    }
+
+    /// Encodes a value of state `name`.
+    pub(super) fn encode<T: Serialize>(&self, name: &str, value: &T) -> Result<Vec<u8>> {
+        postcard::to_allocvec(value).map_err(|error| {
+            Error::msg(format!(
+                "encoding state '{name}' for key {} on input partition {} failed: {error}",
+                describe_key(&self.key),
+                self.partition
+            ))
+        })
+    }
+
+    /// Decodes a value of state `name`.
+    pub(super) fn decode<T: DeserializeOwned>(&self, name: &str, bytes: &[u8]) -> Result<T> {
+        postcard::from_bytes(bytes).map_err(|error| {
+            Error::msg(format!(
+                "state '{name}' for key {} on input partition {} does not decode as the type the streamlet asks for (was the type changed without a new state name?): {error}",
+                describe_key(&self.key),
+                self.partition
+            ))
+        })
+    }
+}
+
+/// A key as text when it is printable UTF-8, otherwise as hexadecimal.
+pub(super) fn describe_key(key: &[u8]) -> String {
+    match std::str::from_utf8(key) {
+        Ok(text) if !text.chars().any(char::is_control) => format!("'{text}'"),
+        _ => {
+            let hex: String = key.iter().map(|byte| format!("{byte:02x}")).collect();
+            format!("0x{hex}")
+        }
+    }
+}

@@ -1,0 +1,405 @@
+//! [`KeyedState`]: reads an inlet through the keyed state of the partitions this member
+//! holds, restoring each when it first sees it, firing timers and checkpointing.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt;
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::KeyedEntry;
+use super::changelog;
+use super::store::PartitionStore;
+use super::timers::{self, TimeDomain, Timer};
+use crate::checkpoint::{ChangelogBatch, PartitionSave, unique_id};
+use crate::watermark::{WatermarkHolder, Watermarks};
+use crate::{Checkpoints, Clock, Data, Error, InletStream, Message, Result};
+
+/// After this many owners since the last snapshot (ranges in the checkpoint), the next
+/// checkpoint is a snapshot, so checkpoint records stay small.
+const MAX_RANGES: usize = 8;
+
+/// What [`KeyedState::next`] hands the streamlet: a message, or a timer that fired.
+#[derive(Debug)]
+pub enum Keyed<T> {
+    /// The next message of the inlet.
+    Message(Message<T>),
+    /// A timer of a key that fired (already deleted from the state).
+    Timer(Timer),
+}
+
+/// The keyed state of a streamlet whose shape says
+/// [`keyed_state`](crate::Shape::keyed_state): one store per input partition this member of
+/// the consumer group holds, read and changed through [`entry`](KeyedState::entry), and
+/// checkpointed by [`next`](KeyedState::next).
+///
+/// Read the inlet through [`next`](KeyedState::next) (or
+/// [`next_timed`](KeyedState::next_timed)): when a message comes from a partition it does not
+/// hold yet, it restores the partition's state from the last checkpoint and the changelog,
+/// and positions the inlet after the input that state reflects. Between messages it fires
+/// due timers and, every checkpoint interval (one second unless
+/// [`checkpoint_every`](KeyedState::checkpoint_every) says otherwise), writes the entries
+/// changed since the last checkpoint to the changelog and a checkpoint with the committed
+/// input offsets. Partitions a rebalance took away get a last checkpoint and are dropped.
+///
+/// **Commit each message (or timer's work) before asking for the next**: a checkpoint taken
+/// in `next` reflects the input committed so far, so state changed for a message still held
+/// would be counted again after a restart (and an exactly-once instance fails).
+///
+/// ```
+/// use runnel_streamlet::prelude::*;
+/// use runnel_streamlet::state::{Keyed, TimeDomain, ValueState};
+///
+/// #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+/// pub struct Payment { card: String, cents: i64 }
+///
+/// const PAYMENTS: Inlet<Payment> = Inlet::new("payments");
+/// const TOTALS: Outlet<Payment> = Outlet::new("totals");
+/// /// Per card: the sum of the current minute's payments.
+/// const SUM: ValueState<i64> = ValueState::new("sum");
+///
+/// /// Sums each card's payments per minute of processing time.
+/// struct MinuteTotals;
+///
+/// impl Streamlet for MinuteTotals {
+///     fn shape(&self) -> Shape {
+///         Shape::new().inlet(PAYMENTS).outlet(TOTALS).keyed_state()
+///     }
+///
+///     async fn run(self, mut ctx: Context) -> Result<()> {
+///         let mut input = ctx.inlet(PAYMENTS);
+///         let output = ctx.outlet(TOTALS);
+///         let mut state = ctx.keyed_state()?;
+///         while let Some(next) = state.next(&mut input).await? {
+///             match next {
+///                 Keyed::Message(message) => {
+///                     let payment = message.value();
+///                     let now = ctx.clock().now_millis();
+///                     let mut entry = state.entry(message.partition(), payment.card.as_bytes());
+///                     let sum = entry.value(SUM).update(|sum| sum.unwrap_or(0) + payment.cents)?;
+///                     if sum == payment.cents {
+///                         // The first payment of the card's minute: report at its end.
+///                         entry.set_timer(TimeDomain::ProcessingTime, now + 60_000);
+///                     }
+///                     message.commit();
+///                 }
+///                 Keyed::Timer(timer) => {
+///                     let mut entry = state.entry(timer.partition, timer.key.clone());
+///                     let cents = entry.value(SUM).get()?.unwrap_or(0);
+///                     entry.value(SUM).clear();
+///                     let card = String::from_utf8_lossy(&timer.key).into_owned();
+///                     output.send(&Payment { card, cents }).await?;
+///                 }
+///             }
+///         }
+///         Ok(())
+///     }
+/// }
+/// # let _ = MinuteTotals;
+/// ```
+#[derive(Debug)]
+pub struct KeyedState {
+    checkpoints: Checkpoints,
+    clock: Arc<dyn Clock>,
+    stopping: CancellationToken,
+    strategy: Watermarks,
+    checkpoint_every: Duration,
+    partitions: BTreeMap<u32, PartitionState>,
+    next_checkpoint: Option<Instant>,
+    /// The input ended: the timers due by then fire, then `next` returns `None`.
+    ended: bool,
+    finished: bool,
+}
+
+/// The state of one input partition.
+#[derive(Debug)]
+struct PartitionState {
+    store: PartitionStore,
+    watermarks: WatermarkHolder,
+    /// This member's identity on the partition's changelog.
+    writer: u64,
+    /// Whether the watermark moved since the last checkpoint.
+    moved: bool,
+}
+
+/// The checkpoint record's value of a partition: what is not in the changelog.
+#[derive(Serialize, Deserialize)]
+struct Saved {
+    watermarks: WatermarkHolder,
+}
+
+impl KeyedState {
+    pub(crate) fn new(
+        checkpoints: Checkpoints,
+        clock: Arc<dyn Clock>,
+        stopping: CancellationToken,
+    ) -> Self {
+        KeyedState {
+            checkpoints,
+            clock,
+            stopping,
+            strategy: Watermarks::default(),
+            checkpoint_every: Duration::from_secs(1),
+            partitions: BTreeMap::new(),
+            next_checkpoint: None,
+            ended: false,
+            finished: false,
+        }
+    }
+
+    /// Checkpoints at most every `interval` after a change (one second by default).
+    pub fn checkpoint_every(mut self, interval: Duration) -> Self {
+        self.checkpoint_every = interval;
+        self
+    }
+
+    /// How each partition's watermark follows the event times it sees, for event-time
+    /// timers ([`Watermarks::default`] unless set).
+    pub fn watermarks(mut self, strategy: Watermarks) -> Self {
+        self.strategy = strategy;
+        self
+    }
+
+    /// The state of `key` on input `partition`: the partition of the message or timer being
+    /// handled.
+    ///
+    /// # Panics
+    ///
+    /// When this member does not hold `partition`: no message or timer of it came from
+    /// [`next`](KeyedState::next).
+    pub fn entry(&mut self, partition: u32, key: impl Into<Vec<u8>>) -> KeyedEntry<'_> {
+        let now = self.clock.now_millis();
+        let Some(state) = self.partitions.get_mut(&partition) else {
+            panic!(
+                "keyed state of input partition {partition} is not held here: use the partition of a message or timer `next` returned"
+            )
+        };
+        KeyedEntry {
+            store: &mut state.store,
+            partition,
+            key: key.into(),
+            now,
+        }
+    }
+
+    /// The event-time watermark of input `partition` (`i64::MIN` before there is one).
+    pub fn watermark(&self, partition: u32) -> i64 {
+        self.partitions
+            .get(&partition)
+            .map_or(i64::MIN, |state| state.watermarks.current())
+    }
+
+    /// The partitions held, with the entries each holds (values, list and map entries and
+    /// timers).
+    pub fn sizes(&self) -> Vec<(u32, usize)> {
+        self.partitions
+            .iter()
+            .map(|(partition, state)| (*partition, state.store.len()))
+            .collect()
+    }
+
+    /// The next message of `input`, or the next timer due; `None` at the end of the input
+    /// (after the event-time timers due by the end of a bounded input fired), or when the
+    /// streamlet is asked to stop. Event time is the record's timestamp.
+    ///
+    /// # Errors
+    ///
+    /// When the inlet fails, or a partition's state cannot be restored.
+    pub async fn next<T: Data>(&mut self, input: &mut InletStream<T>) -> Result<Option<Keyed<T>>> {
+        self.next_timed(input, Message::timestamp).await
+    }
+
+    /// As [`next`](KeyedState::next), with the event time of each message from
+    /// `event_time` (for example a field of its value).
+    ///
+    /// # Errors
+    ///
+    /// When the inlet fails, or a partition's state cannot be restored.
+    pub async fn next_timed<T: Data>(
+        &mut self,
+        input: &mut InletStream<T>,
+        event_time: impl Fn(&Message<T>) -> i64,
+    ) -> Result<Option<Keyed<T>>> {
+        loop {
+            if self.finished {
+                return Ok(None);
+            }
+            let now = self.clock.now_millis();
+            if let Some(timer) = self.take_due_timer(now) {
+                self.schedule_checkpoint();
+                return Ok(Some(Keyed::Timer(timer)));
+            }
+            if self.ended {
+                self.save(&[], true);
+                self.finished = true;
+                return Ok(None);
+            }
+            if self.next_checkpoint.is_some_and(|at| at <= Instant::now()) {
+                self.save(&input.partitions(), false);
+            }
+            let processing_deadline = self
+                .partitions
+                .values()
+                .filter_map(|state| timers::next_time(&state.store, TimeDomain::ProcessingTime))
+                .min();
+            let wake = match processing_deadline {
+                Some(deadline) => self.clock.sleep_until(deadline),
+                None => std::future::pending().boxed(),
+            };
+            let next_checkpoint = self.next_checkpoint;
+            let checkpoint_due = async move {
+                match next_checkpoint {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                () = checkpoint_due => self.save(&input.partitions(), false),
+                () = wake => {}
+                message = input.next() => {
+                    let Some(message) = message? else {
+                        if !self.stopping.is_cancelled() {
+                            // A bounded input ended: every event-time timer is due.
+                            for state in self.partitions.values_mut() {
+                                state.watermarks.finish();
+                            }
+                        }
+                        self.ended = true;
+                        continue;
+                    };
+                    let partition = message.partition();
+                    if !self.partitions.contains_key(&partition)
+                        && let Some(offset) = self.restore(partition, input.name()).await?
+                    {
+                        // Read the partition again from where its state stands; this
+                        // message comes again if the state does not reflect it.
+                        drop(message);
+                        input.rewind(partition, offset).await?;
+                        continue;
+                    }
+                    let time = event_time(&message);
+                    let state = self.partitions.get_mut(&partition).expect("restored above");
+                    if state.watermarks.observe(partition, time, now).is_some() {
+                        state.moved = true;
+                    }
+                    self.schedule_checkpoint();
+                    return Ok(Some(Keyed::Message(message)));
+                }
+            }
+        }
+    }
+
+    fn schedule_checkpoint(&mut self) {
+        let every = self.checkpoint_every;
+        self.next_checkpoint
+            .get_or_insert_with(|| Instant::now() + every);
+    }
+
+    /// Takes the first timer due: event-time timers at their partition's watermark,
+    /// processing-time timers at `now`.
+    fn take_due_timer(&mut self, now: i64) -> Option<Timer> {
+        self.partitions.iter_mut().find_map(|(partition, state)| {
+            let watermark = state.watermarks.current();
+            timers::take_due(
+                &mut state.store,
+                *partition,
+                TimeDomain::EventTime,
+                watermark,
+            )
+            .or_else(|| {
+                timers::take_due(
+                    &mut state.store,
+                    *partition,
+                    TimeDomain::ProcessingTime,
+                    now,
+                )
+            })
+        })
+    }
+
+    /// Restores `partition` from its last checkpoint and its changelog; returns the offset
+    /// `inlet` resumes the partition at, if it was checkpointed.
+    async fn restore(&mut self, partition: u32, inlet: &str) -> Result<Option<u64>> {
+        let restored = self.checkpoints.restore_partition(partition).await?;
+        let mut store = PartitionStore::default();
+        let ranges = restored.changelog();
+        let replayed =
+            changelog::replay(self.checkpoints.source(), partition, ranges, &mut store).await?;
+        let mut watermarks = match restored.state() {
+            Some(saved) => {
+                let saved: Saved = serde_json::from_slice(saved).map_err(|error| {
+                    Error::msg(format!(
+                        "the last checkpoint of input partition {partition} is not a keyed-state checkpoint: {error}"
+                    ))
+                })?;
+                saved.watermarks.with_strategy(self.strategy)
+            }
+            None => WatermarkHolder::new(self.strategy),
+        };
+        watermarks.add_partition(partition, self.clock.now_millis());
+        if ranges.is_empty() || ranges.len() >= MAX_RANGES {
+            // Start the changelog afresh: the first checkpoint holds the whole state.
+            store.snapshot_next();
+        }
+        tracing::info!(
+            partition,
+            entries = store.len(),
+            bytes = store.live_bytes(),
+            applied = replayed.applied,
+            skipped = replayed.skipped,
+            "restored the keyed state of an input partition"
+        );
+        self.partitions.insert(
+            partition,
+            PartitionState {
+                store,
+                watermarks,
+                writer: unique_id(),
+                moved: false,
+            },
+        );
+        Ok(restored.next_offset(inlet))
+    }
+
+    /// Checkpoints the partitions that changed (all with `everything`), and drops those not
+    /// in `assigned` (taken away by a rebalance) after their last checkpoint.
+    fn save(&mut self, assigned: &[u32], everything: bool) {
+        let assigned: BTreeSet<u32> = assigned.iter().copied().collect();
+        let now = self.clock.now_millis();
+        let mut saves = Vec::new();
+        let mut revoked = Vec::new();
+        for (partition, state) in &mut self.partitions {
+            let taken_away = !everything && !assigned.contains(partition);
+            state.store.expire(now);
+            if everything || taken_away || state.moved || state.store.has_changes() {
+                let (entries, snapshot) = state.store.take_changes();
+                let saved = serde_json::to_vec(&Saved {
+                    watermarks: state.watermarks.clone(),
+                })
+                .expect("watermarks serialize");
+                saves.push(PartitionSave {
+                    partition: *partition,
+                    state: saved.into(),
+                    changes: Some(ChangelogBatch {
+                        entries,
+                        snapshot,
+                        writer: state.writer,
+                    }),
+                });
+                state.moved = false;
+            }
+            if taken_away {
+                revoked.push(*partition);
+            }
+        }
+        self.checkpoints.save_changes(saves);
+        for partition in revoked {
+            self.partitions.remove(&partition);
+        }
+        self.next_checkpoint = None;
+    }
+}
