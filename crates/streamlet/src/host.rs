@@ -123,6 +123,10 @@ impl Default for HostSettings {
 /// Segment size and retention of checkpoint topics: old checkpoints go, the last stays.
 const CHECKPOINT_SEGMENT_BYTES: &str = "16777216";
 
+/// How long a changelog record is kept before compaction may drop it for a newer one of its
+/// key: a day.
+const CHANGELOG_COMPACTION_LAG_MS: &str = "86400000";
+
 /// Runs one instance of `streamlet` until it returns or `shutdown` fires and it drains.
 ///
 /// Connects every port of the shape as `wiring` says, runs the streamlet, and commits input
@@ -430,7 +434,12 @@ async fn create_changelog(
 ) -> Result<()> {
     let mut spec = TopicSpec::new(topic, partitions);
     if backend.supports_compaction() {
-        spec = spec.with_config("cleanup.policy", "compact");
+        // At least once, an owner that crashed mid-checkpoint leaves records outside the
+        // state, which the partition's next restore overwrites; until then the record they
+        // superseded must not be compacted away.
+        spec = spec
+            .with_config("cleanup.policy", "compact")
+            .with_config("min.compaction.lag.ms", CHANGELOG_COMPACTION_LAG_MS);
     }
     backend.create_topic(&spec).await.map_err(Error::external)?;
     let existing = backend

@@ -278,7 +278,14 @@ impl KeyedState {
                         // Read the partition again from where its state stands; this
                         // message comes again if the state does not reflect it.
                         drop(message);
-                        input.rewind(partition, offset).await?;
+                        if let Err(error) = input.rewind(partition, offset).await {
+                            if input.partitions().contains(&partition) {
+                                return Err(error);
+                            }
+                            // A rebalance took the partition away during the restore: its
+                            // new owner restores it; nothing changed here.
+                            self.partitions.remove(&partition);
+                        }
                         continue;
                     }
                     let time = event_time(&message);

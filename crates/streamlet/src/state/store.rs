@@ -261,7 +261,10 @@ impl PartitionStore {
 mod tests {
     use super::*;
 
-    fn changes(store: &mut PartitionStore) -> (Vec<(Vec<u8>, Option<Vec<u8>>)>, bool) {
+    /// A changed key and its value (`None`: deleted).
+    type Change = (Vec<u8>, Option<Vec<u8>>);
+
+    fn changes(store: &mut PartitionStore) -> (Vec<Change>, bool) {
         let (changes, snapshot) = store.take_changes();
         let changes = changes
             .into_iter()

@@ -9,6 +9,7 @@ mod exactly_once_windows; // an exactly-once window count killed again and again
 mod helpers; // processor, splitter, merge, async map, egress
 mod hosting; // wiring an instance and running it on a runtime a test can kill
 mod keyed_state; // values, lists, maps and timers per key in the test kit
+mod keyed_state_crashes; // keyed state equals a model after kills and rebalances, both deliveries
 mod model; // the record types the tests use
 mod old_checkpoints; // window state saved before pane metadata existed restores
 mod pane_properties; // the accumulation modes agree, retractions cancel, windows end once

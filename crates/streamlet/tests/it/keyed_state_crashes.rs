@@ -1,0 +1,540 @@
+//! Keyed state against a model: random operation sequences on values, lists and maps,
+//! applied by members of a consumer group that are killed (as `kill -9` would) and joined by
+//! others (rebalances) at random moments. After each operation the streamlet sends the key's
+//! whole state; every state sent must equal the model's after that operation (an
+//! uninterrupted run's), so a restore that lost a change or applied one twice shows. At
+//! least once, a state may be sent again after a crash but never differently; exactly
+//! once, each is read committed once.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use proptest::prelude::*;
+use runnel_backend::{
+    Backend, ConsumerConfig, MemoryBackend, ProducerConfig, Record, TopicSpec, partition_for_key,
+};
+use runnel_embedded_log::{EmbeddedBackend, LogConfig};
+use runnel_streamlet::prelude::*;
+use runnel_streamlet::state::{Keyed, ListState, MapState, ValueState};
+use runnel_streamlet::{HostSettings, Wiring};
+use tokio::sync::watch;
+
+use crate::hosting;
+
+const PARTITIONS: u32 = 3;
+
+/// One operation on a key's state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+struct Operation {
+    key: String,
+    sequence: i64,
+    /// 0: add to the total; 1: add to a field of the map; 2: push on the list (the last
+    /// three kept); 3: clear everything.
+    kind: i32,
+    amount: i64,
+    field: String,
+}
+
+/// A key's whole state after an operation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+struct Echo {
+    key: String,
+    sequence: i64,
+    total: i64,
+    recent: Vec<i64>,
+    /// `field=sum`, sorted.
+    fields: Vec<String>,
+}
+
+const IN: Inlet<Operation> = Inlet::new("in");
+const OUT: Outlet<Echo> = Outlet::new("out");
+const TOTAL: ValueState<i64> = ValueState::new("total");
+const RECENT: ListState<i64> = ListState::new("recent");
+const FIELDS: MapState<String, i64> = MapState::new("fields");
+
+/// Applies operations to keyed state and echoes each key's state.
+struct Ledger {
+    exactly_once: bool,
+}
+
+impl Streamlet for Ledger {
+    fn shape(&self) -> Shape {
+        let shape = Shape::new().inlet(IN).outlet(OUT).keyed_state();
+        if self.exactly_once {
+            shape.exactly_once()
+        } else {
+            shape
+        }
+    }
+
+    async fn run(self, mut ctx: Context) -> Result<()> {
+        let mut input = ctx.inlet(IN);
+        let output = ctx.outlet(OUT);
+        let mut state = ctx
+            .keyed_state()?
+            .checkpoint_every(Duration::from_millis(5));
+        while let Some(next) = state.next(&mut input).await? {
+            let Keyed::Message(message) = next else {
+                unreachable!("the ledger sets no timers")
+            };
+            let operation = message.value();
+            let mut entry = state.entry(message.partition(), operation.key.as_bytes());
+            apply(&mut entry, operation)?;
+            let echo = echo(&mut entry, operation)?;
+            output.send(&echo).await?;
+            message.commit();
+        }
+        Ok(())
+    }
+}
+
+fn apply(entry: &mut runnel_streamlet::state::KeyedEntry<'_>, operation: &Operation) -> Result<()> {
+    match operation.kind {
+        0 => {
+            entry
+                .value(TOTAL)
+                .update(|total| total.unwrap_or(0) + operation.amount)?;
+        }
+        1 => {
+            let sum = entry.map(FIELDS).get(&operation.field)?.unwrap_or(0);
+            entry
+                .map(FIELDS)
+                .insert(&operation.field, &(sum + operation.amount))?;
+        }
+        2 => {
+            let mut recent = entry.list(RECENT).get()?;
+            recent.push(operation.amount);
+            recent.drain(..recent.len().saturating_sub(3));
+            entry.list(RECENT).set(&recent)?;
+        }
+        _ => {
+            entry.value(TOTAL).clear();
+            entry.list(RECENT).clear();
+            entry.map(FIELDS).clear();
+        }
+    }
+    Ok(())
+}
+
+fn echo(
+    entry: &mut runnel_streamlet::state::KeyedEntry<'_>,
+    operation: &Operation,
+) -> Result<Echo> {
+    let mut fields: Vec<String> = entry
+        .map(FIELDS)
+        .entries()?
+        .into_iter()
+        .map(|(field, sum)| format!("{field}={sum}"))
+        .collect();
+    fields.sort();
+    Ok(Echo {
+        key: operation.key.clone(),
+        sequence: operation.sequence,
+        total: entry.value(TOTAL).get()?.unwrap_or(0),
+        recent: entry.list(RECENT).get()?,
+        fields,
+    })
+}
+
+/// What an uninterrupted run echoes for each operation: the model.
+fn model(operations: &[Operation]) -> BTreeMap<i64, Echo> {
+    #[derive(Default)]
+    struct KeyState {
+        total: i64,
+        recent: Vec<i64>,
+        fields: BTreeMap<String, i64>,
+    }
+    let mut keys: BTreeMap<&str, KeyState> = BTreeMap::new();
+    let mut echoes = BTreeMap::new();
+    for operation in operations {
+        let state = keys.entry(&operation.key).or_default();
+        match operation.kind {
+            0 => state.total += operation.amount,
+            1 => *state.fields.entry(operation.field.clone()).or_default() += operation.amount,
+            2 => {
+                state.recent.push(operation.amount);
+                state.recent.drain(..state.recent.len().saturating_sub(3));
+            }
+            _ => *state = KeyState::default(),
+        }
+        let echo = Echo {
+            key: operation.key.clone(),
+            sequence: operation.sequence,
+            total: state.total,
+            recent: state.recent.clone(),
+            fields: state
+                .fields
+                .iter()
+                .map(|(field, sum)| format!("{field}={sum}"))
+                .collect(),
+        };
+        echoes.insert(operation.sequence, echo);
+    }
+    echoes
+}
+
+async fn setup(backend: &Arc<dyn Backend>) {
+    for (topic, partitions) in [("in", PARTITIONS), ("out", 1), ("dead", 1)] {
+        backend
+            .create_topic(&TopicSpec::new(topic, partitions))
+            .await
+            .unwrap();
+    }
+}
+
+async fn produce(backend: &Arc<dyn Backend>, operations: &[Operation]) {
+    let producer = backend.producer(&ProducerConfig::default()).await.unwrap();
+    let schema = <Operation as AvroSchema>::get_schema();
+    for operation in operations {
+        let partition = partition_for_key(operation.key.as_bytes(), PARTITIONS);
+        let value =
+            apache_avro::to_avro_datum(&schema, apache_avro::to_value(operation).unwrap()).unwrap();
+        let record = Record::new(value).with_key(operation.key.clone());
+        drop(producer.send("in", partition, record).await.unwrap());
+    }
+    producer.flush().await.unwrap();
+}
+
+/// The wiring of member `member` (each member has a transactional id of its own, which its
+/// restart fences).
+fn wiring(ended: watch::Receiver<bool>, exactly_once: bool, member: usize) -> Wiring {
+    let settings = HostSettings {
+        poll_batch: 16,
+        ..HostSettings::default()
+    };
+    let transactional_id = format!("app.ledger.{member}");
+    hosting::wiring(
+        "ledger",
+        ended,
+        settings,
+        exactly_once.then_some(transactional_id.as_str()),
+    )
+}
+
+async fn committed(backend: &Arc<dyn Backend>) -> u64 {
+    let committed = backend.committed("app.ledger.in", "in").await.unwrap();
+    committed.into_iter().map(Option::unwrap_or_default).sum()
+}
+
+/// Waits until more than `before` inputs are committed.
+async fn wait_for_progress(backend: &Arc<dyn Backend>, before: u64, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while committed(backend).await <= before {
+        assert!(Instant::now() < deadline, "{what} committed nothing");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// Every echo a read-committed reader sees.
+async fn echoes(backend: &Arc<dyn Backend>) -> Vec<Echo> {
+    let reader = backend
+        .consumer(&ConsumerConfig::new("check", ["out"]))
+        .await
+        .unwrap();
+    let schema = <Echo as AvroSchema>::get_schema();
+    let mut echoes = Vec::new();
+    while let Ok(polled) = tokio::time::timeout(Duration::from_millis(500), reader.poll(1000)).await
+    {
+        for consumed in polled.unwrap() {
+            let bytes = consumed.record.value.expect("echoes are never null");
+            let value = apache_avro::from_avro_datum(&schema, &mut &bytes[..], None).unwrap();
+            echoes.push(apache_avro::from_value(&value).unwrap());
+        }
+    }
+    reader.close().await.unwrap();
+    echoes
+}
+
+/// One run of the schedule: one member, or two (the second joins once the first made
+/// progress, so the partitions are split and moved), killed after `progress` more commits.
+#[derive(Clone, Debug)]
+struct Run {
+    members: usize,
+    progress: u64,
+}
+
+/// Feeds `operations` in shares, one per run, through members killed as `runs` says,
+/// then reads the rest with one member to the end; returns the echoes read.
+async fn run_with_crashes(
+    backend: Arc<dyn Backend>,
+    operations: &[Operation],
+    runs: &[Run],
+    exactly_once: bool,
+) -> Vec<Echo> {
+    setup(&backend).await;
+    let (end, ended) = watch::channel(false);
+    let share = operations.len() / (runs.len() + 1);
+    for (index, run) in runs.iter().enumerate() {
+        let before = committed(&backend).await;
+        let mut members = vec![hosting::start_killable(
+            Ledger { exactly_once },
+            backend.clone(),
+            wiring(ended.clone(), exactly_once, 0),
+        )];
+        produce(&backend, &operations[index * share..(index + 1) * share]).await;
+        wait_for_progress(&backend, before, "the first member").await;
+        if run.members > 1 {
+            members.push(hosting::start_killable(
+                Ledger { exactly_once },
+                backend.clone(),
+                wiring(ended.clone(), exactly_once, 1),
+            ));
+        }
+        let target = before + run.progress;
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while committed(&backend).await < target && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        // The members die one after the other: the survivor takes the partitions over.
+        for (runtime, running) in members {
+            assert!(
+                !running.is_finished(),
+                "a member stopped before it was killed: {:?}",
+                running.await
+            );
+            hosting::kill(runtime).await;
+        }
+    }
+    produce(&backend, &operations[runs.len() * share..]).await;
+    end.send_replace(true);
+    let (runtime, last) = hosting::start_killable(
+        Ledger { exactly_once },
+        backend.clone(),
+        wiring(ended, exactly_once, 0),
+    );
+    tokio::time::timeout(Duration::from_secs(120), last)
+        .await
+        .expect("the last run finishes")
+        .unwrap()
+        .unwrap();
+    runtime.shutdown_background();
+    echoes(&backend).await
+}
+
+/// Checks the echoes against the model: each equals the model's, every operation has one,
+/// and (exactly once) none is read twice.
+fn check(operations: &[Operation], echoes: &[Echo], exactly_once: bool) {
+    let expected = model(operations);
+    let mut seen: BTreeMap<i64, usize> = BTreeMap::new();
+    for echo in echoes {
+        assert_eq!(
+            Some(echo),
+            expected.get(&echo.sequence),
+            "the state after operation {} differs from an uninterrupted run's",
+            echo.sequence
+        );
+        *seen.entry(echo.sequence).or_default() += 1;
+    }
+    let missing: Vec<&i64> = expected
+        .keys()
+        .filter(|s| !seen.contains_key(s))
+        .take(5)
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "no state was sent after operations {missing:?}"
+    );
+    if exactly_once {
+        let twice: Vec<_> = seen
+            .iter()
+            .filter(|(_, count)| **count > 1)
+            .take(5)
+            .collect();
+        assert!(
+            twice.is_empty(),
+            "read more than once (operation, times): {twice:?}"
+        );
+    }
+}
+
+fn operation(sequence: i64, (key, kind, amount, field): (u8, i32, i64, u8)) -> Operation {
+    Operation {
+        key: format!("key-{key}"),
+        sequence,
+        kind,
+        amount,
+        field: format!("f{field}"),
+    }
+}
+
+fn operations() -> impl Strategy<Value = Vec<Operation>> {
+    let one = (
+        0..12u8,
+        prop_oneof![3 => 0..3i32, 1 => Just(3)],
+        1..100i64,
+        0..4u8,
+    );
+    prop::collection::vec(one, 200..600).prop_map(|drawn| {
+        drawn
+            .into_iter()
+            .enumerate()
+            .map(|(sequence, drawn)| operation(sequence as i64, drawn))
+            .collect()
+    })
+}
+
+fn runs() -> impl Strategy<Value = Vec<Run>> {
+    let run = (1..=2usize, 1..80u64).prop_map(|(members, progress)| Run { members, progress });
+    prop::collection::vec(run, 1..5)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
+
+    #[test]
+    fn keyed_state_restored_after_crashes_and_rebalances_equals_an_uninterrupted_run(
+        operations in operations(),
+        runs in runs(),
+    ) {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let echoes = runtime.block_on(run_with_crashes(
+            Arc::new(MemoryBackend::new()),
+            &operations,
+            &runs,
+            false,
+        ));
+        check(&operations, &echoes, false);
+    }
+}
+
+/// Exactly once on the embedded log: the member killed eight times; each operation's state
+/// is read committed once. (One member at a time: a member that keeps processing records of
+/// a partition a rebalance just moved is not fenced yet; see docs/state.md.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exactly_once_keyed_state_on_the_embedded_log_is_read_once_after_crashes() {
+    let directory = tempfile::tempdir().unwrap();
+    let backend = EmbeddedBackend::open(directory.path(), LogConfig::default()).unwrap();
+    let mut seed: u64 = 0x5eed;
+    let mut draw = |below: u64| {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 33) % below
+    };
+    let operations: Vec<Operation> = (0..3_000)
+        .map(|sequence| {
+            let kind = if draw(8) == 0 { 3 } else { draw(3) as i32 };
+            let drawn = (draw(12) as u8, kind, 1 + draw(99) as i64, draw(4) as u8);
+            operation(sequence, drawn)
+        })
+        .collect();
+    let runs: Vec<Run> = (0..8)
+        .map(|_| Run {
+            members: 1,
+            progress: 20 + draw(200),
+        })
+        .collect();
+    let echoes = run_with_crashes(Arc::new(backend), &operations, &runs, true).await;
+    check(&operations, &echoes, true);
+}
+
+/// The changelog key of a key's `total` (the store's layout: kind, name length, name, key).
+fn total_key(key: &str) -> Vec<u8> {
+    let mut stored = vec![b'v', TOTAL.name().len() as u8];
+    stored.extend_from_slice(TOTAL.name().as_bytes());
+    stored.extend_from_slice(key.as_bytes());
+    stored
+}
+
+/// What an owner wrote to the changelog after its last checkpoint (here: a foreign
+/// writer's record, as a crashed owner or one a rebalance replaced leaves) is not part of
+/// the state, and the next checkpoint writes the key again, so the key's last changelog
+/// record (all a compacted changelog keeps) is the state's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changelog_records_after_the_last_checkpoint_are_skipped_and_overwritten() {
+    let memory = MemoryBackend::new();
+    let backend: Arc<dyn Backend> = Arc::new(memory.clone());
+    // Key 0 only before the crash, so its last record after the restart is the repair;
+    // after it, a neighbour on the same partition, so that the partition is restored.
+    let partition = partition_for_key(b"key-0", PARTITIONS);
+    let neighbour = (1..)
+        .find(|n| partition_for_key(format!("key-{n}").as_bytes(), PARTITIONS) == partition)
+        .unwrap();
+    let key = |sequence: i64| {
+        if sequence < 20 {
+            sequence % 4
+        } else {
+            neighbour
+        }
+    };
+    let operations: Vec<Operation> = (0..40)
+        .map(|sequence| operation(sequence, (key(sequence) as u8, 0, 1 + sequence, 0)))
+        .collect();
+    let (first, rest) = operations.split_at(20);
+    setup(&backend).await;
+    produce(&backend, first).await;
+    let (end, ended) = watch::channel(false);
+    let (runtime, running) = hosting::start_killable(
+        Ledger {
+            exactly_once: false,
+        },
+        backend.clone(),
+        wiring(ended.clone(), false, 0),
+    );
+    wait_for_progress(&backend, 19, "the first run").await;
+    // Let a checkpoint cover everything committed, then stop as a crash would.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!running.is_finished());
+    hosting::kill(runtime).await;
+
+    let stray = Record::new(vec![0u8, 0x7e]) // 63, zigzag-encoded
+        .with_key(total_key("key-0"))
+        .with_header(runnel_streamlet::checkpoint::CHANGELOG_WRITER_HEADER, "abc");
+    let producer = backend.producer(&ProducerConfig::default()).await.unwrap();
+    producer
+        .send("app.ledger.changelog", partition, stray)
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+
+    produce(&backend, rest).await;
+    end.send_replace(true);
+    let (runtime, last) = hosting::start_killable(
+        Ledger {
+            exactly_once: false,
+        },
+        backend.clone(),
+        wiring(ended, false, 0),
+    );
+    tokio::time::timeout(Duration::from_secs(60), last)
+        .await
+        .expect("the second run finishes")
+        .unwrap()
+        .unwrap();
+    runtime.shutdown_background();
+    check(&operations, &echoes(&backend).await, false);
+
+    let last_total = memory
+        .records("app.ledger.changelog")
+        .unwrap()
+        .into_iter()
+        .filter(|consumed| consumed.record.key.as_deref() == Some(&total_key("key-0")[..]))
+        .last()
+        .unwrap();
+    let expected: i64 = operations
+        .iter()
+        .filter(|o| o.key == "key-0")
+        .map(|o| o.amount)
+        .sum();
+    let value = last_total.record.value.unwrap();
+    assert_eq!(value[0], 0, "no time to live");
+    assert_eq!(postcard_i64(&value[1..]), expected);
+}
+
+/// A zigzag varint, as postcard encodes an `i64`.
+fn postcard_i64(bytes: &[u8]) -> i64 {
+    let mut raw: u64 = 0;
+    for (index, byte) in bytes.iter().enumerate() {
+        raw |= u64::from(byte & 0x7f) << (7 * index);
+        if byte & 0x80 == 0 {
+            break;
+        }
+    }
+    (raw >> 1) as i64 ^ -((raw & 1) as i64)
+}
