@@ -74,6 +74,7 @@ macro_rules! transaction_conformance_tests {
             aborted_transactions_are_never_read_committed
             open_transactions_are_invisible_to_read_committed_readers
             a_new_producer_fences_the_old_one_and_aborts_its_transaction
+            a_member_cannot_commit_offsets_of_a_partition_a_rebalance_moved
         );
     };
 }
@@ -758,4 +759,69 @@ pub async fn a_new_producer_fences_the_old_one_and_aborts_its_transaction(backen
     let read = read_committed(backend, &output, 1, Duration::from_millis(300)).await;
     assert_eq!(values(&read), ["fresh"]);
     assert_eq!(backend.committed(&group, &output).await.unwrap(), [None]);
+}
+
+/// A member whose partition a rebalance moved to a newcomer (a zombie, if it goes on as
+/// before) cannot commit a transaction with offsets of that partition: the commit fails,
+/// naming it, and the transaction's records are never read committed. Its next transaction,
+/// over the partition it kept, commits.
+pub async fn a_member_cannot_commit_offsets_of_a_partition_a_rebalance_moved(
+    backend: &impl Backend,
+) {
+    let input = topic(backend, "zombie-in", 2).await;
+    let output = topic(backend, "zombie-out", 1).await;
+    let group = unique("zombie.in");
+    let producer = backend
+        .transactional_producer(&TransactionConfig::new(unique("zombie")))
+        .await
+        .unwrap();
+    let member = producer
+        .consumer(&ConsumerConfig::new(&group, [&input]))
+        .await
+        .unwrap();
+    wait_for_assignment(&*member, 2).await;
+    let newcomer = backend
+        .consumer(&ConsumerConfig::new(&group, [&input]))
+        .await
+        .unwrap();
+    let moved = *wait_for_assignment(&*newcomer, 1)
+        .await
+        .first()
+        .expect("one partition");
+    let kept = 1 - moved;
+    let commit_of = |partition| {
+        vec![GroupOffsets {
+            group: group.clone(),
+            offsets: vec![CommitOffset {
+                topic: input.as_str().into(),
+                partition,
+                offset: 1,
+            }],
+        }]
+    };
+    drop(
+        producer
+            .send(&output, 0, Record::new("zombie"))
+            .await
+            .unwrap(),
+    );
+    let error = producer.commit(&commit_of(moved)).await.unwrap_err();
+    assert!(
+        matches!(&error, Error::Reassigned { partition, .. } if *partition == moved),
+        "{error}"
+    );
+    drop(
+        producer
+            .send(&output, 0, Record::new("kept"))
+            .await
+            .unwrap(),
+    );
+    producer.commit(&commit_of(kept)).await.unwrap();
+    let read = read_committed(backend, &output, 1, Duration::from_millis(300)).await;
+    assert_eq!(values(&read), ["kept"]);
+    let committed = backend.committed(&group, &input).await.unwrap();
+    assert_eq!(committed[moved as usize], None);
+    assert_eq!(committed[kept as usize], Some(1));
+    newcomer.close().await.unwrap();
+    member.close().await.unwrap();
 }

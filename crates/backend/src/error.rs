@@ -126,6 +126,20 @@ pub enum Error {
         /// What is missing, for example `transactions (exactly-once delivery)`.
         feature: &'static str,
     },
+    /// A transaction would commit offsets of a partition that a rebalance assigned to
+    /// another member of the group since: this member is a zombie, and its transaction is
+    /// aborted.
+    #[error(
+        "the transaction commits offsets of partition {partition} of topic '{topic}' for group '{group}', which a rebalance assigned to another member; it was aborted"
+    )]
+    Reassigned {
+        /// The consumer group.
+        group: String,
+        /// The topic name.
+        topic: String,
+        /// The partition.
+        partition: u32,
+    },
     /// A newer transactional producer with the same id took over; this one must stop.
     #[error("transactional producer '{id}' was fenced by a newer instance with the same id")]
     Fenced {

@@ -82,6 +82,59 @@ impl GroupCoordinator {
             .subscribe()
     }
 
+    /// Checks that the members that `members` names (per group: the member a transactional
+    /// producer's consumer joined as) still own every partition `offsets` commits, as of the
+    /// current generation, so a member a rebalance replaced cannot commit a transaction
+    /// over partitions it no longer owns. Groups without a member in `members` are not
+    /// checked.
+    ///
+    /// ```
+    /// use std::collections::HashMap;
+    /// use runnel_backend::group::GroupCoordinator;
+    /// use runnel_backend::{CommitOffset, GroupOffsets};
+    /// let groups = GroupCoordinator::default();
+    /// let first = groups.join("g", vec!["t".into()]);
+    /// let commit = |partition| vec![GroupOffsets {
+    ///     group: "g".into(),
+    ///     offsets: vec![CommitOffset { topic: "t".into(), partition, offset: 1 }],
+    /// }];
+    /// let members = HashMap::from([("g".to_owned(), first)]);
+    /// assert!(groups.check_owned(&members, &commit(1), |_| 2).is_ok());
+    /// groups.join("g", vec!["t".into()]); // partition 1 moves to the newcomer
+    /// assert!(groups.check_owned(&members, &commit(0), |_| 2).is_ok());
+    /// assert!(groups.check_owned(&members, &commit(1), |_| 2).is_err());
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Reassigned`](crate::Error::Reassigned) naming the first partition not owned.
+    pub fn check_owned(
+        &self,
+        members: &HashMap<String, MemberId>,
+        offsets: &[crate::GroupOffsets],
+        partitions_of: impl Fn(&str) -> u32,
+    ) -> crate::Result<()> {
+        for group in offsets {
+            let Some(member) = members.get(&group.group) else {
+                continue;
+            };
+            let owned = self.assignment(&group.group, *member, &partitions_of);
+            for offset in &group.offsets {
+                let is_owned = owned.iter().any(|owned| {
+                    *owned.topic == *offset.topic && owned.partition == offset.partition
+                });
+                if !is_owned {
+                    return Err(crate::Error::Reassigned {
+                        group: group.group.clone(),
+                        topic: offset.topic.to_string(),
+                        partition: offset.partition,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The partitions `member` owns, given each topic's partition count.
     pub fn assignment(
         &self,

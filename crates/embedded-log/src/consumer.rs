@@ -61,6 +61,11 @@ impl EmbeddedConsumer {
         }
     }
 
+    /// The member of its group this consumer joined as.
+    pub(crate) fn member(&self) -> MemberId {
+        self.member
+    }
+
     /// Re-reads the assignment after a rebalance: partitions this member keeps keep their
     /// position, new ones start at the committed offset or per `start_from`.
     fn refresh_assignment(&self) {

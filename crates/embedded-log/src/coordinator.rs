@@ -54,7 +54,7 @@ pub(crate) struct Coordinator {
 /// that aborts expired transactions, which looks here without holding the log open.
 #[derive(Debug, Default)]
 pub(crate) struct Deadlines {
-    open: Mutex<HashMap<String, (TransactionFields, Instant)>>,
+    open: Mutex<HashMap<String, (TransactionFields, Instant, Duration)>>,
 }
 
 impl Deadlines {
@@ -62,13 +62,21 @@ impl Deadlines {
     pub(crate) fn expired(&self, now: Instant) -> Vec<(String, TransactionFields)> {
         lock(&self.open)
             .iter()
-            .filter(|(_, (_, deadline))| *deadline <= now)
-            .map(|(id, (fields, _))| (id.clone(), *fields))
+            .filter(|(_, (_, deadline, _))| *deadline <= now)
+            .map(|(id, (fields, _, _))| (id.clone(), *fields))
             .collect()
     }
 
     fn start(&self, id: &str, fields: TransactionFields, timeout: Duration) {
-        lock(&self.open).insert(id.to_owned(), (fields, Instant::now() + timeout));
+        lock(&self.open).insert(id.to_owned(), (fields, Instant::now() + timeout, timeout));
+    }
+
+    /// Gives a decided transaction, as `fields`, as long again to be finished: if its
+    /// producer stops before it wrote the markers (a killed process), the log finishes it.
+    fn decided(&self, id: &str, fields: TransactionFields) {
+        if let Some(open) = lock(&self.open).get_mut(id) {
+            *open = (fields, Instant::now() + open.2, open.2);
+        }
     }
 
     fn end(&self, id: &str) {
@@ -135,7 +143,7 @@ impl Coordinator {
         // may have ended since, and the next one of the same producer begun.
         let expired = lock(&self.deadlines.open)
             .get(id)
-            .is_some_and(|(open, deadline)| *open == fields && *deadline <= now);
+            .is_some_and(|(open, deadline, _)| *open == fields && *deadline <= now);
         if !expired {
             return Ok(None);
         }
@@ -143,8 +151,11 @@ impl Coordinator {
         let Ok(entry) = current_mut(&mut state, id, fields) else {
             return Ok(None);
         };
-        if entry.phase != Phase::Ongoing {
-            return Ok(None);
+        match entry.phase {
+            Phase::Empty => return Ok(None),
+            // Decided, but its producer stopped before finishing: the decision stands.
+            Phase::Committing | Phase::Aborting => return Ok(Some(decided(entry))),
+            Phase::Ongoing => {}
         }
         entry.epoch += 1;
         entry.phase = Phase::Aborting;
@@ -190,7 +201,6 @@ impl Coordinator {
     /// be finished first. Durable. Hold the id's [ending lock](Self::ending_lock).
     pub(crate) fn begin(&self, id: &str) -> Result<(TransactionFields, Option<Decided>)> {
         let mut state = lock(&self.state);
-        self.deadlines.end(id);
         let entry = state.entry(id);
         entry.epoch += 1;
         let unfinished = match entry.phase {
@@ -201,6 +211,12 @@ impl Coordinator {
                 Some(decided(entry))
             }
         };
+        match &unfinished {
+            // The new producer finishes it; should it stop first (a killed process), the
+            // log does once the deadline passes.
+            Some(unfinished) => self.deadlines.decided(id, unfinished.fields),
+            None => self.deadlines.end(id),
+        }
         let fields = TransactionFields {
             producer_id: entry.producer_id,
             epoch: entry.epoch,
@@ -253,7 +269,6 @@ impl Coordinator {
         if matches!(entry.phase, Phase::Committing | Phase::Aborting) {
             return Ok(decided(entry));
         }
-        self.deadlines.end(id);
         entry.phase = match control {
             Control::Commit => Phase::Committing,
             Control::Abort | Control::Data => Phase::Aborting,
@@ -264,6 +279,7 @@ impl Coordinator {
             Vec::new()
         };
         let decided = decided(entry);
+        self.deadlines.decided(id, decided.fields);
         if !decided.partitions.is_empty() || !decided.offsets.is_empty() {
             state.store(&self.directory)?;
         }
@@ -294,6 +310,7 @@ impl Coordinator {
             .filter(|entry| entry.producer_id == fields.producer_id && entry.epoch == fields.epoch)
         {
             changed |= !entry.partitions.is_empty() || !entry.offsets.is_empty();
+            self.deadlines.end(id);
             entry.phase = Phase::Empty;
             entry.partitions.clear();
             entry.offsets.clear();

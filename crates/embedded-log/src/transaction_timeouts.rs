@@ -59,11 +59,19 @@ fn abort_expired(
     let _ending = futures::executor::block_on(ending.lock());
     let outcome = match shared.coordinator.expire(id, fields, now) {
         Ok(Some(decided)) => {
-            tracing::warn!(
-                id = %id,
-                partitions = decided.partitions.len(),
-                "aborting a transaction whose producer did not commit within its transaction.timeout.ms; the producer is fenced"
-            );
+            if decided.fields.control == crate::batch::Control::Commit {
+                tracing::warn!(
+                    id = %id,
+                    partitions = decided.partitions.len(),
+                    "finishing a transaction whose producer decided to commit it but stopped before writing its markers"
+                );
+            } else {
+                tracing::warn!(
+                    id = %id,
+                    partitions = decided.partitions.len(),
+                    "aborting a transaction whose producer did not commit within its transaction.timeout.ms; the producer is fenced"
+                );
+            }
             futures::executor::block_on(transactional_producer::finish(
                 &shared,
                 id,

@@ -43,6 +43,9 @@ pub(crate) struct EmbeddedTransactionalProducer {
     /// either in the transaction that ends or in the next one, never in between (after its
     /// partition's marker but not in the next transaction's partitions).
     sending: tokio::sync::RwLock<()>,
+    /// Per consumer group: the member this producer's consumer joined as, whose partitions
+    /// a commit may commit offsets of.
+    members: Mutex<HashMap<String, runnel_backend::group::MemberId>>,
 }
 
 impl EmbeddedTransactionalProducer {
@@ -80,6 +83,7 @@ impl EmbeddedTransactionalProducer {
             ending,
             open: Mutex::default(),
             sending: tokio::sync::RwLock::new(()),
+            members: Mutex::default(),
         })
     }
 
@@ -183,11 +187,10 @@ impl TransactionalProducer for EmbeddedTransactionalProducer {
         for topic in &config.topics {
             self.shared.topic(topic)?;
         }
-        Ok(Arc::new(EmbeddedConsumer::join(
-            self.shared.clone(),
-            config,
-            Isolation::ReadCommitted,
-        )))
+        let consumer =
+            EmbeddedConsumer::join(self.shared.clone(), config, Isolation::ReadCommitted);
+        lock(&self.members).insert(config.group.clone(), consumer.member());
+        Ok(Arc::new(consumer))
     }
 
     async fn commit(&self, offsets: &[GroupOffsets]) -> runnel_backend::Result<()> {
@@ -199,6 +202,18 @@ impl TransactionalProducer for EmbeddedTransactionalProducer {
             completion.wait().await.map_err(|error| {
                 transaction_error("committing the transaction", &self.id, Error::Shared(error))
             })?;
+        }
+        // A member a rebalance replaced must not commit offsets of partitions it lost: its
+        // new owner resumes them from what was committed before.
+        let members = lock(&self.members).clone();
+        let owned = self
+            .shared
+            .groups
+            .check_owned(&members, offsets, |topic| self.shared.partitions_of(topic));
+        if let Err(reassigned) = owned {
+            self.end(Control::Abort, Vec::new(), "aborting the transaction")
+                .await?;
+            return Err(reassigned);
         }
         let mut entries = Vec::new();
         for group in offsets {

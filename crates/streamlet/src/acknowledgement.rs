@@ -205,6 +205,11 @@ impl Acknowledgements {
         HandedOut::new(self.gate.as_ref())
     }
 
+    /// Whether the instance is exactly-once.
+    pub(crate) fn is_exactly_once(&self) -> bool {
+        self.sending.is_some()
+    }
+
     pub(crate) fn restored(
         &self,
         partition: u32,

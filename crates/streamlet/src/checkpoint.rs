@@ -293,6 +293,21 @@ impl Checkpoints {
         }
     }
 
+    /// Exactly once: partitions in `revoked` were assigned to another member while this
+    /// instance's open transaction may hold work on them (outputs, state changes). That
+    /// transaction must not commit (the new owner redoes the work from the last committed
+    /// checkpoint, and the backplane refuses offsets of partitions this member lost), so the
+    /// instance stops with an error and is restarted from its last checkpoints. At least
+    /// once, the revoked partitions are saved and dropped as usual.
+    pub(crate) fn check_revoked(&self, revoked: &[u32]) -> crate::Result<()> {
+        if revoked.is_empty() || !self.acknowledgements.is_exactly_once() {
+            return Ok(());
+        }
+        Err(crate::Error::external(Reassigned {
+            partitions: revoked.to_vec(),
+        }))
+    }
+
     /// Where the checkpoints and the changelog are read back from.
     pub(crate) fn source(&self) -> &CheckpointSource {
         &self.source
@@ -376,6 +391,15 @@ impl Checkpoints {
         );
         Ok(restored)
     }
+}
+
+/// An exactly-once instance lost input partitions in a rebalance with uncommitted work.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "input partitions {partitions:?} were assigned to another member while this exactly-once instance had uncommitted work on them; its transaction is dropped and it restarts from its last checkpoints"
+)]
+struct Reassigned {
+    partitions: Vec<u32>,
 }
 
 /// What a checkpoint saves: the instance's whole state, or states by input partition.
@@ -524,8 +548,12 @@ async fn last_record(
 /// Hands `visit` every record `reader` reads from its position up to `end` of partition
 /// `number`, in order. Waits up to [`ASSIGNMENT_WAIT`] for the partition to be assigned to
 /// the reader (a Kafka consumer joins its group first): reading nothing before would take a
-/// partition with records for one without. Stops early after [`READ_QUIET`] without
-/// records once assigned (a Kafka reader does not move past a final transaction marker).
+/// partition with records for one without. Once assigned, it stops after [`READ_QUIET`]
+/// without records when at most one offset is left (a Kafka reader does not move past a
+/// final transaction marker). Further behind, a read-committed reader waits at an open
+/// transaction (a crashed producer's, until the log aborts it after its transaction
+/// timeout): what comes after it is part of what must be read, so it waits up to
+/// [`OPEN_TRANSACTION_WAIT`] before taking what it read.
 pub(crate) async fn read_to(
     reader: &dyn Consumer,
     topic: &str,
@@ -535,6 +563,7 @@ pub(crate) async fn read_to(
     mut visit: impl FnMut(ConsumedRecord),
 ) -> Result<(), LastRecordError> {
     let started = tokio::time::Instant::now();
+    let mut quiet_since = started;
     loop {
         let position = reader
             .positions()
@@ -547,13 +576,28 @@ pub(crate) async fn read_to(
         match tokio::time::timeout(READ_QUIET, reader.poll(batch)).await {
             Ok(records) => {
                 let records = records.map_err(LastRecordError::Read)?;
+                if !records.is_empty() {
+                    quiet_since = tokio::time::Instant::now();
+                }
                 for record in records {
                     if record.partition == number && record.offset < end {
                         visit(record);
                     }
                 }
             }
-            Err(_) if position.is_some() => return Ok(()),
+            Err(_) if position.is_some_and(|position| position + 1 >= end) => return Ok(()),
+            Err(_) if position.is_some() && quiet_since.elapsed() < OPEN_TRANSACTION_WAIT => {}
+            Err(_) if let Some(position) = position => {
+                tracing::warn!(
+                    topic,
+                    partition = number,
+                    position,
+                    end,
+                    "reading stopped short of the end after waiting {} s at what looks like an open transaction",
+                    OPEN_TRANSACTION_WAIT.as_secs()
+                );
+                return Ok(());
+            }
             Err(_) if started.elapsed() < ASSIGNMENT_WAIT => {}
             Err(_) => return Err(LastRecordError::NotAssigned),
         }
@@ -574,6 +618,10 @@ pub(crate) fn unique_id() -> u64 {
     hasher.write_u64(CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
     hasher.finish()
 }
+
+/// How long a read-committed reader of a checkpoint or changelog partition waits at an open
+/// transaction: past the default transaction timeout (60 s), after which the log aborts it.
+const OPEN_TRANSACTION_WAIT: Duration = Duration::from_secs(75);
 
 /// How long reading a checkpoint waits for its partition to be assigned to the reader.
 const ASSIGNMENT_WAIT: Duration = Duration::from_secs(60);

@@ -1,6 +1,7 @@
 //! Transactions on [`MemoryBackend`]: a transaction's records wait in the producer and are
 //! appended, with the offsets, when it commits.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -28,6 +29,8 @@ pub(super) struct MemoryTransactionalProducer {
     id: String,
     epoch: u64,
     pending: Mutex<Vec<Pending>>,
+    /// Per consumer group: the member this producer's consumer joined as.
+    members: Mutex<HashMap<String, crate::group::MemberId>>,
 }
 
 impl MemoryTransactionalProducer {
@@ -44,6 +47,7 @@ impl MemoryTransactionalProducer {
             id: id.to_owned(),
             epoch,
             pending: Mutex::default(),
+            members: Mutex::default(),
         }
     }
 
@@ -86,7 +90,9 @@ impl Producer for MemoryTransactionalProducer {
 impl TransactionalProducer for MemoryTransactionalProducer {
     async fn consumer(&self, config: &ConsumerConfig) -> Result<Arc<dyn Consumer>> {
         // Only committed records are ever appended, so every reader is read_committed.
-        Ok(Arc::new(self.backend.member(config)?))
+        let consumer = self.backend.member(config)?;
+        lock(&self.members).insert(config.group.clone(), consumer.member);
+        Ok(Arc::new(consumer))
     }
 
     async fn commit(&self, offsets: &[GroupOffsets]) -> Result<()> {
@@ -100,6 +106,15 @@ impl TransactionalProducer for MemoryTransactionalProducer {
             return Err(Error::Fenced {
                 id: self.id.clone(),
             });
+        }
+        let members = lock(&self.members).clone();
+        let owned = state
+            .groups
+            .check_owned(&members, offsets, |topic| state.partitions_of(topic));
+        if let Err(reassigned) = owned {
+            drop(epochs);
+            self.abort_pending();
+            return Err(reassigned);
         }
         for group in offsets {
             state.store_offsets(&group.group, &group.offsets)?;

@@ -621,3 +621,77 @@ async fn a_commit_dropped_part_way_is_finished_whole_and_never_holds_readers_bac
         "each transaction is committed in both topics or in neither"
     );
 }
+
+/// A commit that a killed process left part way (its runtime shut down around it, so
+/// neither the commit nor a dropped producer's abort finishes) is finished by the log once
+/// the transaction timeout passes, as it was decided, so readers are not held at it until
+/// a producer with the same id comes back (one never does after a scale-down).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_left_part_way_by_a_killed_process_is_finished_after_the_timeout() {
+    let directory = tempfile::tempdir().unwrap();
+    let backend = EmbeddedBackend::open(directory.path(), LogConfig::default()).unwrap();
+    for topic in ["t", "u"] {
+        backend
+            .create_topic(&TopicSpec::new(topic, 1))
+            .await
+            .unwrap();
+    }
+    let mut config = TransactionConfig::new("killed");
+    config
+        .producer
+        .settings
+        .insert("transaction.timeout.ms".into(), "200".into());
+    for attempt in 0..30u64 {
+        let process = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (backend_of_process, config) = (backend.clone(), config.clone());
+        let committing = process.spawn(async move {
+            // Anything may fail as the runtime is torn down around it.
+            let producer = backend_of_process.transactional_producer(&config).await?;
+            for topic in ["t", "u"] {
+                let record = Record::new(format!("record-{attempt}"));
+                drop(producer.send(topic, 0, record).await?);
+            }
+            producer.commit(&[]).await
+        });
+        // Kill the process at a different moment each time, up to after the commit.
+        tokio::time::sleep(Duration::from_micros(150 * attempt)).await;
+        tokio::task::spawn_blocking(move || process.shutdown_timeout(Duration::ZERO))
+            .await
+            .unwrap();
+        drop(committing);
+        let end = backend.offsets("t").await.unwrap()[0].end;
+        let reader = backend
+            .consumer(&ConsumerConfig::new(format!("check-{attempt}"), ["t"]))
+            .await
+            .unwrap();
+        let reached = tokio::time::timeout(Duration::from_secs(10), async {
+            while reader
+                .positions()
+                .first()
+                .is_none_or(|(_, position)| *position < end)
+            {
+                reader.poll(100).await.unwrap();
+            }
+        })
+        .await;
+        assert!(
+            reached.is_ok(),
+            "attempt {attempt}: a read-committed reader was held before the end {end} at {:?}",
+            reader.positions()
+        );
+        reader.close().await.unwrap();
+    }
+    let (t, u) = (
+        read_all(&backend, "t", Isolation::ReadCommitted).await,
+        read_all(&backend, "u", Isolation::ReadCommitted).await,
+    );
+    assert_eq!(
+        values_of(&t),
+        values_of(&u),
+        "each transaction is committed in both topics or in neither"
+    );
+}

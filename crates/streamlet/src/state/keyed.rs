@@ -233,12 +233,12 @@ impl KeyedState {
                 return Ok(Some(Keyed::Timer(timer)));
             }
             if self.ended {
-                self.save(&[], true);
+                self.save(&[], true)?;
                 self.finished = true;
                 return Ok(None);
             }
             if self.next_checkpoint.is_some_and(|at| at <= Instant::now()) {
-                self.save(&input.partitions(), false);
+                self.save(&input.partitions(), false)?;
             }
             let processing_deadline = self
                 .partitions
@@ -258,7 +258,7 @@ impl KeyedState {
             };
             tokio::select! {
                 biased;
-                () = checkpoint_due => self.save(&input.partitions(), false),
+                () = checkpoint_due => self.save(&input.partitions(), false)?,
                 () = wake => {}
                 message = input.next() => {
                     let Some(message) = message? else {
@@ -374,8 +374,22 @@ impl KeyedState {
 
     /// Checkpoints the partitions that changed (all with `everything`), and drops those not
     /// in `assigned` (taken away by a rebalance) after their last checkpoint.
-    fn save(&mut self, assigned: &[u32], everything: bool) {
+    ///
+    /// # Errors
+    ///
+    /// Exactly once, when partitions were taken away (see
+    /// [`Checkpoints::check_revoked`]).
+    fn save(&mut self, assigned: &[u32], everything: bool) -> Result<()> {
         let assigned: BTreeSet<u32> = assigned.iter().copied().collect();
+        if !everything {
+            let revoked: Vec<u32> = self
+                .partitions
+                .keys()
+                .filter(|partition| !assigned.contains(partition))
+                .copied()
+                .collect();
+            self.checkpoints.check_revoked(&revoked)?;
+        }
         let now = self.clock.now_millis();
         let mut saves = Vec::new();
         let mut revoked = Vec::new();
@@ -408,5 +422,6 @@ impl KeyedState {
             self.partitions.remove(&partition);
         }
         self.next_checkpoint = None;
+        Ok(())
     }
 }

@@ -80,3 +80,88 @@ pub(crate) async fn kill(runtime: tokio::runtime::Runtime) {
         .await
         .unwrap();
 }
+
+/// The errors of the instances a supervisor restarted.
+pub(crate) type Failures = Arc<std::sync::Mutex<Vec<String>>>;
+
+/// A member that a supervisor restarts when it fails, on a runtime of its own.
+pub(crate) struct Supervised {
+    runtime: tokio::runtime::Runtime,
+    running: JoinHandle<Result<()>>,
+    killed: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Supervised {
+    /// Runs instances made by `make`, starting a new one whenever one fails (as the
+    /// runtime's supervisor does), until one returns. Each failure's message, with its
+    /// causes, goes to `failures`, unless the member was being killed.
+    pub(crate) fn start<S: Streamlet>(
+        make: impl Fn() -> (S, Wiring) + Send + 'static,
+        backend: Arc<dyn Backend>,
+        failures: Failures,
+    ) -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let killed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let dying = killed.clone();
+        let running = runtime.spawn(async move {
+            loop {
+                let (streamlet, wiring) = make();
+                let shape = Streamlet::shape(&streamlet);
+                let outcome = runnel_streamlet::run_instance(
+                    Box::new(streamlet),
+                    backend.clone(),
+                    wiring,
+                    Arc::new(SystemClock),
+                    Arc::new(InstanceMetrics::for_shape(&shape)),
+                    CancellationToken::new(),
+                )
+                .await;
+                let error = match outcome {
+                    Ok(()) => return Ok(()),
+                    Err(error) => error,
+                };
+                if dying.load(std::sync::atomic::Ordering::SeqCst) {
+                    return Err(error); // failing as the kill tears the runtime down
+                }
+                let mut message = error.to_string();
+                let mut cause = std::error::Error::source(error.cause());
+                while let Some(source) = cause {
+                    message = format!("{message}: {source}");
+                    cause = source.source();
+                }
+                failures.lock().unwrap().push(message);
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        });
+        Supervised {
+            runtime,
+            running,
+            killed,
+        }
+    }
+
+    /// Whether the member returned (it is not restarted after a success).
+    pub(crate) fn is_finished(&self) -> bool {
+        self.running.is_finished()
+    }
+
+    /// Kills the member as a crash would ([`kill`]).
+    pub(crate) async fn kill(self) {
+        self.killed.store(true, std::sync::atomic::Ordering::SeqCst);
+        kill(self.runtime).await;
+    }
+
+    /// Waits until the member returns, then drops its runtime.
+    pub(crate) async fn finish(self) -> Result<()> {
+        let outcome = self
+            .running
+            .await
+            .expect("the member's task ran to its end");
+        self.runtime.shutdown_background();
+        outcome
+    }
+}

@@ -148,6 +148,8 @@ where
                     .filter(|partition| !assigned.contains(partition))
                     .copied()
                     .collect();
+                let listed: Vec<u32> = revoked.iter().copied().collect();
+                checkpoints.check_revoked(&listed)?;
                 save(&checkpoints, &mut partitions, false, &revoked);
                 partitions.retain(|partition, _| !revoked.contains(partition));
                 next_checkpoint = None;
