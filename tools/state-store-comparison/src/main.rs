@@ -89,7 +89,7 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Opens the candidate's store in `directory` and runs the four phases on it.
+/// Opens the candidate's store in `directory` (the maps ignore it).
 fn open(candidate: &str, directory: &Path) -> anyhow::Result<Box<dyn Store>> {
     // `directory` is unused by the in-memory maps, and by every store whose feature is off.
     let _ = directory;
