@@ -159,7 +159,10 @@ impl PartitionStore {
         prefix: &'a [u8],
         now: i64,
     ) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + 'a {
-        debug_assert!(is_ordered(prefix), "only map entries and timers are scanned");
+        debug_assert!(
+            is_ordered(prefix),
+            "only map entries and timers are scanned"
+        );
         self.ordered
             .range::<[u8], _>((
                 std::ops::Bound::Included(prefix),
@@ -229,13 +232,15 @@ impl PartitionStore {
         let snapshot =
             self.snapshot_next || self.since_snapshot > 2 * self.live_bytes + SNAPSHOT_SLACK_BYTES;
         let changes: Vec<(Bytes, Option<Bytes>)> = if snapshot {
-            self.changed.clear();
+            self.changed = HashSet::new();
             self.entries
                 .iter()
                 .map(|(key, stored)| (Bytes::copy_from_slice(key), Some(stored.encode())))
                 .collect()
         } else {
             let mut changed: Vec<Box<[u8]>> = self.changed.drain().collect();
+            // A burst of changes must not hold its table's memory for the rest of the run.
+            self.changed.shrink_to(1024);
             changed.sort_unstable();
             changed
                 .into_iter()

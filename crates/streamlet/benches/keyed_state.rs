@@ -1,0 +1,324 @@
+//! Keyed state at scale, through the real host on the embedded log: one instance of a
+//! streamlet that keeps a value per key (a count and a sum, `ValueState<(u64, i64)>`),
+//! reading records whose keys are the state's keys (16 bytes each), 4 input partitions.
+//!
+//! 1. **Memory per key**: the process's resident memory once `keys` records, each a new
+//!    key, are in the state, less before, per key.
+//! 2. **Changelog bytes per checkpoint**: with the state full, updates of 1% and then 10% of
+//!    the keys; the changelog records and bytes on disk their checkpoints added, per key
+//!    changed.
+//! 3. **Restore**: a new instance after a stop, with one record per partition: the time
+//!    from its start until all four partitions are restored and their records handled.
+//! 4. **Checkpoint overhead**: the time to take `keys` records, each a new key, into
+//!    state, with a checkpoint every second against one only at the end (an hour's
+//!    interval), alternating, `runs` times each; records per second of each, and the ratio.
+//!
+//! `cargo bench -p runnel-streamlet --bench keyed_state -- [keys] [runs]` (defaults
+//! 1,000,000 and 3).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use runnel_backend::{Backend, ProducerConfig, Record, TopicSpec, partition_for_key};
+use runnel_embedded_log::{EmbeddedBackend, LogConfig};
+use runnel_streamlet::prelude::*;
+use runnel_streamlet::state::{Keyed, ValueState};
+use runnel_streamlet::{
+    HostSettings, InletWiring, InstanceMetrics, SystemClock, Wiring, run_instance,
+};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+const PARTITIONS: u32 = 4;
+const IN: Inlet<i64> = Inlet::new("in");
+const TALLY: ValueState<(u64, i64)> = ValueState::new("tally");
+
+/// When the streamlet handled its `expected`-th record since it started, and its first.
+#[derive(Debug, Default)]
+struct Progress {
+    first: Option<Instant>,
+    reached: Option<Instant>,
+    handled: u64,
+}
+
+/// Counts and sums per key.
+struct Tally {
+    checkpoint_every: Duration,
+    expected: u64,
+    progress: Arc<Mutex<Progress>>,
+}
+
+impl Streamlet for Tally {
+    fn shape(&self) -> Shape {
+        Shape::new().inlet(IN).keyed_state()
+    }
+
+    async fn run(self, mut ctx: Context) -> Result<()> {
+        let mut input = ctx.inlet(IN);
+        let mut state = ctx.keyed_state()?.checkpoint_every(self.checkpoint_every);
+        while let Some(next) = state.next(&mut input).await? {
+            let Keyed::Message(message) = next else {
+                continue;
+            };
+            let key = message.key().expect("every record has a key").to_vec();
+            let amount = *message.value();
+            state
+                .entry(message.partition(), key)
+                .value(TALLY)
+                .update(|tally| {
+                    let (count, sum) = tally.unwrap_or_default();
+                    (count + 1, sum + amount)
+                })?;
+            message.commit();
+            let mut progress = self.progress.lock().unwrap();
+            progress.first.get_or_insert_with(Instant::now);
+            progress.handled += 1;
+            if progress.handled == self.expected {
+                progress.reached = Some(Instant::now());
+            }
+        }
+        Ok(())
+    }
+}
+
+fn key(index: u64) -> Bytes {
+    Bytes::from(format!("{index:016x}"))
+}
+
+/// Appends one record (amount 1) for each key in `keys`, each on its key's partition.
+async fn produce(backend: &EmbeddedBackend, keys: impl Iterator<Item = u64>) {
+    let producer = backend.producer(&ProducerConfig::default()).await.unwrap();
+    let schema = <i64 as AvroSchema>::get_schema();
+    let one = Bytes::from(
+        apache_avro::to_avro_datum(&schema, apache_avro::types::Value::Long(1)).unwrap(),
+    );
+    for index in keys {
+        let key = key(index);
+        let partition = partition_for_key(&key, PARTITIONS);
+        let record = Record::new(one.clone()).with_key(key);
+        drop(producer.send("in", partition, record).await.unwrap());
+    }
+    producer.flush().await.unwrap();
+}
+
+/// How a run went.
+struct Ran {
+    /// From the first record handled to the `expected`-th.
+    records: Duration,
+    /// From the instance's start to the `expected`-th record handled.
+    since_start: Duration,
+    /// The process's resident memory when the `expected`-th record was handled.
+    resident: u64,
+}
+
+/// Runs an instance until it handled `expected` records, then stops it (its last
+/// checkpoint written).
+async fn run(
+    backend: &EmbeddedBackend,
+    instance: &str,
+    checkpoint_every: Duration,
+    expected: u64,
+) -> Ran {
+    let progress = Arc::new(Mutex::new(Progress::default()));
+    let tally = Tally {
+        checkpoint_every,
+        expected,
+        progress: progress.clone(),
+    };
+    let (_end, ended) = watch::channel(false);
+    let wiring = Wiring {
+        app: "bench".into(),
+        instance: instance.into(),
+        inlets: vec![InletWiring {
+            port: "in".into(),
+            topic: "in".into(),
+            group: format!("bench.{instance}.in"),
+            writer_schemas: vec![],
+            end_of_input: ended,
+            consumer_settings: BTreeMap::new(),
+        }],
+        outlets: vec![],
+        dead_letter_topic: "dead".into(),
+        parameters: Default::default(),
+        settings: HostSettings {
+            poll_batch: 1024,
+            ..HostSettings::default()
+        },
+        ready: None,
+        watermarks: None,
+        transactional_id: None,
+        attempts: Default::default(),
+    };
+    let stop = CancellationToken::new();
+    let started = Instant::now();
+    let metrics = Arc::new(InstanceMetrics::for_shape(&Streamlet::shape(&tally)));
+    let backend_arc: Arc<dyn Backend> = Arc::new(backend.clone());
+    let running = tokio::spawn(run_instance(
+        Box::new(tally),
+        backend_arc,
+        wiring,
+        Arc::new(SystemClock),
+        metrics,
+        stop.clone(),
+    ));
+    let (first, reached) = loop {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let progress = progress.lock().unwrap();
+        if let (Some(first), Some(reached)) = (progress.first, progress.reached) {
+            break (first, reached);
+        }
+    };
+    let resident = resident();
+    stop.cancel();
+    running.await.unwrap().unwrap();
+    Ran {
+        records: reached - first,
+        since_start: reached - started,
+        resident,
+    }
+}
+
+/// Bytes of the files under `directory` whose path names `topic`.
+fn bytes_on_disk(directory: &Path, topic: &str) -> u64 {
+    let mut total = 0;
+    let mut pending = vec![directory.to_path_buf()];
+    while let Some(path) = pending.pop() {
+        for entry in std::fs::read_dir(&path).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.to_string_lossy().contains(topic) {
+                total += entry.metadata().map_or(0, |metadata| metadata.len());
+            }
+        }
+    }
+    total
+}
+
+async fn records(backend: &EmbeddedBackend, topic: &str) -> u64 {
+    let offsets = backend.offsets(topic).await.unwrap();
+    offsets.iter().map(|partition| partition.end).sum()
+}
+
+/// The process's resident memory in bytes.
+fn resident() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status
+        .lines()
+        .find(|line| line.starts_with("VmRSS:"))
+        .unwrap();
+    let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kib * 1024
+}
+
+async fn fresh(directory: &Path) -> EmbeddedBackend {
+    let backend = EmbeddedBackend::open(directory, LogConfig::default()).unwrap();
+    for (topic, partitions) in [("in", PARTITIONS), ("dead", 1)] {
+        backend
+            .create_topic(&TopicSpec::new(topic, partitions))
+            .await
+            .unwrap();
+    }
+    backend
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let arguments: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let keys: u64 = arguments
+        .first()
+        .map_or(1_000_000, |keys| keys.parse().unwrap());
+    let runs: usize = arguments.get(1).map_or(3, |runs| runs.parse().unwrap());
+    println!("keyed state: {keys} keys, {PARTITIONS} partitions, {runs} runs of each");
+
+    // Memory first, while the allocator holds nothing from earlier phases: the state is
+    // built with a checkpoint every second, and memory read once every key is in it.
+    let directory = tempfile::tempdir().unwrap();
+    let backend = fresh(directory.path()).await;
+    produce(&backend, 0..keys).await;
+    let before = resident();
+    let built = run(&backend, "tally", Duration::from_secs(1), keys).await;
+    println!(
+        "memory: {:.0} bytes per key ({} MiB resident before, {} MiB with the state built)",
+        built.resident.saturating_sub(before) as f64 / keys as f64,
+        before >> 20,
+        built.resident >> 20
+    );
+    println!(
+        "built the state at {:.0} records/s",
+        keys as f64 / built.records.as_secs_f64()
+    );
+
+    // Changelog bytes per checkpoint: 1% and 10% of the keys change.
+    let changelog = "bench.tally.changelog";
+    for percent in [1, 10] {
+        let changed = keys * percent / 100;
+        let records_before = records(&backend, changelog).await;
+        let bytes_before = bytes_on_disk(directory.path(), changelog);
+        // Every `100 / percent`-th key, so they spread over the partitions.
+        produce(&backend, (0..changed).map(|index| index * 100 / percent)).await;
+        run(&backend, "tally", Duration::from_secs(1), changed).await;
+        let added = records(&backend, changelog).await - records_before;
+        let bytes = bytes_on_disk(directory.path(), changelog).saturating_sub(bytes_before);
+        println!(
+            "{percent}% of the keys changed ({changed}): {added} changelog records, {bytes} bytes on disk, {:.1} bytes per key changed",
+            bytes as f64 / changed as f64
+        );
+    }
+
+    // Restore: one record per partition, so the instance restores each partition.
+    let mut restores = Vec::new();
+    for _ in 0..runs {
+        let per_partition: Vec<u64> = (0..PARTITIONS)
+            .map(|partition| {
+                (0..)
+                    .find(|index| partition_for_key(&key(*index), PARTITIONS) == partition)
+                    .unwrap()
+            })
+            .collect();
+        produce(&backend, per_partition.into_iter()).await;
+        let ran = run(&backend, "tally", Duration::from_secs(1), PARTITIONS as u64).await;
+        println!(
+            "restore of {keys} keys: {:.2?} from the instance's start to every partition restored",
+            ran.since_start
+        );
+        restores.push(ran.since_start.as_secs_f64());
+    }
+    println!("restore median: {:.2} s", median(restores));
+    drop(backend);
+    drop(directory);
+
+    // Checkpoint overhead: alternating, each run on a log of its own.
+    let mut rates: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for run_index in 0..runs {
+        for (name, every) in [
+            ("every second", Duration::from_secs(1)),
+            ("at the end only", Duration::from_secs(3_600)),
+        ] {
+            let directory = tempfile::tempdir().unwrap();
+            let backend = fresh(directory.path()).await;
+            produce(&backend, 0..keys).await;
+            let took = run(&backend, "tally", every, keys).await.records;
+            let rate = keys as f64 / took.as_secs_f64();
+            println!("run {run_index}, checkpoints {name}: {rate:.0} records/s ({took:.2?})");
+            rates.entry(name).or_default().push(rate);
+        }
+    }
+    let with = median(rates["every second"].clone());
+    let without = median(rates["at the end only"].clone());
+    println!(
+        "medians: {with:.0} records/s with a checkpoint every second, {without:.0} with one at the end; ratio {:.2}",
+        with / without
+    );
+}
