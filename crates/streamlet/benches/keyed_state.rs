@@ -9,12 +9,15 @@
 //!    changed.
 //! 3. **Restore**: a new instance after a stop, with one record per partition: the time
 //!    from its start until all four partitions are restored and their records handled.
-//! 4. **Checkpoint overhead**: the time to take `keys` records, each a new key, into
-//!    state, with a checkpoint every second against one only at the end (an hour's
-//!    interval), alternating, `runs` times each; records per second of each, and the ratio.
+//! 4. **Checkpoint overhead**: the time to take `keys` records into state, with a
+//!    checkpoint every second against one only at the end (an hour's interval),
+//!    alternating, `runs` times each; records per second of each, and the ratio. Two
+//!    workloads: each record a new key (the worst case: every record changes an entry no
+//!    other record of the interval changes), and updates four in five of which go to a
+//!    tenth of the keys.
 //!
-//! `cargo bench -p runnel-streamlet --bench keyed_state -- [keys] [runs]` (defaults
-//! 1,000,000 and 3).
+//! `cargo bench -p runnel-streamlet --bench keyed_state -- [keys] [runs] [overhead]`
+//! (defaults 1,000,000 and 3; `overhead` runs phase 4 alone).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -240,8 +243,17 @@ async fn main() {
         .first()
         .map_or(1_000_000, |keys| keys.parse().unwrap());
     let runs: usize = arguments.get(1).map_or(3, |runs| runs.parse().unwrap());
+    let only_overhead = arguments.get(2).is_some_and(|only| only == "overhead");
     println!("keyed state: {keys} keys, {PARTITIONS} partitions, {runs} runs of each");
 
+    if !only_overhead {
+        memory_changelog_and_restore(keys, runs).await;
+    }
+    checkpoint_overhead(keys, runs).await;
+}
+
+/// Phases 1 to 3.
+async fn memory_changelog_and_restore(keys: u64, runs: usize) {
     // Memory first, while the allocator holds nothing from earlier phases: the state is
     // built with a checkpoint every second, and memory read once every key is in it.
     let directory = tempfile::tempdir().unwrap();
@@ -296,29 +308,57 @@ async fn main() {
         restores.push(ran.since_start.as_secs_f64());
     }
     println!("restore median: {:.2} s", median(restores));
-    drop(backend);
-    drop(directory);
+}
 
-    // Checkpoint overhead: alternating, each run on a log of its own.
-    let mut rates: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-    for run_index in 0..runs {
-        for (name, every) in [
-            ("every second", Duration::from_secs(1)),
-            ("at the end only", Duration::from_secs(3_600)),
-        ] {
-            let directory = tempfile::tempdir().unwrap();
-            let backend = fresh(directory.path()).await;
-            produce(&backend, 0..keys).await;
-            let took = run(&backend, "tally", every, keys).await.records;
-            let rate = keys as f64 / took.as_secs_f64();
-            println!("run {run_index}, checkpoints {name}: {rate:.0} records/s ({took:.2?})");
-            rates.entry(name).or_default().push(rate);
+/// The keys of `records` updates of which four in five go to the first tenth of `keys`
+/// (pseudo-random within each part).
+fn skewed(keys: u64, records: u64) -> impl Iterator<Item = u64> {
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    (0..records).map(move |_| {
+        // xorshift64*
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        let random = state.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        let hot = (keys / 10).max(1);
+        if random % 5 < 4 {
+            (random >> 8) % hot
+        } else {
+            hot + (random >> 8) % (keys - hot).max(1)
         }
+    })
+}
+
+/// Phase 4: alternating, each run on a log of its own, for two workloads: every record a
+/// new key (each checkpoint writes as many entries as records arrived since the last, the
+/// worst case), and updates of which four in five go to a tenth of the keys.
+async fn checkpoint_overhead(keys: u64, runs: usize) {
+    for workload in ["new keys", "skewed updates"] {
+        let mut rates: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+        for run_index in 0..runs {
+            for (name, every) in [
+                ("every second", Duration::from_secs(1)),
+                ("at the end only", Duration::from_secs(3_600)),
+            ] {
+                let directory = tempfile::tempdir().unwrap();
+                let backend = fresh(directory.path()).await;
+                match workload {
+                    "new keys" => produce(&backend, 0..keys).await,
+                    _ => produce(&backend, skewed(keys, keys)).await,
+                }
+                let took = run(&backend, "tally", every, keys).await.records;
+                let rate = keys as f64 / took.as_secs_f64();
+                println!(
+                    "{workload}, run {run_index}, checkpoints {name}: {rate:.0} records/s ({took:.2?})"
+                );
+                rates.entry(name).or_default().push(rate);
+            }
+        }
+        let with = median(rates["every second"].clone());
+        let without = median(rates["at the end only"].clone());
+        println!(
+            "{workload}: medians {with:.0} records/s with a checkpoint every second, {without:.0} with one at the end; ratio {:.2}",
+            with / without
+        );
     }
-    let with = median(rates["every second"].clone());
-    let without = median(rates["at the end only"].clone());
-    println!(
-        "medians: {with:.0} records/s with a checkpoint every second, {without:.0} with one at the end; ratio {:.2}",
-        with / without
-    );
 }

@@ -412,7 +412,7 @@ impl ChangelogWriter {
                 writer: None,
             }];
         }
-        let writer = format!("{:x}", changes.writer);
+        let writer = Bytes::from(format!("{:x}", changes.writer));
         let mut receipts = Vec::with_capacity(changes.entries.len());
         for (key, value) in &changes.entries {
             let mut record = match value {

@@ -7,6 +7,7 @@
 //! the map's prefix; timers, in time order) are also kept in an ordered set.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 use bytes::Bytes;
 
@@ -22,18 +23,18 @@ struct Stored {
 }
 
 impl Stored {
-    /// The changelog encoding: a flag byte, the expiry if flagged, the value.
-    fn encode(&self) -> Bytes {
-        let mut encoded = Vec::with_capacity(self.value.len() + 9);
+    /// Appends the changelog encoding to `buffer`: a flag byte, the expiry if flagged, the
+    /// value.
+    fn encode_into(&self, buffer: &mut bytes::BytesMut) {
+        buffer.reserve(self.value.len() + 9);
         match self.expires {
-            None => encoded.push(0),
+            None => buffer.extend_from_slice(&[0]),
             Some(expires) => {
-                encoded.push(1);
-                encoded.extend_from_slice(&expires.to_le_bytes());
+                buffer.extend_from_slice(&[1]);
+                buffer.extend_from_slice(&expires.to_le_bytes());
             }
         }
-        encoded.extend_from_slice(&self.value);
-        Bytes::from(encoded)
+        buffer.extend_from_slice(&self.value);
     }
 
     fn decode(encoded: &[u8]) -> Option<Stored> {
@@ -65,16 +66,22 @@ fn is_ordered(key: &[u8]) -> bool {
     matches!(key.first(), Some(b'm' | b't'))
 }
 
+/// A key, allocated once and shared by the map, the changed set and the ordered sets.
+type Key = Arc<[u8]>;
+
+/// The hasher of the maps: fast, seeded at random per map (keys come from input records).
+type Hasher = foldhash::fast::RandomState;
+
 /// The keyed state of one input partition: encoded keys to encoded values, with the set of
 /// keys changed (written or deleted) since the last checkpoint.
 #[derive(Debug, Default)]
 pub(crate) struct PartitionStore {
-    entries: HashMap<Box<[u8]>, Stored>,
+    entries: HashMap<Key, Stored, Hasher>,
     /// The keys of map entries and timers, in order, for scans.
-    ordered: BTreeSet<Box<[u8]>>,
-    changed: HashSet<Box<[u8]>>,
+    ordered: BTreeSet<Key>,
+    changed: HashSet<Key, Hasher>,
     /// Entries with a time to live, by expiry.
-    expiries: BTreeSet<(i64, Box<[u8]>)>,
+    expiries: BTreeSet<(i64, Key)>,
     /// Bytes of keys and values held.
     live_bytes: u64,
     /// Bytes written to the changelog since the last snapshot.
@@ -99,57 +106,59 @@ impl PartitionStore {
             value: value.into_boxed_slice(),
             expires,
         };
-        self.insert(key, stored);
-        if !self.changed.contains(key) {
-            self.changed.insert(key.into());
-        }
+        let key = self.insert(key, stored);
+        self.changed.insert(key);
     }
 
-    /// Holds `stored` at `key`, replacing what was there.
-    fn insert(&mut self, key: &[u8], stored: Stored) {
+    /// Holds `stored` at `key`, replacing what was there; returns the key as held.
+    fn insert(&mut self, key: &[u8], stored: Stored) -> Key {
         self.live_bytes += Stored::size(key, &stored.value);
-        if let Some(expires) = stored.expires {
-            self.expiries.insert((expires, key.into()));
-        }
-        let old = match self.entries.get_mut(key) {
-            Some(held) => Some(std::mem::replace(held, stored)),
+        let expires = stored.expires;
+        let (held, old) = match self.entries.get_key_value(key) {
+            Some((held, _)) => {
+                let held = held.clone();
+                let old = self.entries.insert(held.clone(), stored);
+                (held, old)
+            }
             None => {
+                let held: Key = key.into();
                 if is_ordered(key) {
-                    self.ordered.insert(key.into());
+                    self.ordered.insert(held.clone());
                 }
-                self.entries.insert(key.into(), stored);
-                None
+                self.entries.insert(held.clone(), stored);
+                (held, None)
             }
         };
         if let Some(old) = old {
             self.live_bytes -= Stored::size(key, &old.value);
-            let current = self.entries.get(key).and_then(|stored| stored.expires);
-            if let Some(expires) = old.expires.filter(|expires| current != Some(*expires)) {
-                self.expiries.remove(&(expires, key.into()));
+            if let Some(expired) = old.expires.filter(|old| Some(*old) != expires) {
+                self.expiries.remove(&(expired, held.clone()));
             }
         }
+        if let Some(expires) = expires {
+            self.expiries.insert((expires, held.clone()));
+        }
+        held
     }
 
     /// Deletes `key`.
     pub(crate) fn delete(&mut self, key: &[u8]) {
-        if self.remove(key) {
-            self.changed.insert(key.into());
+        if let Some(held) = self.remove(key) {
+            self.changed.insert(held);
         }
     }
 
-    /// Removes `key` and takes it out of the accounts; returns whether it was there.
-    fn remove(&mut self, key: &[u8]) -> bool {
-        let Some(old) = self.entries.remove(key) else {
-            return false;
-        };
+    /// Removes `key` and takes it out of the accounts; returns it as it was held.
+    fn remove(&mut self, key: &[u8]) -> Option<Key> {
+        let (held, old) = self.entries.remove_entry(key)?;
         self.live_bytes -= Stored::size(key, &old.value);
         if let Some(expires) = old.expires {
-            self.expiries.remove(&(expires, key.into()));
+            self.expiries.remove(&(expires, held.clone()));
         }
         if is_ordered(key) {
             self.ordered.remove(key);
         }
-        true
+        Some(held)
     }
 
     /// The entries whose keys start with `prefix` (a map's or the timers'), in key order,
@@ -190,7 +199,7 @@ impl PartitionStore {
 
     /// Deletes every entry whose keys start with `prefix`.
     pub(crate) fn delete_prefix(&mut self, prefix: &[u8]) {
-        let keys: Vec<Box<[u8]>> = self
+        let keys: Vec<Key> = self
             .scan(prefix, i64::MIN)
             .map(|(key, _)| key.into())
             .collect();
@@ -207,8 +216,8 @@ impl PartitionStore {
                 break;
             }
             let (_, key) = self.expiries.pop_first().expect("looked at first");
-            if self.remove(&key) {
-                self.changed.insert(key);
+            if let Some(held) = self.remove(&key) {
+                self.changed.insert(held);
                 expired += 1;
             }
         }
@@ -225,28 +234,32 @@ impl PartitionStore {
         self.snapshot_next = true;
     }
 
-    /// Takes the changes for a checkpoint: every entry for a snapshot (when one is due),
-    /// otherwise the entries changed since the last checkpoint, deleted ones as `None`.
+    /// Takes the changes for a checkpoint, in no particular order: every entry for a
+    /// snapshot (when one is due), otherwise the entries changed since the last checkpoint,
+    /// deleted ones as `None`.
     /// Returns whether they are a snapshot.
     pub(crate) fn take_changes(&mut self) -> (Vec<(Bytes, Option<Bytes>)>, bool) {
         let snapshot =
             self.snapshot_next || self.since_snapshot > 2 * self.live_bytes + SNAPSHOT_SLACK_BYTES;
+        // The values are encoded into one buffer that the records share.
+        let mut values = bytes::BytesMut::new();
+        let mut encode = |stored: &Stored| {
+            stored.encode_into(&mut values);
+            values.split().freeze()
+        };
         let changes: Vec<(Bytes, Option<Bytes>)> = if snapshot {
-            self.changed = HashSet::new();
+            self.changed = HashSet::default();
             self.entries
                 .iter()
-                .map(|(key, stored)| (Bytes::copy_from_slice(key), Some(stored.encode())))
+                .map(|(key, stored)| (Bytes::from_owner(key.clone()), Some(encode(stored))))
                 .collect()
         } else {
-            let mut changed: Vec<Box<[u8]>> = self.changed.drain().collect();
-            // A burst of changes must not hold its table's memory for the rest of the run.
-            self.changed.shrink_to(1024);
-            changed.sort_unstable();
+            let changed = std::mem::take(&mut self.changed);
             changed
                 .into_iter()
                 .map(|key| {
-                    let value = self.entries.get(&key).map(Stored::encode);
-                    (Bytes::from(key.into_vec()), value)
+                    let value = self.entries.get(&key).map(&mut encode);
+                    (Bytes::from_owner(key), value)
                 })
                 .collect()
         };
@@ -280,7 +293,11 @@ impl PartitionStore {
     /// Marks `key` changed, so the next checkpoint writes it as it is now (a value, or a
     /// deletion): for records in the changelog that are not part of the state.
     pub(crate) fn mark_changed(&mut self, key: &[u8]) {
-        self.changed.insert(key.into());
+        let held = self
+            .entries
+            .get_key_value(key)
+            .map_or_else(|| key.into(), |(held, _)| held.clone());
+        self.changed.insert(held);
     }
 
     /// How many entries the store holds.
@@ -303,10 +320,11 @@ mod tests {
 
     fn changes(store: &mut PartitionStore) -> (Vec<Change>, bool) {
         let (changes, snapshot) = store.take_changes();
-        let changes = changes
+        let mut changes: Vec<Change> = changes
             .into_iter()
             .map(|(key, value)| (key.to_vec(), value.map(|value| value.to_vec())))
             .collect();
+        changes.sort(); // taken in no particular order
         (changes, snapshot)
     }
 
