@@ -94,6 +94,11 @@ pub use streamlet::{DynStreamlet, Streamlet};
 #[doc = include_str!("../../../docs/event-time.md")]
 mod event_time_guide {}
 
+/// The state guide (`docs/state.md`), whose examples run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/state.md")]
+mod state_guide {}
+
 /// Everything a streamlet file needs, in one import.
 ///
 /// # Deriving `Serialize` and `Deserialize`

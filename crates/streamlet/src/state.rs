@@ -21,6 +21,7 @@
 //! Start at [`KeyedState`]; `docs/state.md` is the guide.
 
 mod changelog;
+mod declared;
 mod entry;
 mod keyed;
 mod list;

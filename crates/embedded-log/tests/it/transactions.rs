@@ -588,27 +588,7 @@ async fn a_commit_dropped_part_way_is_finished_whole_and_never_holds_readers_bac
             .transactional_producer(&TransactionConfig::new("p"))
             .await
             .unwrap();
-        let end = backend.offsets("t").await.unwrap()[0].end;
-        let reader = backend
-            .consumer(&ConsumerConfig::new(format!("check-{attempt}"), ["t"]))
-            .await
-            .unwrap();
-        let reached = tokio::time::timeout(Duration::from_secs(5), async {
-            while reader
-                .positions()
-                .first()
-                .is_none_or(|(_, position)| *position < end)
-            {
-                reader.poll(100).await.unwrap();
-            }
-        })
-        .await;
-        assert!(
-            reached.is_ok(),
-            "attempt {attempt}: a read-committed reader was held before the end {end} at {:?}",
-            reader.positions()
-        );
-        reader.close().await.unwrap();
+        reaches_the_end(&backend, "t", attempt, Duration::from_secs(5)).await;
         drop(successor);
     }
     let (t, u) = (
@@ -663,27 +643,7 @@ async fn a_commit_left_part_way_by_a_killed_process_is_finished_after_the_timeou
             .await
             .unwrap();
         drop(committing);
-        let end = backend.offsets("t").await.unwrap()[0].end;
-        let reader = backend
-            .consumer(&ConsumerConfig::new(format!("check-{attempt}"), ["t"]))
-            .await
-            .unwrap();
-        let reached = tokio::time::timeout(Duration::from_secs(10), async {
-            while reader
-                .positions()
-                .first()
-                .is_none_or(|(_, position)| *position < end)
-            {
-                reader.poll(100).await.unwrap();
-            }
-        })
-        .await;
-        assert!(
-            reached.is_ok(),
-            "attempt {attempt}: a read-committed reader was held before the end {end} at {:?}",
-            reader.positions()
-        );
-        reader.close().await.unwrap();
+        reaches_the_end(&backend, "t", attempt, Duration::from_secs(10)).await;
     }
     let (t, u) = (
         read_all(&backend, "t", Isolation::ReadCommitted).await,
@@ -694,4 +654,30 @@ async fn a_commit_left_part_way_by_a_killed_process_is_finished_after_the_timeou
         values_of(&u),
         "each transaction is committed in both topics or in neither"
     );
+}
+
+/// Asserts that a new read-committed reader of partition 0 of `topic` reaches its end
+/// within `limit`: no transaction holds it back.
+async fn reaches_the_end(backend: &EmbeddedBackend, topic: &str, attempt: u64, limit: Duration) {
+    let end = backend.offsets(topic).await.unwrap()[0].end;
+    let reader = backend
+        .consumer(&ConsumerConfig::new(format!("check-{attempt}"), [topic]))
+        .await
+        .unwrap();
+    let reached = tokio::time::timeout(limit, async {
+        while reader
+            .positions()
+            .first()
+            .is_none_or(|(_, position)| *position < end)
+        {
+            reader.poll(100).await.unwrap();
+        }
+    })
+    .await;
+    assert!(
+        reached.is_ok(),
+        "attempt {attempt}: a read-committed reader was held before the end {end} at {:?}",
+        reader.positions()
+    );
+    reader.close().await.unwrap();
 }

@@ -7,6 +7,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::KeyedEntry;
+use super::declared::Declared;
 use crate::Result;
 
 /// A list of values per key, declared once as a constant. A key's list is stored (and
@@ -21,8 +22,7 @@ use crate::Result;
 /// ```
 #[derive(Debug)]
 pub struct ListState<T> {
-    name: &'static str,
-    ttl: Option<Duration>,
+    declared: Declared,
     _type: PhantomData<fn() -> T>,
 }
 
@@ -37,23 +37,21 @@ impl<T> Copy for ListState<T> {}
 impl<T> ListState<T> {
     /// A list state called `name` (at most 255 bytes, unique among the streamlet's states).
     pub const fn new(name: &'static str) -> Self {
-        assert!(name.len() <= 255, "a state name is at most 255 bytes");
         ListState {
-            name,
-            ttl: None,
+            declared: Declared::new(name),
             _type: PhantomData,
         }
     }
 
     /// A key's list expires `ttl` after it was last changed (processing time).
     pub const fn expire_after(mut self, ttl: Duration) -> Self {
-        self.ttl = Some(ttl);
+        self.declared = self.declared.expire_after(ttl);
         self
     }
 
     /// The state's name.
     pub const fn name(&self) -> &'static str {
-        self.name
+        self.declared.name
     }
 }
 
@@ -78,7 +76,7 @@ impl<'e, 'a, T: Serialize + DeserializeOwned> ListRef<'e, 'a, T> {
     pub fn get(&self) -> Result<Vec<T>> {
         let now = self.entry.now;
         match self.entry.store.get(&self.key, now) {
-            Some(bytes) => self.entry.decode(self.state.name, bytes),
+            Some(bytes) => self.entry.decode(self.state.declared.name, bytes),
             None => Ok(Vec::new()),
         }
     }
@@ -104,8 +102,8 @@ impl<'e, 'a, T: Serialize + DeserializeOwned> ListRef<'e, 'a, T> {
             self.clear();
             return Ok(());
         }
-        let bytes = self.entry.encode(self.state.name, &list)?;
-        let expires = self.entry.expiry(self.state.ttl);
+        let bytes = self.entry.encode(self.state.declared.name, &list)?;
+        let expires = self.entry.expiry(self.state.declared.ttl);
         self.entry.store.put(&self.key, bytes, expires);
         Ok(())
     }

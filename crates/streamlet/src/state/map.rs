@@ -7,6 +7,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::KeyedEntry;
+use super::declared::Declared;
 use crate::{Error, Result};
 
 /// A map per key, declared once as a constant. Each map entry is a store entry of its own,
@@ -20,8 +21,7 @@ use crate::{Error, Result};
 /// ```
 #[derive(Debug)]
 pub struct MapState<K, V> {
-    name: &'static str,
-    ttl: Option<Duration>,
+    declared: Declared,
     _type: PhantomData<fn() -> (K, V)>,
 }
 
@@ -36,23 +36,21 @@ impl<K, V> Copy for MapState<K, V> {}
 impl<K, V> MapState<K, V> {
     /// A map state called `name` (at most 255 bytes, unique among the streamlet's states).
     pub const fn new(name: &'static str) -> Self {
-        assert!(name.len() <= 255, "a state name is at most 255 bytes");
         MapState {
-            name,
-            ttl: None,
+            declared: Declared::new(name),
             _type: PhantomData,
         }
     }
 
     /// Each map entry expires `ttl` after it was last written (processing time).
     pub const fn expire_after(mut self, ttl: Duration) -> Self {
-        self.ttl = Some(ttl);
+        self.declared = self.declared.expire_after(ttl);
         self
     }
 
     /// The state's name.
     pub const fn name(&self) -> &'static str {
-        self.name
+        self.declared.name
     }
 }
 
@@ -84,7 +82,7 @@ where
 
     fn entry_key(&self, key: &K) -> Result<Vec<u8>> {
         let mut entry_key = self.prefix.clone();
-        entry_key.extend(self.entry.encode(self.state.name, key)?);
+        entry_key.extend(self.entry.encode(self.state.declared.name, key)?);
         Ok(entry_key)
     }
 
@@ -96,7 +94,7 @@ where
     pub fn get(&self, key: &K) -> Result<Option<V>> {
         let entry_key = self.entry_key(key)?;
         match self.entry.store.get(&entry_key, self.entry.now) {
-            Some(bytes) => self.entry.decode(self.state.name, bytes).map(Some),
+            Some(bytes) => self.entry.decode(self.state.declared.name, bytes).map(Some),
             None => Ok(None),
         }
     }
@@ -108,8 +106,8 @@ where
     /// When `key` or `value` does not serialize.
     pub fn insert(&mut self, key: &K, value: &V) -> Result<()> {
         let entry_key = self.entry_key(key)?;
-        let bytes = self.entry.encode(self.state.name, value)?;
-        let expires = self.entry.expiry(self.state.ttl);
+        let bytes = self.entry.encode(self.state.declared.name, value)?;
+        let expires = self.entry.expiry(self.state.declared.ttl);
         self.entry.store.put(&entry_key, bytes, expires);
         Ok(())
     }
@@ -136,12 +134,12 @@ where
             let key_bytes = key.get(self.prefix.len()..).ok_or_else(|| {
                 Error::msg(format!(
                     "state '{}' holds a truncated map key",
-                    self.state.name
+                    self.state.declared.name
                 ))
             })?;
             entries.push((
-                self.entry.decode(self.state.name, key_bytes)?,
-                self.entry.decode(self.state.name, value)?,
+                self.entry.decode(self.state.declared.name, key_bytes)?,
+                self.entry.decode(self.state.declared.name, value)?,
             ));
         }
         Ok(entries)

@@ -7,6 +7,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::KeyedEntry;
+use super::declared::Declared;
 use crate::Result;
 
 /// A value per key, declared once as a constant; values are stored in a compact binary
@@ -22,8 +23,7 @@ use crate::Result;
 /// ```
 #[derive(Debug)]
 pub struct ValueState<T> {
-    name: &'static str,
-    ttl: Option<Duration>,
+    declared: Declared,
     _type: PhantomData<fn() -> T>,
 }
 
@@ -38,10 +38,8 @@ impl<T> Copy for ValueState<T> {}
 impl<T> ValueState<T> {
     /// A value state called `name` (at most 255 bytes, unique among the streamlet's states).
     pub const fn new(name: &'static str) -> Self {
-        assert!(name.len() <= 255, "a state name is at most 255 bytes");
         ValueState {
-            name,
-            ttl: None,
+            declared: Declared::new(name),
             _type: PhantomData,
         }
     }
@@ -49,13 +47,13 @@ impl<T> ValueState<T> {
     /// Values expire `ttl` after they were last written (processing time): they read as
     /// absent from then on, and are deleted at the next checkpoint.
     pub const fn expire_after(mut self, ttl: Duration) -> Self {
-        self.ttl = Some(ttl);
+        self.declared = self.declared.expire_after(ttl);
         self
     }
 
     /// The state's name.
     pub const fn name(&self) -> &'static str {
-        self.name
+        self.declared.name
     }
 }
 
@@ -80,7 +78,7 @@ impl<'e, 'a, T: Serialize + DeserializeOwned> ValueRef<'e, 'a, T> {
     pub fn get(&self) -> Result<Option<T>> {
         let now = self.entry.now;
         match self.entry.store.get(&self.key, now) {
-            Some(bytes) => self.entry.decode(self.state.name, bytes).map(Some),
+            Some(bytes) => self.entry.decode(self.state.declared.name, bytes).map(Some),
             None => Ok(None),
         }
     }
@@ -91,8 +89,8 @@ impl<'e, 'a, T: Serialize + DeserializeOwned> ValueRef<'e, 'a, T> {
     ///
     /// When `value` does not serialize.
     pub fn set(&mut self, value: &T) -> Result<()> {
-        let bytes = self.entry.encode(self.state.name, value)?;
-        let expires = self.entry.expiry(self.state.ttl);
+        let bytes = self.entry.encode(self.state.declared.name, value)?;
+        let expires = self.entry.expiry(self.state.declared.ttl);
         self.entry.store.put(&self.key, bytes, expires);
         Ok(())
     }
