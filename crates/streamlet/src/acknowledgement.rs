@@ -377,17 +377,17 @@ struct CheckpointTransaction {
 }
 
 impl ChangelogWriter {
-    /// Writes one checkpoint's changes of `partition` and returns the partition's ranges
-    /// with them. At least once, waits until the records are durable: the checkpoint record
-    /// naming them must not be durable before them. Exactly once, the transaction commits
-    /// them with the checkpoint record.
-    async fn write(
+    /// Sends one checkpoint's changes of `partition`. Exactly once, the partition's ranges
+    /// are known at once (the transaction commits the records with the checkpoint record);
+    /// at least once, when the records are durable ([`ChangelogSent::ranges`]), since the
+    /// checkpoint record naming them must not be durable before them.
+    async fn send(
         &mut self,
         producer: &dyn Producer,
         partition: u32,
         changes: &ChangelogBatch,
         exactly_once: bool,
-    ) -> Result<Vec<ChangelogRange>, CommitError> {
+    ) -> Result<ChangelogSent, CommitError> {
         let failed = |source| CommitError::Checkpoint {
             topic: self.topic.clone(),
             source,
@@ -415,46 +415,140 @@ impl ChangelogWriter {
         let writer = Bytes::from(format!("{:x}", changes.writer));
         let mut receipts = Vec::with_capacity(changes.entries.len());
         for (key, value) in &changes.entries {
-            let mut record = match value {
+            let record = match value {
                 Some(value) => runnel_backend::Record::new(value.clone()),
                 None => runnel_backend::Record::null(),
-            };
-            record = record
-                .with_key(key.clone())
-                .with_header(CHANGELOG_WRITER_HEADER, writer.clone());
+            }
+            .with_key(key.clone())
+            .with_header(CHANGELOG_WRITER_HEADER, writer.clone());
             let receipt = producer
                 .send(&self.topic, partition, record)
                 .await
                 .map_err(failed)?;
             receipts.push(receipt);
         }
-        if !exactly_once {
-            let mut written: Option<(u64, u64)> = None;
-            for receipt in receipts {
-                let offset = receipt.await.map_err(failed)?;
-                written = Some(written.map_or((offset, offset), |(first, last)| {
-                    (first.min(offset), last.max(offset))
-                }));
-            }
-            if changes.snapshot {
-                ranges.clear();
-            }
-            if let Some((first, last)) = written {
-                match ranges.last_mut() {
-                    Some(range) if range.writer == Some(changes.writer) => {
-                        range.to = Some(last + 1);
-                    }
-                    _ => ranges.push(ChangelogRange {
-                        from: first,
-                        to: Some(last + 1),
-                        writer: Some(changes.writer),
-                    }),
-                }
+        if exactly_once {
+            self.ranges.insert(partition, ranges.clone());
+            receipts.clear(); // the commit waits for them with every other record
+        }
+        Ok(ChangelogSent {
+            topic: self.topic.clone(),
+            ranges,
+            receipts,
+            snapshot: changes.snapshot && !exactly_once,
+            writer: changes.writer,
+        })
+    }
+}
+
+/// One checkpoint's changelog records of one partition, sent.
+struct ChangelogSent {
+    topic: Arc<str>,
+    /// The partition's ranges before these records (exactly once: with them).
+    ranges: Vec<ChangelogRange>,
+    /// At least once: the receipts of the records, which the ranges wait for.
+    receipts: Vec<Receipt>,
+    /// At least once: whether the records are the whole state, replacing the ranges.
+    snapshot: bool,
+    writer: u64,
+}
+
+impl ChangelogSent {
+    /// The partition's ranges with these records, once they are durable.
+    async fn ranges(self) -> Result<Vec<ChangelogRange>, CommitError> {
+        let mut ranges = self.ranges;
+        let mut written: Option<(u64, u64)> = None;
+        for receipt in self.receipts {
+            let offset = receipt.await.map_err(|source| CommitError::Checkpoint {
+                topic: self.topic.clone(),
+                source,
+            })?;
+            written = Some(written.map_or((offset, offset), |(first, last)| {
+                (first.min(offset), last.max(offset))
+            }));
+        }
+        if self.snapshot {
+            ranges.clear();
+        }
+        if let Some((first, last)) = written {
+            match ranges.last_mut() {
+                Some(range) if range.writer == Some(self.writer) => range.to = Some(last + 1),
+                _ => ranges.push(ChangelogRange {
+                    from: first,
+                    to: Some(last + 1),
+                    writer: Some(self.writer),
+                }),
             }
         }
-        self.ranges.insert(partition, ranges.clone());
         Ok(ranges)
     }
+}
+
+/// At least once: a checkpoint being written while the committer goes on taking events.
+/// It completes with what the committer does once it is durable.
+struct InFlight(futures::future::BoxFuture<'static, Result<Written, CommitError>>);
+
+impl std::fmt::Debug for InFlight {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("InFlight")
+    }
+}
+
+/// A checkpoint made durable: the changelog ranges its records named, and the offsets it
+/// reflects, per inlet, to write to the consumer groups.
+struct Written {
+    ranges: Vec<(u32, Vec<ChangelogRange>)>,
+    offsets: Vec<Vec<CommitOffset>>,
+}
+
+/// One partition's checkpoint record, to write once its changelog records are durable.
+struct PendingRecord {
+    partition: u32,
+    state: Bytes,
+    offsets: Vec<InletOffset>,
+    changelog: Option<ChangelogSent>,
+}
+
+/// Writes the checkpoint records of `pending` to their partitions of `topic`, each once its
+/// changelog records are durable and its ranges known, and with `durable` waits until they
+/// are durable too (at least once; exactly once the transaction's commit waits for them).
+/// Returns the changelog ranges each record named.
+async fn write_records(
+    producer: Arc<dyn Producer>,
+    topic: Arc<str>,
+    instance: Arc<str>,
+    pending: Vec<PendingRecord>,
+    durable: bool,
+) -> Result<Vec<(u32, Vec<ChangelogRange>)>, CommitError> {
+    let failed = |source| CommitError::Checkpoint {
+        topic: topic.clone(),
+        source,
+    };
+    let mut named = Vec::new();
+    let mut receipts = Vec::with_capacity(pending.len());
+    for record in pending {
+        let ranges = match record.changelog {
+            Some(sent) => Some(sent.ranges().await?),
+            None => None,
+        };
+        let checkpoint =
+            checkpoint::record(&instance, record.state, &record.offsets, ranges.as_deref());
+        receipts.push(
+            producer
+                .send(&topic, record.partition, checkpoint)
+                .await
+                .map_err(failed)?,
+        );
+        if let Some(ranges) = ranges {
+            named.push((record.partition, ranges));
+        }
+    }
+    if durable {
+        for receipt in receipts {
+            receipt.await.map_err(failed)?;
+        }
+    }
+    Ok(named)
 }
 
 /// Drains the acknowledgement queue and commits offsets.
@@ -472,6 +566,8 @@ pub(crate) struct Committer {
     metrics: Arc<InstanceMetrics>,
     /// For a checkpointed instance: offsets are written only with checkpoints.
     checkpoints: Option<CheckpointWriter>,
+    /// At least once: the checkpoint being written, if any.
+    in_flight: Option<InFlight>,
     /// Permits of the events handled since the last release.
     released: Released,
 }
@@ -498,6 +594,7 @@ impl Committer {
             written,
             metrics,
             checkpoints,
+            in_flight: None,
             released: Released::default(),
         }
     }
@@ -513,6 +610,15 @@ impl Committer {
             let wake_up = deadline.unwrap_or_else(|| Instant::now() + self.interval);
             let timed_out = tokio::select! {
                 biased;
+                // First: a checkpoint whose records are durable commits its offsets, however
+                // busy the queue.
+                written = async { (&mut self.in_flight.as_mut().expect("in flight").0).await },
+                    if self.in_flight.is_some() =>
+                {
+                    self.in_flight = None;
+                    self.complete(written?).await?;
+                    continue;
+                }
                 received = events.recv_many(&mut batch) => {
                     if !received {
                         // Every sender is gone without a finish: the streamlet panicked or
@@ -577,7 +683,11 @@ impl Committer {
                 partition,
                 offsets,
                 changelog,
-            } => self.restored(partition, &offsets, changelog),
+            } => {
+                // The checkpoint in flight may name the partition's ranges before this.
+                self.settle().await?;
+                self.restored(partition, &offsets, changelog);
+            }
             Event::Sent {
                 mut receipt,
                 permit,
@@ -681,6 +791,7 @@ impl Committer {
         succeeded: bool,
         events: &mut EventReceiver<Event>,
     ) -> Result<(), CommitError> {
+        self.settle().await?;
         if let Mode::ExactlyOnce { producer, .. } = &self.mode
             && (!succeeded || self.checkpoints.is_some())
         {
@@ -825,6 +936,7 @@ impl Committer {
     /// outputs, state and input offsets become visible together or not at all.
     async fn checkpoint(&mut self, state: Bytes, held: usize) -> Result<(), CommitError> {
         let transaction = self.checkpoint_transaction(held)?;
+        self.settle().await?;
         let Some(writer) = &mut self.checkpoints else {
             return Ok(()); // not a checkpointed instance: nothing to write
         };
@@ -856,8 +968,21 @@ impl Committer {
             drop(receipt); // the commit waits for it with every other record
             return self.commit_checkpoint(&transaction, None).await;
         }
-        receipt.await.map_err(failed)?;
-        self.write_to_groups(None).await
+        // The offsets it reflects go to the groups once it is durable; meanwhile the
+        // streamlet goes on.
+        let topic = writer.topic.clone();
+        self.pending = false;
+        let offsets = self.take_staged(None);
+        self.in_flight = Some(InFlight(Box::pin(async move {
+            receipt
+                .await
+                .map_err(|source| CommitError::Checkpoint { topic, source })?;
+            Ok(Written {
+                ranges: Vec::new(),
+                offsets,
+            })
+        })));
+        Ok(())
     }
 
     /// Writes the checkpoint of each input partition in `states` to that partition of the
@@ -870,72 +995,97 @@ impl Committer {
         held: usize,
     ) -> Result<(), CommitError> {
         let transaction = self.checkpoint_transaction(held)?;
+        self.settle().await?;
         let Some(writer) = &mut self.checkpoints else {
             return Ok(()); // not a checkpointed instance: nothing to write
         };
-        // Keyed state: the changes go to the changelog first; the checkpoint records name
-        // the ranges of the changelog that make up each partition's state.
-        let mut changelog_ranges = BTreeMap::new();
-        if let Some(changelog) = &mut writer.changelog {
-            for save in &states {
-                if let Some(changes) = &save.changes {
-                    let ranges = changelog
-                        .write(
+        let partitions: BTreeSet<u32> = states.iter().map(|save| save.partition).collect();
+        // Each partition's record, with the offsets it reflects; keyed state's changes go to
+        // the changelog first, and the record names the ranges of the changelog that make
+        // up the partition's state.
+        let mut pending = Vec::with_capacity(states.len());
+        for save in states {
+            let changelog = match (&mut writer.changelog, &save.changes) {
+                (Some(changelog), Some(changes)) => Some(
+                    changelog
+                        .send(
                             &*writer.producer,
                             save.partition,
                             changes,
                             transaction.is_some(),
                         )
-                        .await?;
-                    changelog_ranges.insert(save.partition, ranges);
-                }
-            }
-        }
-        let failed = |source| CommitError::Checkpoint {
-            topic: writer.topic.clone(),
-            source,
-        };
-        let partitions: BTreeSet<u32> = states.iter().map(|save| save.partition).collect();
-        let mut receipts = Vec::with_capacity(states.len());
-        for PartitionSave {
-            partition, state, ..
-        } in states
-        {
+                        .await?,
+                ),
+                _ => None,
+            };
             let mut offsets = Vec::new();
             for (inlet, target) in self.targets.iter().enumerate() {
                 let known = &mut writer.offsets[inlet];
-                if let Some(staged) = self.staged[inlet].get(&partition) {
-                    let entry = known.entry(partition).or_insert(*staged);
+                if let Some(staged) = self.staged[inlet].get(&save.partition) {
+                    let entry = known.entry(save.partition).or_insert(*staged);
                     *entry = (*entry).max(*staged);
                 }
-                if let Some(offset) = known.get(&partition) {
+                if let Some(offset) = known.get(&save.partition) {
                     offsets.push(InletOffset {
                         inlet: target.inlet.to_owned(),
                         topic: target.topic.to_string(),
-                        partition,
+                        partition: save.partition,
                         offset: *offset,
                     });
                 }
             }
-            let ranges = changelog_ranges.get(&partition).map(Vec::as_slice);
-            let record = checkpoint::record(&writer.instance, state, &offsets, ranges);
-            let receipt = writer
-                .producer
-                .send(&writer.topic, partition, record)
-                .await
-                .map_err(failed)?;
-            receipts.push(receipt);
+            pending.push(PendingRecord {
+                partition: save.partition,
+                state: save.state,
+                offsets,
+                changelog,
+            });
         }
+        let (producer, topic, instance) = (
+            writer.producer.clone(),
+            writer.topic.clone(),
+            writer.instance.clone(),
+        );
+        let records = write_records(producer, topic, instance, pending, transaction.is_none());
         if let Some(transaction) = transaction {
-            drop(receipts); // the commit waits for them with every other record
+            // The changelog's ranges are known, and the commit waits for every record.
+            records.await?;
             return self
                 .commit_checkpoint(&transaction, Some(&partitions))
                 .await;
         }
-        for receipt in receipts {
-            receipt.await.map_err(failed)?;
+        // The offsets it reflects go to the groups once it is durable; meanwhile the
+        // streamlet goes on.
+        let offsets = self.take_staged(Some(&partitions));
+        self.in_flight = Some(InFlight(Box::pin(async move {
+            Ok(Written {
+                ranges: records.await?,
+                offsets,
+            })
+        })));
+        Ok(())
+    }
+
+    /// Waits for the checkpoint in flight, if any, and completes it.
+    async fn settle(&mut self) -> Result<(), CommitError> {
+        if let Some(in_flight) = self.in_flight.take() {
+            let written = in_flight.0.await?;
+            self.complete(written).await?;
         }
-        self.write_to_groups(Some(&partitions)).await
+        Ok(())
+    }
+
+    /// A checkpoint is durable: takes its changelog ranges as the partitions' and writes the
+    /// offsets it reflects to the consumer groups.
+    async fn complete(&mut self, written: Written) -> Result<(), CommitError> {
+        if let Some(changelog) = self
+            .checkpoints
+            .as_mut()
+            .and_then(|writer| writer.changelog.as_mut())
+        {
+            changelog.ranges.extend(written.ranges);
+        }
+        self.commit_offsets(written.offsets).await
     }
 
     /// Forgets what was staged on a partition the streamlet restored, and takes the
@@ -971,6 +1121,14 @@ impl Committer {
     /// staged) to the consumer groups.
     async fn write_to_groups(&mut self, only: Option<&BTreeSet<u32>>) -> Result<(), CommitError> {
         self.pending = false;
+        let offsets = self.take_staged(only);
+        self.commit_offsets(offsets).await
+    }
+
+    /// Takes the staged offsets (of the partitions in `only`, if given; the others stay
+    /// staged) that move the written ones forward, per inlet.
+    fn take_staged(&mut self, only: Option<&BTreeSet<u32>>) -> Vec<Vec<CommitOffset>> {
+        let mut taken = Vec::with_capacity(self.targets.len());
         for (inlet, target) in self.targets.iter().enumerate() {
             let staged = match only {
                 None => std::mem::take(&mut self.staged[inlet]),
@@ -995,11 +1153,27 @@ impl Committer {
                     offset,
                 })
                 .collect();
+            taken.push(offsets);
+        }
+        taken
+    }
+
+    /// Commits `offsets` (per inlet) to the inlets' consumer groups.
+    async fn commit_offsets(&mut self, offsets: Vec<Vec<CommitOffset>>) -> Result<(), CommitError> {
+        for (inlet, offsets) in offsets.into_iter().enumerate() {
+            let offsets: Vec<CommitOffset> = offsets
+                .into_iter()
+                .filter(|offset| {
+                    self.written[inlet]
+                        .get(&offset.partition)
+                        .is_none_or(|written| offset.offset > *written)
+                })
+                .collect();
             if offsets.is_empty() {
                 continue;
             }
             let started = std::time::Instant::now();
-            target
+            self.targets[inlet]
                 .consumer
                 .commit(&offsets)
                 .await
