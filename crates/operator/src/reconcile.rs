@@ -10,6 +10,7 @@ use runnel_application::{
     Configuration, PROTOCOL_VERSION, ResolvedStreamlet, StreamletStatus, TopicSpec,
 };
 use runnel_blueprint::Blueprint;
+use runnel_blueprint::descriptor::StateScope;
 
 use crate::Application;
 use crate::autoscale;
@@ -279,6 +280,22 @@ fn converge(
             Some(decision.replicas)
         } else {
             Some(spec_replicas)
+        };
+        // One state for the whole instance: a second member would take part of the input
+        // without the state (`runnel scale` refuses it; an Application edited by hand gets
+        // one replica and a warning).
+        let replicas = match replicas {
+            Some(replicas) if replicas > 1 && declared.state == StateScope::Instance => {
+                events.push(Event::warning(
+                    "SingleInstanceState",
+                    "Scale",
+                    format!(
+                        "streamlet {name} keeps one state for the whole instance, so it runs with 1 replica, not {replicas}; keep its state by input partition to scale it out"
+                    ),
+                ));
+                Some(1)
+            }
+            other => other,
         };
         let streamlet = Streamlet {
             app,

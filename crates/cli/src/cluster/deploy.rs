@@ -6,6 +6,7 @@ use anyhow::Context as _;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use runnel_application::{ApplicationDocument, ApplicationSpec, Problem};
+use runnel_blueprint::descriptor::StateScope;
 use runnel_operator::Application;
 
 use super::configure::{changes, check, deployed_configuration, layer, report, write_secret};
@@ -211,7 +212,7 @@ pub(crate) fn parse_scale(text: &str, spec: &ApplicationSpec) -> Result<(String,
         .ok()
         .filter(|n| *n >= 0)
         .ok_or_else(|| Problem::new(place(), format!("'{count}' is not a replica count")))?;
-    if spec.streamlet(instance.trim()).is_none() {
+    let Some(streamlet) = spec.streamlet(instance.trim()) else {
         let known: Vec<&str> = spec.streamlets.iter().map(|s| s.name.as_str()).collect();
         return Err(Problem::new(
             place(),
@@ -220,6 +221,81 @@ pub(crate) fn parse_scale(text: &str, spec: &ApplicationSpec) -> Result<(String,
                 known.join(", ")
             ),
         ));
+    };
+    let state = spec
+        .descriptor
+        .streamlet(&streamlet.type_name)
+        .map(|declared| declared.state);
+    if replicas > 1 && state == Some(StateScope::Instance) {
+        return Err(Problem::new(
+            place(),
+            format!(
+                "streamlet '{}' keeps one state for the whole instance (its shape is `checkpointed`), so it runs as one member of its consumer group: a second replica would read part of its input without the state; keep its state by input partition (`checkpointed_by_partition`, `keyed_state`) to scale it out (docs/state.md)",
+                instance.trim()
+            ),
+        ));
     }
     Ok((instance.trim().to_owned(), replicas))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use runnel_blueprint::descriptor::AppDescriptor;
+
+    use super::*;
+
+    /// An app whose `totals` keeps one state for the instance and `counts` one per input
+    /// partition.
+    fn spec() -> ApplicationSpec {
+        let descriptor = AppDescriptor::from_json(
+            r#"{"descriptor-version": 1, "app": "demo", "streamlets": [
+              {"type": "source", "outlets": [{"name": "out", "schema": {"format": "avro", "name": "long", "definition": "long"}}]},
+              {"type": "total", "state": "instance", "inlets": [{"name": "in", "schema": {"format": "avro", "name": "long", "definition": "long"}}]},
+              {"type": "count", "state": "partition", "inlets": [{"name": "in", "schema": {"format": "avro", "name": "long", "definition": "long"}}]}
+            ]}"#,
+        )
+        .unwrap();
+        let text = r#"name = "demo"
+[streamlets]
+numbers = "source"
+totals = "total"
+counts = "count"
+[topics.numbers]
+producers = ["numbers.out"]
+consumers = ["totals.in", "counts.in"]
+partitions = 4
+"#;
+        let blueprint = runnel_blueprint::verify(Path::new("blueprint.toml"), text, &descriptor)
+            .blueprint
+            .unwrap();
+        ApplicationDocument::new(
+            &blueprint,
+            text,
+            &descriptor,
+            "registry.example/demo:1",
+            "1",
+        )
+        .spec
+    }
+
+    #[test]
+    fn a_streamlet_with_one_state_for_the_instance_is_not_scaled_above_one() {
+        let spec = spec();
+        assert_eq!(
+            parse_scale("counts=4", &spec).unwrap(),
+            ("counts".to_owned(), 4)
+        );
+        assert_eq!(
+            parse_scale("totals=1", &spec).unwrap(),
+            ("totals".to_owned(), 1)
+        );
+        let refused = parse_scale("totals=2", &spec).unwrap_err().to_string();
+        assert!(
+            refused.contains("--scale totals=2")
+                && refused.contains("keeps one state for the whole instance"),
+            "{refused}"
+        );
+    }
 }

@@ -684,3 +684,34 @@ fn undeploy_applies_and_deletes_nothing() {
     assert_eq!(plan.status.message, "deleting; 3 pods still ready");
     assert_eq!(plan.outcome, Outcome::Undeploying);
 }
+
+#[test]
+fn a_streamlet_with_one_state_for_the_instance_runs_one_replica_however_many_are_asked() {
+    let descriptor = DESCRIPTOR.replace(
+        r#"{"type": "double","#,
+        r#"{"type": "double", "state": "instance","#,
+    );
+    let descriptor = AppDescriptor::from_json(&descriptor).unwrap();
+    let mut app = application();
+    app.spec.descriptor = descriptor;
+    app.spec
+        .streamlets
+        .iter_mut()
+        .find(|streamlet| streamlet.name == "twice")
+        .unwrap()
+        .replicas = 3;
+    let plan = reconcile_fully(&app, Observed::default());
+    assert_eq!(replicas(&plan, "demo-twice"), Some(1));
+    let warned: Vec<&str> = plan
+        .events
+        .iter()
+        .filter(|event| event.warning && event.reason == "SingleInstanceState")
+        .map(|event| event.note.as_str())
+        .collect();
+    assert_eq!(
+        warned,
+        [
+            "streamlet twice keeps one state for the whole instance, so it runs with 1 replica, not 3; keep its state by input partition to scale it out"
+        ]
+    );
+}
