@@ -21,17 +21,21 @@
 //! Start at [`KeyedState`]; `docs/state.md` is the guide.
 
 mod changelog;
+mod decoders;
 mod entry;
 mod keyed;
 mod list;
 mod map;
+mod query;
 mod store;
 mod timers;
 mod value;
 
+pub use decoders::{DeclaredState, StateDeclaration};
 pub use entry::KeyedEntry;
 pub use keyed::{Keyed, KeyedState};
 pub use list::{ListRef, ListState};
 pub use map::{MapRef, MapState};
+pub use query::{KeyState, PendingTimer, QueryError, StateEntry, StateQueries, StateSize};
 pub use timers::{TimeDomain, Timer};
 pub use value::{ValueRef, ValueState};

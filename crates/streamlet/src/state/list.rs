@@ -7,6 +7,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::KeyedEntry;
+use super::decoders::{DeclaredState, StateDeclaration, StateDecoder};
 use crate::Result;
 
 /// A list of values per key, declared once as a constant. A key's list is stored (and
@@ -54,6 +55,12 @@ impl<T> ListState<T> {
     /// The state's name.
     pub const fn name(&self) -> &'static str {
         self.name
+    }
+}
+
+impl<T: Serialize + DeserializeOwned> DeclaredState for ListState<T> {
+    fn declaration(&self) -> StateDeclaration {
+        StateDeclaration(StateDecoder::list::<T>(self.name))
     }
 }
 

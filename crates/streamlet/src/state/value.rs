@@ -7,6 +7,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::KeyedEntry;
+use super::decoders::{DeclaredState, StateDeclaration, StateDecoder};
 use crate::Result;
 
 /// A value per key, declared once as a constant; values are stored in a compact binary
@@ -56,6 +57,12 @@ impl<T> ValueState<T> {
     /// The state's name.
     pub const fn name(&self) -> &'static str {
         self.name
+    }
+}
+
+impl<T: Serialize + DeserializeOwned> DeclaredState for ValueState<T> {
+    fn declaration(&self) -> StateDeclaration {
+        StateDeclaration(StateDecoder::value::<T>(self.name))
     }
 }
 
