@@ -32,6 +32,13 @@ pub(crate) enum Command {
     /// Exits 1 when the local endpoint does not answer (as an app's own `status` does), 2
     /// when the cluster cannot be read.
     Status(AppStatusArgs),
+    /// Read the keyed state of a running streamlet: `state get INSTANCE KEY` prints, as
+    /// JSON, every state the key has and its pending timers, answered by the process
+    /// holding the key's partition (give each process's --admin for a scaled instance).
+    ///
+    /// Exits 1 when no process asked holds the key's partition, or none answered.
+    #[command(subcommand)]
+    State(runnel_status::StateCommand),
     /// Create a new app: one streamlet with its test, main, a blueprint and a README.
     New(NewArgs),
     /// Print the Application CustomResourceDefinition.

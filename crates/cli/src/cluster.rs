@@ -51,7 +51,11 @@ pub(crate) fn run(
             Command::Configure(args) => configure::run(&args, out, err).await,
             Command::Configuration(args) => configure::show(&args, out).await,
             Command::Version(args) => version::run(&args, out, err).await,
-            Command::Verify(_) | Command::Graph(_) | Command::New(_) | Command::Tools(_) => {
+            Command::Verify(_)
+            | Command::Graph(_)
+            | Command::New(_)
+            | Command::State(_)
+            | Command::Tools(_) => {
                 unreachable!("not a cluster command")
             }
         }
