@@ -18,6 +18,10 @@
 //! whole state instead, so a restore reads at most a few times the state. Exactly-once
 //! instances write all of it in the checkpoint's transaction.
 //!
+//! While it runs, the state of a key can be read from outside: the runtime asks through
+//! the instance's [`StateQueries`], and [`KeyedState::next`] answers between messages with
+//! a [`KeyState`] (the admin endpoint's `/api/state/{instance}`, `runnel state get`).
+//!
 //! Start at [`KeyedState`]; `docs/state.md` is the guide.
 
 mod changelog;
