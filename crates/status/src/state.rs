@@ -108,7 +108,8 @@ impl StateGetArgs {
         };
         let query = if self.hex {
             let hex = self.key.to_ascii_lowercase();
-            let valid = hex.len() % 2 == 0 && hex.bytes().all(|byte| byte.is_ascii_hexdigit());
+            let valid =
+                hex.len().is_multiple_of(2) && hex.bytes().all(|byte| byte.is_ascii_hexdigit());
             if !valid {
                 return Err(StateError::Hex(self.key.clone()));
             }

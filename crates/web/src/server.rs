@@ -169,7 +169,7 @@ impl KeyParameters {
 /// `0a1b` as bytes.
 fn decode_hex(hex: &str) -> Result<Vec<u8>, String> {
     let invalid = || format!("key_hex '{hex}' is not an even number of hexadecimal digits");
-    if hex.len() % 2 != 0 || !hex.is_ascii() {
+    if !hex.len().is_multiple_of(2) || !hex.is_ascii() {
         return Err(invalid());
     }
     (0..hex.len())

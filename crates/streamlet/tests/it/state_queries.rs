@@ -213,6 +213,27 @@ async fn a_query_sees_the_state_after_the_messages_and_the_owner_answers_after_a
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 
+    // Every input committed, so its checkpoint is durable: a new owner restores it and
+    // reads nothing again.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let committed: u64 = backend
+            .committed("app.words.in", "in")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(Option::unwrap_or_default)
+            .sum();
+        if committed == 4 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "only {committed} of 4 inputs committed"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
     // A second member joins: the group gives each one partition, and the member holding
     // the key's partition answers with its state (restoring it from the checkpoint and the
     // changelog if it was just given the partition); the other says which one it lacks.
@@ -245,6 +266,7 @@ async fn a_query_sees_the_state_after_the_messages_and_the_owner_answers_after_a
     // of them, the second restored the other when asked. The second has not used `texts`
     // (no message came since it started), so it lists it without a value.
     let mut fresh = 0;
+    let mut seen = Vec::new();
     for (key, count, texts, stored) in [
         ("river", 3, serde_json::json!([["a", 2], ["b", 1]]), 2),
         ("stone", 1, serde_json::json!([["a", 1]]), 1),
@@ -261,6 +283,7 @@ async fn a_query_sees_the_state_after_the_messages_and_the_owner_answers_after_a
             "exactly one owner of {key}"
         );
         let (owner, other) = (&owners[0], &others[0]);
+        seen.push(owner.clone());
         let partition = partition_for_key(key.as_bytes(), PARTITIONS);
         assert_eq!(owner.held, vec![partition]);
         assert_eq!(
@@ -296,7 +319,10 @@ async fn a_query_sees_the_state_after_the_messages_and_the_owner_answers_after_a
             )
         );
     }
-    assert_eq!(fresh, 1, "the member that just joined owns one word");
+    assert_eq!(
+        fresh, 1,
+        "the member that just joined owns one word: {seen:?}"
+    );
     // Once a message comes, every member knows `texts`.
     produce(&backend, &[word("river", "d"), word("stone", "d")]).await;
     for (key, texts) in [
