@@ -76,6 +76,9 @@ pub enum QueryError {
         .0.as_millis()
     )]
     Busy(Duration),
+    /// Too many queries wait for the streamlet already.
+    #[error("{WAITING_QUERIES} queries wait for the streamlet already")]
+    Crowded,
 }
 
 /// How large an instance's keyed state is, as of its last checkpoint (or restore).
@@ -188,7 +191,7 @@ impl StateQueries {
         sender
             .try_send(Query { key, reply })
             .map_err(|error| match error {
-                mpsc::error::TrySendError::Full(_) => QueryError::Busy(Duration::ZERO),
+                mpsc::error::TrySendError::Full(_) => QueryError::Crowded,
                 mpsc::error::TrySendError::Closed(_) => QueryError::NotRunning,
             })?;
         match tokio::time::timeout(timeout, answer).await {
@@ -327,6 +330,10 @@ pub(super) fn answer<'a>(
     }
     let owner = partition.is_some_and(|partition| held.contains(&partition));
     let described = describe_key(key);
+    let text = match std::str::from_utf8(key) {
+        Ok(text) if !text.chars().any(char::is_control) => text.to_owned(),
+        _ => described.clone(),
+    };
     let message = match partition {
         _ if owner => None,
         Some(partition) => Some(format!(
@@ -339,7 +346,7 @@ pub(super) fn answer<'a>(
         )),
     };
     KeyState {
-        key: described.trim_matches('\'').to_owned(),
+        key: text,
         key_hex: key.iter().map(|byte| format!("{byte:02x}")).collect(),
         partition,
         partitions,
@@ -514,6 +521,25 @@ mod tests {
             state.message.unwrap(),
             format!(
                 "key 'card-1' is on input partition {owner} of 4, which this member does not hold (it holds {other}): ask the member that holds it"
+            )
+        );
+    }
+
+    #[test]
+    fn keys_show_as_text_when_printable_and_as_hex_otherwise() {
+        let stores = BTreeMap::new();
+        let decoders = StateDecoders::default();
+        let binary = answer(stores_of(&stores), &[], &decoders, &[0, 0xff], 1, 0);
+        assert_eq!(
+            (binary.key.as_str(), binary.key_hex.as_str()),
+            ("0x00ff", "00ff")
+        );
+        let quoted = answer(stores_of(&stores), &[], &decoders, b"'a'", 1, 0);
+        assert_eq!(quoted.key, "'a'");
+        assert_eq!(
+            quoted.message.as_deref(),
+            Some(
+                "key ''a'' is on input partition 0 of 1, which this member does not hold (it holds none): ask the member that holds it"
             )
         );
     }
