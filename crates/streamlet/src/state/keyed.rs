@@ -47,6 +47,10 @@ pub enum Keyed<T> {
 /// [`checkpoint_every`](KeyedState::checkpoint_every) says otherwise), writes the entries
 /// changed since the last checkpoint to the changelog and a checkpoint with the committed
 /// input offsets. Partitions a rebalance took away get a last checkpoint and are dropped.
+/// It also answers queries of a key's state from outside (the admin endpoint's
+/// `/api/state/{instance}`, `runnel state get`; see [`StateQueries`]) between messages, so
+/// no lock guards the state; [`declare`](KeyedState::declare) the states to show their
+/// values from the start.
 ///
 /// **Commit each message (or timer's work) before asking for the next**: a checkpoint taken
 /// in `next` reflects the input committed so far, so state changed for a message still held
