@@ -1,6 +1,6 @@
 //! `/api/state/{instance}`: the keyed state of a key from the process holding its partition,
 //! with two processes sharing a consumer group as a scaled instance does; the client
-//! `state get` uses; the state size in the status and on the page.
+//! `state get` uses; the state size in the status, the metrics and on the page.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -196,6 +196,17 @@ async fn the_process_holding_a_keys_partition_answers_its_state() {
         .find(|s| s.name == "numbers")
         .unwrap();
     assert_eq!(numbers.keyed_state, None);
+    let (_, metrics) = get(&first.address, "/metrics").await;
+    assert!(
+        metrics.contains("\nrunnel_keyed_state_entries{streamlet=\"counter\"} 4\n"),
+        "{metrics}"
+    );
+    let bytes = metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("runnel_keyed_state_bytes{streamlet=\"counter\"} "))
+        .and_then(|value| value.parse::<u64>().ok());
+    assert!(bytes.is_some_and(|bytes| bytes > 0), "{metrics}");
+    assert!(!metrics.contains("runnel_keyed_state_entries{streamlet=\"numbers\"}"));
     let profile = tempfile::tempdir().unwrap();
     let address = first.address.clone();
     let dom = tokio::task::spawn_blocking(move || {
