@@ -4,7 +4,7 @@
 //! runnel verify --descriptor app.json [--format human|json] [--deny-warnings] BLUEPRINT
 //! runnel graph [--descriptor app.json] [--format text|dot|mermaid] BLUEPRINT
 //! runnel status [APP] [--admin 127.0.0.1:4040] [--watch] [-o table|json|yaml]
-//! runnel state get INSTANCE KEY [--hex] [--admin 127.0.0.1:4040]...
+//! runnel state get INSTANCE KEY [--hex] [--admin 127.0.0.1:4040]... | [--app APP -n NS]
 //! runnel new NAME [--path runnel/crates/runnel | --git URL]
 //! runnel topics | tail TOPIC | produce TOPIC | dead-letters | groups | reset-offsets GROUP
 //!        [--blueprint FILE] [--descriptor app.json] [--data-dir DIR | --kafka BOOTSTRAP]
@@ -93,8 +93,8 @@ where
                 }
             };
         }
-        Command::State(runnel_status::StateCommand::Get(command)) => {
-            return match command.get(None) {
+        Command::State(args::StateCommand::Get(command)) if command.app.is_none() => {
+            return match command.local.get(None) {
                 Ok(state) => {
                     let text = serde_json::to_string_pretty(&state).expect("JSON values print");
                     let _ = writeln!(out, "{text}");

@@ -41,5 +41,8 @@ pub use snapshot::{
     InletSnapshot, InstanceSnapshot, InstanceState, KeyedStateSnapshot, OutletSnapshot,
     PartitionSnapshot, Snapshot, TopicSnapshot,
 };
-pub use state::{StateCommand, StateError, StateGetArgs, fetch_state, state_url};
+pub use state::{
+    StateCommand, StateError, StateGetArgs, fetch_state, no_owner, state_answer, state_path,
+    state_url,
+};
 pub use table::{StatusFormat, format_status, grouped, render_table};

@@ -50,6 +50,14 @@ pub enum StateError {
         #[source]
         source: Box<ureq::Error>,
     },
+    /// The process could not be reached (through a proxy), or did not answer in time.
+    #[error("{url} did not answer: {reason}")]
+    Unreachable {
+        /// What was asked (a URL, or a pod).
+        url: String,
+        /// Why not.
+        reason: String,
+    },
     /// The endpoint refused the query: an unknown instance, one without keyed state, one
     /// not running now.
     #[error("{url} answered {status}: {reason}")]
@@ -92,6 +100,25 @@ impl StateGetArgs {
         }
     }
 
+    /// The query string of the key: `key=TEXT` (escaped), or `key_hex=HEX` with `--hex`.
+    ///
+    /// # Errors
+    ///
+    /// When the key given with `--hex` is not hexadecimal.
+    pub fn query(&self) -> Result<String, StateError> {
+        if self.hex {
+            let hex = self.key.to_ascii_lowercase();
+            let valid =
+                hex.len().is_multiple_of(2) && hex.bytes().all(|byte| byte.is_ascii_hexdigit());
+            if !valid {
+                return Err(StateError::Hex(self.key.clone()));
+            }
+            Ok(format!("key_hex={hex}"))
+        } else {
+            Ok(format!("key={}", percent_encode(self.key.as_bytes())))
+        }
+    }
+
     /// The answer of the process holding the key's partition (a `KeyState` as JSON).
     ///
     /// # Errors
@@ -106,17 +133,7 @@ impl StateGetArgs {
         } else {
             self.admin.clone()
         };
-        let query = if self.hex {
-            let hex = self.key.to_ascii_lowercase();
-            let valid =
-                hex.len().is_multiple_of(2) && hex.bytes().all(|byte| byte.is_ascii_hexdigit());
-            if !valid {
-                return Err(StateError::Hex(self.key.clone()));
-            }
-            format!("key_hex={hex}")
-        } else {
-            format!("key={}", percent_encode(self.key.as_bytes()))
-        };
+        let query = self.query()?;
         let mut failures = Vec::new();
         for address in &addresses {
             let url = state_url(address, &self.instance, &query);
@@ -125,11 +142,7 @@ impl StateGetArgs {
                 Err(error) => failures.push(error),
             }
         }
-        if failures.len() == 1 {
-            Err(failures.remove(0))
-        } else {
-            Err(StateError::NoOwner(failures))
-        }
+        Err(no_owner(failures))
     }
 }
 
@@ -148,10 +161,16 @@ pub fn state_url(address: &str, instance: &str, query: &str) -> String {
     } else {
         format!("http://{address}")
     };
-    format!(
-        "{base}/api/state/{}?{query}",
-        percent_encode(instance.as_bytes())
-    )
+    format!("{base}{}", state_path(instance, query))
+}
+
+/// The path and query of the state of `instance` on an admin endpoint.
+///
+/// ```
+/// assert_eq!(runnel_status::state_path("counts", "key=a"), "/api/state/counts?key=a");
+/// ```
+pub fn state_path(instance: &str, query: &str) -> String {
+    format!("/api/state/{}?{query}", percent_encode(instance.as_bytes()))
 }
 
 /// Asks `url` for a key's state: the answer of the process holding the key's partition.
@@ -171,7 +190,17 @@ pub fn fetch_state(url: &str) -> Result<serde_json::Value, StateError> {
     let mut response = agent.get(url).call().map_err(request)?;
     let status = response.status().as_u16();
     let body = response.body_mut().read_to_string().map_err(request)?;
-    let json: Option<serde_json::Value> = serde_json::from_str(&body).ok();
+    state_answer(url, status, &body)
+}
+
+/// What an answer of `/api/state` with HTTP `status` and `body` from `url` means: the
+/// state, when the process holds the key's partition.
+///
+/// # Errors
+///
+/// When the process does not hold the key's partition (421), or refused the query.
+pub fn state_answer(url: &str, status: u16, body: &str) -> Result<serde_json::Value, StateError> {
+    let json: Option<serde_json::Value> = serde_json::from_str(body).ok();
     let text = |field: &str| {
         json.as_ref()
             .and_then(|json| json[field].as_str())
@@ -189,6 +218,16 @@ pub fn fetch_state(url: &str) -> Result<serde_json::Value, StateError> {
             status,
             reason: text("error").unwrap_or_else(|| body.trim().to_owned()),
         }),
+    }
+}
+
+/// The error of asking several processes, none of which answered as the owner: the one
+/// error when one was asked.
+pub fn no_owner(mut failures: Vec<StateError>) -> StateError {
+    if failures.len() == 1 {
+        failures.remove(0)
+    } else {
+        StateError::NoOwner(failures)
     }
 }
 

@@ -1,6 +1,7 @@
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::sync::mpsc;
+use std::time::Duration;
 
 use crate::support::runnel;
 
@@ -104,4 +105,122 @@ fn state_get_sends_binary_keys_as_hex_and_reports_refusals() {
         "{}",
         nobody.stderr
     );
+}
+
+/// A stand-in admin endpoint of a pod at `ip`, on the admin port, answering as [`fake_admin_endpoint`].
+fn fake_pod_endpoint(ip: &str, status: &'static str, body: &'static str) -> mpsc::Receiver<String> {
+    let listener = TcpListener::bind((ip, runnel_application::ADMIN_PORT)).unwrap();
+    let (requests, received) = mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = [0u8; 1024];
+            let read = stream.read(&mut request).unwrap_or(0);
+            let text = String::from_utf8_lossy(&request[..read]);
+            let _ = requests.send(text.lines().next().unwrap_or_default().to_owned());
+            let head = format!(
+                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(body.as_bytes());
+        }
+    });
+    received
+}
+
+/// A pod of app `demo` running `instance`, at `ip`.
+fn pod(name: &str, instance: &str, ip: &str) -> k8s_openapi::api::core::v1::Pod {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "labels": {
+                runnel_operator::names::APP_LABEL: "demo",
+                runnel_operator::names::STREAMLET_LABEL: instance,
+            },
+        },
+        "spec": {"containers": [{"name": "streamlet", "image": "demo:1"}]},
+        "status": {"podIP": ip},
+    }))
+    .unwrap()
+}
+
+#[test]
+fn state_get_asks_the_instance_pods_through_the_api_server() {
+    use kube::Api;
+    use kube::api::PostParams;
+
+    const NAMESPACE: &str = "streams";
+    // Addresses of their own on the loopback network, so the pods can share the admin port.
+    let other = fake_pod_endpoint("127.83.0.2", "421 Misdirected Request", OTHER);
+    let owner = fake_pod_endpoint("127.83.0.3", "200 OK", OWNER);
+    let unrelated = fake_pod_endpoint("127.83.0.4", "200 OK", OWNER);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime.block_on(runnel_test_cluster::FakeApiServer::start());
+    runtime.block_on(async {
+        let pods: Api<k8s_openapi::api::core::v1::Pod> =
+            Api::namespaced(server.client(NAMESPACE), NAMESPACE);
+        for (name, instance, ip) in [
+            ("demo-counts-a", "counts", "127.83.0.2"),
+            ("demo-counts-b", "counts", "127.83.0.3"),
+            ("demo-source-a", "source", "127.83.0.4"),
+        ] {
+            pods.create(&PostParams::default(), &pod(name, instance, ip))
+                .await
+                .unwrap();
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(&kubeconfig, server.kubeconfig(NAMESPACE)).unwrap();
+    let kubeconfig = kubeconfig.to_str().unwrap();
+
+    let run = runnel(&[
+        "state",
+        "get",
+        "counts",
+        "k",
+        "--app",
+        "demo",
+        "--kubeconfig",
+        kubeconfig,
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let printed: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        printed,
+        serde_json::from_str::<serde_json::Value>(OWNER).unwrap()
+    );
+    assert_eq!(
+        owner.recv_timeout(Duration::from_secs(5)).unwrap(),
+        "GET /api/state/counts?key=k HTTP/1.1"
+    );
+    assert!(
+        unrelated.try_recv().is_err(),
+        "only the instance's pods are asked"
+    );
+    // The pods are listed by name: the one that is not the owner was asked first.
+    assert_eq!(
+        other.recv_timeout(Duration::from_secs(5)).unwrap(),
+        "GET /api/state/counts?key=k HTTP/1.1"
+    );
+
+    let nobody = runnel(&[
+        "state",
+        "get",
+        "sink",
+        "k",
+        "--app",
+        "demo",
+        "--kubeconfig",
+        kubeconfig,
+    ]);
+    assert_eq!(nobody.code, 1);
+    assert_eq!(
+        nobody.stderr,
+        "error: no pod of streams/demo runs streamlet instance 'sink'\n"
+    );
+    drop(runtime);
 }
