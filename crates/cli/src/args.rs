@@ -32,6 +32,15 @@ pub(crate) enum Command {
     /// Exits 1 when the local endpoint does not answer (as an app's own `status` does), 2
     /// when the cluster cannot be read.
     Status(AppStatusArgs),
+    /// Read the keyed state of a running streamlet: `state get INSTANCE KEY` prints, as
+    /// JSON, every state the key has and its pending timers, answered by the process
+    /// holding the key's partition: among the --admin endpoints given, or with --app among
+    /// the app's pods on Kubernetes.
+    ///
+    /// Exits 1 when no process asked holds the key's partition, or none answered; 2 when
+    /// the cluster cannot be read.
+    #[command(subcommand)]
+    State(StateCommand),
     /// Create a new app: one streamlet with its test, main, a blueprint and a README.
     New(NewArgs),
     /// Print the Application CustomResourceDefinition.
@@ -144,6 +153,28 @@ pub(crate) struct AppStatusArgs {
     pub(crate) app: Option<String>,
     #[command(flatten)]
     pub(crate) local: runnel_status::StatusArgs,
+    #[command(flatten)]
+    pub(crate) cluster: ClusterArgs,
+}
+
+/// `runnel state ...`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum StateCommand {
+    /// Print the keyed state of one key of a running streamlet as JSON: every state with
+    /// its value and the key's pending timers, from the process holding the key's
+    /// partition.
+    Get(StateGet),
+}
+
+/// `runnel state get`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct StateGet {
+    #[command(flatten)]
+    pub(crate) local: runnel_status::StateGetArgs,
+    /// The app deployed on Kubernetes: ask the instance's pods, through the API server's
+    /// pod proxy, instead of --admin endpoints.
+    #[arg(long, value_name = "APP", conflicts_with = "admin")]
+    pub(crate) app: Option<String>,
     #[command(flatten)]
     pub(crate) cluster: ClusterArgs,
 }

@@ -6,6 +6,7 @@ mod deploy;
 mod list;
 mod operator;
 mod scale;
+mod state;
 mod status;
 mod undeploy;
 mod version;
@@ -47,6 +48,9 @@ pub(crate) fn run(
             Command::Undeploy(args) => undeploy::run(&args, out).await,
             Command::List(args) => list::run(&args, out).await,
             Command::Status(args) => status::run(&args, out).await,
+            Command::State(crate::args::StateCommand::Get(args)) => {
+                state::run(&args, out, err).await
+            }
             Command::Scale(args) => scale::run(&args, out).await,
             Command::Configure(args) => configure::run(&args, out, err).await,
             Command::Configuration(args) => configure::show(&args, out).await,

@@ -4,6 +4,7 @@
 //! runnel verify --descriptor app.json [--format human|json] [--deny-warnings] BLUEPRINT
 //! runnel graph [--descriptor app.json] [--format text|dot|mermaid] BLUEPRINT
 //! runnel status [APP] [--admin 127.0.0.1:4040] [--watch] [-o table|json|yaml]
+//! runnel state get INSTANCE KEY [--hex] [--admin 127.0.0.1:4040]... | [--app APP -n NS]
 //! runnel new NAME [--path runnel/crates/runnel | --git URL]
 //! runnel topics | tail TOPIC | produce TOPIC | dead-letters | groups | reset-offsets GROUP
 //!        [--blueprint FILE] [--descriptor app.json] [--data-dir DIR | --kafka BOOTSTRAP]
@@ -13,7 +14,8 @@
 //!
 //! Exit codes: 0 when all is well, 1 when the blueprint or the configuration has errors
 //! (or warnings under `--deny-warnings`, or the CLI and the operator speak different
-//! protocols), or a local `status` reached no process, 2 for usage errors such as a file that
+//! protocols), or a local `status` reached no process, or `state get` no process holding
+//! the key's partition, 2 for usage errors such as a file that
 //! cannot be read or a cluster that cannot be reached.
 //!
 //! The binary recognises its name: called as `kubectl-runnel` (a copy or a link on the
@@ -85,6 +87,19 @@ where
         Command::Status(command) if command.app.is_none() => {
             return match command.local.show(None) {
                 Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    let _ = writeln!(err, "error: {:#}", anyhow::Error::from(error));
+                    ExitCode::FAILURE
+                }
+            };
+        }
+        Command::State(args::StateCommand::Get(command)) if command.app.is_none() => {
+            return match command.local.get(None) {
+                Ok(state) => {
+                    let text = serde_json::to_string_pretty(&state).expect("JSON values print");
+                    let _ = writeln!(out, "{text}");
+                    ExitCode::SUCCESS
+                }
                 Err(error) => {
                     let _ = writeln!(err, "error: {:#}", anyhow::Error::from(error));
                     ExitCode::FAILURE

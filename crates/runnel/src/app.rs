@@ -32,8 +32,9 @@ use crate::commands;
 /// ```
 ///
 /// The binary then understands `describe`, `verify [BLUEPRINT]`, `run [BLUEPRINT]`,
-/// `run-streamlet INSTANCE [BLUEPRINT]`, `status` and `build [BLUEPRINT]` (an image and an
-/// Application for Kubernetes); `--help` lists their options.
+/// `run-streamlet INSTANCE [BLUEPRINT]`, `status`, `state get INSTANCE KEY` and
+/// `build [BLUEPRINT]` (an image and an Application for Kubernetes); `--help` lists their
+/// options.
 #[derive(Debug)]
 pub struct App {
     name: String,
@@ -100,6 +101,9 @@ impl App {
         if let Command::Status(args) = &cli.command {
             return args.main(Some(&self.name));
         }
+        if let Command::State(runnel_status::StateCommand::Get(args)) = &cli.command {
+            return args.main(Some(&self.name));
+        }
         if let Command::Tools(command) = &cli.command {
             return self.tool(command);
         }
@@ -159,6 +163,12 @@ impl App {
                 console,
             )),
             Command::Status(args) => Ok(args.show(Some(&self.name))?),
+            Command::State(runnel_status::StateCommand::Get(args)) => {
+                let state = args.get(Some(&self.name))?;
+                let text = serde_json::to_string_pretty(&state).expect("JSON values print");
+                println!("{text}");
+                Ok(())
+            }
             Command::Tools(command) => {
                 let descriptor = self.registry.descriptor(&self.name);
                 let ran = runnel_tools::run(&command, Some(&self.name), Some(&descriptor));

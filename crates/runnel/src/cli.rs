@@ -33,6 +33,11 @@ pub(crate) enum Command {
     },
     /// Show the status of a running app (streamlets, rates, lag, topics) from its admin endpoint.
     Status(runnel_status::StatusArgs),
+    /// Read the keyed state of a running streamlet: `state get INSTANCE KEY` prints every
+    /// state the key has and its pending timers as JSON, from the process holding the key's
+    /// partition.
+    #[command(subcommand)]
+    State(runnel_status::StateCommand),
     #[command(flatten)]
     Tools(runnel_tools::ToolCommand),
     /// Write what a Kubernetes cluster needs to run this app, without Docker: an OCI image

@@ -63,6 +63,9 @@ pub enum AppError {
     /// The status of a running app could not be read.
     #[error(transparent)]
     Status(#[from] runnel_status::StatusError),
+    /// The keyed state of a key could not be read.
+    #[error(transparent)]
+    State(#[from] runnel_status::StateError),
     /// A topic or offset tool failed.
     #[error(transparent)]
     Tool(#[from] runnel_tools::ToolError),

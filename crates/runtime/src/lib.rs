@@ -35,6 +35,7 @@ mod plan;
 mod registry;
 mod runner;
 mod shutdown;
+mod state_query;
 mod status;
 mod supervisor;
 mod topic_keeper;
@@ -48,11 +49,13 @@ pub use metrics::{Metric, render_prometheus};
 pub use plan::{InletPlan, InstancePlan, OutletPlan, Plan, PlanError, TopicPlan, plan};
 pub use registry::{Factory, Registry};
 pub use runnel_status::{
-    History, InletSnapshot, InstanceSnapshot, InstanceState, OutletSnapshot, PartitionSnapshot,
-    Problem, Snapshot, TopicSnapshot, render_table,
+    History, InletSnapshot, InstanceSnapshot, InstanceState, KeyedStateSnapshot, OutletSnapshot,
+    PartitionSnapshot, Problem, Snapshot, TopicSnapshot, render_table,
 };
+pub use runnel_streamlet::state::{KeyState, PendingTimer, QueryError, StateEntry};
 pub use runner::{RunOptions, RunReport, Running, provision, run, start};
 pub use shutdown::{INTERRUPTED_EXIT_CODE, stop_on_signals};
+pub use state_query::{STATE_QUERY_TIMEOUT, StateQueryError};
 pub use status::{StatusBoard, TopicBinding};
 pub use supervisor::{Outcome, RestartPolicy};
 pub use view::{ViewMode, render_lines};

@@ -47,6 +47,10 @@ pub enum Metric {
     Watermark,
     /// How far the watermark is behind the wall clock.
     WatermarkLag,
+    /// Entries of the keyed state this process holds for a streamlet.
+    KeyedStateEntries,
+    /// Bytes of keys and values of the keyed state this process holds for a streamlet.
+    KeyedStateBytes,
     /// Restarts after a failure, by kind of failure.
     Restarts,
     /// 1 for the state a streamlet is in, 0 for the others.
@@ -59,7 +63,7 @@ pub enum Metric {
 
 impl Metric {
     /// Every metric, in the order they are rendered.
-    pub const ALL: [Metric; 20] = [
+    pub const ALL: [Metric; 22] = [
         Metric::RecordsIn,
         Metric::RecordsOut,
         Metric::BytesIn,
@@ -76,6 +80,8 @@ impl Metric {
         Metric::LateRecords,
         Metric::Watermark,
         Metric::WatermarkLag,
+        Metric::KeyedStateEntries,
+        Metric::KeyedStateBytes,
         Metric::Restarts,
         Metric::StreamletState,
         Metric::StreamletProblem,
@@ -101,6 +107,8 @@ impl Metric {
             Metric::LateRecords => "runnel_late_records_total",
             Metric::Watermark => "runnel_watermark_seconds",
             Metric::WatermarkLag => "runnel_watermark_lag_seconds",
+            Metric::KeyedStateEntries => "runnel_keyed_state_entries",
+            Metric::KeyedStateBytes => "runnel_keyed_state_bytes",
             Metric::Restarts => "runnel_restarts_total",
             Metric::StreamletState => "runnel_streamlet_state",
             Metric::StreamletProblem => "runnel_streamlet_problem",
@@ -118,6 +126,8 @@ impl Metric {
             | Metric::LogEndOffset
             | Metric::Watermark
             | Metric::WatermarkLag
+            | Metric::KeyedStateEntries
+            | Metric::KeyedStateBytes
             | Metric::StreamletState
             | Metric::StreamletProblem
             | Metric::Ready => "gauge",
@@ -175,6 +185,12 @@ impl Metric {
             }
             Metric::Watermark => "The event-time watermark, in seconds since the Unix epoch.",
             Metric::WatermarkLag => "How far the watermark is behind the wall clock, in seconds.",
+            Metric::KeyedStateEntries => {
+                "Entries (values, lists, map entries, timers) of the keyed state this process holds, as of the last checkpoint."
+            }
+            Metric::KeyedStateBytes => {
+                "Bytes of keys and values of the keyed state this process holds, as of the last checkpoint."
+            }
             Metric::Restarts => "Restarts of a streamlet after a failure, by kind of failure.",
             Metric::StreamletState => {
                 "1 for the state a streamlet is in (stalled while it has a problem), 0 for the others."
@@ -310,6 +326,19 @@ impl Exposition {
                 }
             }
             Metric::GivenUpRecords => self.sample(metric, &[name], metrics.given_up()),
+            Metric::KeyedStateEntries | Metric::KeyedStateBytes => {
+                let queries = metrics.state_queries();
+                if !queries.is_keyed() {
+                    return;
+                }
+                let size = queries.size().unwrap_or_default();
+                let value = if metric == Metric::KeyedStateEntries {
+                    size.entries
+                } else {
+                    size.bytes
+                };
+                self.sample(metric, &[name], value);
+            }
             _ => {}
         }
     }

@@ -11,9 +11,10 @@ use std::time::{Duration, Instant};
 
 use runnel_backend::{Backend, PartitionOffsets};
 use runnel_status::{
-    History, HistoryPoint, InletSnapshot, InstanceSnapshot, InstanceState, OutletSnapshot,
-    PartitionSnapshot, Problem, Snapshot, StreamletPoint, TopicSnapshot,
+    History, HistoryPoint, InletSnapshot, InstanceSnapshot, InstanceState, KeyedStateSnapshot,
+    OutletSnapshot, PartitionSnapshot, Problem, Snapshot, StreamletPoint, TopicSnapshot,
 };
+use runnel_streamlet::state::StateQueries;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -440,10 +441,24 @@ impl StatusBoard {
             problems,
             last_error: status.last_error(),
             details: metrics.details().snapshot(),
+            keyed_state: keyed_state(metrics.state_queries()),
             inlets,
             outlets,
         }
     }
+}
+
+/// The size of an instance's keyed state, if it keeps any (empty until it first ran).
+fn keyed_state(queries: &StateQueries) -> Option<KeyedStateSnapshot> {
+    if !queries.is_keyed() {
+        return None;
+    }
+    let size = queries.size().unwrap_or_default();
+    Some(KeyedStateSnapshot {
+        partitions: size.partitions,
+        entries: size.entries,
+        bytes: size.bytes,
+    })
 }
 
 /// `error: cause: cause`.

@@ -107,6 +107,7 @@ mod tests {
             watermark: None,
             last_error: None,
             details: Default::default(),
+            keyed_state: None,
             inlets: Vec::new(),
             outlets: Vec::new(),
         }

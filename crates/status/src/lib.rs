@@ -6,7 +6,10 @@
 //! [`Problem`]s that keep it from making progress (an unreachable backplane, a missing
 //! topic, no partitions assigned, a restart loop); per topic its offsets. `/api/status`
 //! serves it as JSON; `runnel status` and every app's `status` command read it with
-//! [`fetch_status`] and print it with [`format_status`].
+//! [`fetch_status`] and print it with [`format_status`]. `runnel state get` and every
+//! app's `state get` read the keyed state of one key of a running streamlet from
+//! `/api/state/{instance}` with [`StateGetArgs`], asking each process given until the one
+//! holding the key's partition answers.
 //!
 //! This crate is deliberately small (serde and an HTTP client), so command-line tools can
 //! show a status without linking the runtime.
@@ -25,6 +28,7 @@ mod client;
 mod history;
 mod problem;
 mod snapshot;
+mod state;
 mod table;
 
 pub use client::{
@@ -34,7 +38,11 @@ pub use client::{
 pub use history::{History, HistoryPoint, StreamletPoint};
 pub use problem::Problem;
 pub use snapshot::{
-    InletSnapshot, InstanceSnapshot, InstanceState, OutletSnapshot, PartitionSnapshot, Snapshot,
-    TopicSnapshot,
+    InletSnapshot, InstanceSnapshot, InstanceState, KeyedStateSnapshot, OutletSnapshot,
+    PartitionSnapshot, Snapshot, TopicSnapshot,
+};
+pub use state::{
+    StateCommand, StateError, StateGetArgs, fetch_state, no_owner, state_answer, state_path,
+    state_url,
 };
 pub use table::{StatusFormat, format_status, grouped, render_table};

@@ -107,10 +107,25 @@ pub struct InstanceSnapshot {
     /// scorer serves now.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub details: BTreeMap<String, String>,
+    /// How large the keyed state this process holds is, for a streamlet with keyed state
+    /// (as of its last checkpoint).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keyed_state: Option<KeyedStateSnapshot>,
     /// Each inlet: its topic, records read and lag per partition.
     pub inlets: Vec<InletSnapshot>,
     /// Each outlet: its topic and records sent.
     pub outlets: Vec<OutletSnapshot>,
+}
+
+/// The size of an instance's keyed state in this process.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyedStateSnapshot {
+    /// The input partitions whose state this process holds.
+    pub partitions: Vec<u32>,
+    /// Entries across them: values, lists, map entries and timers.
+    pub entries: u64,
+    /// Bytes of keys and values across them.
+    pub bytes: u64,
 }
 
 /// One inlet at one moment.

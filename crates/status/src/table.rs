@@ -199,6 +199,7 @@ mod tests {
             problems: Vec::new(),
             last_error: None,
             details: Default::default(),
+            keyed_state: None,
             inlets: Vec::new(),
             outlets: Vec::new(),
         }

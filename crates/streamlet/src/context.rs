@@ -200,6 +200,7 @@ impl Context {
             checkpoints,
             self.clock.clone(),
             self.shutdown.clone(),
+            self.metrics.state_queries().clone(),
         ))
     }
 

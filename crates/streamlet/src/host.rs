@@ -205,6 +205,7 @@ pub async fn run_instance(
         };
         if let Some(changelog) = &changelog {
             create_changelog(&*backend, &instance, changelog, partitions).await?;
+            metrics.state_queries().set_input_partitions(partitions);
         }
         let spec = TopicSpec::new(&checkpoints_topic, partitions)
             .with_config("segment.bytes", CHECKPOINT_SEGMENT_BYTES)

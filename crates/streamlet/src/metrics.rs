@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use runnel_backend::Consumer;
 
+use crate::state::StateQueries;
 use crate::{Histogram, Shape, StatusDetails};
 
 /// Records and bytes through one port; for an inlet, also the lag its consumer's client
@@ -99,6 +100,7 @@ pub struct InstanceMetrics {
     /// The event-time watermark in milliseconds; `i64::MIN` until there is one.
     watermark: AtomicI64,
     details: StatusDetails,
+    state_queries: StateQueries,
 }
 
 impl Default for InstanceMetrics {
@@ -115,6 +117,7 @@ impl Default for InstanceMetrics {
             late: AtomicU64::default(),
             watermark: AtomicI64::new(i64::MIN),
             details: StatusDetails::default(),
+            state_queries: StateQueries::default(),
         }
     }
 }
@@ -131,6 +134,7 @@ impl InstanceMetrics {
                 .outlet_names()
                 .map(|name| (name.to_owned(), Arc::default()))
                 .collect(),
+            state_queries: StateQueries::new(shape.has_keyed_state()),
             ..InstanceMetrics::default()
         }
     }
@@ -226,6 +230,12 @@ impl InstanceMetrics {
     /// The facts the streamlet shows in the status (see [`StatusDetails`]).
     pub fn details(&self) -> &StatusDetails {
         &self.details
+    }
+
+    /// The keyed state's queries and size, for a streamlet with
+    /// [keyed state](crate::Shape::keyed_state) (see [`StateQueries`]).
+    pub fn state_queries(&self) -> &StateQueries {
+        &self.state_queries
     }
 
     pub(crate) fn set_watermark(&self, watermark: i64) {

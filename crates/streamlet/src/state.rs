@@ -18,21 +18,29 @@
 //! whole state instead, so a restore reads at most a few times the state. Exactly-once
 //! instances write all of it in the checkpoint's transaction.
 //!
+//! While it runs, the state of a key can be read from outside: the runtime asks through
+//! the instance's [`StateQueries`], and [`KeyedState::next`] answers between messages with
+//! a [`KeyState`] (the admin endpoint's `/api/state/{instance}`, `runnel state get`).
+//!
 //! Start at [`KeyedState`]; `docs/state.md` is the guide.
 
 mod changelog;
 mod declared;
+mod decoders;
 mod entry;
 mod keyed;
 mod list;
 mod map;
+mod query;
 mod store;
 mod timers;
 mod value;
 
+pub use decoders::{DeclaredState, StateDeclaration};
 pub use entry::KeyedEntry;
 pub use keyed::{Keyed, KeyedState};
 pub use list::{ListRef, ListState};
 pub use map::{MapRef, MapState};
+pub use query::{KeyState, PendingTimer, QueryError, StateEntry, StateQueries, StateSize};
 pub use timers::{TimeDomain, Timer};
 pub use value::{ValueRef, ValueState};

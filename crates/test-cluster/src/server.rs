@@ -234,7 +234,12 @@ async fn handle(
         }
         (&Method::GET, None, _) => list(&shared, &route, &params),
         (&Method::GET, Some(name), Some(sub)) if sub.starts_with("proxy") => {
-            return proxy(&shared, &route, name, &path).await;
+            // The query goes to the pod with the path, as the API server forwards it.
+            let forwarded = match uri.query() {
+                Some(query) => format!("{path}?{query}"),
+                None => path.clone(),
+            };
+            return proxy(&shared, &route, name, &forwarded).await;
         }
         (&Method::GET, Some(name), _) => lock(&shared)
             .get(&route.kind, &route.namespace, name)
@@ -530,7 +535,7 @@ fn line(event: &Value) -> Bytes {
     Bytes::from(text)
 }
 
-/// `GET .../pods/NAME[:PORT]/proxy/PATH`: forwards to the pod's IP.
+/// `GET .../pods/NAME[:PORT]/proxy/PATH[?QUERY]`: forwards to the pod's IP.
 async fn proxy(shared: &Shared, route: &Route, name: &str, path: &str) -> Response {
     let (pod_name, port) = name
         .rsplit_once(':')

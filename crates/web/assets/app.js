@@ -18,6 +18,13 @@ let latest = null;
 let selected = null;
 
 const number = (value) => Math.round(value).toLocaleString("en-US");
+// 1234567 -> "1.2 MB".
+const bytes = (value) => {
+  const units = ["B", "kB", "MB", "GB", "TB"];
+  let unit = 0;
+  while (value >= 1000 && unit < units.length - 1) { value /= 1000; unit += 1; }
+  return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`;
+};
 
 function el(name, attributes = {}, parent = null) {
   const node = document.createElementNS(SVG, name);
@@ -162,10 +169,17 @@ function update(status) {
     setText(group, "sub", s.type);
     setText(group, "state", `${s.state} · ${s.restarts} ${s.restarts === 1 ? "restart" : "restarts"}`);
     setText(group, "rates", `in ${number(s.rate_in)}/s · out ${number(s.rate_out)}/s`);
-    setText(group, "lag", s.inlets.length ? `lag ${number(s.lag)}` : "source");
+    const keyed = s.keyed_state;
+    const stateSize = keyed ? ` · state ${bytes(keyed.bytes)}` : "";
+    setText(group, "lag", (s.inlets.length ? `lag ${number(s.lag)}` : "source") + stateSize);
+    if (keyed) {
+      group.dataset.stateEntries = keyed.entries;
+      group.dataset.stateBytes = keyed.bytes;
+    }
     group.setAttribute("aria-label", `streamlet ${s.name}, ${s.state}, ${state}, ` +
       `${number(s.rate_in)} records in and ${number(s.rate_out)} out per second, ` +
-      `lag ${number(s.lag)}, ${s.restarts} restarts`);
+      `lag ${number(s.lag)}, ${s.restarts} restarts` +
+      (keyed ? `, keyed state ${number(keyed.entries)} entries, ${bytes(keyed.bytes)}` : ""));
   }
   for (const t of status.topics) {
     const group = graph.querySelector(`[data-id="t:${CSS.escape(t.name)}"]`);
@@ -211,6 +225,11 @@ function showDetails(id) {
     if (s.watermark !== undefined && s.watermark !== null) {
       const behind = Math.max(0, (Date.now() - s.watermark) / 1000);
       rows.push(["watermark", `${new Date(s.watermark).toISOString()} (${behind.toFixed(1)} s behind)`]);
+    }
+    if (s.keyed_state) {
+      const k = s.keyed_state;
+      const held = k.partitions.length ? k.partitions.join(", ") : "none yet";
+      rows.push(["keyed state", `${number(k.entries)} entries, ${bytes(k.bytes)} (partitions ${held})`]);
     }
     for (const i of s.inlets) rows.push([`inlet ${i.port}`, `${i.topic}, lag ${i.partition_lag.join(" / ")}`]);
     for (const o of s.outlets) rows.push([`outlet ${o.port}`, `${o.topic}, ${number(o.records)} sent`]);

@@ -9,7 +9,9 @@
 //! - `/health/live` and `/health/ready` (ready while every streamlet is connected and none
 //!   has a [`Problem`](runnel_runtime::Problem));
 //! - `/api/status` — the [`Snapshot`](runnel_runtime::Snapshot) as JSON;
-//! - `/api/history` — the last five minutes of samples, for the charts.
+//! - `/api/history` — the last five minutes of samples, for the charts;
+//! - `/api/state/{instance}?key=K` — the keyed state of one key of a stateful streamlet
+//!   (a [`KeyState`](runnel_runtime::KeyState)), answered by the running streamlet.
 //!
 //! ```no_run
 //! # async fn demo(board: std::sync::Arc<runnel_runtime::StatusBoard>) -> Result<(), runnel_web::ServeError> {

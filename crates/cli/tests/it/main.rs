@@ -7,6 +7,8 @@ mod cluster;
 mod graph;
 /// `runnel new`: the generated app builds and passes its test.
 mod new;
+/// `runnel state get`: the owner's answer among several endpoints, refusals, hex keys.
+mod state;
 /// `runnel status`: table, JSON and YAML from an admin endpoint.
 mod status;
 /// Running the built binary.

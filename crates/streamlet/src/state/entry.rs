@@ -4,6 +4,7 @@
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::decoders::StateDecoders;
 use super::store::PartitionStore;
 use super::timers::{TimeDomain, timer_key};
 use super::{ListRef, ListState, MapRef, MapState, ValueRef, ValueState};
@@ -20,6 +21,8 @@ pub struct KeyedEntry<'a> {
     pub(super) key: Vec<u8>,
     /// Processing time, for time to live.
     pub(super) now: i64,
+    /// The states used so far, which queries show.
+    pub(super) decoders: &'a mut StateDecoders,
 }
 
 impl<'a> KeyedEntry<'a> {
@@ -38,6 +41,7 @@ impl<'a> KeyedEntry<'a> {
         &mut self,
         state: ValueState<T>,
     ) -> ValueRef<'_, 'a, T> {
+        self.decoders.value::<T>(state.name());
         let key = self.composite(b'v', state.name(), &[]);
         ValueRef::new(self, state, key)
     }
@@ -47,6 +51,7 @@ impl<'a> KeyedEntry<'a> {
         &mut self,
         state: ListState<T>,
     ) -> ListRef<'_, 'a, T> {
+        self.decoders.list::<T>(state.name());
         let key = self.composite(b'l', state.name(), &[]);
         ListRef::new(self, state, key)
     }
@@ -57,6 +62,7 @@ impl<'a> KeyedEntry<'a> {
         K: Serialize + DeserializeOwned,
         V: Serialize + DeserializeOwned,
     {
+        self.decoders.map::<K, V>(state.name());
         let key = self.composite(b'm', state.name(), &(self.key.len() as u32).to_be_bytes());
         MapRef::new(self, state, key)
     }
@@ -80,13 +86,7 @@ impl<'a> KeyedEntry<'a> {
     /// The store key of this key's entry in state `name` of `kind`: the kind, the name
     /// (length first), `infix`, then the key.
     fn composite(&self, kind: u8, name: &str, infix: &[u8]) -> Vec<u8> {
-        let mut key = Vec::with_capacity(2 + name.len() + infix.len() + self.key.len());
-        key.push(kind);
-        key.push(name.len() as u8);
-        key.extend_from_slice(name.as_bytes());
-        key.extend_from_slice(infix);
-        key.extend_from_slice(&self.key);
-        key
+        composite_key(kind, name, infix, &self.key)
     }
 
     /// The expiry of an entry written now with time to live `ttl`.
@@ -118,6 +118,18 @@ impl<'a> KeyedEntry<'a> {
             ))
         })
     }
+}
+
+/// The store key of `key`'s entry in state `name` of `kind`: the kind, the name (length
+/// first), `infix`, then the key.
+pub(super) fn composite_key(kind: u8, name: &str, infix: &[u8], key: &[u8]) -> Vec<u8> {
+    let mut stored = Vec::with_capacity(2 + name.len() + infix.len() + key.len());
+    stored.push(kind);
+    stored.push(name.len() as u8);
+    stored.extend_from_slice(name.as_bytes());
+    stored.extend_from_slice(infix);
+    stored.extend_from_slice(key);
+    stored
 }
 
 /// A key as text when it is printable UTF-8, otherwise as hexadecimal.

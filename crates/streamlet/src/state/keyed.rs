@@ -7,13 +7,16 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::KeyedEntry;
 use super::changelog;
+use super::decoders::{DeclaredState, StateDecoders};
+use super::query::{self, Query, StateQueries};
 use super::store::PartitionStore;
 use super::timers::{self, TimeDomain, Timer};
+use super::{KeyState, KeyedEntry};
 use crate::checkpoint::{ChangelogBatch, PartitionSave, unique_id};
 use crate::watermark::{WatermarkHolder, Watermarks};
 use crate::{Checkpoints, Clock, Data, Error, InletStream, Message, Result};
@@ -44,6 +47,10 @@ pub enum Keyed<T> {
 /// [`checkpoint_every`](KeyedState::checkpoint_every) says otherwise), writes the entries
 /// changed since the last checkpoint to the changelog and a checkpoint with the committed
 /// input offsets. Partitions a rebalance took away get a last checkpoint and are dropped.
+/// It also answers queries of a key's state from outside (the admin endpoint's
+/// `/api/state/{instance}`, `runnel state get`; see [`StateQueries`]) between messages, so
+/// no lock guards the state; [`declare`](KeyedState::declare) the states to show their
+/// values from the start.
 ///
 /// **Commit each message (or timer's work) before asking for the next**: a checkpoint taken
 /// in `next` reflects the input committed so far, so state changed for a message still held
@@ -112,6 +119,11 @@ pub struct KeyedState {
     /// The input ended: the timers due by then fire, then `next` returns `None`.
     ended: bool,
     finished: bool,
+    /// The states used so far, which queries show.
+    decoders: StateDecoders,
+    /// Where queries come from and the state size goes.
+    queries: StateQueries,
+    asked: mpsc::Receiver<Query>,
 }
 
 /// The state of one input partition.
@@ -136,7 +148,9 @@ impl KeyedState {
         checkpoints: Checkpoints,
         clock: Arc<dyn Clock>,
         stopping: CancellationToken,
+        queries: StateQueries,
     ) -> Self {
+        let asked = queries.connect();
         KeyedState {
             checkpoints,
             clock,
@@ -147,12 +161,33 @@ impl KeyedState {
             next_checkpoint: None,
             ended: false,
             finished: false,
+            decoders: StateDecoders::default(),
+            queries,
+            asked,
         }
     }
 
     /// Checkpoints at most every `interval` after a change (one second by default).
     pub fn checkpoint_every(mut self, interval: Duration) -> Self {
         self.checkpoint_every = interval;
+        self
+    }
+
+    /// Declares `state`, so queries of a key (over the admin endpoint, `runnel state get`)
+    /// show its value from the start. A state the streamlet uses is declared by its first
+    /// use; until then, a state found in the restored checkpoints is listed without its value.
+    ///
+    /// ```
+    /// # use runnel_streamlet::prelude::*;
+    /// use runnel_streamlet::state::{KeyedState, MapState, ValueState};
+    /// const COUNT: ValueState<u64> = ValueState::new("count");
+    /// const TEXTS: MapState<String, u64> = MapState::new("texts");
+    /// fn queryable(state: KeyedState) -> KeyedState {
+    ///     state.declare(COUNT).declare(TEXTS)
+    /// }
+    /// ```
+    pub fn declare(mut self, state: impl DeclaredState) -> Self {
+        self.decoders.declare(state.declaration().0);
         self
     }
 
@@ -182,7 +217,59 @@ impl KeyedState {
             partition,
             key: key.into(),
             now,
+            decoders: &mut self.decoders,
         }
+    }
+
+    /// Answers a query for `key` from the partitions `input` holds now (its consumer's
+    /// assignment), restoring the key's partition first when it was assigned and has not
+    /// delivered a message yet.
+    async fn answer<T: Data>(
+        &mut self,
+        key: &[u8],
+        input: &mut InletStream<T>,
+    ) -> Result<KeyState> {
+        let partitions = self.queries.input_partitions();
+        if partitions > 0 {
+            let partition = runnel_backend::partition_for_key(key, partitions);
+            if !self.partitions.contains_key(&partition)
+                && input.partitions().contains(&partition)
+                && let Some(offset) = self.restore(partition, input.name()).await?
+                && let Err(error) = input.rewind(partition, offset).await
+            {
+                if input.partitions().contains(&partition) {
+                    return Err(error);
+                }
+                // A rebalance took the partition away during the restore.
+                self.partitions.remove(&partition);
+            }
+        }
+        let mut assigned = input.partitions();
+        assigned.sort_unstable();
+        let stores = self
+            .partitions
+            .iter()
+            .filter(|(partition, _)| assigned.contains(partition))
+            .map(|(partition, state)| (*partition, &state.store));
+        Ok(query::answer(
+            stores,
+            &assigned,
+            &self.decoders,
+            key,
+            partitions,
+            self.clock.now_millis(),
+        ))
+    }
+
+    fn stores(&self) -> impl Iterator<Item = (u32, &PartitionStore)> {
+        self.partitions
+            .iter()
+            .map(|(partition, state)| (*partition, &state.store))
+    }
+
+    /// Tells the status how large the state is.
+    fn publish_size(&self) {
+        self.queries.publish_size(query::size(self.stores()));
     }
 
     /// The event-time watermark of input `partition` (`i64::MIN` before there is one).
@@ -256,9 +343,15 @@ impl KeyedState {
                     None => std::future::pending().await,
                 }
             };
+            let asked = &mut self.asked;
             tokio::select! {
                 biased;
                 () = checkpoint_due => self.save(&input.partitions(), false)?,
+                Some(asked) = asked.recv() => {
+                    let answer = self.answer(&asked.key, input).await?;
+                    // The asker may have given up waiting; nothing to tell then.
+                    let _ = asked.reply.send(answer);
+                }
                 () = wake => {}
                 message = input.next() => {
                     let Some(message) = message? else {
@@ -348,6 +441,7 @@ impl KeyedState {
             None => WatermarkHolder::new(self.strategy),
         };
         watermarks.add_partition(partition, self.clock.now_millis());
+        self.decoders.note_stored(&store);
         if ranges.is_empty() || ranges.len() >= MAX_RANGES {
             // Start the changelog afresh: the first checkpoint holds the whole state.
             store.snapshot_next();
@@ -369,6 +463,7 @@ impl KeyedState {
                 moved: false,
             },
         );
+        self.publish_size();
         Ok(restored.next_offset(inlet))
     }
 
@@ -422,6 +517,7 @@ impl KeyedState {
             self.partitions.remove(&partition);
         }
         self.next_checkpoint = None;
+        self.publish_size();
         Ok(())
     }
 }

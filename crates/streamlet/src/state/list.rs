@@ -8,6 +8,7 @@ use serde::de::DeserializeOwned;
 
 use super::KeyedEntry;
 use super::declared::Declared;
+use super::decoders::{DeclaredState, StateDeclaration, StateDecoder};
 use crate::Result;
 
 /// A list of values per key, declared once as a constant. A key's list is stored (and
@@ -52,6 +53,12 @@ impl<T> ListState<T> {
     /// The state's name.
     pub const fn name(&self) -> &'static str {
         self.declared.name
+    }
+}
+
+impl<T: Serialize + DeserializeOwned> DeclaredState for ListState<T> {
+    fn declaration(&self) -> StateDeclaration {
+        StateDeclaration(StateDecoder::list::<T>(self.name()))
     }
 }
 

@@ -8,6 +8,7 @@ use serde::de::DeserializeOwned;
 
 use super::KeyedEntry;
 use super::declared::Declared;
+use super::decoders::{DeclaredState, StateDeclaration, StateDecoder};
 use crate::{Error, Result};
 
 /// A map per key, declared once as a constant. Each map entry is a store entry of its own,
@@ -51,6 +52,16 @@ impl<K, V> MapState<K, V> {
     /// The state's name.
     pub const fn name(&self) -> &'static str {
         self.declared.name
+    }
+}
+
+impl<K, V> DeclaredState for MapState<K, V>
+where
+    K: Serialize + DeserializeOwned,
+    V: Serialize + DeserializeOwned,
+{
+    fn declaration(&self) -> StateDeclaration {
+        StateDeclaration(StateDecoder::map::<K, V>(self.name()))
     }
 }
 

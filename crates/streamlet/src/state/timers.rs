@@ -57,6 +57,27 @@ pub(super) fn next_time(store: &PartitionStore, domain: TimeDomain) -> Option<i6
     Some((u64::from_be_bytes(time) ^ (1 << 63)) as i64)
 }
 
+/// The pending timers of `key` in the store: a scan of every timer of the partition, in
+/// time order (for queries, not for each message).
+pub(super) fn pending(store: &PartitionStore, key: &[u8]) -> Vec<(TimeDomain, i64)> {
+    let mut found = Vec::new();
+    for domain in [TimeDomain::EventTime, TimeDomain::ProcessingTime] {
+        for (stored, _) in store.scan(&prefix(domain), i64::MIN) {
+            let Some((time, timer_key)) =
+                stored.get(2..).map(|rest| rest.split_at(8.min(rest.len())))
+            else {
+                continue;
+            };
+            if timer_key == key
+                && let Ok(time) = <[u8; 8]>::try_from(time)
+            {
+                found.push((domain, (u64::from_be_bytes(time) ^ (1 << 63)) as i64));
+            }
+        }
+    }
+    found
+}
+
 /// Takes the next timer of `domain` due at `now` (a watermark or a clock reading) out of
 /// the store.
 pub(super) fn take_due(

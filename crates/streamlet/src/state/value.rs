@@ -8,6 +8,7 @@ use serde::de::DeserializeOwned;
 
 use super::KeyedEntry;
 use super::declared::Declared;
+use super::decoders::{DeclaredState, StateDeclaration, StateDecoder};
 use crate::Result;
 
 /// A value per key, declared once as a constant; values are stored in a compact binary
@@ -54,6 +55,12 @@ impl<T> ValueState<T> {
     /// The state's name.
     pub const fn name(&self) -> &'static str {
         self.declared.name
+    }
+}
+
+impl<T: Serialize + DeserializeOwned> DeclaredState for ValueState<T> {
+    fn declaration(&self) -> StateDeclaration {
+        StateDeclaration(StateDecoder::value::<T>(self.name()))
     }
 }
 

@@ -18,6 +18,7 @@ mod reference_panes; // Streaming Systems' trigger examples, every pane's metada
 mod scores; // the book's running example, a harness for the window operator, pane rules
 mod serde_prelude; // the prelude derives without a serde dependency (ignored: builds a crate)
 mod state_by_partition; // a window count kept by partition scales out and survives a killed member
+mod state_queries; // a running keyed state answers queries by key; the partition's owner answers
 mod testkit; // what the test kit itself reports
 mod triggers; // composed triggers, global windows, on-time and closing behaviours, checks
 mod window_operator; // the window operator alone: watermarks, accumulation modes, sessions

@@ -63,15 +63,32 @@ producers = ["source.out"]
 consumers = ["sink.in"]
 partitions = 2
 "#;
-    let descriptor = registry.descriptor("clock");
+    serve_app(&registry, text, backend, None).await
+}
+
+/// Runs the app of `registry` wired by blueprint `text` on `backend` (only instance `only`
+/// when given, as `run-streamlet` does), with its admin endpoint on a free port.
+pub(crate) async fn serve_app(
+    registry: &Registry,
+    text: &str,
+    backend: Arc<dyn runnel_backend::Backend>,
+    only: Option<&str>,
+) -> Served {
+    let name = text
+        .lines()
+        .find_map(|line| line.strip_prefix("name = "))
+        .map(|name| name.trim_matches('"').to_owned())
+        .expect("the blueprint names its app");
+    let descriptor = registry.descriptor(&name);
     let blueprint = runnel_blueprint::verify(Path::new("blueprint.toml"), text, &descriptor)
         .blueprint
         .unwrap();
     let plan =
-        runnel_runtime::plan(&blueprint, &descriptor, &registry, &LocalConfig::default()).unwrap();
+        runnel_runtime::plan(&blueprint, &descriptor, registry, &LocalConfig::default()).unwrap();
     let shutdown = CancellationToken::new();
     let options = RunOptions {
         view: ViewMode::Off,
+        only: only.map(str::to_owned),
         ..RunOptions::default()
     };
     let running = runnel_runtime::start(
