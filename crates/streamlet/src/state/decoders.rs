@@ -140,19 +140,21 @@ impl StateDecoders {
         }
     }
 
-    /// Notes the states `store` holds entries of (one pass over a restored store; its keys
-    /// are ordered, so each state's entries are together).
+    /// Notes the states `store` holds entries of (one pass over a restored store).
     pub(super) fn note_stored(&mut self, store: &PartitionStore) {
-        let mut last: Option<&[u8]> = None;
-        for (key, _) in store.scan(&[], i64::MIN) {
+        let mut seen: Vec<(StateKind, &[u8])> = Vec::new();
+        for key in store.keys() {
             let Some((kind, name)) = state_of(key) else {
                 continue;
             };
-            let prefix = &key[..2 + name.len()];
-            if last == Some(prefix) {
+            if seen.iter().any(|(k, n)| *k == kind && *n == name) {
                 continue;
             }
-            last = Some(prefix);
+            seen.push((kind, name));
+        }
+        // In the order of their stored keys, as the store does not keep one.
+        seen.sort_by_key(|(kind, name)| (kind.tag(), *name));
+        for (kind, name) in seen {
             let name = String::from_utf8_lossy(name).into_owned();
             if !self.stored.iter().any(|(k, n)| *k == kind && *n == name) {
                 self.stored.push((kind, name));

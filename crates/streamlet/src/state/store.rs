@@ -300,6 +300,11 @@ impl PartitionStore {
         self.changed.insert(held);
     }
 
+    /// Every key held, in no particular order.
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &[u8]> {
+        self.entries.keys().map(|key| &**key)
+    }
+
     /// How many entries the store holds.
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
