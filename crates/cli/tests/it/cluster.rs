@@ -290,7 +290,12 @@ fn deploy_scale_configure_and_undeploy_through_the_cli() {
         .iter()
         .filter(|r| r.method == "PUT" && r.path.ends_with("/applications/demo"))
         .count();
-    assert_eq!(puts, 2, "the conflict was retried once");
+    // The injected conflict forces one retry; the operator's status writes, landing between
+    // a read and a write of the CLI on a loaded machine, can cause another genuine one.
+    assert!(
+        puts >= 2,
+        "the conflict was retried: {puts} writes of the Application"
+    );
     cluster.eventually("three loggers", |c| {
         (c.deployment("demo-log")?.spec?.replicas == Some(3)).then_some(())
     });
