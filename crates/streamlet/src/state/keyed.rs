@@ -327,69 +327,87 @@ impl KeyedState {
             if self.next_checkpoint.is_some_and(|at| at <= Instant::now()) {
                 self.save(&input.partitions(), false)?;
             }
-            let processing_deadline = self
-                .partitions
-                .values()
-                .filter_map(|state| timers::next_time(&state.store, TimeDomain::ProcessingTime))
-                .min();
-            let wake = match processing_deadline {
-                Some(deadline) => self.clock.sleep_until(deadline),
-                None => std::future::pending().boxed(),
-            };
-            let next_checkpoint = self.next_checkpoint;
-            let checkpoint_due = async move {
-                match next_checkpoint {
-                    Some(at) => tokio::time::sleep_until(at).await,
-                    None => std::future::pending().await,
-                }
-            };
-            let asked = &mut self.asked;
-            tokio::select! {
-                biased;
-                () = checkpoint_due => self.save(&input.partitions(), false)?,
-                Some(asked) = asked.recv() => {
-                    let answer = self.answer(&asked.key, input).await?;
-                    // The asker may have given up waiting; nothing to tell then.
-                    let _ = asked.reply.send(answer);
-                }
-                () = wake => {}
-                message = input.next() => {
-                    let Some(message) = message? else {
-                        if !self.stopping.is_cancelled() {
-                            // A bounded input ended: every event-time timer is due.
-                            for state in self.partitions.values_mut() {
-                                state.watermarks.finish();
-                            }
-                        }
-                        self.ended = true;
-                        continue;
-                    };
-                    let partition = message.partition();
-                    if !self.partitions.contains_key(&partition)
-                        && let Some(offset) = self.restore(partition, input.name()).await?
-                    {
-                        // Read the partition again from where its state stands; this
-                        // message comes again if the state does not reflect it.
-                        drop(message);
-                        if let Err(error) = input.rewind(partition, offset).await {
-                            if input.partitions().contains(&partition) {
-                                return Err(error);
-                            }
-                            // A rebalance took the partition away during the restore: its
-                            // new owner restores it; nothing changed here.
-                            self.partitions.remove(&partition);
-                        }
-                        continue;
-                    }
-                    let time = event_time(&message);
-                    let state = self.partitions.get_mut(&partition).expect("restored above");
-                    if state.watermarks.observe(partition, time, now).is_some() {
-                        state.moved = true;
-                    }
-                    self.schedule_checkpoint();
-                    return Ok(Some(Keyed::Message(message)));
-                }
+            if let Ok(asked) = self.asked.try_recv() {
+                let answer = self.answer(&asked.key, input).await?;
+                // The asker may have given up waiting; nothing to tell then.
+                let _ = asked.reply.send(answer);
+                continue;
             }
+            // A message the inlet holds already is taken without setting up the wait below
+            // (timers and due checkpoints were looked at above); the inlet's `next` is
+            // cancel safe.
+            let message = match input.next().now_or_never() {
+                Some(message) => message,
+                None => {
+                    let processing_deadline = self
+                        .partitions
+                        .values()
+                        .filter_map(|state| {
+                            timers::next_time(&state.store, TimeDomain::ProcessingTime)
+                        })
+                        .min();
+                    let wake = match processing_deadline {
+                        Some(deadline) => self.clock.sleep_until(deadline),
+                        None => std::future::pending().boxed(),
+                    };
+                    let next_checkpoint = self.next_checkpoint;
+                    let checkpoint_due = async move {
+                        match next_checkpoint {
+                            Some(at) => tokio::time::sleep_until(at).await,
+                            None => std::future::pending().await,
+                        }
+                    };
+                    let asked = &mut self.asked;
+                    tokio::select! {
+                        biased;
+                        () = checkpoint_due => {
+                            self.save(&input.partitions(), false)?;
+                            continue;
+                        }
+                        Some(asked) = asked.recv() => {
+                            let answer = self.answer(&asked.key, input).await?;
+                            let _ = asked.reply.send(answer);
+                            continue;
+                        }
+                        () = wake => continue,
+                        message = input.next() => message,
+                    }
+                }
+            };
+            let Some(message) = message? else {
+                if !self.stopping.is_cancelled() {
+                    // A bounded input ended: every event-time timer is due.
+                    for state in self.partitions.values_mut() {
+                        state.watermarks.finish();
+                    }
+                }
+                self.ended = true;
+                continue;
+            };
+            let partition = message.partition();
+            if !self.partitions.contains_key(&partition)
+                && let Some(offset) = self.restore(partition, input.name()).await?
+            {
+                // Read the partition again from where its state stands; this
+                // message comes again if the state does not reflect it.
+                drop(message);
+                if let Err(error) = input.rewind(partition, offset).await {
+                    if input.partitions().contains(&partition) {
+                        return Err(error);
+                    }
+                    // A rebalance took the partition away during the restore: its
+                    // new owner restores it; nothing changed here.
+                    self.partitions.remove(&partition);
+                }
+                continue;
+            }
+            let time = event_time(&message);
+            let state = self.partitions.get_mut(&partition).expect("restored above");
+            if state.watermarks.observe(partition, time, now).is_some() {
+                state.moved = true;
+            }
+            self.schedule_checkpoint();
+            return Ok(Some(Keyed::Message(message)));
         }
     }
 
