@@ -45,13 +45,14 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use crate::InstanceMetrics;
-use crate::checkpoint::{
-    self, CHANGELOG_WRITER_HEADER, ChangelogBatch, ChangelogRange, InletOffset, PartitionSave,
-    SavedState,
-};
+use crate::checkpoint::{self, ChangelogRange, InletOffset, PartitionSave, SavedState};
 use crate::gate::{Gate, HandedOut};
 
+mod checkpoint_writing;
 mod queue;
+
+pub(crate) use checkpoint_writing::ChangelogWriter;
+use checkpoint_writing::{InFlight, PendingRecord, Written, write_records};
 
 use queue::{EventReceiver, EventSender, Wake};
 
@@ -359,196 +360,11 @@ pub(crate) struct CheckpointWriter {
     pub(crate) changelog: Option<ChangelogWriter>,
 }
 
-/// Where a keyed state's changelog goes, and which of its records make up each partition's
-/// state as of the last checkpoint.
-#[derive(Debug)]
-pub(crate) struct ChangelogWriter {
-    pub(crate) backend: Arc<dyn runnel_backend::Backend>,
-    pub(crate) topic: Arc<str>,
-    /// Partition -> its ranges (restored with the partition).
-    pub(crate) ranges: BTreeMap<u32, Vec<ChangelogRange>>,
-}
-
 /// The transaction an exactly-once checkpoint commits, and the gate that holds the
 /// streamlet's sends back until it has.
 struct CheckpointTransaction {
     producer: Arc<dyn TransactionalProducer>,
     sending: Arc<Gate>,
-}
-
-impl ChangelogWriter {
-    /// Sends one checkpoint's changes of `partition`. Exactly once, the partition's ranges
-    /// are known at once (the transaction commits the records with the checkpoint record);
-    /// at least once, when the records are durable ([`ChangelogSent::ranges`]), since the
-    /// checkpoint record naming them must not be durable before them.
-    async fn send(
-        &mut self,
-        producer: &dyn Producer,
-        partition: u32,
-        changes: &ChangelogBatch,
-        exactly_once: bool,
-    ) -> Result<ChangelogSent, CommitError> {
-        let failed = |source| CommitError::Checkpoint {
-            topic: self.topic.clone(),
-            source,
-        };
-        let mut ranges = self.ranges.get(&partition).cloned().unwrap_or_default();
-        if exactly_once && (changes.snapshot || ranges.is_empty()) {
-            // Read committed from here on: this partition has no other writer (a zombie's
-            // transaction is fenced, so aborted), and a snapshot needs nothing before it.
-            let from = if changes.snapshot {
-                self.backend
-                    .offsets(&self.topic)
-                    .await
-                    .map_err(failed)?
-                    .get(partition as usize)
-                    .map_or(0, |offsets| offsets.end)
-            } else {
-                0
-            };
-            ranges = vec![ChangelogRange {
-                from,
-                to: None,
-                writer: None,
-            }];
-        }
-        let writer = Bytes::from(format!("{:x}", changes.writer));
-        let mut receipts = Vec::with_capacity(changes.entries.len());
-        for (key, value) in &changes.entries {
-            let record = match value {
-                Some(value) => runnel_backend::Record::new(value.clone()),
-                None => runnel_backend::Record::null(),
-            }
-            .with_key(key.clone())
-            .with_header(CHANGELOG_WRITER_HEADER, writer.clone());
-            let receipt = producer
-                .send(&self.topic, partition, record)
-                .await
-                .map_err(failed)?;
-            receipts.push(receipt);
-        }
-        if exactly_once {
-            self.ranges.insert(partition, ranges.clone());
-            receipts.clear(); // the commit waits for them with every other record
-        }
-        Ok(ChangelogSent {
-            topic: self.topic.clone(),
-            ranges,
-            receipts,
-            snapshot: changes.snapshot && !exactly_once,
-            writer: changes.writer,
-        })
-    }
-}
-
-/// One checkpoint's changelog records of one partition, sent.
-struct ChangelogSent {
-    topic: Arc<str>,
-    /// The partition's ranges before these records (exactly once: with them).
-    ranges: Vec<ChangelogRange>,
-    /// At least once: the receipts of the records, which the ranges wait for.
-    receipts: Vec<Receipt>,
-    /// At least once: whether the records are the whole state, replacing the ranges.
-    snapshot: bool,
-    writer: u64,
-}
-
-impl ChangelogSent {
-    /// The partition's ranges with these records, once they are durable.
-    async fn ranges(self) -> Result<Vec<ChangelogRange>, CommitError> {
-        let mut ranges = self.ranges;
-        let mut written: Option<(u64, u64)> = None;
-        for receipt in self.receipts {
-            let offset = receipt.await.map_err(|source| CommitError::Checkpoint {
-                topic: self.topic.clone(),
-                source,
-            })?;
-            written = Some(written.map_or((offset, offset), |(first, last)| {
-                (first.min(offset), last.max(offset))
-            }));
-        }
-        if self.snapshot {
-            ranges.clear();
-        }
-        if let Some((first, last)) = written {
-            match ranges.last_mut() {
-                Some(range) if range.writer == Some(self.writer) => range.to = Some(last + 1),
-                _ => ranges.push(ChangelogRange {
-                    from: first,
-                    to: Some(last + 1),
-                    writer: Some(self.writer),
-                }),
-            }
-        }
-        Ok(ranges)
-    }
-}
-
-/// At least once: a checkpoint being written while the committer goes on taking events.
-/// It completes with what the committer does once it is durable.
-struct InFlight(futures::future::BoxFuture<'static, Result<Written, CommitError>>);
-
-impl std::fmt::Debug for InFlight {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("InFlight")
-    }
-}
-
-/// A checkpoint made durable: the changelog ranges its records named, and the offsets it
-/// reflects, per inlet, to write to the consumer groups.
-struct Written {
-    ranges: Vec<(u32, Vec<ChangelogRange>)>,
-    offsets: Vec<Vec<CommitOffset>>,
-}
-
-/// One partition's checkpoint record, to write once its changelog records are durable.
-struct PendingRecord {
-    partition: u32,
-    state: Bytes,
-    offsets: Vec<InletOffset>,
-    changelog: Option<ChangelogSent>,
-}
-
-/// Writes the checkpoint records of `pending` to their partitions of `topic`, each once its
-/// changelog records are durable and its ranges known, and with `durable` waits until they
-/// are durable too (at least once; exactly once the transaction's commit waits for them).
-/// Returns the changelog ranges each record named.
-async fn write_records(
-    producer: Arc<dyn Producer>,
-    topic: Arc<str>,
-    instance: Arc<str>,
-    pending: Vec<PendingRecord>,
-    durable: bool,
-) -> Result<Vec<(u32, Vec<ChangelogRange>)>, CommitError> {
-    let failed = |source| CommitError::Checkpoint {
-        topic: topic.clone(),
-        source,
-    };
-    let mut named = Vec::new();
-    let mut receipts = Vec::with_capacity(pending.len());
-    for record in pending {
-        let ranges = match record.changelog {
-            Some(sent) => Some(sent.ranges().await?),
-            None => None,
-        };
-        let checkpoint =
-            checkpoint::record(&instance, record.state, &record.offsets, ranges.as_deref());
-        receipts.push(
-            producer
-                .send(&topic, record.partition, checkpoint)
-                .await
-                .map_err(failed)?,
-        );
-        if let Some(ranges) = ranges {
-            named.push((record.partition, ranges));
-        }
-    }
-    if durable {
-        for receipt in receipts {
-            receipt.await.map_err(failed)?;
-        }
-    }
-    Ok(named)
 }
 
 /// Drains the acknowledgement queue and commits offsets.

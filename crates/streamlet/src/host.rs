@@ -210,12 +210,7 @@ pub async fn run_instance(
         let spec = TopicSpec::new(&checkpoints_topic, partitions)
             .with_config("segment.bytes", CHECKPOINT_SEGMENT_BYTES)
             .with_config("retention.bytes", CHECKPOINT_SEGMENT_BYTES);
-        backend.create_topic(&spec).await.map_err(Error::external)?;
-        let existing = backend
-            .topic(&checkpoints_topic)
-            .await
-            .map_err(Error::external)?
-            .map_or(partitions, |topic| topic.partitions);
+        let existing = create_state_topic(&*backend, &spec).await?;
         if existing != partitions {
             return Err(Error::msg(format!(
                 "the checkpoint topic '{checkpoints_topic}' of streamlet '{instance}' has {existing} partition(s) where its checkpoints need {partitions}; it was written by a version of the streamlet that kept its state {}; delete the topic to start from empty state",
@@ -442,18 +437,21 @@ async fn create_changelog(
             .with_config("cleanup.policy", "compact")
             .with_config("min.compaction.lag.ms", CHANGELOG_COMPACTION_LAG_MS);
     }
-    backend.create_topic(&spec).await.map_err(Error::external)?;
-    let existing = backend
-        .topic(topic)
-        .await
-        .map_err(Error::external)?
-        .map_or(partitions, |info| info.partitions);
+    let existing = create_state_topic(backend, &spec).await?;
     if existing != partitions {
         return Err(Error::msg(format!(
             "the changelog topic '{topic}' of streamlet '{instance}' has {existing} partition(s) where its input has {partitions}; its state is split by input partition, so the counts must match; delete the changelog and checkpoint topics to start from empty state"
         )));
     }
     Ok(())
+}
+
+/// Creates a checkpoint or changelog topic as `spec` says, unless it exists; returns the
+/// partition count it has (an existing one's may differ from the spec's).
+async fn create_state_topic(backend: &dyn Backend, spec: &TopicSpec) -> Result<u32> {
+    backend.create_topic(spec).await.map_err(Error::external)?;
+    let existing = backend.topic(&spec.name).await.map_err(Error::external)?;
+    Ok(existing.map_or(spec.partitions, |topic| topic.partitions))
 }
 
 /// The partition count of the inlets of an instance checkpointed by partition, which must

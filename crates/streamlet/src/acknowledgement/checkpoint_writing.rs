@@ -1,0 +1,201 @@
+//! Writing checkpoints: a keyed state's changelog records ([`ChangelogWriter`]), and the
+//! checkpoint records that name them, written once the changelog is durable. At least once
+//! this runs as an [`InFlight`] checkpoint while the committer goes on taking events.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use runnel_backend::{CommitOffset, Producer, Receipt};
+
+use super::CommitError;
+use crate::checkpoint::{
+    self, CHANGELOG_WRITER_HEADER, ChangelogBatch, ChangelogRange, InletOffset,
+};
+
+/// Where a keyed state's changelog goes, and which of its records make up each partition's
+/// state as of the last checkpoint.
+#[derive(Debug)]
+pub(crate) struct ChangelogWriter {
+    pub(crate) backend: Arc<dyn runnel_backend::Backend>,
+    pub(crate) topic: Arc<str>,
+    /// Partition -> its ranges (restored with the partition).
+    pub(crate) ranges: BTreeMap<u32, Vec<ChangelogRange>>,
+}
+
+impl ChangelogWriter {
+    /// Sends one checkpoint's changes of `partition`. Exactly once, the partition's ranges
+    /// are known at once (the transaction commits the records with the checkpoint record);
+    /// at least once, when the records are durable ([`ChangelogSent::ranges`]), since the
+    /// checkpoint record naming them must not be durable before them.
+    pub(super) async fn send(
+        &mut self,
+        producer: &dyn Producer,
+        partition: u32,
+        changes: &ChangelogBatch,
+        exactly_once: bool,
+    ) -> Result<ChangelogSent, CommitError> {
+        let failed = |source| CommitError::Checkpoint {
+            topic: self.topic.clone(),
+            source,
+        };
+        let mut ranges = self.ranges.get(&partition).cloned().unwrap_or_default();
+        if exactly_once && (changes.snapshot || ranges.is_empty()) {
+            // Read committed from here on: this partition has no other writer (a zombie's
+            // transaction is fenced, so aborted), and a snapshot needs nothing before it.
+            let from = if changes.snapshot {
+                self.backend
+                    .offsets(&self.topic)
+                    .await
+                    .map_err(failed)?
+                    .get(partition as usize)
+                    .map_or(0, |offsets| offsets.end)
+            } else {
+                0
+            };
+            ranges = vec![ChangelogRange {
+                from,
+                to: None,
+                writer: None,
+            }];
+        }
+        let writer = Bytes::from(format!("{:x}", changes.writer));
+        let mut receipts = Vec::with_capacity(changes.entries.len());
+        for (key, value) in &changes.entries {
+            let record = match value {
+                Some(value) => runnel_backend::Record::new(value.clone()),
+                None => runnel_backend::Record::null(),
+            }
+            .with_key(key.clone())
+            .with_header(CHANGELOG_WRITER_HEADER, writer.clone());
+            let receipt = producer
+                .send(&self.topic, partition, record)
+                .await
+                .map_err(failed)?;
+            receipts.push(receipt);
+        }
+        if exactly_once {
+            self.ranges.insert(partition, ranges.clone());
+            receipts.clear(); // the commit waits for them with every other record
+        }
+        Ok(ChangelogSent {
+            topic: self.topic.clone(),
+            ranges,
+            receipts,
+            snapshot: changes.snapshot && !exactly_once,
+            writer: changes.writer,
+        })
+    }
+}
+
+/// One checkpoint's changelog records of one partition, sent.
+pub(super) struct ChangelogSent {
+    topic: Arc<str>,
+    /// The partition's ranges before these records (exactly once: with them).
+    ranges: Vec<ChangelogRange>,
+    /// At least once: the receipts of the records, which the ranges wait for.
+    receipts: Vec<Receipt>,
+    /// At least once: whether the records are the whole state, replacing the ranges.
+    snapshot: bool,
+    writer: u64,
+}
+
+impl ChangelogSent {
+    /// The partition's ranges with these records, once they are durable.
+    async fn ranges(self) -> Result<Vec<ChangelogRange>, CommitError> {
+        let mut ranges = self.ranges;
+        let mut written: Option<(u64, u64)> = None;
+        for receipt in self.receipts {
+            let offset = receipt.await.map_err(|source| CommitError::Checkpoint {
+                topic: self.topic.clone(),
+                source,
+            })?;
+            written = Some(written.map_or((offset, offset), |(first, last)| {
+                (first.min(offset), last.max(offset))
+            }));
+        }
+        if self.snapshot {
+            ranges.clear();
+        }
+        if let Some((first, last)) = written {
+            match ranges.last_mut() {
+                Some(range) if range.writer == Some(self.writer) => range.to = Some(last + 1),
+                _ => ranges.push(ChangelogRange {
+                    from: first,
+                    to: Some(last + 1),
+                    writer: Some(self.writer),
+                }),
+            }
+        }
+        Ok(ranges)
+    }
+}
+
+/// At least once: a checkpoint being written while the committer goes on taking events.
+/// It completes with what the committer does once it is durable.
+pub(super) struct InFlight(
+    pub(super) futures::future::BoxFuture<'static, Result<Written, CommitError>>,
+);
+
+impl std::fmt::Debug for InFlight {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("InFlight")
+    }
+}
+
+/// A checkpoint made durable: the changelog ranges its records named, and the offsets it
+/// reflects, per inlet, to write to the consumer groups.
+pub(super) struct Written {
+    pub(super) ranges: Vec<(u32, Vec<ChangelogRange>)>,
+    pub(super) offsets: Vec<Vec<CommitOffset>>,
+}
+
+/// One partition's checkpoint record, to write once its changelog records are durable.
+pub(super) struct PendingRecord {
+    pub(super) partition: u32,
+    pub(super) state: Bytes,
+    pub(super) offsets: Vec<InletOffset>,
+    pub(super) changelog: Option<ChangelogSent>,
+}
+
+/// Writes the checkpoint records of `pending` to their partitions of `topic`, each once its
+/// changelog records are durable and its ranges known, and with `durable` waits until they
+/// are durable too (at least once; exactly once the transaction's commit waits for them).
+/// Returns the changelog ranges each record named.
+pub(super) async fn write_records(
+    producer: Arc<dyn Producer>,
+    topic: Arc<str>,
+    instance: Arc<str>,
+    pending: Vec<PendingRecord>,
+    durable: bool,
+) -> Result<Vec<(u32, Vec<ChangelogRange>)>, CommitError> {
+    let failed = |source| CommitError::Checkpoint {
+        topic: topic.clone(),
+        source,
+    };
+    let mut named = Vec::new();
+    let mut receipts = Vec::with_capacity(pending.len());
+    for record in pending {
+        let ranges = match record.changelog {
+            Some(sent) => Some(sent.ranges().await?),
+            None => None,
+        };
+        let checkpoint =
+            checkpoint::record(&instance, record.state, &record.offsets, ranges.as_deref());
+        receipts.push(
+            producer
+                .send(&topic, record.partition, checkpoint)
+                .await
+                .map_err(failed)?,
+        );
+        if let Some(ranges) = ranges {
+            named.push((record.partition, ranges));
+        }
+    }
+    if durable {
+        for receipt in receipts {
+            receipt.await.map_err(failed)?;
+        }
+    }
+    Ok(named)
+}
