@@ -58,6 +58,23 @@ pub trait Backend: fmt::Debug + Send + Sync + 'static {
         false
     }
 
+    /// Deletes the records of `partition` of `topic` below `offset` that the backplane can
+    /// delete (Kafka's `DeleteRecords`): a log of segments keeps a segment that holds any
+    /// record at or above `offset`. Returns the partition's first offset afterwards. For
+    /// topics that are not compacted, whose writer knows which records are no longer
+    /// needed, as a keyed state's changelog does after a snapshot.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`](crate::Error::Unsupported) from backplanes that keep every
+    /// record (the default), or the topic's or partition's absence.
+    async fn delete_records_before(&self, topic: &str, partition: u32, offset: u64) -> Result<u64> {
+        let _ = (topic, partition, offset);
+        Err(crate::Error::Unsupported {
+            feature: "deleting records before an offset",
+        })
+    }
+
     /// A producer whose records and consumer offsets commit atomically (exactly-once
     /// delivery); see [`TransactionalProducer`].
     ///

@@ -385,6 +385,22 @@ impl Backend for EmbeddedBackend {
             .collect())
     }
 
+    /// Deletes whole sealed segments below `offset`: records of the segment holding `offset`
+    /// and of the active segment stay.
+    async fn delete_records_before(
+        &self,
+        topic: &str,
+        partition: u32,
+        offset: u64,
+    ) -> runnel_backend::Result<u64> {
+        let log = self.shared.partition(topic, partition)?;
+        retention::delete_before(&log, offset).map_err(|error| {
+            error.into_admin(format!(
+                "deleting records below offset {offset} of partition {partition} of topic '{topic}'"
+            ))
+        })
+    }
+
     async fn committed(
         &self,
         group: &str,

@@ -1,5 +1,5 @@
-//! Retention: deleting a partition's oldest sealed segments by size and by age. The active
-//! segment is never deleted.
+//! Retention: deleting a partition's oldest sealed segments by size and by age, or below an
+//! offset its writer no longer needs. The active segment is never deleted.
 //!
 //! - **Size** (`retention.bytes`): like Kafka, the oldest sealed segment goes while the
 //!   partition would still hold at least `retention.bytes` without it, so a partition keeps
@@ -13,10 +13,12 @@
 //! Readers that still hold a deleted segment keep reading its open file; a consumer whose
 //! position falls below the new start moves up to it with a warning.
 
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use crate::error::Result;
 use crate::partition::Partition;
+use crate::segment::Segment;
 
 /// Deletes the segments retention no longer keeps; returns how many.
 pub(crate) fn enforce(partition: &Partition, now: SystemTime) -> Result<usize> {
@@ -57,17 +59,39 @@ pub(crate) fn enforce(partition: &Partition, now: SystemTime) -> Result<usize> {
         }
         count
     });
-    for segment in &removed {
-        tracing::info!(
-            file = %segment.log_path.display(),
-            base_offset = segment.base_offset,
-            end_offset = segment.acknowledged_end(),
-            "retention deleted a segment"
-        );
-        segment.remove_files()?;
-    }
+    remove(&removed, "retention deleted a segment")?;
     match failure {
         Some(error) => Err(error),
         None => Ok(removed.len()),
     }
+}
+
+/// Deletes the sealed segments whose records are all below `offset` (a writer's request,
+/// Kafka's `DeleteRecords`); returns the partition's first offset afterwards.
+pub(crate) fn delete_before(partition: &Partition, offset: u64) -> Result<u64> {
+    let removed = partition.drop_oldest_segments(|sealed, _| {
+        sealed
+            .iter()
+            .take_while(|segment| segment.acknowledged_end() <= offset)
+            .count()
+    });
+    remove(
+        &removed,
+        "deleted a segment below the offset its writer no longer needs",
+    )?;
+    Ok(partition.start())
+}
+
+/// Removes the files of segments already taken out of their partition.
+fn remove(removed: &[Arc<Segment>], reason: &'static str) -> Result<()> {
+    for segment in removed {
+        tracing::info!(
+            file = %segment.log_path.display(),
+            base_offset = segment.base_offset,
+            end_offset = segment.acknowledged_end(),
+            "{reason}"
+        );
+        segment.remove_files()?;
+    }
+    Ok(())
 }

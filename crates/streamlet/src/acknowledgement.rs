@@ -866,9 +866,12 @@ impl Committer {
         if let Some(transaction) = transaction {
             // The changelog's ranges are known, and the commit waits for every record.
             records.await?;
-            return self
-                .commit_checkpoint(&transaction, Some(&partitions))
-                .await;
+            self.commit_checkpoint(&transaction, Some(&partitions))
+                .await?;
+            if let Some(changelog) = self.changelog() {
+                changelog.delete_superseded().await;
+            }
+            return Ok(());
         }
         // The offsets it reflects go to the groups once it is durable; meanwhile the
         // streamlet goes on.
@@ -880,6 +883,13 @@ impl Committer {
             })
         })));
         Ok(())
+    }
+
+    /// Where a keyed state's changes go, for an instance with one.
+    fn changelog(&mut self) -> Option<&mut ChangelogWriter> {
+        self.checkpoints
+            .as_mut()
+            .and_then(|writer| writer.changelog.as_mut())
     }
 
     /// Waits for the checkpoint in flight, if any, and completes it.
@@ -894,12 +904,11 @@ impl Committer {
     /// A checkpoint is durable: takes its changelog ranges as the partitions' and writes the
     /// offsets it reflects to the consumer groups.
     async fn complete(&mut self, written: Written) -> Result<(), CommitError> {
-        if let Some(changelog) = self
-            .checkpoints
-            .as_mut()
-            .and_then(|writer| writer.changelog.as_mut())
-        {
-            changelog.ranges.extend(written.ranges);
+        if let Some(changelog) = self.changelog() {
+            for (partition, ranges) in written.ranges {
+                changelog.adopt(partition, ranges);
+            }
+            changelog.delete_superseded().await;
         }
         self.commit_offsets(written.offsets).await
     }
@@ -912,12 +921,8 @@ impl Committer {
         offsets: &[InletOffset],
         changelog: Vec<ChangelogRange>,
     ) {
-        if let Some(writer) = self
-            .checkpoints
-            .as_mut()
-            .and_then(|writer| writer.changelog.as_mut())
-        {
-            writer.ranges.insert(partition, changelog);
+        if let Some(writer) = self.changelog() {
+            writer.restored(partition, changelog);
         }
         for (inlet, target) in self.targets.iter().enumerate() {
             self.staged[inlet].remove(&partition);

@@ -337,11 +337,9 @@ pub async fn run_instance(
         topic: Arc::from(checkpoints_topic.as_str()),
         instance: instance.clone(),
         offsets: checkpoint_offsets,
-        changelog: changelog.as_ref().map(|topic| ChangelogWriter {
-            backend: backend.clone(),
-            topic: Arc::from(topic.as_str()),
-            ranges: BTreeMap::new(),
-        }),
+        changelog: changelog
+            .as_ref()
+            .map(|topic| ChangelogWriter::new(backend.clone(), Arc::from(topic.as_str()))),
     });
     let source = Arc::new(CheckpointSource {
         backend: backend.clone(),
@@ -436,6 +434,12 @@ async fn create_changelog(
         spec = spec
             .with_config("cleanup.policy", "compact")
             .with_config("min.compaction.lag.ms", CHANGELOG_COMPACTION_LAG_MS);
+    } else {
+        // Nothing may go by age or size: a key written once stays in the state however old
+        // its record. The records a snapshot supersedes are deleted by the checkpoints.
+        spec = spec
+            .with_config("retention.ms", "-1")
+            .with_config("retention.bytes", "-1");
     }
     let existing = create_state_topic(backend, &spec).await?;
     if existing != partitions {

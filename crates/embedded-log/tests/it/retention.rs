@@ -1,4 +1,5 @@
-//! Retention by size and by age deletes whole sealed segments; consumers skip forward.
+//! Retention by size and by age, and a writer's deletion below an offset, delete whole
+//! sealed segments; consumers skip forward.
 //! Topic settings come from the spec, are checked, and survive reopening.
 
 use std::time::{Duration, SystemTime};
@@ -52,6 +53,29 @@ async fn size_retention_keeps_the_newest_segments_and_consumers_skip_forward() {
     let read = read_to_end(&backend, "slow", "t").await;
     assert_eq!(read.first().map(|(_, offset, _)| *offset), Some(6));
     assert_eq!(read.len(), 4);
+}
+
+#[tokio::test]
+async fn a_writer_deletes_the_whole_segments_below_an_offset_it_no_longer_needs() {
+    let directory = tempfile::tempdir().unwrap();
+    let backend = EmbeddedBackend::open(directory.path(), LogConfig::default()).unwrap();
+    // Two batches per segment, nothing deleted by size or age.
+    let spec = TopicSpec::new("t", 1)
+        .with_config("segment.bytes", (2 * BATCH_LEN).to_string())
+        .with_config("retention.ms", "-1");
+    backend.create_topic(&spec).await.unwrap();
+    produce(&backend, "t", 0, &values("value", 9)).await;
+
+    // Segments [0,1] [2,3] [4,5] [6,7] [8]: offset 5 is in [4,5], which stays.
+    assert_eq!(backend.delete_records_before("t", 0, 5).await.unwrap(), 4);
+    assert_eq!(segment_files(directory.path(), "t", 0).len(), 3);
+    let read = read_to_end(&backend, "reader", "t").await;
+    let offsets: Vec<u64> = read.iter().map(|(_, offset, _)| *offset).collect();
+    assert_eq!(offsets, [4, 5, 6, 7, 8]);
+    // Below the start, nothing more goes; the active segment never does.
+    assert_eq!(backend.delete_records_before("t", 0, 2).await.unwrap(), 4);
+    assert_eq!(backend.delete_records_before("t", 0, 100).await.unwrap(), 8);
+    assert!(backend.delete_records_before("t", 1, 0).await.is_err());
 }
 
 #[tokio::test]

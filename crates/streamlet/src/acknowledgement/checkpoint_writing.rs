@@ -17,13 +17,69 @@ use crate::checkpoint::{
 /// state as of the last checkpoint.
 #[derive(Debug)]
 pub(crate) struct ChangelogWriter {
-    pub(crate) backend: Arc<dyn runnel_backend::Backend>,
-    pub(crate) topic: Arc<str>,
+    backend: Arc<dyn runnel_backend::Backend>,
+    topic: Arc<str>,
     /// Partition -> its ranges (restored with the partition).
-    pub(crate) ranges: BTreeMap<u32, Vec<ChangelogRange>>,
+    ranges: BTreeMap<u32, Vec<ChangelogRange>>,
+    /// Partitions whose records below an offset no snapshot since needs, to delete once the
+    /// checkpoint that superseded them is durable.
+    superseded: Vec<(u32, u64)>,
 }
 
 impl ChangelogWriter {
+    /// Writes to `topic`, with no partition's ranges known yet.
+    pub(crate) fn new(backend: Arc<dyn runnel_backend::Backend>, topic: Arc<str>) -> Self {
+        ChangelogWriter {
+            backend,
+            topic,
+            ranges: BTreeMap::new(),
+            superseded: Vec::new(),
+        }
+    }
+
+    /// Takes `ranges` as a restored partition's.
+    pub(super) fn restored(&mut self, partition: u32, ranges: Vec<ChangelogRange>) {
+        self.ranges.insert(partition, ranges);
+    }
+
+    /// Takes `ranges`, which a checkpoint names, as the partition's. When they start later
+    /// than the partition's did (a snapshot), the records before the previous start are no
+    /// longer needed by any checkpoint: one generation is kept, so that a restore from the
+    /// checkpoint before the snapshot still finds its records (a member that took the
+    /// partition over from a process that wrote one last checkpoint after losing it).
+    pub(super) fn adopt(&mut self, partition: u32, ranges: Vec<ChangelogRange>) {
+        let start = |ranges: &[ChangelogRange]| ranges.first().map(|range| range.from);
+        let previous = self.ranges.insert(partition, ranges);
+        if let Some(previous) = previous.as_deref().and_then(start)
+            && let Some(now) = self.ranges.get(&partition).and_then(|ranges| start(ranges))
+            && now > previous
+        {
+            self.superseded.push((partition, previous));
+        }
+    }
+
+    /// Deletes the records superseded snapshots left behind, where the backplane deletes
+    /// records (the embedded log, by whole segments; a compacted changelog drops them by
+    /// key instead). Failing to is not an error: the records are only kept longer.
+    pub(super) async fn delete_superseded(&mut self) {
+        for (partition, below) in std::mem::take(&mut self.superseded) {
+            match self
+                .backend
+                .delete_records_before(&self.topic, partition, below)
+                .await
+            {
+                Ok(_) | Err(runnel_backend::Error::Unsupported { .. }) => {}
+                Err(error) => tracing::warn!(
+                    topic = %self.topic,
+                    partition,
+                    below,
+                    error = %error,
+                    "deleting superseded changelog records failed; they are kept"
+                ),
+            }
+        }
+    }
+
     /// Sends one checkpoint's changes of `partition`. Exactly once, the partition's ranges
     /// are known at once (the transaction commits the records with the checkpoint record);
     /// at least once, when the records are durable ([`ChangelogSent::ranges`]), since the
@@ -75,7 +131,7 @@ impl ChangelogWriter {
             receipts.push(receipt);
         }
         if exactly_once {
-            self.ranges.insert(partition, ranges.clone());
+            self.adopt(partition, ranges.clone());
             receipts.clear(); // the commit waits for them with every other record
         }
         Ok(ChangelogSent {

@@ -38,10 +38,15 @@ pub(crate) async fn replay(
     let Some(bounds) = ends.get(partition as usize) else {
         return Ok(Replayed::default());
     };
-    let from = ranges
-        .first()
-        .map_or(bounds.start, |range| range.from)
-        .max(bounds.start);
+    if let Some(first) = ranges.first()
+        && first.from < bounds.start
+    {
+        return Err(Error::msg(format!(
+            "partition {partition} of the changelog topic '{topic}' starts at offset {}, but the last checkpoint's state begins at offset {}: records it needs were deleted (by retention set on the topic, or by hand), so the state cannot be restored; delete the checkpoint and changelog topics to start from empty state",
+            bounds.start, first.from
+        )));
+    }
+    let from = ranges.first().map_or(bounds.start, |range| range.from);
     if from >= bounds.end {
         return Ok(Replayed::default());
     }

@@ -429,6 +429,119 @@ proptest! {
     }
 }
 
+/// A deterministic draw below a bound (a linear congruential generator from `seed`).
+fn seeded(mut seed: u64) -> impl FnMut(u64) -> u64 {
+    move |below| {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 33) % below
+    }
+}
+
+/// `count` operations on twelve keys, an eighth of them clears.
+fn drawn_operations(draw: &mut impl FnMut(u64) -> u64, count: i64) -> Vec<Operation> {
+    (0..count)
+        .map(|sequence| {
+            let kind = if draw(8) == 0 { 3 } else { draw(3) as i32 };
+            let drawn = (draw(12) as u8, kind, 1 + draw(99) as i64, draw(4) as u8);
+            operation(sequence, drawn)
+        })
+        .collect()
+}
+
+/// On the embedded log, which does not compact, the changelog's records that snapshots
+/// superseded are deleted (whole segments, a generation behind), and restores through
+/// many crashes still give the model's state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn superseded_changelog_records_are_deleted_and_restores_still_match_the_model() {
+    let directory = tempfile::tempdir().unwrap();
+    let embedded = EmbeddedBackend::open(directory.path(), LogConfig::default()).unwrap();
+    let backend: Arc<dyn Backend> = Arc::new(embedded.clone());
+    // Small segments, so that deleting whole segments below an offset deletes some. (The
+    // host leaves a changelog topic that exists alone.)
+    let changelog = TopicSpec::new("app.ledger.changelog", PARTITIONS)
+        .with_config("segment.bytes", "1024")
+        .with_config("retention.ms", "-1");
+    backend.create_topic(&changelog).await.unwrap();
+    let mut draw = seeded(0xc0ffee);
+    let operations = drawn_operations(&mut draw, 2_000);
+    // A snapshot follows every eight owners of a partition: twenty runs make two.
+    let runs: Vec<Run> = (0..20)
+        .map(|_| Run {
+            members: 1,
+            progress: 10 + draw(60),
+        })
+        .collect();
+    let (echoes, failures) = run_with_crashes(backend.clone(), &operations, &runs, false).await;
+    assert!(failures.is_empty(), "members failed: {failures:?}");
+    check(&operations, &echoes, false);
+    let starts: Vec<u64> = backend
+        .offsets("app.ledger.changelog")
+        .await
+        .unwrap()
+        .iter()
+        .map(|offsets| offsets.start)
+        .collect();
+    assert!(
+        starts.iter().all(|start| *start > 0),
+        "every partition's superseded records were deleted; starts: {starts:?}"
+    );
+}
+
+/// A changelog whose records a restore needs were deleted (by retention set by hand) fails
+/// the restore, saying so, instead of restoring part of the state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restore_refuses_a_changelog_missing_records_it_needs() {
+    let directory = tempfile::tempdir().unwrap();
+    let embedded = EmbeddedBackend::open(directory.path(), LogConfig::default()).unwrap();
+    let backend: Arc<dyn Backend> = Arc::new(embedded);
+    // A segment per batch of records.
+    let changelog = TopicSpec::new("app.ledger.changelog", PARTITIONS)
+        .with_config("segment.bytes", "64")
+        .with_config("retention.ms", "-1");
+    backend.create_topic(&changelog).await.unwrap();
+    setup(&backend).await;
+    let operations = drawn_operations(&mut seeded(7), 200);
+    // Bounded runs, each restoring what the one before left: the last finds records gone.
+    let mut outcomes = Vec::new();
+    for (run, part) in operations.chunks(50).enumerate() {
+        produce(&backend, part).await;
+        if run == 3 {
+            for partition in 0..PARTITIONS {
+                backend
+                    .delete_records_before("app.ledger.changelog", partition, u64::MAX)
+                    .await
+                    .unwrap();
+            }
+        }
+        let (_, ended) = watch::channel(true);
+        let (runtime, finished) = hosting::start_killable(
+            Ledger {
+                exactly_once: false,
+            },
+            backend.clone(),
+            wiring(ended, false, 0),
+        );
+        let outcome = tokio::time::timeout(Duration::from_secs(60), finished)
+            .await
+            .expect("a bounded run ends")
+            .unwrap();
+        runtime.shutdown_background();
+        outcomes.push(outcome.map_err(|error| error.to_string()));
+    }
+    let error = outcomes.pop().unwrap().unwrap_err();
+    assert!(
+        outcomes.iter().all(Result::is_ok),
+        "the runs before the deletion end well: {outcomes:?}"
+    );
+    assert!(
+        error.contains("of the changelog topic 'app.ledger.changelog' starts at offset")
+            && error.contains("records it needs were deleted"),
+        "{error}"
+    );
+}
+
 /// Exactly once on the embedded log: members killed eight times, every other time after a
 /// second member joined and took partitions over; each operation's state is read
 /// committed once. A member that loses partitions with work in its open transaction fails
@@ -437,20 +550,8 @@ proptest! {
 async fn exactly_once_keyed_state_on_the_embedded_log_is_read_once_after_crashes() {
     let directory = tempfile::tempdir().unwrap();
     let backend = EmbeddedBackend::open(directory.path(), LogConfig::default()).unwrap();
-    let mut seed: u64 = 0x5eed;
-    let mut draw = |below: u64| {
-        seed = seed
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (seed >> 33) % below
-    };
-    let operations: Vec<Operation> = (0..3_000)
-        .map(|sequence| {
-            let kind = if draw(8) == 0 { 3 } else { draw(3) as i32 };
-            let drawn = (draw(12) as u8, kind, 1 + draw(99) as i64, draw(4) as u8);
-            operation(sequence, drawn)
-        })
-        .collect();
+    let mut draw = seeded(0x5eed);
+    let operations = drawn_operations(&mut draw, 3_000);
     let runs: Vec<Run> = (0..8)
         .map(|run| Run {
             members: 1 + run % 2,
