@@ -34,6 +34,7 @@ use runnel_backend::{Backend, ConsumedRecord, Consumer, ConsumerConfig, Record};
 use serde::{Deserialize, Serialize};
 
 use crate::acknowledgement::Acknowledgements;
+use crate::state::changelog_entries::ChangelogEntries;
 
 /// The header holding a checkpoint's input offsets.
 pub const OFFSETS_HEADER: &str = "runnel.checkpoint.offsets";
@@ -103,6 +104,37 @@ impl ChangelogRange {
 
 /// The header naming the writer of a changelog record (hexadecimal).
 pub const CHANGELOG_WRITER_HEADER: &str = "runnel.changelog.writer";
+
+/// The header of a changelog record that holds many entries (where the changelog is not
+/// compacted), with their count in decimal. Without it, a record is one entry: the key is
+/// the entry's key and the value its value (null: deleted).
+pub const CHANGELOG_ENTRIES_HEADER: &str = "runnel.changelog.entries";
+
+/// The entries a changelog record holds, in order, each a key and its value (`None`:
+/// deleted): the record's own key and value for a record of one entry (a compacted
+/// changelog's), or the many a record with [`CHANGELOG_ENTRIES_HEADER`] holds. `None` if the
+/// record is neither.
+///
+/// ```
+/// use runnel_backend::Record;
+/// use runnel_streamlet::checkpoint::changelog_entries;
+///
+/// let one = Record::null().with_key("gone");
+/// assert_eq!(changelog_entries(&one), Some(vec![("gone".into(), None)]));
+/// assert_eq!(changelog_entries(&Record::new("no key")), None);
+/// ```
+pub fn changelog_entries(record: &Record) -> Option<Vec<(Bytes, Option<Bytes>)>> {
+    let mut entries = Vec::new();
+    crate::state::changelog_entries::read_entries(record, |key, value| {
+        entries.push((
+            Bytes::copy_from_slice(key),
+            value.map(Bytes::copy_from_slice),
+        ));
+        true
+    })
+    .ok()?;
+    Some(entries)
+}
 
 /// The next offset to read on one partition of one inlet.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -422,8 +454,8 @@ pub(crate) struct PartitionSave {
 /// The changelog entries of one checkpoint of one partition.
 #[derive(Debug)]
 pub(crate) struct ChangelogBatch {
-    /// Key, and value (`None`: deleted).
-    pub(crate) entries: Vec<(Bytes, Option<Bytes>)>,
+    /// The entries changed (every entry, for a snapshot).
+    pub(crate) entries: ChangelogEntries,
     /// Whether the entries are the whole state, so earlier records are no longer needed.
     pub(crate) snapshot: bool,
     /// The identity of this owner of the partition.

@@ -25,6 +25,7 @@
 //! Start at [`KeyedState`]; `docs/state.md` is the guide.
 
 mod changelog;
+pub(crate) mod changelog_entries;
 mod declared;
 mod decoders;
 mod entry;

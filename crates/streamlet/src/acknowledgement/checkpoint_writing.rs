@@ -6,12 +6,18 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use runnel_backend::{CommitOffset, Producer, Receipt};
+use runnel_backend::{CommitOffset, Producer, Receipt, Record};
 
 use super::CommitError;
 use crate::checkpoint::{
-    self, CHANGELOG_WRITER_HEADER, ChangelogBatch, ChangelogRange, InletOffset,
+    self, CHANGELOG_ENTRIES_HEADER, CHANGELOG_WRITER_HEADER, ChangelogBatch, ChangelogRange,
+    InletOffset,
 };
+
+/// The most bytes of entries in one changelog record holding many: well under any
+/// backplane's record limit (Kafka's default is 1 MB), large enough that the per-record
+/// cost vanishes.
+const CHANGELOG_PART_BYTES: usize = 256 * 1024;
 
 /// Where a keyed state's changelog goes, and which of its records make up each partition's
 /// state as of the last checkpoint.
@@ -19,6 +25,8 @@ use crate::checkpoint::{
 pub(crate) struct ChangelogWriter {
     backend: Arc<dyn runnel_backend::Backend>,
     topic: Arc<str>,
+    /// Whether the topic is compacted (a record per entry) or not (records of many).
+    compacted: bool,
     /// Partition -> its ranges (restored with the partition).
     ranges: BTreeMap<u32, Vec<ChangelogRange>>,
     /// Partitions whose records below an offset no snapshot since needs, to delete once the
@@ -30,6 +38,7 @@ impl ChangelogWriter {
     /// Writes to `topic`, with no partition's ranges known yet.
     pub(crate) fn new(backend: Arc<dyn runnel_backend::Backend>, topic: Arc<str>) -> Self {
         ChangelogWriter {
+            compacted: backend.supports_compaction(),
             backend,
             topic,
             ranges: BTreeMap::new(),
@@ -116,14 +125,36 @@ impl ChangelogWriter {
             }];
         }
         let writer = Bytes::from(format!("{:x}", changes.writer));
-        let mut receipts = Vec::with_capacity(changes.entries.len());
-        for (key, value) in &changes.entries {
-            let record = match value {
-                Some(value) => runnel_backend::Record::new(value.clone()),
-                None => runnel_backend::Record::null(),
-            }
-            .with_key(key.clone())
-            .with_header(CHANGELOG_WRITER_HEADER, writer.clone());
+        let records: Vec<Record> = if self.compacted {
+            // One record per entry, keyed by the entry's key: the log keeps each key's last.
+            changes
+                .entries
+                .each()
+                .map(|(key, value)| {
+                    match value {
+                        Some(value) => Record::new(value),
+                        None => Record::null(),
+                    }
+                    .with_key(key)
+                    .with_header(CHANGELOG_WRITER_HEADER, writer.clone())
+                })
+                .collect()
+        } else {
+            // Nothing compacts the log: records of many entries cost the log and the
+            // producer once per part rather than once per entry.
+            changes
+                .entries
+                .parts(CHANGELOG_PART_BYTES)
+                .into_iter()
+                .map(|(part, count)| {
+                    Record::new(part)
+                        .with_header(CHANGELOG_WRITER_HEADER, writer.clone())
+                        .with_header(CHANGELOG_ENTRIES_HEADER, count.to_string())
+                })
+                .collect()
+        };
+        let mut receipts = Vec::with_capacity(records.len());
+        for record in records {
             let receipt = producer
                 .send(&self.topic, partition, record)
                 .await

@@ -1,7 +1,9 @@
 //! Reading a partition's keyed state back from its changelog.
 
+use bytes::Bytes;
 use runnel_backend::ConsumerConfig;
 
+use super::changelog_entries::read_entries;
 use super::store::PartitionStore;
 use crate::checkpoint::{
     CHANGELOG_WRITER_HEADER, ChangelogRange, CheckpointSource, LastRecordError, read_to, unique_id,
@@ -11,9 +13,9 @@ use crate::{Error, Result};
 /// What a restore read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Replayed {
-    /// Records applied to the state.
+    /// Entries applied to the state.
     pub(crate) applied: u64,
-    /// Records outside the state's ranges (written after an owner's last checkpoint, or by
+    /// Entries of records outside the state's ranges (written after an owner's last checkpoint, or by
     /// an owner a rebalance replaced); their keys are written again at the next checkpoint.
     pub(crate) skipped: u64,
 }
@@ -71,21 +73,21 @@ pub(crate) async fn replay(
             .headers
             .get_str(CHANGELOG_WRITER_HEADER)
             .and_then(|writer| u64::from_str_radix(writer, 16).ok());
-        let Some(key) = &record.key else {
-            invalid = Some((consumed.offset, "it has no key"));
-            return;
-        };
-        if ranges
+        let in_state = ranges
             .iter()
-            .any(|range| range.contains(consumed.offset, writer))
-        {
-            if !store.apply(key, record.value.as_deref()) {
-                invalid = Some((consumed.offset, "its value is not a state entry"));
+            .any(|range| range.contains(consumed.offset, writer));
+        let read = read_entries(record, |key, value| {
+            if in_state {
+                replayed.applied += 1;
+                store.apply(key, value)
+            } else {
+                skipped_keys.push(Bytes::copy_from_slice(key));
+                replayed.skipped += 1;
+                true
             }
-            replayed.applied += 1;
-        } else {
-            skipped_keys.push(key.clone());
-            replayed.skipped += 1;
+        });
+        if let Err(problem) = read {
+            invalid = Some((consumed.offset, problem));
         }
     })
     .await;

@@ -9,7 +9,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
-use bytes::Bytes;
+use super::changelog_entries::{ChangelogEntries, ChangelogEntriesBuilder};
 
 /// Changes since the last snapshot beyond this (and twice the live state) make the next
 /// checkpoint a snapshot, so a restore reads at most about three times the state.
@@ -26,7 +26,7 @@ impl Stored {
     /// Appends the changelog encoding to `buffer`: a flag byte, the expiry if flagged, the
     /// value.
     fn encode_into(&self, buffer: &mut bytes::BytesMut) {
-        buffer.reserve(self.value.len() + 9);
+        buffer.reserve(self.encoded_len());
         match self.expires {
             None => buffer.extend_from_slice(&[0]),
             Some(expires) => {
@@ -35,6 +35,11 @@ impl Stored {
             }
         }
         buffer.extend_from_slice(&self.value);
+    }
+
+    /// The length of the changelog encoding.
+    fn encoded_len(&self) -> usize {
+        1 + if self.expires.is_some() { 8 } else { 0 } + self.value.len()
     }
 
     fn decode(encoded: &[u8]) -> Option<Stored> {
@@ -238,42 +243,47 @@ impl PartitionStore {
     /// snapshot (when one is due), otherwise the entries changed since the last checkpoint,
     /// deleted ones as `None`.
     /// Returns whether they are a snapshot.
-    pub(crate) fn take_changes(&mut self) -> (Vec<(Bytes, Option<Bytes>)>, bool) {
+    pub(crate) fn take_changes(&mut self) -> (ChangelogEntries, bool) {
         let snapshot =
             self.snapshot_next || self.since_snapshot > 2 * self.live_bytes + SNAPSHOT_SLACK_BYTES;
-        // The values are encoded into one buffer that the records share.
-        let mut values = bytes::BytesMut::new();
-        let mut encode = |stored: &Stored| {
-            stored.encode_into(&mut values);
-            values.split().freeze()
-        };
-        let changes: Vec<(Bytes, Option<Bytes>)> = if snapshot {
-            self.changed = HashSet::default();
-            self.entries
-                .iter()
-                .map(|(key, stored)| (Bytes::from_owner(key.clone()), Some(encode(stored))))
-                .collect()
+        // Room for the entries taken, at the state's average size, plus their framing.
+        let average = self.live_bytes as usize / self.entries.len().max(1);
+        let count = if snapshot {
+            self.entries.len()
         } else {
-            let changed = std::mem::take(&mut self.changed);
-            changed
-                .into_iter()
-                .map(|key| {
-                    let value = self.entries.get(&key).map(&mut encode);
-                    (Bytes::from_owner(key), value)
-                })
-                .collect()
+            self.changed.len()
         };
-        let written: u64 = changes
-            .iter()
-            .map(|(key, value)| (key.len() + value.as_ref().map_or(0, Bytes::len)) as u64)
-            .sum();
+        let mut taken = ChangelogEntriesBuilder::with_capacity(count * (average + 4));
+        let mut take = |key: &[u8], stored: Option<&Stored>| match stored {
+            Some(stored) => taken.value(key, stored.encoded_len(), |buffer| {
+                stored.encode_into(buffer);
+            }),
+            None => taken.deleted(key),
+        };
+        let written = if snapshot {
+            self.changed = HashSet::default();
+            let mut written = 0;
+            for (key, stored) in &self.entries {
+                written += (key.len() + stored.encoded_len()) as u64;
+                take(key, Some(stored));
+            }
+            written
+        } else {
+            let mut written = 0;
+            for key in std::mem::take(&mut self.changed) {
+                let stored = self.entries.get(&key);
+                written += (key.len() + stored.map_or(0, Stored::encoded_len)) as u64;
+                take(&key, stored);
+            }
+            written
+        };
         if snapshot {
             self.since_snapshot = written;
             self.snapshot_next = false;
         } else {
             self.since_snapshot += written;
         }
-        (changes, snapshot)
+        (taken.finish(), snapshot)
     }
 
     /// Applies a changelog record read back: `value` is `None` for a deletion. Returns
@@ -326,8 +336,9 @@ mod tests {
     fn changes(store: &mut PartitionStore) -> (Vec<Change>, bool) {
         let (changes, snapshot) = store.take_changes();
         let mut changes: Vec<Change> = changes
-            .into_iter()
-            .map(|(key, value)| (key.to_vec(), value.map(|value| value.to_vec())))
+            .iter()
+            .map(Result::unwrap)
+            .map(|(key, value)| (key.to_vec(), value.map(<[u8]>::to_vec)))
             .collect();
         changes.sort(); // taken in no particular order
         (changes, snapshot)
@@ -363,8 +374,8 @@ mod tests {
         let (taken, snapshot) = store.take_changes();
         assert!(snapshot);
         let mut restored = PartitionStore::default();
-        for (key, value) in &taken {
-            assert!(restored.apply(key, value.as_deref()));
+        for (key, value) in taken.iter().map(Result::unwrap) {
+            assert!(restored.apply(key, value));
         }
         assert_eq!(restored.entries, store.entries);
         assert_eq!(restored.get(b"k1", 49), Some(&b"one"[..]));

@@ -12,9 +12,11 @@ use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use runnel_backend::{
-    Backend, ConsumerConfig, MemoryBackend, ProducerConfig, Record, TopicSpec, partition_for_key,
+    Backend, Consumer, ConsumerConfig, MemoryBackend, PartitionOffsets, Producer, ProducerConfig,
+    Record, TopicCreation, TopicInfo, TopicSpec, partition_for_key,
 };
 use runnel_embedded_log::{EmbeddedBackend, LogConfig};
+use runnel_streamlet::checkpoint::{CHANGELOG_ENTRIES_HEADER, changelog_entries};
 use runnel_streamlet::prelude::*;
 use runnel_streamlet::state::{Keyed, ListState, MapState, ValueState};
 use runnel_streamlet::{HostSettings, Wiring};
@@ -581,10 +583,69 @@ fn total_key(key: &str) -> Vec<u8> {
 /// writer's record, as a crashed owner or one a rebalance replaced leaves) is not part of
 /// the state, and the next checkpoint writes the key again, so the key's last changelog
 /// record (all a compacted changelog keeps) is the state's.
+/// On a log that does not compact, changelog records hold many entries each.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn changelog_records_after_the_last_checkpoint_are_skipped_and_overwritten() {
     let memory = MemoryBackend::new();
-    let backend: Arc<dyn Backend> = Arc::new(memory.clone());
+    stray_records_are_skipped_and_overwritten(memory.clone(), Arc::new(memory)).await;
+}
+
+/// The same where the changelog is compacted: a record per entry, keyed by the entry's key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compacted_changelog_records_after_the_last_checkpoint_are_skipped_and_overwritten() {
+    let memory = MemoryBackend::new();
+    let compacted = Compacted(memory.clone());
+    stray_records_are_skipped_and_overwritten(memory.clone(), Arc::new(compacted)).await;
+    // Every record is one entry (the repair checked above being the key's last one).
+    let records = memory.records("app.ledger.changelog").unwrap();
+    assert!(records.iter().all(|consumed| {
+        consumed
+            .record
+            .headers
+            .get_str(CHANGELOG_ENTRIES_HEADER)
+            .is_none()
+            && consumed.record.key.is_some()
+    }));
+}
+
+/// A memory backplane that says it compacts topics: a compacted log may keep any number of
+/// a key's older records, and this one keeps them all.
+#[derive(Debug)]
+struct Compacted(MemoryBackend);
+
+#[async_trait::async_trait]
+impl Backend for Compacted {
+    async fn create_topic(&self, spec: &TopicSpec) -> runnel_backend::Result<TopicCreation> {
+        self.0.create_topic(spec).await
+    }
+    async fn topic(&self, name: &str) -> runnel_backend::Result<Option<TopicInfo>> {
+        self.0.topic(name).await
+    }
+    async fn offsets(&self, topic: &str) -> runnel_backend::Result<Vec<PartitionOffsets>> {
+        self.0.offsets(topic).await
+    }
+    async fn committed(
+        &self,
+        group: &str,
+        topic: &str,
+    ) -> runnel_backend::Result<Vec<Option<u64>>> {
+        self.0.committed(group, topic).await
+    }
+    async fn producer(&self, config: &ProducerConfig) -> runnel_backend::Result<Arc<dyn Producer>> {
+        self.0.producer(config).await
+    }
+    async fn consumer(&self, config: &ConsumerConfig) -> runnel_backend::Result<Arc<dyn Consumer>> {
+        self.0.consumer(config).await
+    }
+    fn supports_compaction(&self) -> bool {
+        true
+    }
+}
+
+async fn stray_records_are_skipped_and_overwritten(
+    memory: MemoryBackend,
+    backend: Arc<dyn Backend>,
+) {
     // Key 0 only before the crash, so its last record after the restart is the repair;
     // after it, a neighbour on the same partition, so that the partition is restored.
     let partition = partition_for_key(b"key-0", PARTITIONS);
@@ -646,11 +707,14 @@ async fn changelog_records_after_the_last_checkpoint_are_skipped_and_overwritten
     runtime.shutdown_background();
     check(&operations, &echoes(&backend).await, false);
 
-    let last_total = memory
+    // The in-memory log does not compact, so the records hold many entries each (the
+    // stray one a single entry).
+    let (_, last_total) = memory
         .records("app.ledger.changelog")
         .unwrap()
-        .into_iter()
-        .filter(|consumed| consumed.record.key.as_deref() == Some(&total_key("key-0")[..]))
+        .iter()
+        .flat_map(|consumed| changelog_entries(&consumed.record).unwrap())
+        .filter(|(key, _)| key[..] == total_key("key-0")[..])
         .last()
         .unwrap();
     let expected: i64 = operations
@@ -658,7 +722,7 @@ async fn changelog_records_after_the_last_checkpoint_are_skipped_and_overwritten
         .filter(|o| o.key == "key-0")
         .map(|o| o.amount)
         .sum();
-    let value = last_total.record.value.unwrap();
+    let value = last_total.unwrap();
     assert_eq!(value[0], 0, "no time to live");
     assert_eq!(postcard_i64(&value[1..]), expected);
 }
