@@ -341,7 +341,7 @@ impl Checkpoints {
     }
 
     /// Where the checkpoints and the changelog are read back from.
-    pub(crate) fn source(&self) -> &CheckpointSource {
+    pub(crate) fn source(&self) -> &Arc<CheckpointSource> {
         &self.source
     }
 

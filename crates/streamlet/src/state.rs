@@ -33,6 +33,7 @@ mod keyed;
 mod list;
 mod map;
 mod query;
+mod standby;
 mod store;
 mod timers;
 mod value;

@@ -15,21 +15,35 @@ use crate::{Error, Result};
 pub(crate) struct Replayed {
     /// Entries applied to the state.
     pub(crate) applied: u64,
-    /// Entries of records outside the state's ranges (written after an owner's last checkpoint, or by
-    /// an owner a rebalance replaced); their keys are written again at the next checkpoint.
+    /// Entries of records outside the state's ranges (written after an owner's last
+    /// checkpoint, or by an owner a rebalance replaced); their keys are written again at the
+    /// next checkpoint.
     pub(crate) skipped: u64,
+    /// The offset after the last record read: where reading the partition would go on.
+    pub(crate) position: u64,
+}
+
+/// Which records of a changelog partition a replay reads: from the start of the state's
+/// first range to the partition's end, unless told otherwise.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Reading {
+    /// Go on from here: a warm copy of the state has read the records before.
+    pub(crate) from: Option<u64>,
+    /// Stop here (exclusive), if before the partition's end.
+    pub(crate) to: Option<u64>,
 }
 
 /// Replays the records of changelog partition `partition` that `ranges` name into `store`,
-/// in order. Records after the first range that are in none (an owner's changes after its
-/// last checkpoint) are skipped, and their keys marked changed: the next checkpoint writes
-/// them again as the state has them, so the last record of every key is the state's (which
-/// is what a compacted changelog keeps).
+/// in order, reading what `reading` says. Records after the first range that are in none (an
+/// owner's changes after its last checkpoint) are skipped, and their keys marked changed:
+/// the next checkpoint writes them again as the state has them, so the last record of every
+/// key is the state's (which is what a compacted changelog keeps).
 pub(crate) async fn replay(
     source: &CheckpointSource,
     partition: u32,
     ranges: &[ChangelogRange],
     store: &mut PartitionStore,
+    reading: Reading,
 ) -> Result<Replayed> {
     let topic = source
         .changelog
@@ -40,17 +54,22 @@ pub(crate) async fn replay(
     let Some(bounds) = ends.get(partition as usize) else {
         return Ok(Replayed::default());
     };
-    if let Some(first) = ranges.first()
-        && first.from < bounds.start
-    {
+    let from = reading
+        .from
+        .or(ranges.first().map(|range| range.from))
+        .unwrap_or(bounds.start);
+    if from < bounds.start {
         return Err(Error::msg(format!(
-            "partition {partition} of the changelog topic '{topic}' starts at offset {}, but the last checkpoint's state begins at offset {}: records it needs were deleted (by retention set on the topic, or by hand), so the state cannot be restored; delete the checkpoint and changelog topics to start from empty state",
-            bounds.start, first.from
+            "partition {partition} of the changelog topic '{topic}' starts at offset {}, but the last checkpoint's state needs its records from offset {from}: they were deleted (by retention set on the topic, or by hand), so the state cannot be restored; delete the checkpoint and changelog topics to start from empty state",
+            bounds.start
         )));
     }
-    let from = ranges.first().map_or(bounds.start, |range| range.from);
-    if from >= bounds.end {
-        return Ok(Replayed::default());
+    let end = reading.to.map_or(bounds.end, |to| to.min(bounds.end));
+    if from >= end {
+        return Ok(Replayed {
+            position: from,
+            ..Replayed::default()
+        });
     }
     let group = format!("{topic}.reader.{partition}.{:x}", unique_id());
     let reader = backend
@@ -61,10 +80,13 @@ pub(crate) async fn replay(
         .seek(topic, partition, from)
         .await
         .map_err(Error::external)?;
-    let mut replayed = Replayed::default();
+    let mut replayed = Replayed {
+        position: end,
+        ..Replayed::default()
+    };
     let mut skipped_keys = Vec::new();
     let mut invalid = None;
-    let read = read_to(&*reader, topic, partition, bounds.end, 1024, |consumed| {
+    let read = read_to(&*reader, topic, partition, end, 1024, |consumed| {
         if invalid.is_some() {
             return;
         }

@@ -11,9 +11,10 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::changelog;
+use super::changelog::{self, Reading};
 use super::decoders::{DeclaredState, StateDecoders};
 use super::query::{self, Query, StateQueries};
+use super::standby::Standbys;
 use super::store::PartitionStore;
 use super::timers::{self, TimeDomain, Timer};
 use super::{KeyState, KeyedEntry};
@@ -24,6 +25,9 @@ use crate::{Checkpoints, Clock, Data, Error, InletStream, Message, Result};
 /// After this many owners since the last snapshot (ranges in the checkpoint), the next
 /// checkpoint is a snapshot, so checkpoint records stay small.
 const MAX_RANGES: usize = 8;
+
+/// How often warm standbys read the other partitions' checkpoints at most.
+const MIN_STANDBY_INTERVAL: Duration = Duration::from_millis(100);
 
 /// What [`KeyedState::next`] hands the streamlet: a message, or a timer that fired.
 #[derive(Debug)]
@@ -124,6 +128,11 @@ pub struct KeyedState {
     /// Where queries come from and the state size goes.
     queries: StateQueries,
     asked: mpsc::Receiver<Query>,
+    /// Whether to keep warm copies of the partitions other members hold.
+    standby: bool,
+    standbys: Option<Standbys>,
+    /// Changelog entries the restores of this member replayed.
+    restored_entries: u64,
 }
 
 /// The state of one input partition.
@@ -164,7 +173,21 @@ impl KeyedState {
             decoders: StateDecoders::default(),
             queries,
             asked,
+            standby: false,
+            standbys: None,
+            restored_entries: 0,
         }
+    }
+
+    /// Also keeps a warm copy of the state of the input partitions other members hold
+    /// (a standby), brought up to their owners' last checkpoints every checkpoint interval
+    /// (at least every 100 ms), so that taking one over replays only the changelog records
+    /// written since instead of the whole state. It costs the memory of the copies (with
+    /// every member keeping them, each holds the whole state) and reading every
+    /// partition's checkpoint and changelog.
+    pub fn warm_standby(mut self) -> Self {
+        self.standby = true;
+        self
     }
 
     /// Checkpoints at most every `interval` after a change (one second by default).
@@ -241,7 +264,7 @@ impl KeyedState {
                     return Err(error);
                 }
                 // A rebalance took the partition away during the restore.
-                self.partitions.remove(&partition);
+                self.drop_partition(partition);
             }
         }
         let mut assigned = input.partitions();
@@ -269,7 +292,12 @@ impl KeyedState {
 
     /// Tells the status how large the state is.
     fn publish_size(&self) {
-        self.queries.publish_size(query::size(self.stores()));
+        let mut size = query::size(self.stores());
+        if let Some(standbys) = &self.standbys {
+            (size.standby_partitions, size.standby_entries) = standbys.size();
+        }
+        size.restored_entries = self.restored_entries;
+        self.queries.publish_size(size);
     }
 
     /// The event-time watermark of input `partition` (`i64::MIN` before there is one).
@@ -310,6 +338,14 @@ impl KeyedState {
         input: &mut InletStream<T>,
         event_time: impl Fn(&Message<T>) -> i64,
     ) -> Result<Option<Keyed<T>>> {
+        if self.standby && self.standbys.is_none() && self.queries.input_partitions() > 0 {
+            self.standbys = Some(Standbys::start(
+                self.checkpoints.source().clone(),
+                self.queries.input_partitions(),
+                self.checkpoint_every.max(MIN_STANDBY_INTERVAL),
+                self.queries.clone(),
+            ));
+        }
         loop {
             if self.finished {
                 return Ok(None);
@@ -397,7 +433,7 @@ impl KeyedState {
                     }
                     // A rebalance took the partition away during the restore: its
                     // new owner restores it; nothing changed here.
-                    self.partitions.remove(&partition);
+                    self.drop_partition(partition);
                 }
                 continue;
             }
@@ -408,6 +444,14 @@ impl KeyedState {
             }
             self.schedule_checkpoint();
             return Ok(Some(Keyed::Message(message)));
+        }
+    }
+
+    /// Forgets a partition this member no longer holds (a warm copy is kept of it again).
+    fn drop_partition(&mut self, partition: u32) {
+        self.partitions.remove(&partition);
+        if let Some(standbys) = &self.standbys {
+            standbys.release(partition);
         }
     }
 
@@ -442,11 +486,34 @@ impl KeyedState {
     /// Restores `partition` from its last checkpoint and its changelog; returns the offset
     /// `inlet` resumes the partition at, if it was checkpointed.
     async fn restore(&mut self, partition: u32, inlet: &str) -> Result<Option<u64>> {
+        let copy = self
+            .standbys
+            .as_ref()
+            .and_then(|standbys| standbys.take(partition));
         let restored = self.checkpoints.restore_partition(partition).await?;
-        let mut store = PartitionStore::default();
         let ranges = restored.changelog();
-        let replayed =
-            changelog::replay(self.checkpoints.source(), partition, ranges, &mut store).await?;
+        // A warm copy of the same generation of ranges has read the records before its
+        // position already.
+        let (mut store, reading) = match copy {
+            Some(copy) if copy.follows(ranges) => (
+                copy.store,
+                Reading {
+                    from: Some(copy.position),
+                    to: None,
+                },
+            ),
+            _ => (PartitionStore::default(), Reading::default()),
+        };
+        let warm = reading.from.is_some();
+        let replayed = changelog::replay(
+            self.checkpoints.source(),
+            partition,
+            ranges,
+            &mut store,
+            reading,
+        )
+        .await?;
+        self.restored_entries += replayed.applied + replayed.skipped;
         let mut watermarks = match restored.state() {
             Some(saved) => {
                 let saved: Saved = serde_json::from_slice(saved).map_err(|error| {
@@ -470,6 +537,7 @@ impl KeyedState {
             bytes = store.live_bytes(),
             applied = replayed.applied,
             skipped = replayed.skipped,
+            warm,
             "restored the keyed state of an input partition"
         );
         self.partitions.insert(
@@ -532,7 +600,7 @@ impl KeyedState {
         }
         self.checkpoints.save_changes(saves);
         for partition in revoked {
-            self.partitions.remove(&partition);
+            self.drop_partition(partition);
         }
         self.next_checkpoint = None;
         self.publish_size();

@@ -90,6 +90,17 @@ pub struct StateSize {
     pub entries: u64,
     /// Bytes of keys and values across them.
     pub bytes: u64,
+    /// The input partitions other members hold of which this one keeps a warm copy
+    /// ([`KeyedState::warm_standby`](super::KeyedState::warm_standby)).
+    #[serde(default)]
+    pub standby_partitions: Vec<u32>,
+    /// Store entries across the warm copies.
+    #[serde(default)]
+    pub standby_entries: u64,
+    /// Changelog entries the restores of partitions replayed since the instance started
+    /// (fewer where a warm copy had read them already).
+    #[serde(default)]
+    pub restored_entries: u64,
 }
 
 /// The state of one key, as the member answering holds it.
@@ -231,6 +242,19 @@ impl StateQueries {
             .size
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = Some(size);
+    }
+
+    /// Updates the size of the warm copies only (their task keeps them between the
+    /// streamlet's checkpoints).
+    pub(super) fn publish_standby_size(&self, partitions: Vec<u32>, entries: u64) {
+        let mut size = self
+            .inner
+            .size
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let size = size.get_or_insert_with(StateSize::default);
+        size.standby_partitions = partitions;
+        size.standby_entries = entries;
     }
 }
 

@@ -56,6 +56,20 @@ pub(crate) fn start_killable(
     backend: Arc<dyn Backend>,
     wiring: Wiring,
 ) -> (tokio::runtime::Runtime, JoinHandle<Result<()>>) {
+    let (runtime, running, _) = start_observed(streamlet, backend, wiring);
+    (runtime, running)
+}
+
+/// As [`start_killable`], also returning the instance's metrics (its state size, queries).
+pub(crate) fn start_observed(
+    streamlet: impl Streamlet,
+    backend: Arc<dyn Backend>,
+    wiring: Wiring,
+) -> (
+    tokio::runtime::Runtime,
+    JoinHandle<Result<()>>,
+    Arc<InstanceMetrics>,
+) {
     let metrics = Arc::new(InstanceMetrics::for_shape(&Streamlet::shape(&streamlet)));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -67,10 +81,10 @@ pub(crate) fn start_killable(
         backend,
         wiring,
         Arc::new(SystemClock),
-        metrics,
+        metrics.clone(),
         CancellationToken::new(),
     ));
-    (runtime, running)
+    (runtime, running, metrics)
 }
 
 /// A crash: every task of the instance stops where it is. Waiting until they are dropped

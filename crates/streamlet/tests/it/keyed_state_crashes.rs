@@ -19,7 +19,7 @@ use runnel_embedded_log::{EmbeddedBackend, LogConfig};
 use runnel_streamlet::checkpoint::{CHANGELOG_ENTRIES_HEADER, changelog_entries};
 use runnel_streamlet::prelude::*;
 use runnel_streamlet::state::{Keyed, ListState, MapState, ValueState};
-use runnel_streamlet::{HostSettings, Wiring};
+use runnel_streamlet::{HostSettings, InstanceMetrics, Wiring};
 use tokio::sync::watch;
 
 use crate::hosting;
@@ -56,8 +56,11 @@ const RECENT: ListState<i64> = ListState::new("recent");
 const FIELDS: MapState<String, i64> = MapState::new("fields");
 
 /// Applies operations to keyed state and echoes each key's state.
+#[derive(Clone, Copy, Debug)]
 struct Ledger {
     exactly_once: bool,
+    /// Keep warm copies of the partitions other members hold.
+    standby: bool,
 }
 
 impl Streamlet for Ledger {
@@ -76,6 +79,9 @@ impl Streamlet for Ledger {
         let mut state = ctx
             .keyed_state()?
             .checkpoint_every(Duration::from_millis(5));
+        if self.standby {
+            state = state.warm_standby();
+        }
         while let Some(next) = state.next(&mut input).await? {
             let Keyed::Message(message) = next else {
                 unreachable!("the ledger sets no timers")
@@ -277,18 +283,13 @@ struct Run {
 fn member(
     backend: &Arc<dyn Backend>,
     ended: &watch::Receiver<bool>,
-    exactly_once: bool,
+    ledger: Ledger,
     index: usize,
     failures: &hosting::Failures,
 ) -> hosting::Supervised {
     let ended = ended.clone();
     hosting::Supervised::start(
-        move || {
-            (
-                Ledger { exactly_once },
-                wiring(ended.clone(), exactly_once, index),
-            )
-        },
+        move || (ledger, wiring(ended.clone(), ledger.exactly_once, index)),
         backend.clone(),
         failures.clone(),
     )
@@ -301,7 +302,7 @@ async fn run_with_crashes(
     backend: Arc<dyn Backend>,
     operations: &[Operation],
     runs: &[Run],
-    exactly_once: bool,
+    ledger: Ledger,
 ) -> (Vec<Echo>, Vec<String>) {
     let failures = hosting::Failures::default();
     setup(&backend).await;
@@ -309,11 +310,11 @@ async fn run_with_crashes(
     let share = operations.len() / (runs.len() + 1);
     for (index, run) in runs.iter().enumerate() {
         let before = committed(&backend).await;
-        let mut members = vec![member(&backend, &ended, exactly_once, 0, &failures)];
+        let mut members = vec![member(&backend, &ended, ledger, 0, &failures)];
         produce(&backend, &operations[index * share..(index + 1) * share]).await;
         wait_for_progress(&backend, before, "the first member").await;
         if run.members > 1 {
-            members.push(member(&backend, &ended, exactly_once, 1, &failures));
+            members.push(member(&backend, &ended, ledger, 1, &failures));
         }
         let target = before + run.progress;
         let deadline = Instant::now() + Duration::from_secs(2);
@@ -331,7 +332,7 @@ async fn run_with_crashes(
     }
     produce(&backend, &operations[runs.len() * share..]).await;
     end.send_replace(true);
-    let last = member(&backend, &ended, exactly_once, 0, &failures);
+    let last = member(&backend, &ended, ledger, 0, &failures);
     tokio::time::timeout(Duration::from_secs(120), last.finish())
         .await
         .expect("the last run finishes")
@@ -414,6 +415,7 @@ proptest! {
     fn keyed_state_restored_after_crashes_and_rebalances_equals_an_uninterrupted_run(
         operations in operations(),
         runs in runs(),
+        standby in any::<bool>(),
     ) {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -424,7 +426,7 @@ proptest! {
             Arc::new(MemoryBackend::new()),
             &operations,
             &runs,
-            false,
+            Ledger { exactly_once: false, standby },
         ));
         prop_assert!(failures.is_empty(), "members failed: {failures:?}");
         check(&operations, &echoes, false);
@@ -475,7 +477,16 @@ async fn superseded_changelog_records_are_deleted_and_restores_still_match_the_m
             progress: 10 + draw(60),
         })
         .collect();
-    let (echoes, failures) = run_with_crashes(backend.clone(), &operations, &runs, false).await;
+    let (echoes, failures) = run_with_crashes(
+        backend.clone(),
+        &operations,
+        &runs,
+        Ledger {
+            exactly_once: false,
+            standby: false,
+        },
+    )
+    .await;
     assert!(failures.is_empty(), "members failed: {failures:?}");
     check(&operations, &echoes, false);
     let starts: Vec<u64> = backend
@@ -489,6 +500,75 @@ async fn superseded_changelog_records_are_deleted_and_restores_still_match_the_m
         starts.iter().all(|start| *start > 0),
         "every partition's superseded records were deleted; starts: {starts:?}"
     );
+}
+
+/// A member keeping warm copies of the partitions another holds takes them over, when that
+/// one is killed, without replaying their changelog, and the state it goes on with is the
+/// model's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warm_standby_takes_partitions_over_without_replaying_them() {
+    let backend: Arc<dyn Backend> = Arc::new(MemoryBackend::new());
+    setup(&backend).await;
+    let operations = drawn_operations(&mut seeded(11), 600);
+    let (before, after) = operations.split_at(300);
+    produce(&backend, before).await;
+    let (end, ended) = watch::channel(false);
+    let member = |standby| {
+        hosting::start_observed(
+            Ledger {
+                exactly_once: false,
+                standby,
+            },
+            backend.clone(),
+            wiring(ended.clone(), false, 0),
+        )
+    };
+    let (first, _, first_metrics) = member(false);
+    wait_for_progress(&backend, 299, "the first member").await;
+    let size = |metrics: &InstanceMetrics| metrics.state_queries().size().unwrap_or_default();
+    let total = wait_for(|| {
+        let size = size(&first_metrics);
+        (size.partitions.len() == PARTITIONS as usize).then_some(size.entries)
+    })
+    .await;
+
+    let (second, second_finished, second_metrics) = member(true);
+    // The second member holds copies of every partition (those assigned to it are restored
+    // on their first message), holding what the first member's last checkpoints name.
+    let restored_before = wait_for(|| {
+        let size = size(&second_metrics);
+        let caught_up =
+            size.standby_partitions.len() == PARTITIONS as usize && size.standby_entries == total;
+        caught_up.then_some(size.restored_entries)
+    })
+    .await;
+    hosting::kill(first).await;
+    produce(&backend, after).await;
+    end.send_replace(true);
+    tokio::time::timeout(Duration::from_secs(60), second_finished)
+        .await
+        .expect("the second member reads to the end")
+        .unwrap()
+        .unwrap();
+    let restored_after = size(&second_metrics).restored_entries;
+    second.shutdown_background();
+    assert_eq!(
+        restored_after, restored_before,
+        "taking the partitions over replayed changelog entries the copies held"
+    );
+    check(&operations, &echoes(&backend).await, false);
+}
+
+/// Polls `value` until it gives something (at most 30 s).
+async fn wait_for<T>(mut value: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(value) = value() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "the condition never held");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 }
 
 /// A changelog whose records a restore needs were deleted (by retention set by hand) fails
@@ -521,6 +601,7 @@ async fn a_restore_refuses_a_changelog_missing_records_it_needs() {
         let (runtime, finished) = hosting::start_killable(
             Ledger {
                 exactly_once: false,
+                standby: false,
             },
             backend.clone(),
             wiring(ended, false, 0),
@@ -539,14 +620,14 @@ async fn a_restore_refuses_a_changelog_missing_records_it_needs() {
     );
     assert!(
         error.contains("of the changelog topic 'app.ledger.changelog' starts at offset")
-            && error.contains("records it needs were deleted"),
+            && error.contains("needs its records from offset"),
         "{error}"
     );
 }
 
 /// Exactly once on the embedded log: members killed eight times, every other time after a
-/// second member joined and took partitions over; each operation's state is read
-/// committed once. A member that loses partitions with work in its open transaction fails
+/// second member joined and took partitions over (members keep warm standbys, so takeovers
+/// go on from copies); each operation's state is read committed once. A member that loses partitions with work in its open transaction fails
 /// (and is restarted) rather than commit it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exactly_once_keyed_state_on_the_embedded_log_is_read_once_after_crashes() {
@@ -560,7 +641,16 @@ async fn exactly_once_keyed_state_on_the_embedded_log_is_read_once_after_crashes
             progress: 20 + draw(200),
         })
         .collect();
-    let (echoes, failures) = run_with_crashes(Arc::new(backend), &operations, &runs, true).await;
+    let (echoes, failures) = run_with_crashes(
+        Arc::new(backend),
+        &operations,
+        &runs,
+        Ledger {
+            exactly_once: true,
+            standby: true,
+        },
+    )
+    .await;
     check(&operations, &echoes, true);
     eprintln!("{} members failed on losing partitions", failures.len());
     assert!(
@@ -669,6 +759,7 @@ async fn stray_records_are_skipped_and_overwritten(
     let (runtime, running) = hosting::start_killable(
         Ledger {
             exactly_once: false,
+            standby: false,
         },
         backend.clone(),
         wiring(ended.clone(), false, 0),
@@ -695,6 +786,7 @@ async fn stray_records_are_skipped_and_overwritten(
     let (runtime, last) = hosting::start_killable(
         Ledger {
             exactly_once: false,
+            standby: false,
         },
         backend.clone(),
         wiring(ended, false, 0),

@@ -1,0 +1,193 @@
+//! Warm standbys: copies of the keyed state of the input partitions other members hold,
+//! kept up to date from their checkpoints and changelog by a task of their own, so that a
+//! member taking a partition over (its owner crashed, or a rebalance moved it) replays only
+//! the changelog records its copy has not read yet instead of the partition's whole state.
+//!
+//! A copy holds exactly what the owner's last checkpoint names: every round, the task reads
+//! each partition's last checkpoint and applies the changelog records its ranges cover that
+//! the copy has not read, skipping the records outside them (their keys are marked changed,
+//! as a restore does). A snapshot starts a new generation of ranges, and the copy starts
+//! again from it. Taking the copy over, the restore reads the partition's last checkpoint
+//! itself and goes on from where the copy stopped.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+
+use super::changelog::{self, Reading};
+use super::query::StateQueries;
+use super::store::PartitionStore;
+use crate::checkpoint::{ChangelogRange, CheckpointSource, read_last};
+
+/// A copy of one partition's state.
+#[derive(Debug)]
+pub(crate) struct Copy {
+    pub(crate) store: PartitionStore,
+    /// Where the ranges it follows begin (a snapshot's start).
+    generation: u64,
+    /// The next changelog offset to read.
+    pub(crate) position: u64,
+}
+
+impl Copy {
+    /// Whether this copy follows the generation `ranges` belong to.
+    pub(crate) fn follows(&self, ranges: &[ChangelogRange]) -> bool {
+        ranges
+            .first()
+            .is_some_and(|first| first.from == self.generation)
+    }
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    /// The partitions this member holds: no copy is kept of them.
+    held: BTreeSet<u32>,
+    copies: BTreeMap<u32, Copy>,
+}
+
+/// The warm copies of one instance's other partitions, and the task keeping them.
+#[derive(Debug)]
+pub(crate) struct Standbys {
+    shared: Arc<Mutex<Shared>>,
+    task: JoinHandle<()>,
+}
+
+impl Standbys {
+    /// Starts keeping copies of the partitions below `partitions` this member does not
+    /// hold, reading each partition's checkpoint and changelog every `interval`.
+    /// The copies' size goes to `queries` after every round.
+    pub(crate) fn start(
+        source: Arc<CheckpointSource>,
+        partitions: u32,
+        interval: Duration,
+        queries: StateQueries,
+    ) -> Standbys {
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let keeping = Keeping {
+            source,
+            partitions,
+            interval,
+            queries,
+        };
+        let task = tokio::spawn(keeping.run(shared.clone()));
+        Standbys { shared, task }
+    }
+
+    /// This member holds `partition` from now on: returns its copy, if there is one.
+    pub(crate) fn take(&self, partition: u32) -> Option<Copy> {
+        let mut shared = lock(&self.shared);
+        shared.held.insert(partition);
+        shared.copies.remove(&partition)
+    }
+
+    /// This member no longer holds `partition`: a copy is kept again.
+    pub(crate) fn release(&self, partition: u32) {
+        lock(&self.shared).held.remove(&partition);
+    }
+
+    /// The partitions with a copy here, and the entries the copies hold.
+    pub(crate) fn size(&self) -> (Vec<u32>, u64) {
+        lock(&self.shared).size()
+    }
+}
+
+impl Shared {
+    fn size(&self) -> (Vec<u32>, u64) {
+        let entries = self.copies.values().map(|copy| copy.store.len() as u64);
+        (self.copies.keys().copied().collect(), entries.sum())
+    }
+}
+
+impl Drop for Standbys {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn lock(shared: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
+    shared.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What the task keeping the copies needs.
+struct Keeping {
+    source: Arc<CheckpointSource>,
+    partitions: u32,
+    interval: Duration,
+    queries: StateQueries,
+}
+
+impl Keeping {
+    /// Brings every copy up to date, every `interval`, until aborted.
+    async fn run(self, shared: Arc<Mutex<Shared>>) {
+        loop {
+            for partition in 0..self.partitions {
+                let copy = {
+                    let mut shared = lock(&shared);
+                    if shared.held.contains(&partition) {
+                        continue;
+                    }
+                    shared.copies.remove(&partition)
+                };
+                match follow(&self.source, partition, copy).await {
+                    Ok(Some(copy)) => {
+                        let mut shared = lock(&shared);
+                        // Taken over meanwhile: the new owner restored it without the copy.
+                        if !shared.held.contains(&partition) {
+                            shared.copies.insert(partition, copy);
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(error) => tracing::warn!(
+                        partition,
+                        topic = %self.source.topic,
+                        error = %error,
+                        "keeping a warm copy of an input partition's keyed state failed; it starts again"
+                    ),
+                }
+            }
+            let (partitions, entries) = lock(&shared).size();
+            self.queries.publish_standby_size(partitions, entries);
+            tokio::time::sleep(self.interval).await;
+        }
+    }
+}
+
+/// `copy` (or a new one) brought up to the partition's last checkpoint; `None` while the
+/// partition has no checkpoint naming changelog records.
+async fn follow(
+    source: &CheckpointSource,
+    partition: u32,
+    copy: Option<Copy>,
+) -> crate::Result<Option<Copy>> {
+    let last = read_last(&*source.backend, &source.topic, partition)
+        .await
+        .map_err(crate::Error::external)?;
+    let Some(ranges) = last.map(|last| last.changelog) else {
+        return Ok(None);
+    };
+    let Some(first) = ranges.first() else {
+        return Ok(None);
+    };
+    let mut copy = match copy {
+        Some(copy) if copy.follows(&ranges) => copy,
+        _ => Copy {
+            store: PartitionStore::default(),
+            generation: first.from,
+            position: first.from,
+        },
+    };
+    // What the checkpoint covers: records after its ranges may belong to the next one.
+    let covered = ranges
+        .iter()
+        .map(|range| range.to)
+        .try_fold(0, |end, to| to.map(|to| end.max(to)));
+    let reading = Reading {
+        from: Some(copy.position),
+        to: covered,
+    };
+    let replayed = changelog::replay(source, partition, &ranges, &mut copy.store, reading).await?;
+    copy.position = replayed.position;
+    Ok(Some(copy))
+}
