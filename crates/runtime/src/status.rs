@@ -458,6 +458,9 @@ fn keyed_state(queries: &StateQueries) -> Option<KeyedStateSnapshot> {
         partitions: size.partitions,
         entries: size.entries,
         bytes: size.bytes,
+        standby_partitions: size.standby_partitions,
+        standby_entries: size.standby_entries,
+        restored_entries: size.restored_entries,
     })
 }
 

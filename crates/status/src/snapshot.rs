@@ -126,6 +126,16 @@ pub struct KeyedStateSnapshot {
     pub entries: u64,
     /// Bytes of keys and values across them.
     pub bytes: u64,
+    /// The input partitions other processes hold of which this one keeps a warm standby
+    /// copy.
+    #[serde(default)]
+    pub standby_partitions: Vec<u32>,
+    /// Entries across the standby copies.
+    #[serde(default)]
+    pub standby_entries: u64,
+    /// Changelog entries the restores of partitions replayed since the instance started.
+    #[serde(default)]
+    pub restored_entries: u64,
 }
 
 /// One inlet at one moment.

@@ -16,8 +16,13 @@
 //!    other record of the interval changes), and updates four in five of which go to a
 //!    tenth of the keys.
 //!
-//! `cargo bench -p runnel-streamlet --bench keyed_state -- [keys] [runs] [overhead]`
-//! (defaults 1,000,000 and 3; `overhead` runs phase 4 alone).
+//! 5. **Failover**: a member holding every key stops, and a second member of the group
+//!    takes the four partitions over: the time from the stop until it has restored them and
+//!    handled a record of each, with the second member keeping warm standbys
+//!    (`KeyedState::warm_standby`) and without, alternating.
+//!
+//! `cargo bench -p runnel-streamlet --bench keyed_state -- [keys] [runs] [overhead|failover]`
+//! (defaults 1,000,000 and 3; `overhead` or `failover` runs that phase alone).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -50,6 +55,8 @@ struct Progress {
 /// Counts and sums per key.
 struct Tally {
     checkpoint_every: Duration,
+    /// Keep warm copies of the partitions other members hold.
+    standby: bool,
     expected: u64,
     progress: Arc<Mutex<Progress>>,
 }
@@ -62,6 +69,9 @@ impl Streamlet for Tally {
     async fn run(self, mut ctx: Context) -> Result<()> {
         let mut input = ctx.inlet(IN);
         let mut state = ctx.keyed_state()?.checkpoint_every(self.checkpoint_every);
+        if self.standby {
+            state = state.warm_standby();
+        }
         while let Some(next) = state.next(&mut input).await? {
             let Keyed::Message(message) = next else {
                 continue;
@@ -125,62 +135,102 @@ async fn run(
     checkpoint_every: Duration,
     expected: u64,
 ) -> Ran {
-    let progress = Arc::new(Mutex::new(Progress::default()));
-    let tally = Tally {
-        checkpoint_every,
-        expected,
-        progress: progress.clone(),
-    };
-    let (_end, ended) = watch::channel(false);
-    let wiring = Wiring {
-        app: "bench".into(),
-        instance: instance.into(),
-        inlets: vec![InletWiring {
-            port: "in".into(),
-            topic: "in".into(),
-            group: format!("bench.{instance}.in"),
-            writer_schemas: vec![],
-            end_of_input: ended,
-            consumer_settings: BTreeMap::new(),
-        }],
-        outlets: vec![],
-        dead_letter_topic: "dead".into(),
-        parameters: Default::default(),
-        settings: HostSettings {
-            poll_batch: 1024,
-            ..HostSettings::default()
-        },
-        ready: None,
-        watermarks: None,
-        transactional_id: None,
-        attempts: Default::default(),
-    };
-    let stop = CancellationToken::new();
-    let started = Instant::now();
-    let metrics = Arc::new(InstanceMetrics::for_shape(&Streamlet::shape(&tally)));
-    let backend_arc: Arc<dyn Backend> = Arc::new(backend.clone());
-    let running = tokio::spawn(run_instance(
-        Box::new(tally),
-        backend_arc,
-        wiring,
-        Arc::new(SystemClock),
-        metrics,
-        stop.clone(),
-    ));
-    let (first, reached) = loop {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-        let progress = progress.lock().unwrap();
-        if let (Some(first), Some(reached)) = (progress.first, progress.reached) {
-            break (first, reached);
-        }
-    };
+    let member = Member::start(backend, instance, checkpoint_every, false, expected);
+    let (first, reached) = member.reached().await;
     let resident = resident();
-    stop.cancel();
-    running.await.unwrap().unwrap();
+    let started = member.started;
+    member.stop().await;
     Ran {
         records: reached - first,
         since_start: reached - started,
         resident,
+    }
+}
+
+/// A running instance of [`Tally`], a member of its group.
+struct Member {
+    progress: Arc<Mutex<Progress>>,
+    metrics: Arc<InstanceMetrics>,
+    stop: CancellationToken,
+    running: tokio::task::JoinHandle<runnel_streamlet::Result<()>>,
+    started: Instant,
+}
+
+impl Member {
+    fn start(
+        backend: &EmbeddedBackend,
+        instance: &str,
+        checkpoint_every: Duration,
+        standby: bool,
+        expected: u64,
+    ) -> Member {
+        let progress = Arc::new(Mutex::new(Progress::default()));
+        let tally = Tally {
+            checkpoint_every,
+            standby,
+            expected,
+            progress: progress.clone(),
+        };
+        let (_end, ended) = watch::channel(false);
+        let wiring = Wiring {
+            app: "bench".into(),
+            instance: instance.into(),
+            inlets: vec![InletWiring {
+                port: "in".into(),
+                topic: "in".into(),
+                group: format!("bench.{instance}.in"),
+                writer_schemas: vec![],
+                end_of_input: ended,
+                consumer_settings: BTreeMap::new(),
+            }],
+            outlets: vec![],
+            dead_letter_topic: "dead".into(),
+            parameters: Default::default(),
+            settings: HostSettings {
+                poll_batch: 1024,
+                ..HostSettings::default()
+            },
+            ready: None,
+            watermarks: None,
+            transactional_id: None,
+            attempts: Default::default(),
+        };
+        let stop = CancellationToken::new();
+        let started = Instant::now();
+        let metrics = Arc::new(InstanceMetrics::for_shape(&Streamlet::shape(&tally)));
+        let backend_arc: Arc<dyn Backend> = Arc::new(backend.clone());
+        let running = tokio::spawn(run_instance(
+            Box::new(tally),
+            backend_arc,
+            wiring,
+            Arc::new(SystemClock),
+            metrics.clone(),
+            stop.clone(),
+        ));
+        Member {
+            progress,
+            metrics,
+            stop,
+            running,
+            started,
+        }
+    }
+
+    /// When it handled its first record and its `expected`-th, once it has.
+    async fn reached(&self) -> (Instant, Instant) {
+        loop {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            let progress = self.progress.lock().unwrap();
+            if let (Some(first), Some(reached)) = (progress.first, progress.reached) {
+                return (first, reached);
+            }
+        }
+    }
+
+    /// Stops it: its last checkpoint is written, and it leaves the group.
+    async fn stop(self) {
+        self.stop.cancel();
+        self.running.await.unwrap().unwrap();
     }
 }
 
@@ -243,13 +293,94 @@ async fn main() {
         .first()
         .map_or(1_000_000, |keys| keys.parse().unwrap());
     let runs: usize = arguments.get(1).map_or(3, |runs| runs.parse().unwrap());
-    let only_overhead = arguments.get(2).is_some_and(|only| only == "overhead");
+    let only = arguments.get(2).map(String::as_str);
     println!("keyed state: {keys} keys, {PARTITIONS} partitions, {runs} runs of each");
 
-    if !only_overhead {
+    if only.is_none() {
         memory_changelog_and_restore(keys, runs).await;
     }
-    checkpoint_overhead(keys, runs).await;
+    if only.is_none_or(|only| only == "overhead") {
+        checkpoint_overhead(keys, runs).await;
+    }
+    if only.is_none_or(|only| only == "failover") {
+        failover(keys, runs).await;
+    }
+}
+
+/// Phase 5: a member holding the state of every key stops (its state unchanged since its
+/// last checkpoint, as after a crash right after one), and a second member that joined the
+/// group earlier takes every partition over; the time from the stop until the second has
+/// restored all four partitions and handled a record of each. Alternating, with the second
+/// member keeping warm standbys and without.
+async fn failover(keys: u64, runs: usize) {
+    let mut times: BTreeMap<bool, Vec<f64>> = BTreeMap::new();
+    for run_index in 0..runs {
+        for standby in [false, true] {
+            let directory = tempfile::tempdir().unwrap();
+            let backend = fresh(directory.path()).await;
+            produce(&backend, 0..keys).await;
+            let first = Member::start(&backend, "tally", Duration::from_secs(1), false, keys);
+            first.reached().await;
+            while backend
+                .committed("bench.tally.in", "in")
+                .await
+                .unwrap()
+                .into_iter()
+                .map(Option::unwrap_or_default)
+                .sum::<u64>()
+                < keys
+            {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            let second = Member::start(
+                &backend,
+                "tally",
+                Duration::from_secs(1),
+                standby,
+                PARTITIONS as u64,
+            );
+            if standby {
+                // The copies hold every key (the second member holds none yet).
+                while second
+                    .metrics
+                    .state_queries()
+                    .size()
+                    .is_none_or(|size| size.standby_entries < keys)
+                {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+            // Either way, let the group settle with both members.
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            let stopped = Instant::now();
+            first.stop().await;
+            produce(&backend, one_per_partition()).await;
+            let (_, reached) = second.reached().await;
+            let took = reached - stopped;
+            let size = second.metrics.state_queries().size().unwrap_or_default();
+            println!(
+                "failover of {keys} keys, run {run_index}, {}: {took:.2?} from the stop to every partition restored ({} changelog entries replayed)",
+                if standby { "warm standby" } else { "no standby" },
+                size.restored_entries
+            );
+            times.entry(standby).or_default().push(took.as_secs_f64());
+            second.stop().await;
+        }
+    }
+    println!(
+        "failover medians: {:.3} s without a standby, {:.3} s with",
+        median(times[&false].clone()),
+        median(times[&true].clone())
+    );
+}
+
+/// A key of each partition.
+fn one_per_partition() -> impl Iterator<Item = u64> {
+    (0..PARTITIONS).map(|partition| {
+        (0..)
+            .find(|index| partition_for_key(&key(*index), PARTITIONS) == partition)
+            .unwrap()
+    })
 }
 
 /// Phases 1 to 3.
@@ -292,14 +423,7 @@ async fn memory_changelog_and_restore(keys: u64, runs: usize) {
     // Restore: one record per partition, so the instance restores each partition.
     let mut restores = Vec::new();
     for _ in 0..runs {
-        let per_partition: Vec<u64> = (0..PARTITIONS)
-            .map(|partition| {
-                (0..)
-                    .find(|index| partition_for_key(&key(*index), PARTITIONS) == partition)
-                    .unwrap()
-            })
-            .collect();
-        produce(&backend, per_partition.into_iter()).await;
+        produce(&backend, one_per_partition()).await;
         let ran = run(&backend, "tally", Duration::from_secs(1), PARTITIONS as u64).await;
         println!(
             "restore of {keys} keys: {:.2?} from the instance's start to every partition restored",
