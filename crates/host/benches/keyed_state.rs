@@ -16,7 +16,7 @@
 //!    other record of the interval changes), and updates four in five of which go to a
 //!    tenth of the keys.
 //!
-//! `cargo bench -p runnel-streamlet --bench keyed_state -- [keys] [runs] [overhead]`
+//! `cargo bench -p runnel-host --bench keyed_state -- [keys] [runs] [overhead]`
 //! (defaults 1,000,000 and 3; `overhead` runs phase 4 alone).
 
 use std::collections::BTreeMap;
@@ -27,11 +27,10 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use runnel_backend::{Backend, ProducerConfig, Record, TopicSpec, partition_for_key};
 use runnel_embedded_log::{EmbeddedBackend, LogConfig};
+use runnel_host::{HostSettings, InletWiring, Wiring, run_instance};
 use runnel_streamlet::prelude::*;
 use runnel_streamlet::state::{Keyed, ValueState};
-use runnel_streamlet::{
-    HostSettings, InletWiring, InstanceMetrics, SystemClock, Wiring, run_instance,
-};
+use runnel_streamlet::{InstanceMetrics, SystemClock};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 

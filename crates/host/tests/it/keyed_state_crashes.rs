@@ -15,9 +15,9 @@ use runnel_backend::{
     Backend, ConsumerConfig, MemoryBackend, ProducerConfig, Record, TopicSpec, partition_for_key,
 };
 use runnel_embedded_log::{EmbeddedBackend, LogConfig};
+use runnel_host::{HostSettings, Wiring};
 use runnel_streamlet::prelude::*;
 use runnel_streamlet::state::{Keyed, ListState, MapState, ValueState};
-use runnel_streamlet::{HostSettings, Wiring};
 use tokio::sync::watch;
 
 use crate::hosting;
