@@ -54,5 +54,7 @@ mod committer;
 mod instance;
 #[cfg(feature = "testkit")]
 pub mod testkit;
+mod wiring;
 
-pub use instance::{HostSettings, InletWiring, OutletWiring, Wiring, run_instance};
+pub use instance::run_instance;
+pub use wiring::{HostSettings, InletWiring, OutletWiring, Wiring};
