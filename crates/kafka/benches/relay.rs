@@ -31,12 +31,11 @@ use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 use runnel_backend::{Backend, ProducerConfig, Record, TopicSpec, partition_for_key};
+use runnel_host::{HostSettings, InletWiring, OutletWiring, Wiring};
 use runnel_kafka::test_broker::Tansu;
 use runnel_kafka::{KafkaBackend, KafkaConfig};
 use runnel_streamlet::prelude::*;
-use runnel_streamlet::{
-    HostSettings, InletWiring, InstanceMetrics, OutletWiring, SystemClock, Wiring,
-};
+use runnel_streamlet::{InstanceMetrics, SystemClock};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -143,7 +142,7 @@ async fn runnel_relay(backend: &KafkaBackend, records: usize, run: usize) -> Tim
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
     });
-    runnel_streamlet::run_instance(
+    runnel_host::run_instance(
         Box::new(relay),
         Arc::new(backend.clone()),
         wiring,

@@ -158,9 +158,9 @@ pub(crate) async fn run_command(
     runnel_runtime::stop_on_signals(shutdown.clone(), console.clone());
     let options = RunOptions {
         only,
-        host: runnel_streamlet::HostSettings {
+        host: runnel_host::HostSettings {
             commit_interval: args.commit_interval,
-            ..runnel_streamlet::HostSettings::default()
+            ..runnel_host::HostSettings::default()
         },
         view: match args.view {
             View::Auto => ViewMode::Auto,

@@ -41,9 +41,9 @@ pub use error::AppError;
 /// default partitioner, murmur2) choose it.
 pub use runnel_backend::partition_for_key;
 /// The test kit (with the `testkit` feature, for tests): see
-/// [`TestRun`](runnel_streamlet::testkit::TestRun).
+/// [`TestRun`](runnel_host::testkit::TestRun).
 #[cfg(feature = "testkit")]
-pub use runnel_streamlet::testkit;
+pub use runnel_host::testkit;
 pub use runnel_streamlet::{
     AsyncMap, Checkpoints, Clock, CommitToken, Context, Data, Egress, Either, Error, ErrorKind,
     Inlet, InletStream, Merge, Message, Outgoing, Outlet, OutletSender, Parameter, Processor,

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use runnel_backend::{Backend, TopicSpec};
 use runnel_blueprint::descriptor::Delivery;
-use runnel_streamlet::{HostSettings, InstanceMetrics};
+use runnel_host::HostSettings;
+use runnel_streamlet::InstanceMetrics;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 

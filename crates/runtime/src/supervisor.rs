@@ -6,10 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use runnel_backend::Backend;
-use runnel_streamlet::{
-    ErrorKind, FailedAttempts, HostSettings, InletWiring, OutletWiring, SystemClock, Wiring,
-    run_instance,
-};
+use runnel_host::{HostSettings, InletWiring, OutletWiring, Wiring, run_instance};
+use runnel_streamlet::{ErrorKind, FailedAttempts, SystemClock};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 

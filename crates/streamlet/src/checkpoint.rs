@@ -138,25 +138,34 @@ pub fn changelog_entries(record: &Record) -> Option<Vec<(Bytes, Option<Bytes>)>>
 
 /// The next offset to read on one partition of one inlet.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct InletOffset {
-    pub(crate) inlet: String,
-    pub(crate) topic: String,
-    pub(crate) partition: u32,
-    pub(crate) offset: u64,
+#[doc(hidden)] // for the host, through `runtime`; not part of the author API
+pub struct InletOffset {
+    /// The inlet's name.
+    pub inlet: String,
+    /// The topic it reads.
+    pub topic: String,
+    /// The partition.
+    pub partition: u32,
+    /// The next offset to read.
+    pub offset: u64,
 }
 
 /// A checkpoint read back.
 #[derive(Debug)]
-pub(crate) struct Restored {
-    pub(crate) state: Bytes,
-    pub(crate) offsets: Vec<InletOffset>,
+#[doc(hidden)] // for the host, through `runtime`; not part of the author API
+pub struct Restored {
+    /// The saved state.
+    pub state: Bytes,
+    /// Where each inlet resumes.
+    pub offsets: Vec<InletOffset>,
     /// Keyed state: the records of the changelog partition that make up the state.
-    pub(crate) changelog: Vec<ChangelogRange>,
+    pub changelog: Vec<ChangelogRange>,
 }
 
 /// Why the last checkpoint cannot be used.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum CheckpointError {
+#[doc(hidden)] // for the host, through `runtime`; not part of the author API
+pub enum CheckpointError {
     /// The checkpoint topic could not be read.
     #[error("reading the checkpoint topic '{topic}' failed")]
     Read {
@@ -226,11 +235,14 @@ pub struct Checkpoints {
 
 /// The checkpoint topic of an instance, for reading partitions' checkpoints back.
 #[derive(Debug)]
-pub(crate) struct CheckpointSource {
-    pub(crate) backend: Arc<dyn Backend>,
-    pub(crate) topic: String,
+#[doc(hidden)] // for the host, through `runtime`; not part of the author API
+pub struct CheckpointSource {
+    /// The backplane holding the topics.
+    pub backend: Arc<dyn Backend>,
+    /// The checkpoint topic.
+    pub topic: String,
     /// The changelog topic, for an instance with keyed state.
-    pub(crate) changelog: Option<String>,
+    pub changelog: Option<String>,
 }
 
 /// The checkpoint of one input partition read back
@@ -436,34 +448,41 @@ struct Reassigned {
 
 /// What a checkpoint saves: the instance's whole state, or states by input partition.
 #[derive(Debug)]
-pub(crate) enum SavedState {
+#[doc(hidden)] // for the host, through `runtime`; not part of the author API
+pub enum SavedState {
+    /// The instance's whole state.
     Whole(Bytes),
+    /// States by input partition.
     Partitions(Vec<PartitionSave>),
 }
 
 /// The checkpoint of one input partition.
 #[derive(Debug)]
-pub(crate) struct PartitionSave {
-    pub(crate) partition: u32,
+#[doc(hidden)] // for the host, through `runtime`; not part of the author API
+pub struct PartitionSave {
+    /// The input partition.
+    pub partition: u32,
     /// The checkpoint record's value.
-    pub(crate) state: Bytes,
+    pub state: Bytes,
     /// Keyed state: the entries changed since the last checkpoint, for the changelog.
-    pub(crate) changes: Option<ChangelogBatch>,
+    pub changes: Option<ChangelogBatch>,
 }
 
 /// The changelog entries of one checkpoint of one partition.
 #[derive(Debug)]
-pub(crate) struct ChangelogBatch {
+#[doc(hidden)] // for the host, through `runtime`; not part of the author API
+pub struct ChangelogBatch {
     /// The entries changed (every entry, for a snapshot).
-    pub(crate) entries: ChangelogEntries,
+    pub entries: ChangelogEntries,
     /// Whether the entries are the whole state, so earlier records are no longer needed.
-    pub(crate) snapshot: bool,
+    pub snapshot: bool,
     /// The identity of this owner of the partition.
-    pub(crate) writer: u64,
+    pub writer: u64,
 }
 
 /// The record of a checkpoint (with the changelog ranges of a keyed state).
-pub(crate) fn record(
+#[doc(hidden)] // for the host, through `runtime`; not part of the author API
+pub fn record(
     instance: &str,
     state: Bytes,
     offsets: &[InletOffset],
@@ -490,7 +509,8 @@ const READ_QUIET: Duration = Duration::from_secs(2);
 /// The last checkpoint in `topic`, if any. Read committed: after an exactly-once instance
 /// crashed, the checkpoint of its aborted transaction is not the last one, so the reader
 /// looks further back from the end until it finds a committed one.
-pub(crate) async fn read_last(
+#[doc(hidden)] // for the host, through `runtime`; not part of the author API
+pub async fn read_last(
     backend: &dyn Backend,
     topic: &str,
     number: u32,

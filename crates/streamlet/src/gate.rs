@@ -23,7 +23,7 @@ use tokio::sync::Notify;
 
 /// Open or closed, with a way to wait for it to open.
 #[derive(Debug, Default)]
-pub(crate) struct Gate {
+pub struct Gate {
     /// How many closes are not yet matched by an open: the gate is open at zero.
     closed: Mutex<usize>,
     opened: Notify,
@@ -33,7 +33,7 @@ pub(crate) struct Gate {
 
 impl Gate {
     /// Whether new messages may be handed out now.
-    pub(crate) fn is_open(&self) -> bool {
+    pub fn is_open(&self) -> bool {
         *self.closed.lock().unwrap_or_else(PoisonError::into_inner) == 0
     }
 
@@ -52,13 +52,13 @@ impl Gate {
 
     /// Closes the gate until a matching [`open`](Self::open): with several closes, it opens
     /// once each was matched.
-    pub(crate) fn close(&self) {
+    pub fn close(&self) {
         *self.closed.lock().unwrap_or_else(PoisonError::into_inner) += 1;
     }
 
     /// Matches one [`close`](Self::close); the last one opens the gate and wakes every
     /// waiter.
-    pub(crate) fn open(&self) {
+    pub fn open(&self) {
         let mut closed = self.closed.lock().unwrap_or_else(PoisonError::into_inner);
         *closed = closed.saturating_sub(1);
         if *closed == 0 {
@@ -67,7 +67,7 @@ impl Gate {
     }
 
     /// How many messages the streamlet holds: handed out, not committed or rejected yet.
-    pub(crate) fn held(&self) -> usize {
+    pub fn held(&self) -> usize {
         self.held.load(Ordering::Acquire)
     }
 }

@@ -27,16 +27,23 @@
 //! ```
 //!
 //! Delivery is at-least-once: an input is committed only after every output sent before its
-//! commit is acknowledged by the log. Test a streamlet with the test kit's `TestRun` (the
-//! `testkit` feature, for `[dev-dependencies]`).
+//! commit is acknowledged by the log. Test a streamlet with the test kit's `TestRun`
+//! (`runnel::testkit`, or `runnel_host::testkit`, with the `testkit` feature, for
+//! `[dev-dependencies]`): it runs the streamlet on the production host over an in-memory
+//! backplane.
 //!
 //! Event time: [`WindowedAggregate`] aggregates per key in event-time windows with
 //! watermarks, triggers, allowed lateness and checkpointed state; [`window`] and
 //! [`watermark`] hold the engine, [`checkpoint`] the state mechanism (guide:
 //! `docs/event-time.md`).
 //!
-//! Where to start: [`Streamlet`] for the trait, [`helpers`] for the closures,
-//! `testkit` for tests (with the `testkit` feature). Runtime crates use [`run_instance`] to host a streamlet.
+//! Where to start: [`Streamlet`] for the trait, [`helpers`] for the closures, [`state`] and
+//! [`window`] for state and event time.
+//!
+//! This crate is what a streamlet depends on, and nothing that runs one: the host that
+//! connects an instance to a backplane, commits its offsets and writes its checkpoints
+//! (`run_instance`, the committer, the test kit) is `runnel-host`, which meets this crate
+//! through a small hidden `runtime` module.
 #![deny(missing_docs)]
 
 mod acknowledgement;
@@ -53,7 +60,6 @@ mod error;
 mod gate;
 pub mod helpers;
 mod histogram;
-mod host;
 mod inlet;
 mod message;
 mod metrics;
@@ -61,11 +67,11 @@ mod outlet;
 mod parameter;
 mod port;
 mod rejection;
+#[doc(hidden)] // the host's seam; not part of the author API
+pub mod runtime;
 mod shape;
 pub mod state;
 mod streamlet;
-#[cfg(feature = "testkit")]
-pub mod testkit;
 pub mod watermark;
 pub mod window;
 
@@ -78,7 +84,6 @@ pub use details::StatusDetails;
 pub use error::{BoxError, Error, ErrorKind, Result};
 pub use helpers::{AsyncMap, Egress, Either, Merge, Processor, Splitter, WindowedAggregate};
 pub use histogram::{BUCKET_BOUNDS, Histogram};
-pub use host::{HostSettings, InletWiring, OutletWiring, Wiring, run_instance};
 pub use inlet::InletStream;
 pub use message::{CommitToken, Message};
 pub use metrics::{InstanceMetrics, PortMetrics};

@@ -61,6 +61,12 @@ pub trait DynStreamlet: Send + 'static {
     fn run_boxed(self: Box<Self>, ctx: Context) -> BoxFuture<'static, Result<()>>;
 }
 
+impl std::fmt::Debug for dyn DynStreamlet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Streamlet")
+    }
+}
+
 impl<S: Streamlet> DynStreamlet for S {
     fn shape(&self) -> Shape {
         Streamlet::shape(self)

@@ -40,6 +40,8 @@ mod accumulation;
 mod aggregate;
 mod aggregates;
 mod behavior;
+mod cx;
+mod geometry;
 mod global;
 mod operator;
 mod pane;

@@ -6,10 +6,10 @@ use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::post;
+use runnel_host::testkit::{TestError, TestRun};
 use runnel_http::HttpEgress;
 use runnel_streamlet::ErrorKind;
 use runnel_streamlet::prelude::*;
-use runnel_streamlet::testkit::{TestError, TestRun};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
 struct Alert {

@@ -177,7 +177,7 @@ async fn a_port_in_use_fails_the_streamlet_with_an_external_error() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port();
     let streamlet = ingress();
-    let run = runnel_streamlet::testkit::TestRun::new(streamlet)
+    let run = runnel_host::testkit::TestRun::new(streamlet)
         .parameter("port", &port.to_string())
         .parameter("bind-address", "127.0.0.1")
         .timeout(Duration::from_secs(10))

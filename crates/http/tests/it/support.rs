@@ -13,10 +13,8 @@ use runnel_backend::{
     ProducerConfig, Receipt, Record, TopicCreation, TopicInfo, TopicSpec,
 };
 use runnel_blueprint::parameter::ParameterValue;
-use runnel_streamlet::{
-    FailedAttempts, HostSettings, InstanceMetrics, OutletWiring, Streamlet, SystemClock, Wiring,
-    run_instance,
-};
+use runnel_host::{HostSettings, OutletWiring, Wiring, run_instance};
+use runnel_streamlet::{FailedAttempts, InstanceMetrics, Streamlet, SystemClock};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;

@@ -12,11 +12,10 @@ use std::time::{Duration, Instant};
 use runnel_backend::{
     Backend, ConsumerConfig, ProducerConfig, Record, TopicSpec, partition_for_key,
 };
+use runnel_host::{HostSettings, InletWiring, OutletWiring, Wiring};
 use runnel_kafka::{KafkaBackend, KafkaConfig, test_broker};
 use runnel_streamlet::prelude::*;
-use runnel_streamlet::{
-    HostSettings, InletWiring, InstanceMetrics, OutletWiring, SystemClock, Wiring,
-};
+use runnel_streamlet::{InstanceMetrics, SystemClock};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -83,7 +82,7 @@ fn start(
         .enable_all()
         .build()
         .unwrap();
-    let running = runtime.spawn(runnel_streamlet::run_instance(
+    let running = runtime.spawn(runnel_host::run_instance(
         Box::new(Copy),
         Arc::new(backend.clone()),
         wiring,

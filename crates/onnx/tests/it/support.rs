@@ -9,12 +9,10 @@ use runnel_backend::{
     Backend, ConsumedRecord, MemoryBackend, Producer, ProducerConfig, Record, TopicSpec,
 };
 use runnel_blueprint::parameter::ParameterValue;
+use runnel_host::{HostSettings, InletWiring, OutletWiring, Wiring, run_instance};
 use runnel_onnx::{ModelEvent, ModelRecord, ModelScorer, Score, Scoring};
 use runnel_streamlet::prelude::*;
-use runnel_streamlet::{
-    FailedAttempts, HostSettings, InletWiring, InstanceMetrics, OutletWiring, SystemClock, Wiring,
-    run_instance,
-};
+use runnel_streamlet::{FailedAttempts, InstanceMetrics, SystemClock};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;

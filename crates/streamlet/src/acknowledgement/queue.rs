@@ -146,13 +146,13 @@ impl<E> Drop for EventSender<E> {
 
 /// Takes events, in the order they were pushed; the committer's end.
 #[derive(Debug)]
-pub(crate) struct EventReceiver<E> {
+pub struct EventReceiver<E> {
     shared: Arc<Shared<E>>,
 }
 
 impl<E> EventReceiver<E> {
     /// Appends every queued event to `into`, without waiting; returns how many.
-    pub(crate) fn take(&mut self, into: &mut Vec<E>) -> usize {
+    pub fn take(&mut self, into: &mut Vec<E>) -> usize {
         let mut state = self.shared.lock();
         state.due = false;
         let taken = state.events.len();
@@ -168,7 +168,7 @@ impl<E> EventReceiver<E> {
     /// Waits until a sender wakes the receiver (see the module documentation), then appends
     /// every queued event to `into`. Returns `false` once every sender is gone and nothing
     /// is queued. Cancel safe: events stay queued until taken.
-    pub(crate) async fn recv_many(&mut self, into: &mut Vec<E>) -> bool {
+    pub async fn recv_many(&mut self, into: &mut Vec<E>) -> bool {
         loop {
             {
                 let mut state = self.shared.lock();

@@ -12,7 +12,8 @@ use crate::checkpoint::CHANGELOG_ENTRIES_HEADER;
 
 /// Entries written one after the other (see the module's documentation).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct ChangelogEntries {
+#[doc(hidden)] // for the host, through `runtime`; not part of the author API
+pub struct ChangelogEntries {
     encoded: Bytes,
     count: usize,
 }
@@ -28,8 +29,13 @@ impl ChangelogEntries {
     }
 
     /// How many entries there are.
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.count
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
     }
 
     /// The entries in order, or `Err` with the byte position where the encoding breaks.
@@ -55,7 +61,7 @@ impl ChangelogEntries {
 
     /// The entries as consecutive parts of at most `max_bytes` each (an entry larger than
     /// that alone in its part), each with its entry count, sharing the buffer.
-    pub(crate) fn parts(&self, max_bytes: usize) -> Vec<(Bytes, usize)> {
+    pub fn parts(&self, max_bytes: usize) -> Vec<(Bytes, usize)> {
         let mut parts = Vec::new();
         let (mut start, mut at, mut count) = (0, 0, 0);
         while let Some((_, next)) = entry_at(&self.encoded, at) {
@@ -72,7 +78,7 @@ impl ChangelogEntries {
     }
 
     /// Each entry's key and value as slices of the buffer, for one record per entry.
-    pub(crate) fn each(&self) -> impl Iterator<Item = (Bytes, Option<Bytes>)> + '_ {
+    pub fn each(&self) -> impl Iterator<Item = (Bytes, Option<Bytes>)> + '_ {
         self.iter().map_while(Result::ok).map(|(key, value)| {
             (
                 self.encoded.slice_ref(key),

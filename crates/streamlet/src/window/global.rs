@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::operator::Cx;
+use super::cx::Cx;
 use super::pane_state::{OnTime, PaneState};
 use super::{Aggregate, Trigger, Window};
 

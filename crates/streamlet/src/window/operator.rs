@@ -7,13 +7,14 @@ use std::hash::Hash;
 
 use serde::{Deserialize, Serialize};
 
+use super::cx::Cx;
+use super::geometry::Geometry;
 use super::global::Global;
 use super::pane_state::Fired;
 use super::sessions::Sessions;
-use super::sliced::{Geometry, Sliced};
+use super::sliced::Sliced;
 use super::timers::Timers;
 use super::trigger::Node;
-use super::trigger_state::Moment;
 use super::windows::gcd;
 use super::{Aggregate, Pane, SpecError, WindowSpec, Windows};
 
@@ -107,45 +108,6 @@ macro_rules! on_store {
             Store::Global($store_var) => $call,
         }
     };
-}
-
-/// What a store needs for one call, and what it asks of the operator's timers.
-pub(crate) struct Cx<'a, A: Aggregate> {
-    pub(crate) aggregate: &'a A,
-    pub(crate) spec: &'a WindowSpec,
-    pub(crate) geometry: Geometry,
-    /// Whether the aggregate subtracts ([`Aggregate::subtract`]).
-    pub(crate) subtracts: bool,
-    /// Whether the trigger needs no state per window before the window's end.
-    pub(crate) lazy: bool,
-    /// The watermark the call runs at.
-    pub(crate) watermark: i64,
-    /// The processing time.
-    pub(crate) now: i64,
-    pub(crate) fired: &'a mut Vec<Fired<A::Output>>,
-    event_hint: Option<i64>,
-    processing_hint: Option<i64>,
-}
-
-impl<A: Aggregate> Cx<'_, A> {
-    /// Where a window ending at `end` stands in this call.
-    pub(crate) fn moment(&self, end: i64) -> Moment {
-        Moment {
-            watermark: self.watermark,
-            now: self.now,
-            end,
-        }
-    }
-
-    /// The key needs the watermark when it reaches `time`.
-    pub(crate) fn event_at(&mut self, time: i64) {
-        self.event_hint = Some(self.event_hint.map_or(time, |hint| hint.min(time)));
-    }
-
-    /// The key needs processing time when it reaches `time`.
-    pub(crate) fn processing_at(&mut self, time: i64) {
-        self.processing_hint = Some(self.processing_hint.map_or(time, |hint| hint.min(time)));
-    }
 }
 
 impl<K: Key, A: Aggregate> WindowOperator<K, A> {

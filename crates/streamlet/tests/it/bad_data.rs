@@ -1,10 +1,10 @@
 use runnel_backend::Record;
+use runnel_host::testkit::{TestError, TestRun};
 use runnel_streamlet::dead_letter::{
     ERROR_HEADER, OFFSET_HEADER, STREAMLET_HEADER, TOPIC_HEADER, TRUNCATED_HEADER,
     TRUNCATED_VALUE_BYTES,
 };
 use runnel_streamlet::prelude::*;
-use runnel_streamlet::testkit::{TestError, TestRun};
 
 use crate::model::{IN, OUT, Reading, reading};
 

@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
+use runnel_host::testkit::TestError;
+use runnel_host::testkit::{TestRecord, TestRun};
 use runnel_streamlet::prelude::*;
-use runnel_streamlet::testkit::TestError;
-use runnel_streamlet::testkit::{TestRecord, TestRun};
 use runnel_streamlet::watermark::Watermarks;
 use runnel_streamlet::window::{
     Accumulation, Count, Pane, PaneInfo, Sum, Timing, Trigger, Window, WindowSpec,
@@ -54,7 +54,7 @@ fn scheduled(mut run: TestRun, steps: &[(i64, Step)]) -> TestRun {
 }
 
 /// (processing time, window start, timing, index, value) of every pane.
-fn fired(run: &runnel_streamlet::testkit::TestOutput) -> Vec<(i64, i64, Timing, u32, i64)> {
+fn fired(run: &runnel_host::testkit::TestOutput) -> Vec<(i64, i64, Timing, u32, i64)> {
     run.timed_output(TOTALS)
         .expect("a timed run")
         .into_iter()

@@ -1,7 +1,7 @@
 use std::time::Duration;
 
+use runnel_host::testkit::{TestRecord, TestRun};
 use runnel_streamlet::prelude::*;
-use runnel_streamlet::testkit::{TestRecord, TestRun};
 
 use crate::model::{IN, OUT, Reading, reading};
 

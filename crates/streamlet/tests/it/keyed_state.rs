@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
+use runnel_host::testkit::{TestRecord, TestRun};
 use runnel_streamlet::prelude::*;
 use runnel_streamlet::state::{Keyed, ListState, MapState, TimeDomain, ValueState};
-use runnel_streamlet::testkit::{TestRecord, TestRun};
 use runnel_streamlet::watermark::Watermarks;
 
 /// A payment by a card at a merchant.

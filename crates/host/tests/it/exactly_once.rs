@@ -15,7 +15,7 @@ use runnel_backend::{
     Backend, ConsumerConfig, MemoryBackend, ProducerConfig, Record, TopicSpec, partition_for_key,
 };
 use runnel_embedded_log::{EmbeddedBackend, LogConfig};
-use runnel_streamlet::HostSettings;
+use runnel_host::HostSettings;
 use runnel_streamlet::prelude::*;
 use tokio::sync::watch;
 

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use runnel_backend::{CommitOffset, Producer, Receipt, Record};
 
 use super::CommitError;
-use crate::checkpoint::{
+use runnel_streamlet::checkpoint::{
     self, CHANGELOG_ENTRIES_HEADER, CHANGELOG_WRITER_HEADER, ChangelogBatch, ChangelogRange,
     InletOffset,
 };

@@ -9,11 +9,12 @@ use std::time::{Duration, Instant};
 use runnel_backend::{
     Backend, MemoryBackend, ProducerConfig, Record, TopicSpec, partition_for_key,
 };
+use runnel_host::HostSettings;
 use runnel_streamlet::prelude::*;
 use runnel_streamlet::state::{
     KeyState, Keyed, MapState, QueryError, StateQueries, TimeDomain, ValueState,
 };
-use runnel_streamlet::{HostSettings, InstanceMetrics, SystemClock};
+use runnel_streamlet::{InstanceMetrics, SystemClock};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -103,7 +104,7 @@ fn start(
         commit_interval: Duration::from_millis(10),
         ..HostSettings::default()
     };
-    let running = tokio::spawn(runnel_streamlet::run_instance(
+    let running = tokio::spawn(runnel_host::run_instance(
         Box::new(Words),
         Arc::new(backend.clone()),
         hosting::wiring("words", ended, settings, None),

@@ -1,124 +1,27 @@
 //! Running one streamlet instance against a backplane: the single code path shared by the
 //! local runner, pod mode and the test kit.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use runnel_backend::{
-    Backend, Consumer, ConsumerConfig, Producer, ProducerConfig, TopicSpec, TransactionConfig,
+    Backend, Consumer, ConsumerConfig, Producer, TopicSpec, TransactionConfig,
     TransactionalProducer,
 };
 use runnel_blueprint::descriptor::Delivery;
-use runnel_blueprint::parameter::ParameterValue;
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::acknowledgement::ChangelogWriter;
-use crate::acknowledgement::{
-    Acknowledgements, CheckpointWriter, CommitError, CommitTarget, Committer, Mode,
+use runnel_streamlet::checkpoint::{changelog_topic, checkpoint_topic};
+use runnel_streamlet::runtime::{
+    self, Acknowledgements, CheckpointSource, Gate, InletConnection, InstanceParts, InstanceSetup,
+    OutletConnection,
 };
-use crate::checkpoint::{self, CheckpointSource, Checkpoints, changelog_topic, checkpoint_topic};
-use crate::clock::Clock;
-use crate::dead_letter::DeadLetters;
-use crate::gate::Gate;
-use crate::inlet::InletParts;
-use crate::outlet::OutletParts;
-use crate::port::Direction;
-use crate::watermark::ScriptedWatermarks;
-use crate::{Context, DynStreamlet, Error, FailedAttempts, InstanceMetrics, Result};
+use runnel_streamlet::{Clock, DynStreamlet, Error, InstanceMetrics, Result};
 
-/// Where one instance's ports are connected, and its checked parameter values.
-#[derive(Debug)]
-pub struct Wiring {
-    /// The app name.
-    pub app: String,
-    /// The instance name.
-    pub instance: String,
-    /// One entry per inlet of the shape.
-    pub inlets: Vec<InletWiring>,
-    /// One entry per outlet of the shape.
-    pub outlets: Vec<OutletWiring>,
-    /// Where records that fail to decode go (it must exist).
-    pub dead_letter_topic: String,
-    /// Parameter values, checked with [`resolve_parameters`](crate::resolve_parameters).
-    pub parameters: HashMap<String, ParameterValue>,
-    /// Buffer sizes and intervals.
-    pub settings: HostSettings,
-    /// Told once every port is connected, just before the streamlet starts running; or,
-    /// for a streamlet that [reports readiness](crate::Shape::reports_readiness), when it
-    /// calls [`Context::report_ready`].
-    pub ready: Option<tokio::sync::oneshot::Sender<()>>,
-    /// Watermarks set from outside, which event-time streamlets follow instead of
-    /// generating their own: the test kit's time control. `None` in production.
-    pub watermarks: Option<ScriptedWatermarks>,
-    /// The transactional id of an exactly-once instance (Kafka's `transactional.id`):
-    /// stable across restarts of the same process or replica, so a restart fences the
-    /// previous attempt. `None` means `<app>.<instance>`.
-    pub transactional_id: Option<String>,
-    /// The record the instance was handling when it last failed, kept across restarts by
-    /// the supervisor, so a record that fails it again and again is given up on.
-    pub attempts: Arc<FailedAttempts>,
-}
-
-/// The topic and consumer group of one inlet.
-#[derive(Debug)]
-pub struct InletWiring {
-    /// The inlet name.
-    pub port: String,
-    /// The topic it reads.
-    pub topic: String,
-    /// Its consumer group.
-    pub group: String,
-    /// The Avro schemas the topic's producers write with, so evolved readers resolve them.
-    pub writer_schemas: Vec<serde_json::Value>,
-    /// Becomes `true` once nothing more will be appended to the topic (every producer
-    /// finished); the inlet then ends after reading everything. Keep the sender alive while
-    /// the input is unbounded.
-    pub end_of_input: watch::Receiver<bool>,
-    /// Consumer settings passed to the backplane.
-    pub consumer_settings: BTreeMap<String, String>,
-}
-
-/// The topic of one outlet.
-#[derive(Clone, Debug)]
-pub struct OutletWiring {
-    /// The outlet name.
-    pub port: String,
-    /// The topic it appends to.
-    pub topic: String,
-    /// Whether every record names its writer schema in the
-    /// [`SCHEMA_HEADER`](crate::SCHEMA_HEADER): needed when producers of the topic write
-    /// with different schemas, so readers can tell which one wrote each record.
-    pub tag_schema: bool,
-}
-
-/// Buffer sizes and intervals of a streamlet host.
-#[derive(Clone, Debug)]
-pub struct HostSettings {
-    /// How often committed offsets are written to the consumer groups.
-    pub commit_interval: Duration,
-    /// Sends that may be waiting for acknowledgement before `send` waits.
-    pub max_unacknowledged_sends: usize,
-    /// Messages handed to the streamlet and not committed before `next` waits.
-    pub max_uncommitted_messages: usize,
-    /// Records asked for per poll.
-    pub poll_batch: usize,
-    /// Producer settings passed to the backplane.
-    pub producer: ProducerConfig,
-}
-
-impl Default for HostSettings {
-    fn default() -> Self {
-        HostSettings {
-            commit_interval: Duration::from_millis(200),
-            max_unacknowledged_sends: 16_384,
-            max_uncommitted_messages: 16_384,
-            poll_batch: 1024,
-            producer: ProducerConfig::default(),
-        }
-    }
-}
+use crate::committer::{
+    ChangelogWriter, CheckpointWriter, CommitError, CommitTarget, Committer, Mode,
+};
+use crate::wiring::{InletWiring, Wiring};
 
 /// Segment size and retention of checkpoint topics: old checkpoints go, the last stays.
 const CHECKPOINT_SEGMENT_BYTES: &str = "16777216";
@@ -135,7 +38,8 @@ const CHANGELOG_COMPACTION_LAG_MS: &str = "86400000";
 ///
 /// # Errors
 ///
-/// The streamlet's own error, or an [`ErrorKind::External`](crate::ErrorKind::External)
+/// The streamlet's own error, or an
+/// [`ErrorKind::External`](runnel_streamlet::ErrorKind::External)
 /// error when the backplane fails (a port's topic is missing, a send is not acknowledged, a
 /// commit is refused).
 pub async fn run_instance(
@@ -181,12 +85,6 @@ pub async fn run_instance(
         settings.max_uncommitted_messages,
         gate.clone(),
     );
-    let dead_letters = Arc::new(DeadLetters {
-        producer: producer.clone(),
-        topic: Arc::from(wiring.dead_letter_topic.as_str()),
-        instance: instance.clone(),
-        acknowledgements: acknowledgements.clone(),
-    });
 
     // A checkpointed instance resumes from its last checkpoint: state and input offsets.
     let checkpoints_topic = checkpoint_topic(&wiring.app, &wiring.instance);
@@ -205,7 +103,7 @@ pub async fn run_instance(
         };
         if let Some(changelog) = &changelog {
             create_changelog(&*backend, &instance, changelog, partitions).await?;
-            metrics.state_queries().set_input_partitions(partitions);
+            runtime::set_input_partitions(&metrics, partitions);
         }
         let spec = TopicSpec::new(&checkpoints_topic, partitions)
             .with_config("segment.bytes", CHECKPOINT_SEGMENT_BYTES)
@@ -224,7 +122,7 @@ pub async fn run_instance(
         let restored = if by_partition {
             None
         } else {
-            checkpoint::read_last(&*backend, &checkpoints_topic, 0)
+            runtime::read_last(&*backend, &checkpoints_topic, 0)
                 .await
                 .map_err(Error::external)?
         };
@@ -240,16 +138,28 @@ pub async fn run_instance(
     } else {
         None
     };
+    let reports_readiness = shape.is_reporting_readiness();
+    let mut parts = InstanceParts::new(InstanceSetup {
+        instance: instance.clone(),
+        shape: shape.clone(),
+        backend: backend.clone(),
+        producer: producer.clone(),
+        dead_letter_topic: Arc::from(wiring.dead_letter_topic.as_str()),
+        clock,
+        metrics: metrics.clone(),
+        shutdown,
+        attempts: wiring.attempts.clone(),
+        poll_batch: settings.poll_batch,
+        acknowledgements: acknowledgements.clone(),
+    });
     let mut checkpoint_offsets = Vec::new();
-    let mut inlets = HashMap::new();
     let mut targets = Vec::new();
     let mut inlet_wirings = wiring.inlets;
-    for (index, port) in shape.ports_in(Direction::Inlet).enumerate() {
-        let position = inlet_wirings
-            .iter()
-            .position(|inlet| inlet.port == port.name);
+    // In the shape's order: the committer's targets are indexed as the inlets' commits are.
+    for port in shape.inlet_names() {
+        let position = inlet_wirings.iter().position(|inlet| inlet.port == port);
         let Some(position) = position else {
-            return Err(not_connected(&instance, "inlet", port.name));
+            return Err(not_connected(&instance, "inlet", port));
         };
         let inlet = inlet_wirings.swap_remove(position);
         let mut config = ConsumerConfig::new(inlet.group.clone(), [inlet.topic.clone()]);
@@ -258,7 +168,7 @@ pub async fn run_instance(
         let topic: Arc<str> = Arc::from(inlet.topic.as_str());
         let mut resume = BTreeMap::new();
         let saved = restored.iter().flat_map(|restored| &restored.offsets);
-        for saved in saved.filter(|saved| saved.inlet == port.name && saved.topic == inlet.topic) {
+        for saved in saved.filter(|saved| saved.inlet == port && saved.topic == inlet.topic) {
             // The consumer group's offsets are written only after the checkpoint, so they
             // are never past it; the inlet skips what the checkpoint already reflects. The
             // seek saves reading that again where the partition is assigned already (after
@@ -273,42 +183,24 @@ pub async fn run_instance(
         }
         checkpoint_offsets.push(resume.clone());
         targets.push(CommitTarget {
-            inlet: port.name,
+            inlet: port,
             consumer: consumer.clone(),
             topic: topic.clone(),
             group: inlet.group,
         });
-        let port_metrics = metrics.inlet(port.name);
-        port_metrics.read_by(&consumer);
-        let parts = InletParts {
-            index,
-            port: port.name,
+        parts.connect_inlet(InletConnection {
+            port,
             topic,
             consumer,
-            backend: backend.clone(),
             writer_schemas: inlet.writer_schemas,
             end_of_input: inlet.end_of_input,
-            policy: port.bad_data,
-            metrics: port_metrics,
-            instance_metrics: metrics.clone(),
-            acknowledgements: acknowledgements.clone(),
-            dead_letters: dead_letters.clone(),
-            shutdown: shutdown.clone(),
-            poll_batch: settings.poll_batch,
-            attempts: wiring.attempts.clone(),
             resume,
-        };
-        inlets.insert(port.name, parts);
+        });
     }
 
-    let mut outlets = HashMap::new();
-    for port in shape.ports_in(Direction::Outlet) {
-        let Some(outlet) = wiring
-            .outlets
-            .iter()
-            .find(|outlet| outlet.port == port.name)
-        else {
-            return Err(not_connected(&instance, "outlet", port.name));
+    for port in shape.outlet_names() {
+        let Some(outlet) = wiring.outlets.iter().find(|outlet| outlet.port == port) else {
+            return Err(not_connected(&instance, "outlet", port));
         };
         let info = backend
             .topic(&outlet.topic)
@@ -319,17 +211,12 @@ pub async fn run_instance(
                 topic: outlet.topic.clone(),
             }));
         };
-        let parts = OutletParts {
-            port: port.name,
+        parts.connect_outlet(OutletConnection {
+            port,
             topic: Arc::from(outlet.topic.as_str()),
             partitions: info.partitions,
-            producer: producer.clone(),
-            acknowledgements: acknowledgements.clone(),
-            clock: clock.clone(),
-            metrics: metrics.outlet(port.name),
             tag_schema: outlet.tag_schema,
-        };
-        outlets.insert(port.name, parts);
+        });
     }
 
     let writer = shape.is_checkpointed().then(|| CheckpointWriter {
@@ -341,18 +228,14 @@ pub async fn run_instance(
             .as_ref()
             .map(|topic| ChangelogWriter::new(backend.clone(), Arc::from(topic.as_str()))),
     });
-    let source = Arc::new(CheckpointSource {
+    let source = CheckpointSource {
         backend: backend.clone(),
         topic: checkpoints_topic.clone(),
         changelog,
-    });
-    let checkpoints = shape.is_checkpointed().then(|| {
-        Checkpoints::new(
-            acknowledgements.clone(),
-            restored.map(|restored| restored.state),
-            source,
-        )
-    });
+    };
+    let checkpoints = shape
+        .is_checkpointed()
+        .then(|| parts.checkpoints(restored.map(|restored| restored.state), source));
     let mode = match (transaction, gate) {
         (Some(producer), Some(gate)) => Mode::ExactlyOnce {
             producer,
@@ -374,27 +257,16 @@ pub async fn run_instance(
         mode,
     );
     let mut committing = tokio::spawn(committer.run(events));
-    let shape_reports_readiness = shape.is_reporting_readiness();
-    let ctx = Context::new(
-        instance.clone(),
-        shape,
-        inlets,
-        outlets,
-        wiring.parameters,
-        clock,
-        shutdown,
-    )
-    .with_metrics(metrics.clone())
-    .with_scripted_watermarks(wiring.watermarks)
-    .with_checkpoints(checkpoints);
-    let ctx = if shape_reports_readiness {
-        ctx.with_readiness(wiring.ready)
+    // A streamlet that does not report readiness is ready once its ports are connected.
+    let (readiness, ready_now) = if reports_readiness {
+        (wiring.ready, None)
     } else {
-        if let Some(ready) = wiring.ready {
-            let _ = ready.send(());
-        }
-        ctx
+        (None, wiring.ready)
     };
+    let ctx = parts.into_context(wiring.parameters, wiring.watermarks, checkpoints, readiness);
+    if let Some(ready) = ready_now {
+        let _ = ready.send(());
+    }
     let running = streamlet.run_boxed(ctx);
     tokio::pin!(running);
     let outcome = tokio::select! {

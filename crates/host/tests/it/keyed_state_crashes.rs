@@ -16,10 +16,11 @@ use runnel_backend::{
     Record, TopicCreation, TopicInfo, TopicSpec, partition_for_key,
 };
 use runnel_embedded_log::{EmbeddedBackend, LogConfig};
+use runnel_host::{HostSettings, Wiring};
 use runnel_streamlet::checkpoint::{CHANGELOG_ENTRIES_HEADER, changelog_entries};
 use runnel_streamlet::prelude::*;
 use runnel_streamlet::state::{Keyed, ListState, MapState, ValueState};
-use runnel_streamlet::{HostSettings, InstanceMetrics, Wiring};
+use runnel_streamlet::InstanceMetrics;
 use tokio::sync::watch;
 
 use crate::hosting;

@@ -3,7 +3,7 @@
 //!
 //! ```
 //! use runnel_streamlet::prelude::*;
-//! use runnel_streamlet::testkit::TestRun;
+//! use runnel_host::testkit::TestRun;
 //!
 //! #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
 //! pub struct Reading { pub celsius: f64 }
@@ -12,7 +12,7 @@
 //! const OUT: Outlet<Reading> = Outlet::new("out");
 //!
 //! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), runnel_streamlet::testkit::TestError> {
+//! # async fn main() -> Result<(), runnel_host::testkit::TestError> {
 //! let plausible = Processor::new(IN, OUT, |r: Reading| (r.celsius < 150.0).then_some(r));
 //! let run = TestRun::new(plausible)
 //!     .input(IN, [Reading { celsius: 21.5 }, Reading { celsius: 900.0 }])
@@ -40,7 +40,7 @@
 //! ```
 //! use std::time::Duration;
 //! use runnel_streamlet::prelude::*;
-//! use runnel_streamlet::testkit::{TestRecord, TestRun};
+//! use runnel_host::testkit::{TestRecord, TestRun};
 //! use runnel_streamlet::window::{Pane, Sum, Timing, WindowSpec};
 //!
 //! const IN: Inlet<i64> = Inlet::new("in");
@@ -48,7 +48,7 @@
 //! const MINUTE: WindowSpec = WindowSpec::tumbling(Duration::from_secs(60));
 //!
 //! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), runnel_streamlet::testkit::TestError> {
+//! # async fn main() -> Result<(), runnel_host::testkit::TestError> {
 //! let sums = WindowedAggregate::new(IN, OUT, MINUTE, Sum::of(|points: &i64| *points));
 //! let run = TestRun::new(sums)
 //!     .at(10_000).input_records(IN, [TestRecord::new(5).timestamp(1_000)])
@@ -77,15 +77,14 @@ use runnel_backend::{
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::clock::{Clock, SystemClock};
-use crate::codec::{Codec, SCHEMA_HEADER};
-use crate::host::{HostSettings, InletWiring, OutletWiring, Wiring, run_instance};
-use crate::port::Direction;
-use crate::watermark::ScriptedWatermarks;
-use crate::{
-    Data, DynStreamlet, ErrorKind, Inlet, InstanceMetrics, ParameterError, Streamlet,
-    resolve_parameters,
+use runnel_streamlet::runtime::PortCodec as Codec;
+use runnel_streamlet::watermark::ScriptedWatermarks;
+use runnel_streamlet::{
+    Clock, Data, DynStreamlet, ErrorKind, Inlet, InstanceMetrics, ParameterError, SCHEMA_HEADER,
+    Streamlet, SystemClock, resolve_parameters,
 };
+
+use crate::{HostSettings, InletWiring, OutletWiring, Wiring, run_instance};
 
 pub use manual_clock::ManualClock;
 pub use output::{Received, TestOutput};
@@ -221,12 +220,6 @@ pub struct TestRun {
     max_record_bytes: Option<usize>,
 }
 
-impl std::fmt::Debug for dyn DynStreamlet {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Streamlet")
-    }
-}
-
 impl TestRun {
     /// A run of `streamlet` with no inputs, named `test`.
     pub fn new(streamlet: impl Streamlet) -> Self {
@@ -289,7 +282,7 @@ impl TestRun {
     ///
     /// ```
     /// use runnel_streamlet::prelude::*;
-    /// use runnel_streamlet::testkit::TestRun;
+    /// use runnel_host::testkit::TestRun;
     ///
     /// #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
     /// pub struct Reading { pub celsius: f64 }
@@ -298,7 +291,7 @@ impl TestRun {
     /// const OUT: Outlet<Reading> = Outlet::new("out");
     ///
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), runnel_streamlet::testkit::TestError> {
+    /// # async fn main() -> Result<(), runnel_host::testkit::TestError> {
     /// let tombstone = runnel_backend::Record::null().with_key("sensor-1");
     /// let run = TestRun::new(Processor::new(IN, OUT, Some))
     ///     .raw_records(IN, [tombstone])
@@ -494,21 +487,21 @@ impl TestRun {
         let (end_of_input, ended) = watch::channel(!timed);
         let mut inlets = Vec::new();
         let mut feeds = BTreeMap::new();
-        for port in shape.ports_in(Direction::Inlet) {
-            let topic = format!("in.{}", port.name);
+        for port in shape.inlet_names() {
+            let topic = format!("in.{}", port);
             backend
                 .create_topic(&TopicSpec::new(&topic, self.partitions))
                 .await?;
             feeds.insert(
-                port.name,
+                port,
                 Feed {
                     topic: topic.clone(),
                     sent: 0,
                 },
             );
             inlets.push(InletWiring {
-                port: port.name.to_owned(),
-                group: format!("{}.{}", self.instance, port.name),
+                port: port.to_owned(),
+                group: format!("{}.{}", self.instance, port),
                 topic,
                 writer_schemas: Vec::new(),
                 end_of_input: ended.clone(),
@@ -543,13 +536,13 @@ impl TestRun {
             }
         }
         let mut outlets = Vec::new();
-        for port in shape.ports_in(Direction::Outlet) {
-            let topic = format!("out.{}", port.name);
+        for port in shape.outlet_names() {
+            let topic = format!("out.{}", port);
             backend
                 .create_topic(&limited(TopicSpec::new(&topic, self.partitions)))
                 .await?;
             outlets.push(OutletWiring {
-                port: port.name.to_owned(),
+                port: port.to_owned(),
                 topic,
                 tag_schema: false,
             });

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use runnel_backend::{
     Backend, MemoryBackend, ProducerConfig, Record, TopicSpec, partition_for_key,
 };
-use runnel_streamlet::HostSettings;
+use runnel_host::HostSettings;
 use runnel_streamlet::prelude::*;
 use runnel_streamlet::watermark::Watermarks;
 use runnel_streamlet::window::{Count, Pane, WindowSpec};

@@ -6,12 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use runnel_backend::{Backend, MemoryBackend, ProducerConfig, Record, TopicSpec};
+use runnel_host::{HostSettings, InletWiring, OutletWiring, Wiring};
 use runnel_streamlet::prelude::*;
 use runnel_streamlet::watermark::Watermarks;
 use runnel_streamlet::window::{Count, Pane, Timing, WindowSpec};
-use runnel_streamlet::{
-    HostSettings, InletWiring, InstanceMetrics, OutletWiring, SystemClock, Wiring,
-};
+use runnel_streamlet::{InstanceMetrics, SystemClock};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -105,7 +104,7 @@ fn start(
     };
     let streamlet = counts();
     let metrics = Arc::new(InstanceMetrics::for_shape(&Streamlet::shape(&streamlet)));
-    let running = tokio::spawn(runnel_streamlet::run_instance(
+    let running = tokio::spawn(runnel_host::run_instance(
         Box::new(streamlet),
         Arc::new(backend.clone()),
         wiring,

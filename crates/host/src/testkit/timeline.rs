@@ -15,7 +15,7 @@ use runnel_backend::{Backend, ConsumedRecord, ConsumerConfig, MemoryBackend, Rec
 use tokio_util::sync::CancellationToken;
 
 use super::ManualClock;
-use crate::Clock;
+use runnel_streamlet::Clock;
 
 /// Something a test run does at a processing time.
 #[derive(Clone, Debug)]

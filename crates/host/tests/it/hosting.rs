@@ -7,10 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use runnel_backend::Backend;
+use runnel_host::{HostSettings, InletWiring, OutletWiring, Wiring};
 use runnel_streamlet::prelude::*;
-use runnel_streamlet::{
-    HostSettings, InletWiring, InstanceMetrics, OutletWiring, SystemClock, Wiring,
-};
+use runnel_streamlet::{InstanceMetrics, SystemClock};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -76,7 +75,7 @@ pub(crate) fn start_observed(
         .enable_all()
         .build()
         .unwrap();
-    let running = runtime.spawn(runnel_streamlet::run_instance(
+    let running = runtime.spawn(runnel_host::run_instance(
         Box::new(streamlet),
         backend,
         wiring,
@@ -125,7 +124,7 @@ impl Supervised {
             loop {
                 let (streamlet, wiring) = make();
                 let shape = Streamlet::shape(&streamlet);
-                let outcome = runnel_streamlet::run_instance(
+                let outcome = runnel_host::run_instance(
                     Box::new(streamlet),
                     backend.clone(),
                     wiring,

@@ -10,10 +10,9 @@ use runnel_backend::{
     Backend, Consumer, ConsumerConfig, MemoryBackend, PartitionOffsets, Producer, ProducerConfig,
     Receipt, Record, TopicCreation, TopicInfo, TopicSpec,
 };
+use runnel_host::{HostSettings, InletWiring, OutletWiring, Wiring};
 use runnel_streamlet::prelude::*;
-use runnel_streamlet::{
-    HostSettings, InletWiring, InstanceMetrics, OutletWiring, SystemClock, Wiring,
-};
+use runnel_streamlet::{InstanceMetrics, SystemClock};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -150,7 +149,7 @@ async fn start(inputs: usize, settings: HostSettings) -> Fixture {
     };
     let streamlet = Processor::new(IN, OUT, Some);
     let metrics = Arc::new(InstanceMetrics::for_shape(&Streamlet::shape(&streamlet)));
-    let running = tokio::spawn(runnel_streamlet::run_instance(
+    let running = tokio::spawn(runnel_host::run_instance(
         Box::new(streamlet),
         Arc::new(backend),
         wiring,

@@ -18,10 +18,10 @@
 //!
 //! 5. **Failover**: a member holding every key stops, and a second member of the group
 //!    takes the four partitions over: the time from the first member gone until the second
-//!    has restored them and handled a record of each, with the second member keeping warm standbys
-//!    (`KeyedState::warm_standby`) and without, alternating.
+//!    has restored them and handled a record of each, with the second member keeping warm
+//!    standbys (`KeyedState::warm_standby`) and without, alternating.
 //!
-//! `cargo bench -p runnel-streamlet --bench keyed_state -- [keys] [runs] [overhead|failover]`
+//! `cargo bench -p runnel-host --bench keyed_state -- [keys] [runs] [overhead|failover]`
 //! (defaults 1,000,000 and 3; `overhead` or `failover` runs that phase alone).
 
 use std::collections::BTreeMap;
@@ -32,11 +32,10 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use runnel_backend::{Backend, ProducerConfig, Record, TopicSpec, partition_for_key};
 use runnel_embedded_log::{EmbeddedBackend, LogConfig};
+use runnel_host::{HostSettings, InletWiring, Wiring, run_instance};
 use runnel_streamlet::prelude::*;
 use runnel_streamlet::state::{Keyed, ValueState};
-use runnel_streamlet::{
-    HostSettings, InletWiring, InstanceMetrics, SystemClock, Wiring, run_instance,
-};
+use runnel_streamlet::{InstanceMetrics, SystemClock};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 

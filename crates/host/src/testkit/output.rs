@@ -7,9 +7,9 @@ use bytes::Bytes;
 use runnel_backend::{ConsumedRecord, Headers, MemoryBackend};
 
 use super::TestError;
-use crate::codec::{Codec, SCHEMA_HEADER};
-use crate::window::PaneInfo;
-use crate::{Data, InstanceMetrics, Outlet};
+use runnel_streamlet::runtime::PortCodec as Codec;
+use runnel_streamlet::window::PaneInfo;
+use runnel_streamlet::{Data, InstanceMetrics, Outlet, SCHEMA_HEADER};
 
 /// The dead-letter topic of a test run.
 pub(crate) const DEAD_LETTER_TOPIC: &str = "dead-letter";
@@ -31,7 +31,7 @@ pub struct TestOutput {
 /// ```
 /// use std::time::Duration;
 /// use runnel_streamlet::prelude::*;
-/// use runnel_streamlet::testkit::{TestRecord, TestRun};
+/// use runnel_host::testkit::{TestRecord, TestRun};
 /// use runnel_streamlet::window::{Pane, Sum, Timing, WindowSpec};
 ///
 /// const IN: Inlet<i64> = Inlet::new("in");
@@ -39,7 +39,7 @@ pub struct TestOutput {
 /// const MINUTE: WindowSpec = WindowSpec::tumbling(Duration::from_secs(60));
 ///
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), runnel_streamlet::testkit::TestError> {
+/// # async fn main() -> Result<(), runnel_host::testkit::TestError> {
 /// let sums = WindowedAggregate::new(IN, OUT, MINUTE, Sum::of(|points: &i64| *points));
 /// let run = TestRun::new(sums)
 ///     .at(5_000).input_records(IN, [TestRecord::new(3).timestamp(1_000)])

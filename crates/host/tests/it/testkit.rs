@@ -1,7 +1,7 @@
 use std::time::Duration;
 
+use runnel_host::testkit::{TestError, TestRun};
 use runnel_streamlet::prelude::*;
-use runnel_streamlet::testkit::{TestError, TestRun};
 
 use crate::model::{IN, OUT, reading};
 

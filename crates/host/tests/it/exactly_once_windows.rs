@@ -9,11 +9,12 @@ use std::time::{Duration, Instant};
 
 use runnel_backend::{Backend, ConsumerConfig, MemoryBackend, ProducerConfig, Record, TopicSpec};
 use runnel_embedded_log::{EmbeddedBackend, LogConfig};
+use runnel_host::{HostSettings, Wiring};
 use runnel_streamlet::ErrorKind;
 use runnel_streamlet::prelude::*;
 use runnel_streamlet::watermark::Watermarks;
 use runnel_streamlet::window::{Count, Pane, Timing, WindowSpec};
-use runnel_streamlet::{HostSettings, InstanceMetrics, SystemClock, Wiring};
+use runnel_streamlet::{InstanceMetrics, SystemClock};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -262,7 +263,7 @@ async fn an_exactly_once_checkpoint_saved_while_holding_a_message_fails_the_inst
     let metrics = Arc::new(InstanceMetrics::for_shape(&SavesWhileHolding.shape()));
     let outcome = tokio::time::timeout(
         Duration::from_secs(30),
-        runnel_streamlet::run_instance(
+        runnel_host::run_instance(
             Box::new(SavesWhileHolding),
             backend,
             wiring,

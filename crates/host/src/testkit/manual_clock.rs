@@ -6,7 +6,7 @@ use std::sync::{Mutex, PoisonError};
 use futures::future::BoxFuture;
 use tokio::sync::watch;
 
-use crate::Clock;
+use runnel_streamlet::Clock;
 
 /// A processing-time clock moved by hand. Sleepers wake when it is set to or past their
 /// deadline; the clock remembers the deadlines asked for, so a driver can move time from
@@ -14,7 +14,7 @@ use crate::Clock;
 ///
 /// ```
 /// use runnel_streamlet::Clock;
-/// use runnel_streamlet::testkit::ManualClock;
+/// use runnel_host::testkit::ManualClock;
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// let clock = ManualClock::new(1_000);

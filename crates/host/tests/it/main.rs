@@ -1,0 +1,13 @@
+//! Integration tests of the host: wiring, acknowledgements, checkpoints, exactly-once
+//! delivery and the test kit, through the crates' public interfaces.
+
+mod acknowledgement; // outputs are durable before inputs are committed; bounded in-flight sends
+mod checkpoint; // window state and input offsets checkpointed together; restarts are exact
+mod exactly_once; // killed and restarted mid-stream, a copy commits every input once, in order
+mod exactly_once_windows; // an exactly-once window count killed again and again: each pane once
+mod hosting; // wiring an instance and running it on a runtime a test can kill
+mod keyed_state_crashes; // keyed state equals a model after kills and rebalances, both deliveries
+mod model; // the record types the tests use
+mod state_by_partition; // a window count kept by partition scales out and survives a killed member
+mod state_queries; // a running keyed state answers queries by key; the partition's owner answers
+mod testkit; // what the test kit itself reports
