@@ -134,7 +134,7 @@ async fn run(
     checkpoint_every: Duration,
     expected: u64,
 ) -> Ran {
-    let member = Member::start(backend, instance, checkpoint_every, false, expected);
+    let mut member = Member::start(backend, instance, checkpoint_every, false, expected);
     let (first, reached) = member.reached().await;
     let resident = resident();
     let started = member.started;
@@ -216,9 +216,17 @@ impl Member {
     }
 
     /// When it handled its first record and its `expected`-th, once it has.
-    async fn reached(&self) -> (Instant, Instant) {
+    ///
+    /// # Panics
+    ///
+    /// When the instance stopped before (with its error).
+    async fn reached(&mut self) -> (Instant, Instant) {
         loop {
             tokio::time::sleep(Duration::from_millis(5)).await;
+            if self.running.is_finished() {
+                let outcome = (&mut self.running).await.unwrap();
+                panic!("the instance stopped before it handled its records: {outcome:?}");
+            }
             let progress = self.progress.lock().unwrap();
             if let (Some(first), Some(reached)) = (progress.first, progress.reached) {
                 return (first, reached);
@@ -319,7 +327,7 @@ async fn failover(keys: u64, runs: usize) {
             let directory = tempfile::tempdir().unwrap();
             let backend = fresh(directory.path()).await;
             produce(&backend, 0..keys).await;
-            let first = Member::start(&backend, "tally", Duration::from_secs(1), false, keys);
+            let mut first = Member::start(&backend, "tally", Duration::from_secs(1), false, keys);
             first.reached().await;
             while backend
                 .committed("bench.tally.in", "in")
@@ -330,9 +338,10 @@ async fn failover(keys: u64, runs: usize) {
                 .sum::<u64>()
                 < keys
             {
+                assert!(!first.running.is_finished(), "the first member stopped");
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            let second = Member::start(
+            let mut second = Member::start(
                 &backend,
                 "tally",
                 Duration::from_secs(1),
@@ -347,6 +356,7 @@ async fn failover(keys: u64, runs: usize) {
                     .size()
                     .is_none_or(|size| size.standby_entries < keys)
                 {
+                    assert!(!second.running.is_finished(), "the second member stopped");
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
             }
@@ -361,7 +371,11 @@ async fn failover(keys: u64, runs: usize) {
             let size = second.metrics.state_queries().size().unwrap_or_default();
             println!(
                 "failover of {keys} keys, run {run_index}, {}: {took:.2?} from the first member gone to every partition restored ({} changelog entries replayed; its stop took {:.2?})",
-                if standby { "warm standby" } else { "no standby" },
+                if standby {
+                    "warm standby"
+                } else {
+                    "no standby"
+                },
                 size.restored_entries,
                 stopped - stopping
             );

@@ -47,11 +47,11 @@ use crate::{CodecError, Context, Data, FailedAttempts, InstanceMetrics, Shape};
 pub use crate::acknowledgement::{Acknowledgements, Event, EventReceiver};
 pub use crate::checkpoint::{
     CHANGELOG_ENTRIES_HEADER, CHANGELOG_WRITER_HEADER, ChangelogBatch, ChangelogRange,
-    CheckpointError, CheckpointSource, InletOffset, PartitionSave, Restored, SavedState,
-    read_last, record as checkpoint_record,
+    CheckpointError, CheckpointSource, InletOffset, PartitionSave, Restored, SavedState, read_last,
+    record as checkpoint_record,
 };
-pub use crate::state::changelog_entries::ChangelogEntries;
 pub use crate::gate::Gate;
+pub use crate::state::changelog_entries::ChangelogEntries;
 
 /// What every port of one instance shares, for [`InstanceParts::new`].
 #[derive(Debug)]

@@ -17,10 +17,10 @@ use runnel_backend::{
 };
 use runnel_embedded_log::{EmbeddedBackend, LogConfig};
 use runnel_host::{HostSettings, Wiring};
+use runnel_streamlet::InstanceMetrics;
 use runnel_streamlet::checkpoint::{CHANGELOG_ENTRIES_HEADER, changelog_entries};
 use runnel_streamlet::prelude::*;
 use runnel_streamlet::state::{Keyed, ListState, MapState, ValueState};
-use runnel_streamlet::InstanceMetrics;
 use tokio::sync::watch;
 
 use crate::hosting;
