@@ -123,3 +123,95 @@ impl Targets {
         self.known.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use rdkafka::admin::AdminClient;
+    use rdkafka::consumer::BaseConsumer;
+    use rdkafka::mocking::MockCluster;
+    use rdkafka::producer::DefaultProducerContext;
+
+    use super::*;
+    use crate::KafkaConfig;
+    use crate::context::LogContext;
+    use crate::error::Redactor;
+
+    /// The shared caches of a backend on `mock`, and a producer's own facts over them.
+    fn targets(mock: &MockCluster<'static, DefaultProducerContext>) -> Targets {
+        let config = KafkaConfig::new(mock.bootstrap_servers());
+        let context = LogContext {
+            redactor: Redactor::new(Arc::default()),
+        };
+        let metadata_client: BaseConsumer<LogContext> =
+            config.admin().create_with_context(context.clone()).unwrap();
+        let admin: AdminClient<LogContext> = config.admin().create_with_context(context).unwrap();
+        let timeout = Duration::from_secs(5);
+        let metadata = Arc::new(Metadata::new(
+            metadata_client,
+            Redactor::new(Arc::default()),
+            timeout,
+        ));
+        Targets::new(
+            metadata,
+            Arc::new(TopicLimits::new(Arc::new(admin), timeout)),
+        )
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_producer_keeps_a_topics_facts_until_a_shared_cache_forgets_them() {
+        let mock = MockCluster::new(1).unwrap();
+        mock.create_topic("facts", 2, 1).unwrap();
+        let targets = targets(&mock);
+        assert!(targets.cached("facts", 1).is_none(), "nothing known yet");
+        let destination = targets.destination("facts", 1).await.unwrap();
+        assert_eq!(
+            (&*destination.written.topic, destination.written.partition),
+            ("facts", 1)
+        );
+        let cached = targets.cached("facts", 1).expect("kept after the look-up");
+        assert!(
+            Arc::ptr_eq(&cached.written, &destination.written),
+            "one delivered cell per partition"
+        );
+        assert!(targets.cached("facts", 2).is_none(), "beyond the count");
+        match targets.destination("facts", 2).await {
+            Err(Error::PartitionNotFound {
+                partition,
+                partitions,
+                ..
+            }) => assert_eq!((partition, partitions), (2, 2)),
+            other => panic!("expected partition 2 not to exist, got {other:?}"),
+        }
+
+        // A topic created again: its partition count is forgotten, so is this producer's.
+        targets.metadata.forget("facts");
+        assert!(targets.cached("facts", 1).is_none());
+        targets.destination("facts", 1).await.unwrap();
+        assert!(targets.cached("facts", 1).is_some());
+        // Its limit is forgotten.
+        targets.limits.forget("facts");
+        assert!(targets.cached("facts", 1).is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_unknown_limit_is_asked_for_again_when_due_without_a_clock_read_per_send() {
+        let mock = MockCluster::new(1).unwrap();
+        mock.create_topic("unsaid", 1, 1).unwrap();
+        let targets = targets(&mock);
+        let destination = targets.destination("unsaid", 0).await.unwrap();
+        // librdkafka's mock cluster does not answer DescribeConfigs.
+        assert_eq!(destination.limit, None);
+        assert!(targets.cached("unsaid", 0).is_some());
+        tokio::time::advance(Duration::from_secs(59)).await;
+        tokio::task::yield_now().await;
+        assert!(targets.cached("unsaid", 0).is_some(), "not due yet");
+        tokio::time::advance(Duration::from_secs(2)).await;
+        tokio::task::yield_now().await;
+        assert!(
+            targets.cached("unsaid", 0).is_none(),
+            "asked for again once due"
+        );
+    }
+}

@@ -67,8 +67,9 @@ impl TopicLimits {
             None => {
                 let limits = Arc::downgrade(self);
                 let name = topic.to_owned();
+                let due = tokio::time::Instant::now() + RETRY_AFTER;
                 tokio::spawn(async move {
-                    tokio::time::sleep(RETRY_AFTER).await;
+                    tokio::time::sleep_until(due).await;
                     if let Some(limits) = limits.upgrade() {
                         limits.forget_unknown(&name);
                     }
