@@ -18,7 +18,6 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use bytes::Bytes;
 use rdkafka::ClientContext;
 use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::{
@@ -36,6 +35,7 @@ use runnel_backend::{
 use tokio::sync::mpsc;
 
 use crate::context;
+use crate::copy_buffer::CopyBuffer;
 use crate::error::Redactor;
 use crate::metadata::{Metadata, blocking};
 
@@ -399,6 +399,11 @@ impl KafkaConsumer {
         let count = max_records.max(1).min(buffered.len());
         let records: Vec<ConsumedRecord> = buffered.drain(..count).collect();
         drop(buffered);
+        self.advance(records)
+    }
+
+    /// Moves the positions past `records`, which the runtime receives now.
+    fn advance(&self, records: Vec<ConsumedRecord>) -> Vec<ConsumedRecord> {
         // The next position of each partition in the batch, found first, so the shared map
         // (hashed by topic name) is looked up once per partition rather than per record.
         let mut nexts: Vec<(&ConsumedRecord, u64)> = Vec::new();
@@ -421,6 +426,36 @@ impl KafkaConsumer {
         }
         drop(positions);
         records
+    }
+
+    /// Receives a handed-over batch: straight to the caller when nothing is buffered before
+    /// it (the rest of a batch larger than `max_records` is buffered), else behind what is
+    /// buffered. `None` when nothing of it is for the caller yet.
+    fn receive(
+        &self,
+        mut batch: Vec<ConsumedRecord>,
+        max_records: usize,
+    ) -> Option<Vec<ConsumedRecord>> {
+        // Held until the batch is placed, as a seek changes both.
+        let discarding = lock(&self.discarding);
+        if !discarding.is_empty() {
+            batch.retain(|record| {
+                !discarding
+                    .iter()
+                    .any(|tp| tp.partition == record.partition && tp.topic == record.topic)
+            });
+        }
+        let mut buffered = lock(&self.buffered);
+        if !buffered.is_empty() || batch.is_empty() {
+            buffered.extend(batch);
+            return None;
+        }
+        let max_records = max_records.max(1);
+        if batch.len() > max_records {
+            buffered.extend(batch.drain(max_records..));
+        }
+        drop((buffered, discarding));
+        Some(self.advance(batch))
     }
 
     /// Stops the polling thread and closes the client (leaving the group, committing staged
@@ -448,14 +483,9 @@ impl Consumer for KafkaConsumer {
             let mut batches = self.batches.lock().await;
             match batches.recv().await {
                 Some(Batch::Records(batch)) => {
-                    let discarding = lock(&self.discarding);
-                    let fresh = batch.into_iter().filter(|record| {
-                        discarding.is_empty()
-                            || !discarding.iter().any(|tp| {
-                                tp.partition == record.partition && tp.topic == record.topic
-                            })
-                    });
-                    lock(&self.buffered).extend(fresh);
+                    if let Some(records) = self.receive(batch, max_records) {
+                        return Ok(records);
+                    }
                 }
                 Some(Batch::Sought(tp)) => lock(&self.discarding).retain(|d| *d != tp),
                 Some(Batch::Failed(error)) => return Err(error),
@@ -731,10 +761,12 @@ fn hand_over(
     true
 }
 
-/// The last topic name seen, so records share one `Arc<str>` without a lookup each.
+/// What the polling thread keeps between records: the last topic name seen, so records
+/// share one `Arc<str>` without a lookup each, and the buffer records are copied into.
 #[derive(Default)]
 struct Names {
     last: Option<Arc<str>>,
+    copies: CopyBuffer,
 }
 
 fn convert(message: &BorrowedMessage<'_>, names: &mut Names, shared: &Shared) -> ConsumedRecord {
@@ -746,13 +778,11 @@ fn convert(message: &BorrowedMessage<'_>, names: &mut Names, shared: &Shared) ->
             name
         }
     };
+    let copies = &mut names.copies;
     let mut headers = Headers::new();
     if let Some(borrowed) = message.headers() {
         for header in borrowed.iter() {
-            headers.push(
-                header.key,
-                Bytes::copy_from_slice(header.value.unwrap_or_default()),
-            );
+            headers.push(header.key, copies.copy(header.value.unwrap_or_default()));
         }
     }
     ConsumedRecord {
@@ -760,9 +790,9 @@ fn convert(message: &BorrowedMessage<'_>, names: &mut Names, shared: &Shared) ->
         partition: message.partition() as u32,
         offset: message.offset() as u64,
         record: Record {
-            key: message.key().map(Bytes::copy_from_slice),
+            key: message.key().map(|key| copies.copy(key)),
             // A message without a payload is a null value (a tombstone), not an empty one.
-            value: message.payload().map(Bytes::copy_from_slice),
+            value: message.payload().map(|value| copies.copy(value)),
             headers,
             timestamp: message.timestamp().to_millis().unwrap_or(0),
         },

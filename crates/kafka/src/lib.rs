@@ -58,12 +58,14 @@ mod backend;
 mod config;
 mod consumer;
 mod context;
+mod copy_buffer;
 mod delivery;
 mod error;
 mod inspect;
 mod metadata;
 mod producer;
 mod settings;
+mod targets;
 #[cfg(feature = "test-broker")]
 pub mod test_broker;
 mod topic_limits;

@@ -2,6 +2,7 @@
 //! through a consumer-type client, which never creates topics as a side effect.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -19,10 +20,44 @@ pub(crate) struct Metadata {
     timeout: Duration,
     /// Partition counts of topics known to exist, with the interned name.
     partitions: Mutex<HashMap<String, (Arc<str>, u32)>>,
-    /// Per topic, indexed by partition: one past the highest offset this process's
-    /// producers saw acknowledged (updated for every delivery, so looked up without
-    /// allocating).
-    delivered: Mutex<HashMap<String, Vec<u64>>>,
+    /// Changes whenever a cached partition count is forgotten or changes, so the producers'
+    /// own caches ([`Targets`](crate::targets::Targets)) know to look again.
+    generation: AtomicU64,
+    /// Per topic, indexed by partition: the partitions this process's producers write, each
+    /// with the end they saw acknowledged (updated by every delivery report without a lock).
+    written: Mutex<HashMap<String, Vec<Arc<Written>>>>,
+}
+
+/// A partition this process's producers write: its name for a receipt's errors, and one
+/// past the highest offset they saw acknowledged.
+#[derive(Debug)]
+pub(crate) struct Written {
+    pub(crate) topic: Arc<str>,
+    pub(crate) partition: u32,
+    end: AtomicU64,
+}
+
+impl Written {
+    /// `partition` of `topic`, nothing acknowledged yet.
+    pub(crate) fn new(topic: Arc<str>, partition: u32) -> Self {
+        Written {
+            topic,
+            partition,
+            end: AtomicU64::new(0),
+        }
+    }
+
+    /// Records that a producer of this process saw `offset` acknowledged here.
+    pub(crate) fn delivered(&self, offset: i64) {
+        if let Ok(end) = u64::try_from(offset + 1) {
+            self.end.fetch_max(end, Ordering::Relaxed);
+        }
+    }
+
+    /// One past the highest offset acknowledged so far.
+    pub(crate) fn end(&self) -> u64 {
+        self.end.load(Ordering::Relaxed)
+    }
 }
 
 impl std::fmt::Debug for Metadata {
@@ -42,7 +77,8 @@ impl Metadata {
             redactor,
             timeout,
             partitions: Mutex::default(),
-            delivered: Mutex::default(),
+            generation: AtomicU64::new(0),
+            written: Mutex::default(),
         }
     }
 
@@ -76,8 +112,15 @@ impl Metadata {
             }
         }
         let count = found.partitions().len() as u32;
-        self.lock()
-            .insert(topic.to_owned(), (Arc::from(topic), count));
+        let mut partitions = self.lock();
+        let name = partitions
+            .get(topic)
+            .map_or_else(|| Arc::from(topic), |(name, _)| name.clone());
+        if let Some((_, before)) = partitions.insert(topic.to_owned(), (name, count))
+            && before != count
+        {
+            self.generation.fetch_add(1, Ordering::Release);
+        }
         Ok(Some(count))
     }
 
@@ -109,24 +152,24 @@ impl Metadata {
             .map_or_else(|| Arc::from(topic), |(name, _)| name.clone())
     }
 
-    /// Records that a producer of this process saw `offset` acknowledged.
-    pub(crate) fn delivered(&self, topic: &str, partition: i32, offset: i64) {
-        let (Ok(partition), Ok(end)) = (usize::try_from(partition), u64::try_from(offset + 1))
-        else {
-            return;
+    /// The first `partitions` partitions of `topic` as this process's producers write them,
+    /// indexed by partition: the same cells for every producer, created when first asked for.
+    pub(crate) fn written(&self, topic: &Arc<str>, partitions: u32) -> Vec<Arc<Written>> {
+        let mut written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
+        let cells = match written.get_mut(&**topic) {
+            Some(cells) => cells,
+            None => written.entry(topic.to_string()).or_default(),
         };
-        let mut delivered = self
-            .delivered
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let ends = match delivered.get_mut(topic) {
-            Some(ends) => ends,
-            None => delivered.entry(topic.to_owned()).or_default(),
-        };
-        if ends.len() <= partition {
-            ends.resize(partition + 1, 0);
+        while cells.len() < partitions as usize {
+            let partition = cells.len() as u32;
+            cells.push(Arc::new(Written::new(topic.clone(), partition)));
         }
-        ends[partition] = ends[partition].max(end);
+        cells[..partitions as usize].to_vec()
+    }
+
+    /// Changes whenever a cached partition count is forgotten or changes.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
     }
 
     /// Start and end offsets of every partition. Blocks.
@@ -148,12 +191,12 @@ impl Metadata {
                         source: self.redactor.boxed(&error),
                     })?;
                 let delivered = self
-                    .delivered
+                    .written
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .get(topic)
-                    .and_then(|ends| ends.get(partition as usize).copied())
-                    .unwrap_or(0);
+                    .and_then(|cells| cells.get(partition as usize))
+                    .map_or(0, |cell| cell.end());
                 Ok(PartitionOffsets {
                     start: low.max(0) as u64,
                     end: (high.max(0) as u64).max(delivered),
@@ -173,6 +216,7 @@ impl Metadata {
     /// Forgets a topic's cached partition count.
     pub(crate) fn forget(&self, topic: &str) {
         self.lock().remove(topic);
+        self.generation.fetch_add(1, Ordering::Release);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Arc<str>, u32)>> {

@@ -20,6 +20,7 @@ use crate::context;
 use crate::delivery::Delivery;
 use crate::error::Redactor;
 use crate::metadata::{Metadata, blocking};
+use crate::targets::Targets;
 use crate::topic_limits::{BATCH_OVERHEAD, TopicLimits};
 
 /// librdkafka's default `message.max.bytes`.
@@ -44,7 +45,6 @@ const FLUSH_TIMEOUT: Duration = Duration::from_secs(300);
 /// Completes receipts from delivery reports and wakes senders waiting for queue space.
 pub(crate) struct DeliveryContext {
     redactor: Redactor,
-    metadata: Arc<Metadata>,
     /// Senders waiting for room in librdkafka's queue.
     space: Notify,
     waiting: AtomicUsize,
@@ -66,8 +66,7 @@ impl ProducerContext for DeliveryContext {
     fn delivery(&self, result: &DeliveryResult<'_>, delivery: Self::DeliveryOpaque) {
         let outcome = match result {
             Ok(message) => {
-                self.metadata
-                    .delivered(message.topic(), message.partition(), message.offset());
+                delivery.written().delivered(message.offset());
                 Ok(message.offset().max(0) as u64)
             }
             Err((error, _)) => Err(self.redactor.error(error)),
@@ -84,8 +83,8 @@ pub(crate) type Client = ThreadedProducer<DeliveryContext>;
 /// A producer on Kafka: idempotent with acks=all, or transactional.
 pub(crate) struct KafkaProducer {
     pub(crate) client: Arc<Client>,
-    metadata: Arc<Metadata>,
-    limits: Arc<TopicLimits>,
+    /// The topics this producer writes: partition counts and limits.
+    targets: Targets,
     pub(crate) redactor: Redactor,
     /// librdkafka's `message.max.bytes`: larger records are refused before they are sent.
     max_record_bytes: usize,
@@ -106,7 +105,6 @@ impl KafkaProducer {
     ) -> std::result::Result<Self, KafkaError> {
         let context = DeliveryContext {
             redactor: redactor.clone(),
-            metadata: metadata.clone(),
             space: Notify::new(),
             waiting: AtomicUsize::new(0),
         };
@@ -117,8 +115,7 @@ impl KafkaProducer {
             .unwrap_or(DEFAULT_MAX_RECORD_BYTES);
         Ok(KafkaProducer {
             client: Arc::new(client),
-            metadata,
-            limits,
+            targets: Targets::new(metadata, limits),
             redactor,
             max_record_bytes,
         })
@@ -150,19 +147,10 @@ impl KafkaProducer {
 #[async_trait]
 impl Producer for KafkaProducer {
     async fn send(&self, topic: &str, partition: u32, record: Record) -> Result<Receipt> {
-        let (topic_name, mut partitions) = self.metadata.partitions(topic, false).await?;
-        if partition >= partitions {
-            partitions = self.metadata.partitions(topic, true).await?.1;
-            if partition >= partitions {
-                return Err(Error::PartitionNotFound {
-                    topic: topic.to_owned(),
-                    partition,
-                    partitions,
-                });
-            }
-        }
-        if let Some(limit) = self.limits.max_record_bytes(topic).await {
-            let size = wire_size(&record) + BATCH_OVERHEAD;
+        let destination = self.targets.destination(topic, partition).await?;
+        let record_size = wire_size(&record);
+        if let Some(limit) = destination.limit {
+            let size = record_size + BATCH_OVERHEAD;
             if size > limit {
                 return Err(Error::RecordTooLarge {
                     topic: topic.to_owned(),
@@ -172,8 +160,9 @@ impl Producer for KafkaProducer {
                 });
             }
         }
-        // The topic's shared name, not a copy: the receipt needs it only for an error.
-        let delivery = Arc::new(Delivery::new(topic_name, partition, wire_size(&record)));
+        // The partition's shared cell, not a copy of the name: the receipt needs the name
+        // only for an error, the delivery report the cell for the acknowledged end.
+        let delivery = Arc::new(Delivery::new(destination.written, record_size));
         let mut base: BaseRecord<'_, [u8], [u8], _> =
             BaseRecord::with_opaque_to(topic, delivery.clone())
                 .partition(partition as i32)
