@@ -125,6 +125,8 @@ pub struct KeyedState {
     finished: bool,
     /// The states used so far, which queries show.
     decoders: StateDecoders,
+    /// Whether restored stores hold states the decoders have not noted yet.
+    stored_unnoted: bool,
     /// Where queries come from and the state size goes.
     queries: StateQueries,
     asked: mpsc::Receiver<Query>,
@@ -171,6 +173,7 @@ impl KeyedState {
             ended: false,
             finished: false,
             decoders: StateDecoders::default(),
+            stored_unnoted: false,
             queries,
             asked,
             standby: false,
@@ -265,6 +268,11 @@ impl KeyedState {
                 }
                 // A rebalance took the partition away during the restore.
                 self.drop_partition(partition);
+            }
+        }
+        if std::mem::take(&mut self.stored_unnoted) {
+            for state in self.partitions.values() {
+                self.decoders.note_stored(&state.store);
             }
         }
         let mut assigned = input.partitions();
@@ -526,7 +534,9 @@ impl KeyedState {
             None => WatermarkHolder::new(self.strategy),
         };
         watermarks.add_partition(partition, self.clock.now_millis());
-        self.decoders.note_stored(&store);
+        // Which states the restored entries belong to is looked up when a query needs it:
+        // a scan of every key would cost a takeover from a warm copy most of its time.
+        self.stored_unnoted = true;
         if ranges.is_empty() || ranges.len() >= MAX_RANGES {
             // Start the changelog afresh: the first checkpoint holds the whole state.
             store.snapshot_next();
