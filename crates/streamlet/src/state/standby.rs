@@ -23,7 +23,7 @@ use crate::checkpoint::{ChangelogRange, CheckpointSource, read_last};
 
 /// A copy of one partition's state.
 #[derive(Debug)]
-pub(crate) struct Copy {
+pub(crate) struct WarmCopy {
     pub(crate) store: PartitionStore,
     /// Where the ranges it follows begin (a snapshot's start).
     generation: u64,
@@ -31,7 +31,7 @@ pub(crate) struct Copy {
     pub(crate) position: u64,
 }
 
-impl Copy {
+impl WarmCopy {
     /// Whether this copy follows the generation `ranges` belong to.
     pub(crate) fn follows(&self, ranges: &[ChangelogRange]) -> bool {
         ranges
@@ -44,7 +44,7 @@ impl Copy {
 struct Shared {
     /// The partitions this member holds: no copy is kept of them.
     held: BTreeSet<u32>,
-    copies: BTreeMap<u32, Copy>,
+    copies: BTreeMap<u32, WarmCopy>,
 }
 
 /// The warm copies of one instance's other partitions, and the task keeping them.
@@ -76,7 +76,7 @@ impl Standbys {
     }
 
     /// This member holds `partition` from now on: returns its copy, if there is one.
-    pub(crate) fn take(&self, partition: u32) -> Option<Copy> {
+    pub(crate) fn take(&self, partition: u32) -> Option<WarmCopy> {
         let mut shared = lock(&self.shared);
         shared.held.insert(partition);
         shared.copies.remove(&partition)
@@ -159,8 +159,8 @@ impl Keeping {
 async fn follow(
     source: &CheckpointSource,
     partition: u32,
-    copy: Option<Copy>,
-) -> crate::Result<Option<Copy>> {
+    copy: Option<WarmCopy>,
+) -> crate::Result<Option<WarmCopy>> {
     let last = read_last(&*source.backend, &source.topic, partition)
         .await
         .map_err(crate::Error::external)?;
@@ -172,7 +172,7 @@ async fn follow(
     };
     let mut copy = match copy {
         Some(copy) if copy.follows(&ranges) => copy,
-        _ => Copy {
+        _ => WarmCopy {
             store: PartitionStore::default(),
             generation: first.from,
             position: first.from,
