@@ -4,7 +4,7 @@
 //! the changelog records its copy has not read yet instead of the partition's whole state.
 //!
 //! A copy holds exactly what the owner's last checkpoint names: every round, the task reads
-//! each partition's last checkpoint and applies the changelog records its ranges cover that
+//! the last checkpoint of each partition whose checkpoint topic moved since, and applies the changelog records its ranges cover that
 //! the copy has not read, skipping the records outside them (their keys are marked changed,
 //! as a restore does). A snapshot starts a new generation of ranges, and the copy starts
 //! again from it. Taking the copy over, the restore reads the partition's last checkpoint
@@ -29,6 +29,9 @@ pub(crate) struct WarmCopy {
     generation: u64,
     /// The next changelog offset to read.
     pub(crate) position: u64,
+    /// The end of the partition of the checkpoint topic when the copy last read its last
+    /// checkpoint: while it stays there, there is nothing new to read.
+    checkpoint_end: u64,
 }
 
 impl WarmCopy {
@@ -119,18 +122,34 @@ struct Keeping {
 }
 
 impl Keeping {
-    /// Brings every copy up to date, every `interval`, until aborted.
+    /// Brings every copy up to date, every `interval`, until aborted. Only partitions
+    /// whose checkpoint topic moved since their copy's last round are read again.
     async fn run(self, shared: Arc<Mutex<Shared>>) {
         loop {
-            for partition in 0..self.partitions {
+            let ends = match self.source.backend.offsets(&self.source.topic).await {
+                Ok(ends) => ends,
+                Err(error) => {
+                    tracing::warn!(
+                        topic = %self.source.topic,
+                        error = %error,
+                        "reading the checkpoint topic's ends for warm copies failed; trying again"
+                    );
+                    Vec::new()
+                }
+            };
+            for (partition, bounds) in (0..self.partitions).zip(ends) {
                 let copy = {
                     let mut shared = lock(&shared);
-                    if shared.held.contains(&partition) {
+                    let unchanged = shared
+                        .copies
+                        .get(&partition)
+                        .is_some_and(|copy| copy.checkpoint_end == bounds.end);
+                    if unchanged || shared.held.contains(&partition) {
                         continue;
                     }
                     shared.copies.remove(&partition)
                 };
-                match follow(&self.source, partition, copy).await {
+                match follow(&self.source, partition, copy, bounds.end).await {
                     Ok(Some(copy)) => {
                         let mut shared = lock(&shared);
                         // Taken over meanwhile: the new owner restored it without the copy.
@@ -154,12 +173,14 @@ impl Keeping {
     }
 }
 
-/// `copy` (or a new one) brought up to the partition's last checkpoint; `None` while the
+/// `copy` (or a new one) brought up to the partition's last checkpoint, the checkpoint
+/// topic's partition ending at `checkpoint_end` before it was read; `None` while the
 /// partition has no checkpoint naming changelog records.
 async fn follow(
     source: &CheckpointSource,
     partition: u32,
     copy: Option<WarmCopy>,
+    checkpoint_end: u64,
 ) -> crate::Result<Option<WarmCopy>> {
     let last = read_last(&*source.backend, &source.topic, partition)
         .await
@@ -176,6 +197,7 @@ async fn follow(
             store: PartitionStore::default(),
             generation: first.from,
             position: first.from,
+            checkpoint_end,
         },
     };
     // What the checkpoint covers: records after its ranges may belong to the next one.
@@ -189,5 +211,6 @@ async fn follow(
     };
     let replayed = changelog::replay(source, partition, &ranges, &mut copy.store, reading).await?;
     copy.position = replayed.position;
+    copy.checkpoint_end = checkpoint_end;
     Ok(Some(copy))
 }
