@@ -24,7 +24,7 @@
 //!
 //! Start at [`KeyedState`]; `docs/state.md` is the guide.
 
-mod changelog;
+pub(crate) mod changelog;
 pub(crate) mod changelog_entries;
 mod declared;
 mod decoders;

@@ -40,6 +40,7 @@ mod accumulation;
 mod aggregate;
 mod aggregates;
 mod behavior;
+mod changes;
 mod cx;
 mod geometry;
 mod global;

@@ -11,3 +11,4 @@ mod model; // the record types the tests use
 mod state_by_partition; // a window count kept by partition scales out and survives a killed member
 mod state_queries; // a running keyed state answers queries by key; the partition's owner answers
 mod testkit; // what the test kit itself reports
+mod windows_changelog; // windows kept by partition write the keys that changed; old whole-state checkpoints restore

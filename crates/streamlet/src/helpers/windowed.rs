@@ -170,9 +170,18 @@ where
 
     /// Keeps the window state by input partition, so the streamlet scales out: each member
     /// of its consumer group holds, checkpoints and restores only the windows of the keys
-    /// arriving on its partitions (`Shape::checkpointed_by_partition`). Each partition has
-    /// its own watermark, so a window fires when the event time of its partition passes it,
-    /// however the partitions are spread over processes. The input must be partitioned by
+    /// arriving on its partitions. Each partition has its own watermark, so a window fires
+    /// when the event time of its partition passes it, however the partitions are spread
+    /// over processes.
+    ///
+    /// The windows are then keyed state (`Shape::keyed_state`): each checkpoint writes only
+    /// the keys whose windows changed since the last to the changelog topic
+    /// `<app>.<instance>.changelog` (one entry per key: its windows, accumulators and
+    /// timers), so its cost follows the keys that changed, not the state's size, and no
+    /// record holds more than one key's windows (`docs/state.md`). Checkpoints written
+    /// before, holding a partition's whole state, restore too.
+    ///
+    /// The input must be partitioned by
     /// the key ([`key_by`](Self::key_by)): the producing outlet keyed by the same key, so
     /// every value of a key arrives on one partition; a key spread over partitions would be
     /// aggregated once per partition.
@@ -189,7 +198,7 @@ where
     /// let counts = WindowedAggregate::new(IN, OUT, MINUTE, Count::new())
     ///     .key_by(|word: &String| word.clone())
     ///     .state_by_partition();
-    /// assert!(counts.shape().is_checkpointed_by_partition());
+    /// assert!(counts.shape().is_checkpointed_by_partition() && counts.shape().has_keyed_state());
     /// ```
     pub fn state_by_partition(mut self) -> Self
     where
@@ -246,7 +255,7 @@ where
             .outlet(self.outlet)
             .with_delivery(self.delivery);
         let shape = if self.by_partition.is_some() {
-            shape.checkpointed_by_partition()
+            shape.keyed_state()
         } else {
             shape.checkpointed()
         };

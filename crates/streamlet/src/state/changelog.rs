@@ -10,6 +10,32 @@ use crate::checkpoint::{
 };
 use crate::{Error, Result};
 
+/// After this many owners since the last snapshot (ranges in the checkpoint), the next
+/// checkpoint is a snapshot, so checkpoint records stay small.
+pub(crate) const MAX_RANGES: usize = 8;
+
+/// What a changelog replays into: a keyed state's [`PartitionStore`], or a window
+/// operator's windows of each key.
+pub(crate) trait ReplayTarget {
+    /// Applies an entry read back: `value` is `None` for a deletion. Returns whether `value`
+    /// is an entry this target encoded (nothing is applied if not).
+    fn apply(&mut self, key: &[u8], value: Option<&[u8]>) -> bool;
+
+    /// Marks `key` changed, so the next checkpoint writes it as it is now (a value, or a
+    /// deletion): for records in the changelog that are not part of the state.
+    fn mark_changed(&mut self, key: &[u8]);
+}
+
+impl ReplayTarget for PartitionStore {
+    fn apply(&mut self, key: &[u8], value: Option<&[u8]>) -> bool {
+        PartitionStore::apply(self, key, value)
+    }
+
+    fn mark_changed(&mut self, key: &[u8]) {
+        PartitionStore::mark_changed(self, key);
+    }
+}
+
 /// What a restore read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Replayed {
@@ -42,7 +68,7 @@ pub(crate) async fn replay(
     source: &CheckpointSource,
     partition: u32,
     ranges: &[ChangelogRange],
-    store: &mut PartitionStore,
+    store: &mut impl ReplayTarget,
     reading: Reading,
 ) -> Result<Replayed> {
     let topic = source

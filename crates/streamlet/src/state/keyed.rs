@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::changelog::{self, Reading};
+use super::changelog::{self, MAX_RANGES, Reading};
 use super::decoders::{DeclaredState, StateDecoders};
 use super::query::{self, Query, StateQueries};
 use super::standby::Standbys;
@@ -21,10 +21,6 @@ use super::{KeyState, KeyedEntry};
 use crate::checkpoint::{ChangelogBatch, PartitionSave, unique_id};
 use crate::watermark::{WatermarkHolder, Watermarks};
 use crate::{Checkpoints, Clock, Data, Error, InletStream, Message, Result};
-
-/// After this many owners since the last snapshot (ranges in the checkpoint), the next
-/// checkpoint is a snapshot, so checkpoint records stay small.
-const MAX_RANGES: usize = 8;
 
 /// How often warm standbys read the other partitions' checkpoints at most.
 const MIN_STANDBY_INTERVAL: Duration = Duration::from_millis(100);

@@ -7,6 +7,7 @@ use std::hash::Hash;
 
 use serde::{Deserialize, Serialize};
 
+use super::changes::ChangedKeys;
 use super::cx::Cx;
 use super::geometry::Geometry;
 use super::global::Global;
@@ -68,6 +69,9 @@ pub struct WindowOperator<K, A: Aggregate> {
     subtracts: bool,
     pub(crate) state: State<K, A::Accumulator, A::Output>,
     fired: Vec<Fired<A::Output>>,
+    /// The keys whose windows changed since the last checkpoint, when the state is kept in
+    /// a changelog ([`track_changes`](Self::track_changes)).
+    pub(crate) changes: Option<ChangedKeys<K>>,
 }
 
 /// Everything a checkpoint of the operator holds.
@@ -88,8 +92,12 @@ pub(crate) struct State<K, Acc, Out> {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct KeyState<Acc, Out> {
     store: Store<Acc, Out>,
-    event_timer: Option<i64>,
-    processing_timer: Option<i64>,
+    pub(crate) event_timer: Option<i64>,
+    pub(crate) processing_timer: Option<i64>,
+    /// Whether the key is in [`ChangedKeys`] (changes are tracked and it changed since the
+    /// last checkpoint).
+    #[serde(skip)]
+    pub(crate) changed: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -159,6 +167,7 @@ impl<K: Key, A: Aggregate> WindowOperator<K, A> {
                 processing_timers: Timers::default(),
             },
             fired: Vec::new(),
+            changes: None,
         })
     }
 
@@ -219,8 +228,12 @@ impl<K: Key, A: Aggregate> WindowOperator<K, A> {
                     },
                     event_timer: None,
                     processing_timer: None,
+                    changed: false,
                 }),
         };
+        if let Some(changes) = &mut self.changes {
+            changes.note(&key, &mut state.changed);
+        }
         let mut cx = Cx {
             aggregate: &self.aggregate,
             spec: &self.spec,
@@ -273,6 +286,9 @@ impl<K: Key, A: Aggregate> WindowOperator<K, A> {
                     continue; // superseded by an earlier registration
                 }
                 state.event_timer = None;
+                if let Some(changes) = &mut self.changes {
+                    changes.note(&key, &mut state.changed);
+                }
                 // Run the key at the timer's time, so panes come out in event-time order.
                 let mut cx = Cx {
                     aggregate: &self.aggregate,
@@ -320,6 +336,9 @@ impl<K: Key, A: Aggregate> WindowOperator<K, A> {
                     continue;
                 }
                 state.processing_timer = None;
+                if let Some(changes) = &mut self.changes {
+                    changes.note(&key, &mut state.changed);
+                }
                 let mut cx = Cx {
                     aggregate: &self.aggregate,
                     spec: &self.spec,

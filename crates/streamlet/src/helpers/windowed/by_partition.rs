@@ -1,27 +1,58 @@
 //! [`WindowedAggregate`] with its state kept by input partition: one window operator and
-//! one watermark per partition this member is assigned, each checkpointed to its own
-//! partition of the checkpoint topic, restored when the partition is first seen, dropped
-//! when it is taken away.
+//! one watermark per partition this member is assigned, each restored when the partition is
+//! first seen and dropped when it is taken away.
+//!
+//! The windows are keyed state: every checkpoint writes the entries of the keys whose windows
+//! changed since the last (`window/changes.rs`) to the partition's changelog, and a
+//! checkpoint record with the watermarks and the changelog ranges to the partition's
+//! checkpoint; a restore replays the ranges and registers the keys' timers again. Keys whose
+//! timers come due at the same time may fire in another order after a restore than before;
+//! each key's panes are the same.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use bytes::Bytes;
 use futures::FutureExt;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use super::{Saved, SavedRef, WindowedAggregate, Windows, send};
+use super::{WindowedAggregate, Windows, send};
+use crate::checkpoint::{ChangelogBatch, PartitionCheckpoint, PartitionSave, unique_id};
+use crate::state::changelog::{self, MAX_RANGES, Reading};
 use crate::watermark::{WatermarkHolder, Watermarks};
-use crate::window::{Aggregate, Key, Pane, WindowOperator, WindowSpec};
+use crate::window::{Aggregate, Key, Pane, State, WindowOperator, WindowSpec};
 use crate::{Checkpoints, Context, Data, Error, Result};
 
 /// The windows and the watermark of one input partition.
 struct PartitionWindows<K, A: Aggregate> {
     operator: WindowOperator<K, A>,
     watermarks: WatermarkHolder,
+    /// This member's identity on the partition's changelog.
+    writer: u64,
     /// Whether anything changed since the partition was last checkpointed.
     changed: bool,
+}
+
+/// The checkpoint record's value of a partition: what is not in the changelog.
+#[derive(Serialize)]
+struct Saved<'a> {
+    /// The operator's watermark.
+    watermark: i64,
+    watermarks: &'a WatermarkHolder,
+}
+
+/// A checkpoint record's value as read back: [`Saved`], or the whole state of the
+/// partition's windows as checkpoints held it before the windows were keyed state.
+#[derive(Deserialize)]
+#[serde(bound(
+    deserialize = "K: Key + DeserializeOwned, Acc: DeserializeOwned, Out: DeserializeOwned"
+))]
+struct Restoring<K, Acc, Out> {
+    watermarks: WatermarkHolder,
+    #[serde(default)]
+    watermark: Option<i64>,
+    #[serde(default)]
+    operator: Option<State<K, Acc, Out>>,
 }
 
 impl<K, A> PartitionWindows<K, A>
@@ -29,41 +60,87 @@ where
     K: Key + Serialize + DeserializeOwned,
     A: Aggregate,
 {
-    /// The partition's windows as checkpointed in `state`, or empty.
-    fn restore(
+    /// The partition's windows as `restored` and its changelog ranges hold them, or empty.
+    async fn restore(
         partition: u32,
-        state: Option<&[u8]>,
+        checkpoints: &Checkpoints,
+        restored: &PartitionCheckpoint,
         spec: WindowSpec,
         aggregate: A,
         strategy: Watermarks,
         now: i64,
     ) -> Result<Self> {
         let mut operator = WindowOperator::new(spec, aggregate);
+        operator.track_changes();
+        let ranges = restored.changelog();
+        let replayed = changelog::replay(
+            checkpoints.source(),
+            partition,
+            ranges,
+            &mut operator,
+            Reading::default(),
+        )
+        .await?;
         let mut watermarks = WatermarkHolder::new(strategy);
-        if let Some(state) = state {
-            let saved: Saved<K, A::Accumulator, A::Output> = serde_json::from_slice(state)
+        if let Some(state) = restored.state() {
+            let saved: Restoring<K, A::Accumulator, A::Output> = serde_json::from_slice(state)
                 .map_err(|error| {
                     Error::msg(format!(
                         "the last checkpoint of input partition {partition} does not decode: {error}"
                     ))
                 })?;
-            operator.set_state(saved.operator);
+            if let Some(whole) = saved.operator {
+                // Written before the windows were keyed state: the first checkpoint writes
+                // every key to the changelog.
+                operator.set_state(whole);
+                operator.snapshot_next();
+            }
+            if let Some(watermark) = saved.watermark {
+                operator.set_watermark(watermark);
+            }
             watermarks = saved.watermarks.with_strategy(strategy);
         }
+        operator.rebuild_timers();
+        if ranges.is_empty() || ranges.len() >= MAX_RANGES {
+            // Start the changelog afresh: the first checkpoint holds the whole state.
+            operator.snapshot_next();
+        }
+        tracing::info!(
+            partition,
+            keys = operator.key_count(),
+            applied = replayed.applied,
+            skipped = replayed.skipped,
+            "restored the windows of an input partition"
+        );
         watermarks.add_partition(partition, now);
         Ok(PartitionWindows {
             operator,
             watermarks,
+            writer: unique_id(),
             changed: false,
         })
     }
 
-    fn snapshot(&self) -> Bytes {
-        let saved = SavedRef {
-            operator: self.operator.state(),
+    /// What a checkpoint of the partition writes: the keys changed since the last, and the
+    /// watermarks.
+    fn save(&mut self, partition: u32) -> PartitionSave {
+        let (entries, snapshot) = self.operator.take_changes();
+        let saved = Saved {
+            watermark: self.operator.watermark(),
             watermarks: &self.watermarks,
         };
-        Bytes::from(serde_json::to_vec(&saved).expect("window state serializes"))
+        self.changed = false;
+        PartitionSave {
+            partition,
+            state: serde_json::to_vec(&saved)
+                .expect("watermarks serialize")
+                .into(),
+            changes: Some(ChangelogBatch {
+                entries,
+                snapshot,
+                writer: self.writer,
+            }),
+        }
     }
 }
 
@@ -77,15 +154,17 @@ fn save<K, A>(
     K: Key + Serialize + DeserializeOwned,
     A: Aggregate,
 {
-    let states = partitions
+    let saves = partitions
         .iter_mut()
-        .filter(|(partition, windows)| everything || windows.changed || also.contains(partition))
-        .map(|(partition, windows)| {
-            windows.changed = false;
-            (*partition, windows.snapshot())
+        .filter(|(partition, windows)| {
+            everything
+                || windows.changed
+                || windows.operator.has_changes()
+                || also.contains(partition)
         })
+        .map(|(partition, windows)| windows.save(*partition))
         .collect();
-    checkpoints.save_partitions(states);
+    checkpoints.save_changes(saves);
 }
 
 pub(super) async fn run<In, K, A>(
@@ -161,12 +240,14 @@ where
                     let restored = checkpoints.restore_partition(partition).await?;
                     let windows = PartitionWindows::restore(
                         partition,
-                        restored.state(),
+                        &checkpoints,
+                        &restored,
                         aggregate.spec,
                         make(),
                         aggregate.watermarks,
                         clock.now_millis(),
-                    )?;
+                    )
+                    .await?;
                     let windows = partitions.entry(partition).or_insert(windows);
                     if let Some(scripted) = &mut scripted {
                         // Test kit time control: the partition follows the scripted watermark.
