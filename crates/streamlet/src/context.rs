@@ -204,6 +204,11 @@ impl Context {
         ))
     }
 
+    /// Where queries of the instance's keyed state come from, and its size goes.
+    pub(crate) fn state_queries(&self) -> &crate::state::StateQueries {
+        self.metrics.state_queries()
+    }
+
     /// Watermarks set from outside the streamlet, when a test scripts them: a streamlet that
     /// tracks event time follows these instead of generating its own. `None` in production.
     pub fn scripted_watermarks(&self) -> Option<ScriptedWatermarks> {

@@ -32,7 +32,7 @@ mod entry;
 mod keyed;
 mod list;
 mod map;
-mod query;
+pub(crate) mod query;
 mod standby;
 mod store;
 mod timers;

@@ -233,3 +233,56 @@ async fn a_checkpoint_holding_the_whole_state_of_a_partition_restores() {
             .collect();
     assert_eq!(panes(&backend), expected);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_windows_of_a_key_answer_queries_and_their_size_is_shown() {
+    let backend = setup().await;
+    let (_end, ended) = watch::channel(false);
+    let wiring = hosting::wiring("counts", ended, HostSettings::default(), None);
+    let (member, _running, metrics) =
+        hosting::start_observed(counts(), Arc::new(backend.clone()), wiring);
+    produce(
+        &backend,
+        [
+            click("alice", 1_000),
+            click("alice", 2_000),
+            click("bob", 3_000),
+        ],
+    )
+    .await;
+    wait_for_commits(&backend, 3).await;
+
+    let queries = metrics.state_queries();
+    let alice = queries
+        .ask(b"alice".to_vec(), Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert!(alice.owner && alice.partition == Some(0), "{alice:?}");
+    assert_eq!(alice.states.len(), 1, "{alice:?}");
+    assert_eq!(
+        (alice.states[0].name.as_str(), alice.states[0].kind.as_str()),
+        ("windows", "windows")
+    );
+    let windows = alice.states[0].value.to_string();
+    assert!(windows.contains("Sliced"), "the key's windows: {windows}");
+    assert!(
+        alice
+            .timers
+            .iter()
+            .any(|timer| timer.domain == "event-time"),
+        "the on-time pane's timer is pending: {alice:?}"
+    );
+    let nobody = queries
+        .ask(b"carol".to_vec(), Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert!(nobody.owner && nobody.states.is_empty() && nobody.timers.is_empty());
+
+    let size = queries.size().expect("the size is published");
+    assert_eq!(
+        (size.partitions.as_slice(), size.entries),
+        ([0].as_slice(), 2)
+    );
+    assert!(size.bytes > 0, "{size:?}");
+    hosting::kill(member).await;
+}

@@ -52,9 +52,9 @@ struct Shared {
 
 /// A question for the running keyed state: the state of `key`.
 #[derive(Debug)]
-pub(super) struct Query {
-    pub(super) key: Vec<u8>,
-    pub(super) reply: oneshot::Sender<KeyState>,
+pub(crate) struct Query {
+    pub(crate) key: Vec<u8>,
+    pub(crate) reply: oneshot::Sender<KeyState>,
 }
 
 /// Why a query was not answered.
@@ -220,12 +220,12 @@ impl StateQueries {
             .store(partitions, Ordering::Relaxed);
     }
 
-    pub(super) fn input_partitions(&self) -> u32 {
+    pub(crate) fn input_partitions(&self) -> u32 {
         self.inner.input_partitions.load(Ordering::Relaxed)
     }
 
     /// Makes the caller (a starting keyed state) the one that answers from now on.
-    pub(super) fn connect(&self) -> mpsc::Receiver<Query> {
+    pub(crate) fn connect(&self) -> mpsc::Receiver<Query> {
         let (sender, receiver) = mpsc::channel(WAITING_QUERIES);
         self.inner.keyed.store(true, Ordering::Relaxed);
         *self
@@ -236,7 +236,7 @@ impl StateQueries {
         receiver
     }
 
-    pub(super) fn publish_size(&self, size: StateSize) {
+    pub(crate) fn publish_size(&self, size: StateSize) {
         *self
             .inner
             .size
@@ -269,7 +269,6 @@ pub(super) fn answer<'a>(
     partitions: u32,
     now: i64,
 ) -> KeyState {
-    let partition = (partitions > 0).then(|| runnel_backend::partition_for_key(key, partitions));
     let mut states = Vec::new();
     let mut pending = Vec::new();
     for (held_partition, store) in stores {
@@ -352,6 +351,19 @@ pub(super) fn answer<'a>(
             });
         }
     }
+    key_state(key, partitions, held, states, pending)
+}
+
+/// The answer for `key` of a member holding input partitions `held` of `partitions` (0
+/// when unknown), with the `states` and `timers` of the key found there.
+pub(crate) fn key_state(
+    key: &[u8],
+    partitions: u32,
+    held: &[u32],
+    states: Vec<StateEntry>,
+    timers: Vec<PendingTimer>,
+) -> KeyState {
+    let partition = (partitions > 0).then(|| runnel_backend::partition_for_key(key, partitions));
     let owner = partition.is_some_and(|partition| held.contains(&partition));
     let described = describe_key(key);
     let text = match std::str::from_utf8(key) {
@@ -377,7 +389,7 @@ pub(super) fn answer<'a>(
         held: held.to_vec(),
         owner,
         states,
-        timers: pending,
+        timers,
         message,
     }
 }

@@ -30,6 +30,8 @@ pub(crate) struct ChangedKeys<K> {
     since_snapshot: u64,
     /// Whether the next checkpoint writes every key.
     snapshot_next: bool,
+    /// The bytes of the keys' last entries: the state's size in the changelog.
+    bytes: u64,
 }
 
 impl<K: Clone> ChangedKeys<K> {
@@ -39,6 +41,11 @@ impl<K: Clone> ChangedKeys<K> {
             *changed = true;
             self.keys.push(key.clone());
         }
+    }
+
+    /// A key whose last entry was `entry_bytes` long is gone.
+    pub(crate) fn forget(&mut self, entry_bytes: u32) {
+        self.bytes = self.bytes.saturating_sub(u64::from(entry_bytes));
     }
 }
 
@@ -54,6 +61,7 @@ where
             keys: Vec::new(),
             since_snapshot: 0,
             snapshot_next: false,
+            bytes: 0,
         });
     }
 
@@ -72,6 +80,16 @@ where
             .is_some_and(|changes| changes.snapshot_next || !changes.keys.is_empty())
     }
 
+    /// The windows of `key`, if it has any.
+    pub(crate) fn key_state(&self, key: &K) -> Option<&KeyState<A::Accumulator, A::Output>> {
+        self.state.keys.get(key)
+    }
+
+    /// The bytes of every key's last changelog entry (0 when changes are not tracked).
+    pub(crate) fn state_bytes(&self) -> u64 {
+        self.changes.as_ref().map_or(0, |changes| changes.bytes)
+    }
+
     /// The entries of the keys that changed since the last call (every key when a snapshot
     /// is due), and whether they are a snapshot.
     pub(crate) fn take_changes(&mut self) -> (ChangelogEntries, bool) {
@@ -83,13 +101,17 @@ where
         let mut taken = ChangelogEntriesBuilder::with_capacity(0);
         let mut value = Vec::new();
         let mut written = 0;
-        let mut take = |key: &K, state: Option<&KeyState<A::Accumulator, A::Output>>| {
+        let mut bytes = if snapshot { 0 } else { changes.bytes };
+        let mut take = |key: &K, state: Option<&mut KeyState<A::Accumulator, A::Output>>| {
             let key = serde_json::to_vec(key).expect("window keys serialize");
             match state {
                 Some(state) => {
                     value.clear();
-                    serde_json::to_writer(&mut value, state).expect("window state serializes");
+                    serde_json::to_writer(&mut value, &*state).expect("window state serializes");
                     taken.value(&key, value.len(), |buffer| buffer.extend_from_slice(&value));
+                    let entry_bytes = u32::try_from(key.len() + value.len()).unwrap_or(u32::MAX);
+                    bytes = bytes - u64::from(state.entry_bytes) + u64::from(entry_bytes);
+                    state.entry_bytes = entry_bytes;
                 }
                 None => taken.deleted(&key),
             }
@@ -99,6 +121,7 @@ where
             changes.keys.clear();
             for (key, state) in keys.iter_mut() {
                 state.changed = false;
+                state.entry_bytes = 0;
                 take(key, Some(state));
             }
             changes.since_snapshot = written;
@@ -116,6 +139,7 @@ where
             }
             changes.since_snapshot += written;
         }
+        changes.bytes = bytes;
         (taken.finish(), snapshot)
     }
 
@@ -144,21 +168,27 @@ where
     K: Key + Serialize + DeserializeOwned,
     A: Aggregate,
 {
-    fn apply(&mut self, key: &[u8], value: Option<&[u8]>) -> bool {
-        let Ok(key) = serde_json::from_slice::<K>(key) else {
+    fn apply(&mut self, key_bytes: &[u8], value: Option<&[u8]>) -> bool {
+        let Ok(key) = serde_json::from_slice::<K>(key_bytes) else {
             return false;
         };
-        match value {
-            None => {
-                self.state.keys.remove(&key);
-            }
+        let entry_bytes = value.map_or(0, |value| key_bytes.len() + value.len());
+        let replaced = match value {
+            None => self.state.keys.remove(&key),
             Some(value) => {
-                let Ok(state) = serde_json::from_slice(value) else {
+                let Ok(mut state) = serde_json::from_slice::<KeyState<_, _>>(value) else {
                     return false;
                 };
-                self.state.keys.insert(key, state);
+                state.entry_bytes = u32::try_from(entry_bytes).unwrap_or(u32::MAX);
+                self.state.keys.insert(key, state)
             }
+        };
+        self.track_changes();
+        let changes = self.changes.as_mut().expect("tracked above");
+        if let Some(replaced) = replaced {
+            changes.forget(replaced.entry_bytes);
         }
+        changes.bytes += entry_bytes as u64;
         true
     }
 

@@ -98,6 +98,9 @@ pub(crate) struct KeyState<Acc, Out> {
     /// last checkpoint).
     #[serde(skip)]
     pub(crate) changed: bool,
+    /// The bytes of the key's last changelog entry (when changes are tracked).
+    #[serde(skip)]
+    pub(crate) entry_bytes: u32,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -229,6 +232,7 @@ impl<K: Key, A: Aggregate> WindowOperator<K, A> {
                     event_timer: None,
                     processing_timer: None,
                     changed: false,
+                    entry_bytes: 0,
                 }),
         };
         if let Some(changes) = &mut self.changes {
@@ -307,7 +311,11 @@ impl<K: Key, A: Aggregate> WindowOperator<K, A> {
                 emit(&mut self.fired, &key, out);
                 let empty = on_store!(&state.store, store => store.is_empty());
                 if empty {
+                    let entry_bytes = state.entry_bytes;
                     self.state.keys.remove(&key);
+                    if let Some(changes) = &mut self.changes {
+                        changes.forget(entry_bytes);
+                    }
                     continue;
                 }
                 register(

@@ -19,7 +19,9 @@ use tokio::time::Instant;
 use super::{WindowedAggregate, Windows, send};
 use crate::checkpoint::{ChangelogBatch, PartitionCheckpoint, PartitionSave, unique_id};
 use crate::state::changelog::{self, MAX_RANGES, Reading};
-use crate::watermark::{WatermarkHolder, Watermarks};
+use crate::state::query::{self, PendingTimer, StateEntry};
+use crate::state::{StateQueries, StateSize};
+use crate::watermark::{ScriptedWatermarks, WatermarkHolder, Watermarks};
 use crate::window::{Aggregate, Key, Pane, State, WindowOperator, WindowSpec};
 use crate::{Checkpoints, Context, Data, Error, Result};
 
@@ -167,6 +169,117 @@ fn save<K, A>(
     checkpoints.save_changes(saves);
 }
 
+/// Restores `partition`, which this member was assigned and does not hold yet, moved on to
+/// the `scripted` watermark of the test kit if there is one (its panes go to `panes`).
+/// Returns the offset the inlet resumes the partition at, if it was checkpointed.
+#[allow(clippy::too_many_arguments)] // the run loop's parts; used twice
+async fn take_over<K, A>(
+    partition: u32,
+    (spec, strategy, inlet): (WindowSpec, Watermarks, &str),
+    aggregate: A,
+    checkpoints: &Checkpoints,
+    partitions: &mut BTreeMap<u32, PartitionWindows<K, A>>,
+    scripted: Option<i64>,
+    now: i64,
+    panes: &mut Vec<Pane<K, A::Output>>,
+) -> Result<Option<u64>>
+where
+    K: Key + Serialize + DeserializeOwned,
+    A: Aggregate,
+{
+    let restored = checkpoints.restore_partition(partition).await?;
+    let windows = PartitionWindows::restore(
+        partition,
+        checkpoints,
+        &restored,
+        spec,
+        aggregate,
+        strategy,
+        now,
+    )
+    .await?;
+    let windows = partitions.entry(partition).or_insert(windows);
+    if let Some(watermark) = scripted {
+        windows.operator.advance_watermark(watermark, now, panes);
+    }
+    Ok(restored.next_offset(inlet))
+}
+
+/// Tells the status how large the windows held are.
+fn publish_size<K, A>(queries: &StateQueries, partitions: &BTreeMap<u32, PartitionWindows<K, A>>)
+where
+    K: Key + Serialize + DeserializeOwned,
+    A: Aggregate,
+{
+    queries.publish_size(StateSize {
+        partitions: partitions.keys().copied().collect(),
+        entries: partitions
+            .values()
+            .map(|windows| windows.operator.key_count() as u64)
+            .sum(),
+        bytes: partitions
+            .values()
+            .map(|windows| windows.operator.state_bytes())
+            .sum(),
+        ..StateSize::default()
+    });
+}
+
+/// The windows of `key` in the partitions held that are `assigned` (of `total`): the key
+/// as the windows encode it (JSON), or as the text of a string key.
+fn answer<K, A>(
+    partitions: &BTreeMap<u32, PartitionWindows<K, A>>,
+    key: &[u8],
+    assigned: &[u32],
+    total: u32,
+) -> query::KeyState
+where
+    K: Key + Serialize + DeserializeOwned,
+    A: Aggregate,
+{
+    let mut held = assigned.to_vec();
+    held.sort_unstable();
+    let decoded = serde_json::from_slice::<K>(key).ok().or_else(|| {
+        let text = std::str::from_utf8(key).ok()?;
+        serde_json::from_value(serde_json::Value::String(text.to_owned())).ok()
+    });
+    let (mut states, mut timers) = (Vec::new(), Vec::new());
+    let found = partitions
+        .iter()
+        .filter(|(partition, _)| held.contains(partition))
+        .filter_map(|(partition, windows)| {
+            let state = windows.operator.key_state(decoded.as_ref()?)?;
+            Some((*partition, state))
+        });
+    for (partition, state) in found {
+        let (value, error) = match serde_json::to_value(state) {
+            Ok(value) => (value, None),
+            Err(error) => (serde_json::Value::Null, Some(error.to_string())),
+        };
+        states.push(StateEntry {
+            name: "windows".to_owned(),
+            kind: "windows".to_owned(),
+            partition,
+            value,
+            error,
+        });
+        let pending = [
+            ("event-time", state.event_timer),
+            ("processing-time", state.processing_timer),
+        ];
+        for (domain, time) in pending {
+            if let Some(time) = time {
+                timers.push(PendingTimer {
+                    domain: domain.to_owned(),
+                    time,
+                    partition,
+                });
+            }
+        }
+    }
+    query::key_state(key, total, &held, states, timers)
+}
+
 pub(super) async fn run<In, K, A>(
     aggregate: WindowedAggregate<In, K, A>,
     make: Box<dyn Fn() -> A + Send>,
@@ -186,6 +299,9 @@ where
     let checkpoints = ctx
         .checkpoints()
         .ok_or_else(|| Error::msg("a streamlet checkpointed by partition has checkpoints"))?;
+    let setup = (aggregate.spec, aggregate.watermarks, aggregate.inlet.name());
+    let queries = ctx.state_queries().clone();
+    let mut asked = queries.connect();
     let mut partitions: BTreeMap<u32, PartitionWindows<K, A>> = BTreeMap::new();
     let mut next_checkpoint: Option<Instant> = None;
     let mut panes = Vec::new();
@@ -231,31 +347,54 @@ where
                 checkpoints.check_revoked(&listed)?;
                 save(&checkpoints, &mut partitions, false, &revoked);
                 partitions.retain(|partition, _| !revoked.contains(partition));
+                publish_size(&queries, &partitions);
                 next_checkpoint = None;
+            }
+            Some(asked) = asked.recv() => {
+                let total = queries.input_partitions();
+                let partition = (total > 0).then(|| runnel_backend::partition_for_key(&asked.key, total));
+                if let Some(partition) = partition
+                    && !partitions.contains_key(&partition)
+                    && input.partitions().contains(&partition)
+                {
+                    // Assigned, and no message of it came yet: restore it to answer.
+                    let current = scripted.as_mut().map(ScriptedWatermarks::current);
+                    let now = clock.now_millis();
+                    let resume = take_over(
+                        partition, setup, make(), &checkpoints, &mut partitions, current, now,
+                        &mut panes,
+                    )
+                    .await?;
+                    send(&output, &mut panes).await?;
+                    publish_size(&queries, &partitions);
+                    if let Some(offset) = resume
+                        && let Err(error) = input.rewind(partition, offset).await
+                    {
+                        if input.partitions().contains(&partition) {
+                            return Err(error);
+                        }
+                        // A rebalance took the partition away during the restore.
+                        partitions.remove(&partition);
+                    }
+                }
+                let answer = answer(&partitions, &asked.key, &input.partitions(), total);
+                // The asker may have given up waiting; nothing to tell then.
+                let _ = asked.reply.send(answer);
             }
             message = input.next() => {
                 let Some(message) = message? else { break };
                 let partition = message.partition();
                 if !partitions.contains_key(&partition) {
-                    let restored = checkpoints.restore_partition(partition).await?;
-                    let windows = PartitionWindows::restore(
-                        partition,
-                        &checkpoints,
-                        &restored,
-                        aggregate.spec,
-                        make(),
-                        aggregate.watermarks,
-                        clock.now_millis(),
+                    let current = scripted.as_mut().map(ScriptedWatermarks::current);
+                    let now = clock.now_millis();
+                    let resume = take_over(
+                        partition, setup, make(), &checkpoints, &mut partitions, current, now,
+                        &mut panes,
                     )
                     .await?;
-                    let windows = partitions.entry(partition).or_insert(windows);
-                    if let Some(scripted) = &mut scripted {
-                        // Test kit time control: the partition follows the scripted watermark.
-                        let now = clock.now_millis();
-                        windows.operator.advance_watermark(scripted.current(), now, &mut panes);
-                        send(&output, &mut panes).await?;
-                    }
-                    if let Some(offset) = restored.next_offset(aggregate.inlet.name()) {
+                    send(&output, &mut panes).await?;
+                    publish_size(&queries, &partitions);
+                    if let Some(offset) = resume {
                         // Read the partition again from where its checkpoint stands; this
                         // message comes again if it is not in the state.
                         drop(message);
@@ -314,5 +453,6 @@ where
         }
     }
     save(&checkpoints, &mut partitions, true, &BTreeSet::new());
+    publish_size(&queries, &partitions);
     Ok(())
 }
