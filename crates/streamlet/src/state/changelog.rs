@@ -93,7 +93,11 @@ pub(crate) async fn replay(
     // The ranges end at offsets the log acknowledged: read at least to the last of them,
     // whatever end the log reports (tansu reports the first offset of its last batch plus
     // one, which a restore must not take for the end of what the checkpoint names).
-    let named_end = ranges.iter().filter_map(|range| range.to).max().unwrap_or(0);
+    let named_end = ranges
+        .iter()
+        .filter_map(|range| range.to)
+        .max()
+        .unwrap_or(0);
     let log_end = bounds.end.max(named_end);
     let end = reading.to.map_or(log_end, |to| to.min(log_end));
     if from >= end {
