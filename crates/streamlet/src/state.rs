@@ -29,6 +29,7 @@ pub(crate) mod changelog_entries;
 mod declared;
 mod decoders;
 mod entry;
+pub(crate) mod freeing;
 mod keyed;
 mod list;
 mod map;

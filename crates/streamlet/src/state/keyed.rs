@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::changelog::{self, MAX_RANGES, Reading};
 use super::decoders::{DeclaredState, StateDecoders};
+use super::freeing;
 use super::query::{self, Query, StateQueries};
 use super::standby::Standbys;
 use super::store::PartitionStore;
@@ -453,7 +454,10 @@ impl KeyedState {
 
     /// Forgets a partition this member no longer holds (a warm copy is kept of it again).
     fn drop_partition(&mut self, partition: u32) {
-        self.partitions.remove(&partition);
+        if let Some(state) = self.partitions.remove(&partition) {
+            let entries = state.store.len();
+            freeing::free(state, entries);
+        }
         if let Some(standbys) = &self.standbys {
             standbys.release(partition);
         }
@@ -611,5 +615,15 @@ impl KeyedState {
         self.next_checkpoint = None;
         self.publish_size();
         Ok(())
+    }
+}
+
+impl Drop for KeyedState {
+    /// The partitions' state is freed on a thread of its own when it is large, so a
+    /// stopping streamlet does not wait seconds for millions of entries to be freed.
+    fn drop(&mut self) {
+        let partitions = std::mem::take(&mut self.partitions);
+        let entries = partitions.values().map(|state| state.store.len()).sum();
+        freeing::free(partitions, entries);
     }
 }

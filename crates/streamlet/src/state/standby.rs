@@ -17,6 +17,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 
 use super::changelog::{self, Reading};
+use super::freeing;
 use super::query::StateQueries;
 use super::store::PartitionStore;
 use crate::checkpoint::{ChangelogRange, CheckpointSource, read_last};
@@ -106,6 +107,9 @@ impl Shared {
 impl Drop for Standbys {
     fn drop(&mut self) {
         self.task.abort();
+        let copies = std::mem::take(&mut lock(&self.shared).copies);
+        let entries = copies.values().map(|copy| copy.store.len()).sum();
+        freeing::free(copies, entries);
     }
 }
 

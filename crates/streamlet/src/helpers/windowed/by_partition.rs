@@ -19,6 +19,7 @@ use tokio::time::Instant;
 use super::{WindowedAggregate, Windows, send};
 use crate::checkpoint::{ChangelogBatch, PartitionCheckpoint, PartitionSave, unique_id};
 use crate::state::changelog::{self, MAX_RANGES, Reading};
+use crate::state::freeing;
 use crate::state::query::{self, PendingTimer, StateEntry};
 use crate::state::{StateQueries, StateSize};
 use crate::watermark::{ScriptedWatermarks, WatermarkHolder, Watermarks};
@@ -346,7 +347,12 @@ where
                 let listed: Vec<u32> = revoked.iter().copied().collect();
                 checkpoints.check_revoked(&listed)?;
                 save(&checkpoints, &mut partitions, false, &revoked);
-                partitions.retain(|partition, _| !revoked.contains(partition));
+                for partition in &revoked {
+                    if let Some(windows) = partitions.remove(partition) {
+                        let keys = windows.operator.key_count();
+                        freeing::free(windows, keys);
+                    }
+                }
                 publish_size(&queries, &partitions);
                 next_checkpoint = None;
             }
@@ -454,5 +460,10 @@ where
     }
     save(&checkpoints, &mut partitions, true, &BTreeSet::new());
     publish_size(&queries, &partitions);
+    let keys = partitions
+        .values()
+        .map(|windows| windows.operator.key_count())
+        .sum();
+    freeing::free(partitions, keys);
     Ok(())
 }
