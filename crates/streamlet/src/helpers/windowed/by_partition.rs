@@ -147,138 +147,153 @@ where
     }
 }
 
-/// Saves the partitions that changed (all of them with `everything`, and those in `also`).
-fn save<K, A>(
-    checkpoints: &Checkpoints,
-    partitions: &mut BTreeMap<u32, PartitionWindows<K, A>>,
-    everything: bool,
-    also: &BTreeSet<u32>,
-) where
-    K: Key + Serialize + DeserializeOwned,
-    A: Aggregate,
-{
-    let saves = partitions
-        .iter_mut()
-        .filter(|(partition, windows)| {
-            everything
-                || windows.changed
-                || windows.operator.has_changes()
-                || also.contains(partition)
-        })
-        .map(|(partition, windows)| windows.save(*partition))
-        .collect();
-    checkpoints.save_changes(saves);
+/// The windows of the input partitions this member holds, and what restores, checkpoints
+/// and shows them.
+struct Held<K: Key, A: Aggregate> {
+    partitions: BTreeMap<u32, PartitionWindows<K, A>>,
+    checkpoints: Checkpoints,
+    queries: StateQueries,
+    spec: WindowSpec,
+    strategy: Watermarks,
+    /// The inlet's name, whose offsets the checkpoints hold.
+    inlet: &'static str,
 }
 
-/// Restores `partition`, which this member was assigned and does not hold yet, moved on to
-/// the `scripted` watermark of the test kit if there is one (its panes go to `panes`).
-/// Returns the offset the inlet resumes the partition at, if it was checkpointed.
-#[allow(clippy::too_many_arguments)] // the run loop's parts; used twice
-async fn take_over<K, A>(
-    partition: u32,
-    (spec, strategy, inlet): (WindowSpec, Watermarks, &str),
-    aggregate: A,
-    checkpoints: &Checkpoints,
-    partitions: &mut BTreeMap<u32, PartitionWindows<K, A>>,
-    scripted: Option<i64>,
-    now: i64,
-    panes: &mut Vec<Pane<K, A::Output>>,
-) -> Result<Option<u64>>
+impl<K, A> Held<K, A>
 where
     K: Key + Serialize + DeserializeOwned,
     A: Aggregate,
 {
-    let restored = checkpoints.restore_partition(partition).await?;
-    let windows = PartitionWindows::restore(
-        partition,
-        checkpoints,
-        &restored,
-        spec,
-        aggregate,
-        strategy,
-        now,
-    )
-    .await?;
-    let windows = partitions.entry(partition).or_insert(windows);
-    if let Some(watermark) = scripted {
-        windows.operator.advance_watermark(watermark, now, panes);
+    /// Saves the partitions that changed (all of them with `everything`, and those in
+    /// `also`).
+    fn save(&mut self, everything: bool, also: &BTreeSet<u32>) {
+        let saves = self
+            .partitions
+            .iter_mut()
+            .filter(|(partition, windows)| {
+                everything
+                    || windows.changed
+                    || windows.operator.has_changes()
+                    || also.contains(partition)
+            })
+            .map(|(partition, windows)| windows.save(*partition))
+            .collect();
+        self.checkpoints.save_changes(saves);
     }
-    Ok(restored.next_offset(inlet))
-}
 
-/// Tells the status how large the windows held are.
-fn publish_size<K, A>(queries: &StateQueries, partitions: &BTreeMap<u32, PartitionWindows<K, A>>)
-where
-    K: Key + Serialize + DeserializeOwned,
-    A: Aggregate,
-{
-    queries.publish_size(StateSize {
-        partitions: partitions.keys().copied().collect(),
-        entries: partitions
-            .values()
-            .map(|windows| windows.operator.key_count() as u64)
-            .sum(),
-        bytes: partitions
-            .values()
-            .map(|windows| windows.operator.state_bytes())
-            .sum(),
-        ..StateSize::default()
-    });
-}
-
-/// The windows of `key` in the partitions held that are `assigned` (of `total`): the key
-/// as the windows encode it (JSON), or as the text of a string key.
-fn answer<K, A>(
-    partitions: &BTreeMap<u32, PartitionWindows<K, A>>,
-    key: &[u8],
-    assigned: &[u32],
-    total: u32,
-) -> query::KeyState
-where
-    K: Key + Serialize + DeserializeOwned,
-    A: Aggregate,
-{
-    let mut held = assigned.to_vec();
-    held.sort_unstable();
-    let decoded = serde_json::from_slice::<K>(key).ok().or_else(|| {
-        let text = std::str::from_utf8(key).ok()?;
-        serde_json::from_value(serde_json::Value::String(text.to_owned())).ok()
-    });
-    let (mut states, mut timers) = (Vec::new(), Vec::new());
-    let found = partitions
-        .iter()
-        .filter(|(partition, _)| held.contains(partition))
-        .filter_map(|(partition, windows)| {
-            let state = windows.operator.key_state(decoded.as_ref()?)?;
-            Some((*partition, state))
-        });
-    for (partition, state) in found {
-        let (value, error) = match serde_json::to_value(state) {
-            Ok(value) => (value, None),
-            Err(error) => (serde_json::Value::Null, Some(error.to_string())),
-        };
-        states.push(StateEntry {
-            name: "windows".to_owned(),
-            kind: "windows".to_owned(),
+    /// Restores `partition`, which this member was assigned and does not hold yet, with
+    /// `aggregate`, moved on to the `scripted` watermark of the test kit if there is one
+    /// (its panes go to `panes`). Returns the offset the inlet resumes the partition at, if
+    /// it was checkpointed.
+    async fn take_over(
+        &mut self,
+        partition: u32,
+        aggregate: A,
+        scripted: Option<i64>,
+        now: i64,
+        panes: &mut Vec<Pane<K, A::Output>>,
+    ) -> Result<Option<u64>> {
+        let restored = self.checkpoints.restore_partition(partition).await?;
+        let windows = PartitionWindows::restore(
             partition,
-            value,
-            error,
-        });
-        let pending = [
-            ("event-time", state.event_timer),
-            ("processing-time", state.processing_timer),
-        ];
-        for (domain, time) in pending {
-            if let Some(time) = time {
-                timers.push(PendingTimer {
-                    domain: domain.to_owned(),
-                    time,
-                    partition,
-                });
+            &self.checkpoints,
+            &restored,
+            self.spec,
+            aggregate,
+            self.strategy,
+            now,
+        )
+        .await?;
+        let windows = self.partitions.entry(partition).or_insert(windows);
+        if let Some(watermark) = scripted {
+            windows.operator.advance_watermark(watermark, now, panes);
+        }
+        self.publish_size();
+        Ok(restored.next_offset(self.inlet))
+    }
+
+    /// Forgets `partitions`, which this member no longer holds.
+    fn release(&mut self, partitions: &BTreeSet<u32>) {
+        for partition in partitions {
+            if let Some(windows) = self.partitions.remove(partition) {
+                let keys = windows.operator.key_count();
+                freeing::free(windows, keys);
             }
         }
+        self.publish_size();
     }
-    query::key_state(key, total, &held, states, timers)
+
+    /// Tells the status how large the windows held are.
+    fn publish_size(&self) {
+        let windows = self.partitions.values().map(|windows| &windows.operator);
+        self.queries.publish_size(StateSize {
+            partitions: self.partitions.keys().copied().collect(),
+            entries: windows
+                .clone()
+                .map(|operator| operator.key_count() as u64)
+                .sum(),
+            bytes: windows.map(WindowOperator::state_bytes).sum(),
+            ..StateSize::default()
+        });
+    }
+
+    /// The windows of `key` in the partitions held that are `assigned` (of `total`): the
+    /// key as the windows encode it (JSON), or as the text of a string key.
+    fn answer(&self, key: &[u8], assigned: &[u32], total: u32) -> query::KeyState {
+        let mut held = assigned.to_vec();
+        held.sort_unstable();
+        let decoded = serde_json::from_slice::<K>(key).ok().or_else(|| {
+            let text = std::str::from_utf8(key).ok()?;
+            serde_json::from_value(serde_json::Value::String(text.to_owned())).ok()
+        });
+        let (mut states, mut timers) = (Vec::new(), Vec::new());
+        let found = self
+            .partitions
+            .iter()
+            .filter(|(partition, _)| held.contains(partition))
+            .filter_map(|(partition, windows)| {
+                let state = windows.operator.key_state(decoded.as_ref()?)?;
+                Some((*partition, state))
+            });
+        for (partition, state) in found {
+            let (value, error) = match serde_json::to_value(state) {
+                Ok(value) => (value, None),
+                Err(error) => (serde_json::Value::Null, Some(error.to_string())),
+            };
+            states.push(StateEntry {
+                name: "windows".to_owned(),
+                kind: "windows".to_owned(),
+                partition,
+                value,
+                error,
+            });
+            let pending = [
+                ("event-time", state.event_timer),
+                ("processing-time", state.processing_timer),
+            ];
+            for (domain, time) in pending {
+                if let Some(time) = time {
+                    timers.push(PendingTimer {
+                        domain: domain.to_owned(),
+                        time,
+                        partition,
+                    });
+                }
+            }
+        }
+        query::key_state(key, total, &held, states, timers)
+    }
+}
+
+impl<K: Key, A: Aggregate> Drop for Held<K, A> {
+    fn drop(&mut self) {
+        let partitions = std::mem::take(&mut self.partitions);
+        let keys = partitions
+            .values()
+            .map(|windows| windows.operator.key_count())
+            .sum();
+        freeing::free(partitions, keys);
+    }
 }
 
 pub(super) async fn run<In, K, A>(
@@ -300,18 +315,26 @@ where
     let checkpoints = ctx
         .checkpoints()
         .ok_or_else(|| Error::msg("a streamlet checkpointed by partition has checkpoints"))?;
-    let setup = (aggregate.spec, aggregate.watermarks, aggregate.inlet.name());
     let queries = ctx.state_queries().clone();
     let mut asked = queries.connect();
-    let mut partitions: BTreeMap<u32, PartitionWindows<K, A>> = BTreeMap::new();
+    let mut held = Held {
+        partitions: BTreeMap::new(),
+        checkpoints,
+        queries,
+        spec: aggregate.spec,
+        strategy: aggregate.watermarks,
+        inlet: aggregate.inlet.name(),
+    };
     let mut next_checkpoint: Option<Instant> = None;
     let mut panes = Vec::new();
     loop {
-        let idle = partitions
+        let idle = held
+            .partitions
             .values()
             .filter_map(|windows| windows.watermarks.next_idle_deadline())
             .filter(|_| scripted.is_none());
-        let deadline = partitions
+        let deadline = held
+            .partitions
             .values()
             .filter_map(|windows| windows.operator.next_processing_deadline())
             .chain(idle)
@@ -339,40 +362,30 @@ where
                 // their new owner restores them from their last checkpoint (this one, or an
                 // earlier one if it restored first) and reads again what came after.
                 let assigned: BTreeSet<u32> = input.partitions().into_iter().collect();
-                let revoked: BTreeSet<u32> = partitions
+                let revoked: BTreeSet<u32> = held
+                    .partitions
                     .keys()
                     .filter(|partition| !assigned.contains(partition))
                     .copied()
                     .collect();
                 let listed: Vec<u32> = revoked.iter().copied().collect();
-                checkpoints.check_revoked(&listed)?;
-                save(&checkpoints, &mut partitions, false, &revoked);
-                for partition in &revoked {
-                    if let Some(windows) = partitions.remove(partition) {
-                        let keys = windows.operator.key_count();
-                        freeing::free(windows, keys);
-                    }
-                }
-                publish_size(&queries, &partitions);
+                held.checkpoints.check_revoked(&listed)?;
+                held.save(false, &revoked);
+                held.release(&revoked);
                 next_checkpoint = None;
             }
             Some(asked) = asked.recv() => {
-                let total = queries.input_partitions();
+                let total = held.queries.input_partitions();
                 let partition = (total > 0).then(|| runnel_backend::partition_for_key(&asked.key, total));
                 if let Some(partition) = partition
-                    && !partitions.contains_key(&partition)
+                    && !held.partitions.contains_key(&partition)
                     && input.partitions().contains(&partition)
                 {
                     // Assigned, and no message of it came yet: restore it to answer.
                     let current = scripted.as_mut().map(ScriptedWatermarks::current);
                     let now = clock.now_millis();
-                    let resume = take_over(
-                        partition, setup, make(), &checkpoints, &mut partitions, current, now,
-                        &mut panes,
-                    )
-                    .await?;
+                    let resume = held.take_over(partition, make(), current, now, &mut panes).await?;
                     send(&output, &mut panes).await?;
-                    publish_size(&queries, &partitions);
                     if let Some(offset) = resume
                         && let Err(error) = input.rewind(partition, offset).await
                     {
@@ -380,26 +393,21 @@ where
                             return Err(error);
                         }
                         // A rebalance took the partition away during the restore.
-                        partitions.remove(&partition);
+                        held.release(&BTreeSet::from([partition]));
                     }
                 }
-                let answer = answer(&partitions, &asked.key, &input.partitions(), total);
+                let answer = held.answer(&asked.key, &input.partitions(), total);
                 // The asker may have given up waiting; nothing to tell then.
                 let _ = asked.reply.send(answer);
             }
             message = input.next() => {
                 let Some(message) = message? else { break };
                 let partition = message.partition();
-                if !partitions.contains_key(&partition) {
+                if !held.partitions.contains_key(&partition) {
                     let current = scripted.as_mut().map(ScriptedWatermarks::current);
                     let now = clock.now_millis();
-                    let resume = take_over(
-                        partition, setup, make(), &checkpoints, &mut partitions, current, now,
-                        &mut panes,
-                    )
-                    .await?;
+                    let resume = held.take_over(partition, make(), current, now, &mut panes).await?;
                     send(&output, &mut panes).await?;
-                    publish_size(&queries, &partitions);
                     if let Some(offset) = resume {
                         // Read the partition again from where its checkpoint stands; this
                         // message comes again if it is not in the state.
@@ -408,7 +416,7 @@ where
                         continue;
                     }
                 }
-                let windows = partitions.get_mut(&partition).expect("restored above");
+                let windows = held.partitions.get_mut(&partition).expect("restored above");
                 windows.changed = true;
                 let target = Windows {
                     operator: &mut windows.operator,
@@ -423,7 +431,7 @@ where
             }
             watermark = scripted_change => {
                 let now = clock.now_millis();
-                for windows in partitions.values_mut() {
+                for windows in held.partitions.values_mut() {
                     windows.operator.advance_watermark(watermark, now, &mut panes);
                     windows.changed |= !panes.is_empty();
                     if send(&output, &mut panes).await? {
@@ -433,7 +441,7 @@ where
             }
             () = wake => {
                 let now = clock.now_millis();
-                for windows in partitions.values_mut() {
+                for windows in held.partitions.values_mut() {
                     windows.operator.advance_processing_time(now, &mut panes);
                     if scripted.is_none() && let Some(watermark) = windows.watermarks.check_idle(now) {
                         windows.operator.advance_watermark(watermark, now, &mut panes);
@@ -445,25 +453,25 @@ where
                 }
             }
         }
-        if let Some(watermark) = partitions.values().map(|w| w.operator.watermark()).min() {
+        if let Some(watermark) = held
+            .partitions
+            .values()
+            .map(|w| w.operator.watermark())
+            .min()
+        {
             ctx.report_watermark(watermark);
         }
     }
     if !ctx.is_stopping() {
         // A bounded input ended: every window of every partition is complete.
         let now = clock.now_millis();
-        for windows in partitions.values_mut() {
+        for windows in held.partitions.values_mut() {
             let end = windows.watermarks.finish();
             windows.operator.advance_watermark(end, now, &mut panes);
             send(&output, &mut panes).await?;
         }
     }
-    save(&checkpoints, &mut partitions, true, &BTreeSet::new());
-    publish_size(&queries, &partitions);
-    let keys = partitions
-        .values()
-        .map(|windows| windows.operator.key_count())
-        .sum();
-    freeing::free(partitions, keys);
+    held.save(true, &BTreeSet::new());
+    held.publish_size();
     Ok(())
 }
