@@ -21,8 +21,13 @@
 //!    has restored them and handled a record of each, with the second member keeping warm
 //!    standbys (`KeyedState::warm_standby`) and without, alternating.
 //!
-//! `cargo bench -p runnel-host --bench keyed_state -- [keys] [runs] [overhead|failover]`
-//! (defaults 1,000,000 and 3; `overhead` or `failover` runs that phase alone).
+//! 6. **Windows** (`windows` only): a `WindowedAggregate` count kept by partition (its
+//!    windows are keyed state) holding `keys` keys, one window each: memory per key, the
+//!    changelog bytes of its first checkpoints per key and of a checkpoint after 1% of the
+//!    keys changed per key changed, and the restore of every key.
+//!
+//! `cargo bench -p runnel-host --bench keyed_state -- [keys] [runs] [overhead|failover|windows]`
+//! (defaults 1,000,000 and 3; `overhead`, `failover` or `windows` runs that phase alone).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -35,6 +40,7 @@ use runnel_embedded_log::{EmbeddedBackend, LogConfig};
 use runnel_host::{HostSettings, InletWiring, Wiring, run_instance};
 use runnel_streamlet::prelude::*;
 use runnel_streamlet::state::{Keyed, ValueState};
+use runnel_streamlet::window::{Count, Pane, WindowSpec};
 use runnel_streamlet::{InstanceMetrics, SystemClock};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -303,6 +309,10 @@ async fn main() {
     let only = arguments.get(2).map(String::as_str);
     println!("keyed state: {keys} keys, {PARTITIONS} partitions, {runs} runs of each");
 
+    if only == Some("windows") {
+        windows(keys, runs).await;
+        return;
+    }
     if only.is_none() {
         memory_changelog_and_restore(keys, runs).await;
     }
@@ -501,4 +511,144 @@ async fn checkpoint_overhead(keys: u64, runs: usize) {
             with / without
         );
     }
+}
+
+/// The windowed count of phase 6: an hour's tumbling window per key, keyed by the value
+/// (the record's key is the value's key, so each key's records share a partition), all in
+/// the first hour of event time, so no window closes while the bench runs.
+fn window_counts() -> impl Streamlet {
+    const OUT: Outlet<Pane<i64, i64>> = Outlet::new("out");
+    const HOUR: WindowSpec = WindowSpec::tumbling(Duration::from_secs(3_600));
+    WindowedAggregate::new(IN, OUT, HOUR, Count::new())
+        .key_by(|value: &i64| *value)
+        .event_time(|_| 0)
+        .state_by_partition()
+}
+
+/// Appends one record for each key in `keys`, the value the key's index.
+async fn produce_indices(backend: &EmbeddedBackend, keys: impl Iterator<Item = u64>) {
+    let producer = backend.producer(&ProducerConfig::default()).await.unwrap();
+    let schema = <i64 as AvroSchema>::get_schema();
+    for index in keys {
+        let key = key(index);
+        let partition = partition_for_key(&key, PARTITIONS);
+        let value =
+            apache_avro::to_avro_datum(&schema, apache_avro::types::Value::Long(index as i64))
+                .unwrap();
+        drop(
+            producer
+                .send("in", partition, Record::new(value).with_key(key))
+                .await
+                .unwrap(),
+        );
+    }
+    producer.flush().await.unwrap();
+}
+
+/// Runs the windowed count until its group committed `committed` input records, then
+/// stops it (its last checkpoint written). Returns the time from its start to that commit
+/// and the resident memory then.
+async fn run_windows(backend: &EmbeddedBackend, committed: u64) -> (Duration, u64) {
+    let (_end, ended) = watch::channel(false);
+    let wiring = Wiring {
+        app: "bench".into(),
+        instance: "windows".into(),
+        inlets: vec![InletWiring {
+            port: "in".into(),
+            topic: "in".into(),
+            group: "bench.windows.in".into(),
+            writer_schemas: vec![],
+            end_of_input: ended,
+            consumer_settings: BTreeMap::new(),
+        }],
+        outlets: vec![runnel_host::OutletWiring {
+            port: "out".into(),
+            topic: "out".into(),
+            tag_schema: false,
+        }],
+        dead_letter_topic: "dead".into(),
+        parameters: Default::default(),
+        settings: HostSettings {
+            poll_batch: 1024,
+            ..HostSettings::default()
+        },
+        ready: None,
+        watermarks: None,
+        transactional_id: None,
+        attempts: Default::default(),
+    };
+    let streamlet = window_counts();
+    let metrics = Arc::new(InstanceMetrics::for_shape(&Streamlet::shape(&streamlet)));
+    let stop = CancellationToken::new();
+    let started = Instant::now();
+    let running = tokio::spawn(run_instance(
+        Box::new(streamlet),
+        Arc::new(backend.clone()),
+        wiring,
+        Arc::new(SystemClock),
+        metrics,
+        stop.clone(),
+    ));
+    loop {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        assert!(!running.is_finished(), "the windowed count stopped early");
+        let done: u64 = backend
+            .committed("bench.windows.in", "in")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(Option::unwrap_or_default)
+            .sum();
+        if done >= committed {
+            break;
+        }
+    }
+    let took = started.elapsed();
+    let resident = resident();
+    stop.cancel();
+    running.await.unwrap().unwrap();
+    (took, resident)
+}
+
+/// Phase 6.
+async fn windows(keys: u64, runs: usize) {
+    let directory = tempfile::tempdir().unwrap();
+    let backend = fresh(directory.path()).await;
+    backend
+        .create_topic(&TopicSpec::new("out", 1))
+        .await
+        .unwrap();
+    let changelog = "bench.windows.changelog";
+    produce_indices(&backend, 0..keys).await;
+    let before = resident();
+    let (took, built) = run_windows(&backend, keys).await;
+    let bytes = bytes_on_disk(directory.path(), changelog);
+    println!(
+        "windows of {keys} keys: built in {took:.2?} from the start ({:.0} records/s), {:.0} bytes of memory per key, {} changelog records and {bytes} bytes on disk ({:.1} per key)",
+        keys as f64 / took.as_secs_f64(),
+        built.saturating_sub(before) as f64 / keys as f64,
+        records(&backend, changelog).await,
+        bytes as f64 / keys as f64,
+    );
+    let changed = keys / 100;
+    let bytes_before = bytes_on_disk(directory.path(), changelog);
+    produce_indices(&backend, (0..changed).map(|index| index * 100)).await;
+    run_windows(&backend, keys + changed).await;
+    let bytes = bytes_on_disk(directory.path(), changelog).saturating_sub(bytes_before);
+    println!(
+        "1% of the keys changed ({changed}): {bytes} changelog bytes on disk, {:.1} per key changed",
+        bytes as f64 / changed as f64
+    );
+    let mut restores = Vec::new();
+    let mut committed = keys + changed;
+    for _ in 0..runs {
+        produce_indices(&backend, one_per_partition()).await;
+        committed += u64::from(PARTITIONS);
+        let (took, _) = run_windows(&backend, committed).await;
+        println!(
+            "restore of the windows of {keys} keys: {took:.2?} from the start to a record of each partition committed"
+        );
+        restores.push(took.as_secs_f64());
+    }
+    println!("windows restore median: {:.2} s", median(restores));
 }
