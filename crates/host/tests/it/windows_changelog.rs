@@ -126,6 +126,19 @@ async fn a_checkpoint_of_windows_writes_only_the_keys_whose_windows_changed() {
         "the checkpoints after the first wrote the three keys that changed"
     );
 
+    finish(end, running, member).await;
+    let counts = panes(&backend);
+    assert_eq!(counts.len(), users as usize);
+    assert_eq!(counts[&("user-7".to_owned(), 0)], 2);
+    assert_eq!(counts[&("user-8".to_owned(), 0)], 1);
+}
+
+/// Ends the input and waits for the member to finish with it.
+async fn finish(
+    end: watch::Sender<bool>,
+    running: tokio::task::JoinHandle<Result<()>>,
+    member: tokio::runtime::Runtime,
+) {
     end.send_replace(true);
     tokio::time::timeout(Duration::from_secs(60), running)
         .await
@@ -133,10 +146,6 @@ async fn a_checkpoint_of_windows_writes_only_the_keys_whose_windows_changed() {
         .unwrap()
         .unwrap();
     hosting::kill(member).await;
-    let counts = panes(&backend);
-    assert_eq!(counts.len(), users as usize);
-    assert_eq!(counts[&("user-7".to_owned(), 0)], 2);
-    assert_eq!(counts[&("user-8".to_owned(), 0)], 1);
 }
 
 /// Each window's last count.
@@ -220,13 +229,7 @@ async fn a_checkpoint_holding_the_whole_state_of_a_partition_restores() {
         ["\"alice\"", "\"bob\""],
         "the first checkpoint wrote the restored windows to the changelog"
     );
-    end.send_replace(true);
-    tokio::time::timeout(Duration::from_secs(60), running)
-        .await
-        .expect("the bounded input ends")
-        .unwrap()
-        .unwrap();
-    hosting::kill(member).await;
+    finish(end, running, member).await;
     let expected: BTreeMap<(String, i64), i64> =
         HashMap::from([(("alice".to_owned(), 0), 6), (("bob".to_owned(), 0), 1)])
             .into_iter()

@@ -2,21 +2,18 @@
 //! record per entry, in one produce batch), and a member taking the partition over after a
 //! kill restores every key from them.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use runnel_backend::conformance::unique;
 use runnel_backend::{Backend, ConsumerConfig, ProducerConfig, Record, TopicSpec};
-use runnel_host::{HostSettings, InletWiring, OutletWiring, Wiring};
+use runnel_host::HostSettings;
 use runnel_kafka::KafkaBackend;
 use runnel_streamlet::prelude::*;
 use runnel_streamlet::state::{Keyed, ValueState};
-use runnel_streamlet::{InstanceMetrics, SystemClock};
 use tokio::sync::watch;
-use tokio_util::sync::CancellationToken;
 
-use crate::support::backend;
+use crate::support::{self, Topics, backend};
 
 const IN: Inlet<String> = Inlet::new("in").json();
 const OUT: Outlet<String> = Outlet::new("out").json();
@@ -51,59 +48,13 @@ impl Streamlet for Counter {
     }
 }
 
-struct Topics {
-    input: String,
-    output: String,
-    dead: String,
-}
-
 fn start(
     backend: &KafkaBackend,
     topics: &Topics,
     ended: watch::Receiver<bool>,
 ) -> (tokio::runtime::Runtime, tokio::task::JoinHandle<Result<()>>) {
-    let wiring = Wiring {
-        app: topics.input.clone(),
-        instance: "counter".into(),
-        inlets: vec![InletWiring {
-            port: "in".into(),
-            topic: topics.input.clone(),
-            group: group(topics),
-            writer_schemas: vec![],
-            end_of_input: ended,
-            consumer_settings: BTreeMap::new(),
-        }],
-        outlets: vec![OutletWiring {
-            port: "out".into(),
-            topic: topics.output.clone(),
-            tag_schema: false,
-        }],
-        dead_letter_topic: topics.dead.clone(),
-        parameters: HashMap::new(),
-        settings: HostSettings::default(),
-        ready: None,
-        watermarks: None,
-        transactional_id: None,
-        attempts: Default::default(),
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let running = runtime.spawn(runnel_host::run_instance(
-        Box::new(Counter),
-        Arc::new(backend.clone()),
-        wiring,
-        Arc::new(SystemClock),
-        Arc::new(InstanceMetrics::for_shape(&Counter.shape())),
-        CancellationToken::new(),
-    ));
-    (runtime, running)
-}
-
-fn group(topics: &Topics) -> String {
-    format!("{}.counter.in", topics.input)
+    let settings = HostSettings::default();
+    support::start(Counter, backend, topics, "counter", ended, settings, None)
 }
 
 async fn produce(backend: &KafkaBackend, topic: &str, values: impl Iterator<Item = String>) {
@@ -123,11 +74,7 @@ fn rounds(rounds: std::ops::Range<u32>) -> impl Iterator<Item = String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_member_taking_keyed_state_over_restores_every_key_of_the_last_checkpoint() {
     let backend = backend().await;
-    let topics = Topics {
-        input: unique("keyed-in"),
-        output: unique("keyed-out"),
-        dead: unique("keyed-dead"),
-    };
+    let topics = Topics::unique("keyed");
     for topic in [&topics.input, &topics.output, &topics.dead] {
         backend
             .create_topic(&TopicSpec::new(topic, 1))
@@ -138,10 +85,10 @@ async fn a_member_taking_keyed_state_over_restores_every_key_of_the_last_checkpo
     let (_, running) = watch::channel(false);
     // Each member connects on its own, as processes do: a backend knows the offsets its own
     // producers were acknowledged, which hides a broker's short partition ends.
-    let (first, _) = start(&crate::support::backend().await, &topics, running);
+    let (first, _) = start(&support::backend().await, &topics, running);
     let deadline = Instant::now() + Duration::from_secs(120);
     while backend
-        .committed(&group(&topics), &topics.input)
+        .committed(&topics.group("counter"), &topics.input)
         .await
         .unwrap()[0]
         != Some(200)
@@ -158,7 +105,7 @@ async fn a_member_taking_keyed_state_over_restores_every_key_of_the_last_checkpo
 
     produce(&backend, &topics.input, rounds(5..10)).await;
     let (_, ended) = watch::channel(true);
-    let (second, finished) = start(&crate::support::backend().await, &topics, ended);
+    let (second, finished) = start(&support::backend().await, &topics, ended);
     tokio::time::timeout(Duration::from_secs(120), finished)
         .await
         .expect("the second member reads to the end")

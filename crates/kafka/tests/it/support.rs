@@ -1,7 +1,13 @@
-use std::sync::OnceLock;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, OnceLock};
 
+use runnel_host::{HostSettings, InletWiring, OutletWiring, Wiring};
 use runnel_kafka::KafkaBackend;
 use runnel_kafka::test_broker::Tansu;
+use runnel_streamlet::prelude::*;
+use runnel_streamlet::{InstanceMetrics, SystemClock};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 /// The tansu broker shared by this test binary (every case uses names of its own).
 pub(crate) fn tansu() -> &'static Tansu {
@@ -12,4 +18,81 @@ pub(crate) fn tansu() -> &'static Tansu {
 /// A fresh backend on the shared broker.
 pub(crate) async fn backend() -> KafkaBackend {
     KafkaBackend::connect(tansu().config()).await.unwrap()
+}
+
+/// The topics of a one-instance app: its input, output and dead letters.
+pub(crate) struct Topics {
+    pub(crate) input: String,
+    pub(crate) output: String,
+    pub(crate) dead: String,
+}
+
+impl Topics {
+    /// Topics named after `prefix`, unique to the call.
+    pub(crate) fn unique(prefix: &str) -> Topics {
+        let unique = runnel_backend::conformance::unique;
+        Topics {
+            input: unique(&format!("{prefix}-in")),
+            output: unique(&format!("{prefix}-out")),
+            dead: unique(&format!("{prefix}-dead")),
+        }
+    }
+
+    /// The consumer group of `instance`'s inlet `in`.
+    pub(crate) fn group(&self, instance: &str) -> String {
+        format!("{}.{instance}.in", self.input)
+    }
+}
+
+/// Runs `streamlet` as instance `instance` (inlet `in` reading the input, outlet `out`
+/// writing the output) on a one-thread runtime of its own, which the test shuts down to
+/// kill it.
+pub(crate) fn start(
+    streamlet: impl Streamlet,
+    backend: &KafkaBackend,
+    topics: &Topics,
+    instance: &str,
+    ended: watch::Receiver<bool>,
+    settings: HostSettings,
+    transactional_id: Option<String>,
+) -> (tokio::runtime::Runtime, tokio::task::JoinHandle<Result<()>>) {
+    let wiring = Wiring {
+        app: topics.input.clone(),
+        instance: instance.into(),
+        inlets: vec![InletWiring {
+            port: "in".into(),
+            topic: topics.input.clone(),
+            group: topics.group(instance),
+            writer_schemas: vec![],
+            end_of_input: ended,
+            consumer_settings: BTreeMap::new(),
+        }],
+        outlets: vec![OutletWiring {
+            port: "out".into(),
+            topic: topics.output.clone(),
+            tag_schema: false,
+        }],
+        dead_letter_topic: topics.dead.clone(),
+        parameters: HashMap::new(),
+        settings,
+        ready: None,
+        watermarks: None,
+        transactional_id,
+        attempts: Default::default(),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let metrics = Arc::new(InstanceMetrics::for_shape(&Streamlet::shape(&streamlet)));
+    let running = runtime.spawn(runnel_host::run_instance(
+        Box::new(streamlet),
+        Arc::new(backend.clone()),
+        wiring,
+        Arc::new(SystemClock),
+        metrics,
+        CancellationToken::new(),
+    ));
+    (runtime, running)
 }

@@ -5,19 +5,18 @@
 //! hide aborted records, so the kill-and-restart test needs a real broker:
 //! `RUNNEL_KAFKA_TRANSACTIONS=host:port cargo test -p runnel-kafka -- --ignored`.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use runnel_backend::{
     Backend, ConsumerConfig, ProducerConfig, Record, TopicSpec, partition_for_key,
 };
-use runnel_host::{HostSettings, InletWiring, OutletWiring, Wiring};
+use runnel_host::HostSettings;
 use runnel_kafka::{KafkaBackend, KafkaConfig, test_broker};
 use runnel_streamlet::prelude::*;
-use runnel_streamlet::{InstanceMetrics, SystemClock};
 use tokio::sync::watch;
-use tokio_util::sync::CancellationToken;
+
+use crate::support::{self, Topics};
 
 const IN: Inlet<String> = Inlet::new("in").json();
 const OUT: Outlet<String> = Outlet::new("out")
@@ -50,53 +49,21 @@ fn start(
     topics: &Topics,
     ended: watch::Receiver<bool>,
 ) -> (tokio::runtime::Runtime, tokio::task::JoinHandle<Result<()>>) {
-    let wiring = Wiring {
-        app: "eos".into(),
-        instance: "copy".into(),
-        inlets: vec![InletWiring {
-            port: "in".into(),
-            topic: topics.input.clone(),
-            group: format!("{}.copy.in", topics.input),
-            writer_schemas: vec![],
-            end_of_input: ended,
-            consumer_settings: BTreeMap::new(),
-        }],
-        outlets: vec![OutletWiring {
-            port: "out".into(),
-            topic: topics.output.clone(),
-            tag_schema: false,
-        }],
-        dead_letter_topic: topics.dead.clone(),
-        parameters: HashMap::new(),
-        settings: HostSettings {
-            commit_interval: Duration::from_millis(100),
-            ..HostSettings::default()
-        },
-        ready: None,
-        watermarks: None,
-        transactional_id: Some(format!("{}.copy.0", topics.input)),
-        attempts: Default::default(),
+    let settings = HostSettings {
+        commit_interval: Duration::from_millis(100),
+        ..HostSettings::default()
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let running = runtime.spawn(runnel_host::run_instance(
-        Box::new(Copy),
-        Arc::new(backend.clone()),
-        wiring,
-        Arc::new(SystemClock),
-        Arc::new(InstanceMetrics::for_shape(&Copy.shape())),
-        CancellationToken::new(),
-    ));
-    (runtime, running)
-}
-
-struct Topics {
-    input: String,
-    output: String,
-    dead: String,
+    // The app is named after the input topic, and the id follows the input's group.
+    let transactional_id = format!("{}.copy.0", topics.input);
+    support::start(
+        Copy,
+        backend,
+        topics,
+        "copy",
+        ended,
+        settings,
+        Some(transactional_id),
+    )
 }
 
 /// Every value of `topic`, per partition in offset order, read_committed.
@@ -227,10 +194,6 @@ async fn a_copy_killed_and_restarted_commits_every_input_exactly_once() {
     let backend = KafkaBackend::connect(KafkaConfig::new(bootstrap))
         .await
         .unwrap();
-    let topics = Topics {
-        input: runnel_backend::conformance::unique("eos-in"),
-        output: runnel_backend::conformance::unique("eos-out"),
-        dead: runnel_backend::conformance::unique("eos-dead"),
-    };
+    let topics = Topics::unique("eos");
     copy_exactly_once(backend, topics, 5_000, 5).await;
 }
