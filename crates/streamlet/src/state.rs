@@ -34,7 +34,7 @@ mod keyed;
 mod list;
 mod map;
 pub(crate) mod query;
-mod standby;
+pub(crate) mod standby;
 mod store;
 mod timers;
 mod value;

@@ -289,3 +289,52 @@ async fn the_windows_of_a_key_answer_queries_and_their_size_is_shown() {
     assert!(size.bytes > 0, "{size:?}");
     hosting::kill(member).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warm_standby_takes_windows_over_without_replaying_them() {
+    let backend = setup().await;
+    let (end, ended) = watch::channel(false);
+    let wiring = || hosting::wiring("counts", ended.clone(), HostSettings::default(), None);
+    let users = 100;
+    let first_round = (0..users).map(|i| click(&format!("user-{i}"), 1_000));
+    produce(&backend, first_round).await;
+    let (first, _) = hosting::start_killable(counts(), Arc::new(backend.clone()), wiring());
+    wait_for_commits(&backend, users).await;
+
+    let standby = WindowedAggregate::new(IN, OUT, TEN_SECONDS, Count::new())
+        .key_by(|c: &Click| c.user.clone())
+        .event_time(|c| c.time)
+        .watermarks(Watermarks::bounded(BOUND))
+        .checkpoint_every(Duration::from_millis(10))
+        .warm_standby();
+    let (second, running, metrics) =
+        hosting::start_observed(standby, Arc::new(backend.clone()), wiring());
+    let size = || metrics.state_queries().size().unwrap_or_default();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !(size().standby_partitions == [0] && size().standby_entries == users) {
+        assert!(
+            Instant::now() < deadline,
+            "the copy caught up: {:?}",
+            size()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let restored_before = size().restored_entries;
+    hosting::kill(first).await;
+    produce(
+        &backend,
+        (0..users).map(|i| click(&format!("user-{i}"), 2_000)),
+    )
+    .await;
+    wait_for_commits(&backend, 2 * users).await;
+    assert_eq!(
+        size().restored_entries,
+        restored_before,
+        "taking the partition over replayed entries the copy held"
+    );
+    assert_eq!(size().partitions, [0]);
+    finish(end, running, second).await;
+    let counts = panes(&backend);
+    assert_eq!(counts.len(), users as usize);
+    assert!(counts.values().all(|count| *count == 2), "{counts:?}");
+}

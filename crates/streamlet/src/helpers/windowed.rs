@@ -72,7 +72,9 @@ pub struct WindowedAggregate<In, K, A: Aggregate> {
     checkpoint_every: Duration,
     delivery: Delivery,
     /// Makes each input partition's aggregate, when state is kept by partition.
-    by_partition: Option<Box<dyn Fn() -> A + Send>>,
+    by_partition: Option<Box<dyn Template<A>>>,
+    /// Whether to keep warm copies of the partitions other members hold.
+    standby: bool,
     description: &'static str,
 }
 
@@ -131,6 +133,7 @@ where
             checkpoint_every: Duration::from_secs(1),
             delivery: Delivery::AtLeastOnce,
             by_partition: None,
+            standby: false,
             description: "",
         }
     }
@@ -204,9 +207,38 @@ where
     where
         A: Clone,
     {
-        let template = self.aggregate.clone();
-        self.by_partition = Some(Box::new(move || template.clone()));
+        self.by_partition = Some(Box::new(self.aggregate.clone()));
         self
+    }
+
+    /// Keeps the window state by input partition ([`state_by_partition`](Self::state_by_partition))
+    /// and a warm copy of the windows of the partitions other members hold (a standby),
+    /// brought up to their owners' last checkpoints every checkpoint interval (at least
+    /// every 100 ms), so that taking one over replays only the changelog records written
+    /// since instead of every key's windows. It costs the memory of the copies (with every
+    /// member keeping them, each holds every partition's windows) and reading every
+    /// partition's checkpoint and changelog.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use runnel_streamlet::prelude::*;
+    /// use runnel_streamlet::window::{Count, Pane, WindowSpec};
+    ///
+    /// const IN: Inlet<String> = Inlet::new("in");
+    /// const OUT: Outlet<Pane<String, i64>> = Outlet::new("out");
+    /// const MINUTE: WindowSpec = WindowSpec::tumbling(Duration::from_secs(60));
+    ///
+    /// let counts = WindowedAggregate::new(IN, OUT, MINUTE, Count::new())
+    ///     .key_by(|word: &String| word.clone())
+    ///     .warm_standby();
+    /// assert!(counts.shape().has_keyed_state());
+    /// ```
+    pub fn warm_standby(mut self) -> Self
+    where
+        A: Clone,
+    {
+        self.standby = true;
+        self.state_by_partition()
     }
 
     /// Keys values with `key`: each key has its own windows.
@@ -370,6 +402,25 @@ where
 }
 
 mod by_partition;
+
+/// Makes aggregates like one it holds: each input partition's, and each warm copy's.
+trait Template<A>: Send {
+    /// A new aggregate.
+    fn make(&self) -> A;
+
+    /// Another template making the same aggregates.
+    fn boxed(&self) -> Box<dyn Template<A>>;
+}
+
+impl<A: Clone + Send + 'static> Template<A> for A {
+    fn make(&self) -> A {
+        self.clone()
+    }
+
+    fn boxed(&self) -> Box<dyn Template<A>> {
+        Box::new(self.clone())
+    }
+}
 
 /// The windows a message goes to (one operator and the watermarks it follows), and how a
 /// value's key and event time are found.

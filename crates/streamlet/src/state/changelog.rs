@@ -24,9 +24,16 @@ pub(crate) trait ReplayTarget {
     /// Marks `key` changed, so the next checkpoint writes it as it is now (a value, or a
     /// deletion): for records in the changelog that are not part of the state.
     fn mark_changed(&mut self, key: &[u8]);
+
+    /// How many entries it holds (keys, for windows), for the state size.
+    fn held_entries(&self) -> u64;
 }
 
 impl ReplayTarget for PartitionStore {
+    fn held_entries(&self) -> u64 {
+        self.len() as u64
+    }
+
     fn apply(&mut self, key: &[u8], value: Option<&[u8]>) -> bool {
         PartitionStore::apply(self, key, value)
     }

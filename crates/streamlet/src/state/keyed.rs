@@ -15,16 +15,13 @@ use super::changelog::{self, MAX_RANGES, Reading};
 use super::decoders::{DeclaredState, StateDecoders};
 use super::freeing;
 use super::query::{self, Query, StateQueries};
-use super::standby::Standbys;
+use super::standby::{MIN_STANDBY_INTERVAL, Standbys};
 use super::store::PartitionStore;
 use super::timers::{self, TimeDomain, Timer};
 use super::{KeyState, KeyedEntry};
 use crate::checkpoint::{ChangelogBatch, PartitionSave, unique_id};
 use crate::watermark::{WatermarkHolder, Watermarks};
 use crate::{Checkpoints, Clock, Data, Error, InletStream, Message, Result};
-
-/// How often warm standbys read the other partitions' checkpoints at most.
-const MIN_STANDBY_INTERVAL: Duration = Duration::from_millis(100);
 
 /// What [`KeyedState::next`] hands the streamlet: a message, or a timer that fired.
 #[derive(Debug)]
@@ -129,7 +126,7 @@ pub struct KeyedState {
     asked: mpsc::Receiver<Query>,
     /// Whether to keep warm copies of the partitions other members hold.
     standby: bool,
-    standbys: Option<Standbys>,
+    standbys: Option<Standbys<PartitionStore>>,
     /// Changelog entries the restores of this member replayed.
     restored_entries: u64,
 }
@@ -349,6 +346,7 @@ impl KeyedState {
                 self.queries.input_partitions(),
                 self.checkpoint_every.max(MIN_STANDBY_INTERVAL),
                 self.queries.clone(),
+                Box::new(PartitionStore::default),
             ));
         }
         loop {

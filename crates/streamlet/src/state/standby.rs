@@ -16,16 +16,18 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 
-use super::changelog::{self, Reading};
+use super::changelog::{self, Reading, ReplayTarget};
 use super::freeing;
 use super::query::StateQueries;
-use super::store::PartitionStore;
 use crate::checkpoint::{ChangelogRange, CheckpointSource, read_last};
 
-/// A copy of one partition's state.
+/// How often warm standbys read the other partitions' checkpoints at most.
+pub(crate) const MIN_STANDBY_INTERVAL: Duration = Duration::from_millis(100);
+
+/// A copy of one partition's state: a keyed state's store, or a window operator.
 #[derive(Debug)]
-pub(crate) struct WarmCopy {
-    pub(crate) store: PartitionStore,
+pub(crate) struct WarmCopy<T> {
+    pub(crate) store: T,
     /// Where the ranges it follows begin (a snapshot's start).
     generation: u64,
     /// The next changelog offset to read.
@@ -35,7 +37,7 @@ pub(crate) struct WarmCopy {
     checkpoint_end: u64,
 }
 
-impl WarmCopy {
+impl<T> WarmCopy<T> {
     /// Whether this copy follows the generation `ranges` belong to.
     pub(crate) fn follows(&self, ranges: &[ChangelogRange]) -> bool {
         ranges
@@ -44,43 +46,49 @@ impl WarmCopy {
     }
 }
 
-#[derive(Debug, Default)]
-struct Shared {
+#[derive(Debug)]
+struct Shared<T> {
     /// The partitions this member holds: no copy is kept of them.
     held: BTreeSet<u32>,
-    copies: BTreeMap<u32, WarmCopy>,
+    copies: BTreeMap<u32, WarmCopy<T>>,
 }
 
 /// The warm copies of one instance's other partitions, and the task keeping them.
 #[derive(Debug)]
-pub(crate) struct Standbys {
-    shared: Arc<Mutex<Shared>>,
+pub(crate) struct Standbys<T: ReplayTarget + Send + 'static> {
+    shared: Arc<Mutex<Shared<T>>>,
     task: JoinHandle<()>,
 }
 
-impl Standbys {
+impl<T: ReplayTarget + Send + 'static> Standbys<T> {
     /// Starts keeping copies of the partitions below `partitions` this member does not
-    /// hold, reading each partition's checkpoint and changelog every `interval`.
-    /// The copies' size goes to `queries` after every round.
+    /// hold, reading each partition's checkpoint and changelog every `interval`; `empty`
+    /// makes a copy with nothing in it. The copies' size goes to `queries` after every
+    /// round.
     pub(crate) fn start(
         source: Arc<CheckpointSource>,
         partitions: u32,
         interval: Duration,
         queries: StateQueries,
-    ) -> Standbys {
-        let shared = Arc::new(Mutex::new(Shared::default()));
+        empty: Box<dyn Fn() -> T + Send>,
+    ) -> Standbys<T> {
+        let shared = Arc::new(Mutex::new(Shared {
+            held: BTreeSet::new(),
+            copies: BTreeMap::new(),
+        }));
         let keeping = Keeping {
             source,
             partitions,
             interval,
             queries,
+            empty,
         };
         let task = tokio::spawn(keeping.run(shared.clone()));
         Standbys { shared, task }
     }
 
     /// This member holds `partition` from now on: returns its copy, if there is one.
-    pub(crate) fn take(&self, partition: u32) -> Option<WarmCopy> {
+    pub(crate) fn take(&self, partition: u32) -> Option<WarmCopy<T>> {
         let mut shared = lock(&self.shared);
         shared.held.insert(partition);
         shared.copies.remove(&partition)
@@ -97,38 +105,43 @@ impl Standbys {
     }
 }
 
-impl Shared {
+impl<T: ReplayTarget> Shared<T> {
     fn size(&self) -> (Vec<u32>, u64) {
-        let entries = self.copies.values().map(|copy| copy.store.len() as u64);
+        let entries = self.copies.values().map(|copy| copy.store.held_entries());
         (self.copies.keys().copied().collect(), entries.sum())
     }
 }
 
-impl Drop for Standbys {
+impl<T: ReplayTarget + Send + 'static> Drop for Standbys<T> {
     fn drop(&mut self) {
         self.task.abort();
         let copies = std::mem::take(&mut lock(&self.shared).copies);
-        let entries = copies.values().map(|copy| copy.store.len()).sum();
-        freeing::free(copies, entries);
+        let entries = copies
+            .values()
+            .map(|copy| copy.store.held_entries())
+            .sum::<u64>();
+        freeing::free(copies, usize::try_from(entries).unwrap_or(usize::MAX));
     }
 }
 
-fn lock(shared: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
+fn lock<T>(shared: &Mutex<Shared<T>>) -> std::sync::MutexGuard<'_, Shared<T>> {
     shared.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// What the task keeping the copies needs.
-struct Keeping {
+struct Keeping<T> {
     source: Arc<CheckpointSource>,
     partitions: u32,
     interval: Duration,
     queries: StateQueries,
+    /// Makes an empty copy.
+    empty: Box<dyn Fn() -> T + Send>,
 }
 
-impl Keeping {
+impl<T: ReplayTarget + Send + 'static> Keeping<T> {
     /// Brings every copy up to date, every `interval`, until aborted. Only partitions
     /// whose checkpoint topic moved since their copy's last round are read again.
-    async fn run(self, shared: Arc<Mutex<Shared>>) {
+    async fn run(self, shared: Arc<Mutex<Shared<T>>>) {
         loop {
             let ends = match self.source.backend.offsets(&self.source.topic).await {
                 Ok(ends) => ends,
@@ -153,7 +166,8 @@ impl Keeping {
                     }
                     shared.copies.remove(&partition)
                 };
-                match follow(&self.source, partition, copy, bounds.end).await {
+                let empty = (self.empty)();
+                match follow(&self.source, partition, copy, empty, bounds.end).await {
                     Ok(Some(copy)) => {
                         let mut shared = lock(&shared);
                         // Taken over meanwhile: the new owner restored it without the copy.
@@ -177,15 +191,16 @@ impl Keeping {
     }
 }
 
-/// `copy` (or a new one) brought up to the partition's last checkpoint, the checkpoint
-/// topic's partition ending at `checkpoint_end` before it was read; `None` while the
-/// partition has no checkpoint naming changelog records.
-async fn follow(
+/// `copy` (or a new one, from `empty`) brought up to the partition's last checkpoint, the
+/// checkpoint topic's partition ending at `checkpoint_end` before it was read; `None` while
+/// the partition has no checkpoint naming changelog records.
+async fn follow<T: ReplayTarget>(
     source: &CheckpointSource,
     partition: u32,
-    copy: Option<WarmCopy>,
+    copy: Option<WarmCopy<T>>,
+    empty: T,
     checkpoint_end: u64,
-) -> crate::Result<Option<WarmCopy>> {
+) -> crate::Result<Option<WarmCopy<T>>> {
     let last = read_last(&*source.backend, &source.topic, partition)
         .await
         .map_err(crate::Error::external)?;
@@ -198,7 +213,7 @@ async fn follow(
     let mut copy = match copy {
         Some(copy) if copy.follows(&ranges) => copy,
         _ => WarmCopy {
-            store: PartitionStore::default(),
+            store: empty,
             generation: first.from,
             position: first.from,
             checkpoint_end,

@@ -192,6 +192,10 @@ where
         true
     }
 
+    fn held_entries(&self) -> u64 {
+        self.key_count() as u64
+    }
+
     fn mark_changed(&mut self, key: &[u8]) {
         let Ok(key) = serde_json::from_slice::<K>(key) else {
             return; // not a key of these windows: nothing of it is in the state

@@ -10,17 +10,19 @@
 //! each key's panes are the same.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 use futures::FutureExt;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use super::{WindowedAggregate, Windows, send};
+use super::{Template, WindowedAggregate, Windows, send};
 use crate::checkpoint::{ChangelogBatch, PartitionCheckpoint, PartitionSave, unique_id};
 use crate::state::changelog::{self, MAX_RANGES, Reading};
 use crate::state::freeing;
 use crate::state::query::{self, PendingTimer, StateEntry};
+use crate::state::standby::{MIN_STANDBY_INTERVAL, Standbys};
 use crate::state::{StateQueries, StateSize};
 use crate::watermark::{ScriptedWatermarks, WatermarkHolder, Watermarks};
 use crate::window::{Aggregate, Key, Pane, State, WindowOperator, WindowSpec};
@@ -63,25 +65,26 @@ where
     K: Key + Serialize + DeserializeOwned,
     A: Aggregate,
 {
-    /// The partition's windows as `restored` and its changelog ranges hold them, or empty.
+    /// The partition's windows as `restored` and its changelog ranges hold them (or empty),
+    /// replayed into `operator` (empty, or a warm copy that read the records before
+    /// `reading`'s start already); with the changelog entries replayed.
     async fn restore(
         partition: u32,
         checkpoints: &Checkpoints,
         restored: &PartitionCheckpoint,
-        spec: WindowSpec,
-        aggregate: A,
+        (mut operator, reading): (WindowOperator<K, A>, Reading),
         strategy: Watermarks,
         now: i64,
-    ) -> Result<Self> {
-        let mut operator = WindowOperator::new(spec, aggregate);
+    ) -> Result<(Self, u64)> {
         operator.track_changes();
         let ranges = restored.changelog();
+        let warm = reading.from.is_some();
         let replayed = changelog::replay(
             checkpoints.source(),
             partition,
             ranges,
             &mut operator,
-            Reading::default(),
+            reading,
         )
         .await?;
         let mut watermarks = WatermarkHolder::new(strategy);
@@ -113,15 +116,17 @@ where
             keys = operator.key_count(),
             applied = replayed.applied,
             skipped = replayed.skipped,
+            warm,
             "restored the windows of an input partition"
         );
         watermarks.add_partition(partition, now);
-        Ok(PartitionWindows {
+        let windows = PartitionWindows {
             operator,
             watermarks,
             writer: unique_id(),
             changed: false,
-        })
+        };
+        Ok((windows, replayed.applied + replayed.skipped))
     }
 
     /// What a checkpoint of the partition writes: the keys changed since the last, and the
@@ -149,7 +154,7 @@ where
 
 /// The windows of the input partitions this member holds, and what restores, checkpoints
 /// and shows them.
-struct Held<K: Key, A: Aggregate> {
+struct Held<K: Key + Serialize + DeserializeOwned, A: Aggregate> {
     partitions: BTreeMap<u32, PartitionWindows<K, A>>,
     checkpoints: Checkpoints,
     queries: StateQueries,
@@ -157,6 +162,10 @@ struct Held<K: Key, A: Aggregate> {
     strategy: Watermarks,
     /// The inlet's name, whose offsets the checkpoints hold.
     inlet: &'static str,
+    /// Warm copies of the partitions other members hold, if asked for.
+    standbys: Option<Standbys<WindowOperator<K, A>>>,
+    /// Changelog entries the restores of this member replayed.
+    restored_entries: u64,
 }
 
 impl<K, A> Held<K, A>
@@ -193,17 +202,36 @@ where
         now: i64,
         panes: &mut Vec<Pane<K, A::Output>>,
     ) -> Result<Option<u64>> {
+        let copy = self
+            .standbys
+            .as_ref()
+            .and_then(|standbys| standbys.take(partition));
         let restored = self.checkpoints.restore_partition(partition).await?;
-        let windows = PartitionWindows::restore(
+        // A warm copy of the same generation of ranges read the records before its
+        // position already.
+        let start = match copy {
+            Some(copy) if copy.follows(restored.changelog()) => {
+                let reading = Reading {
+                    from: Some(copy.position),
+                    to: None,
+                };
+                (copy.store, reading)
+            }
+            _ => (
+                WindowOperator::new(self.spec, aggregate),
+                Reading::default(),
+            ),
+        };
+        let (windows, replayed) = PartitionWindows::restore(
             partition,
             &self.checkpoints,
             &restored,
-            self.spec,
-            aggregate,
+            start,
             self.strategy,
             now,
         )
         .await?;
+        self.restored_entries += replayed;
         let windows = self.partitions.entry(partition).or_insert(windows);
         if let Some(watermark) = scripted {
             windows.operator.advance_watermark(watermark, now, panes);
@@ -212,9 +240,31 @@ where
         Ok(restored.next_offset(self.inlet))
     }
 
-    /// Forgets `partitions`, which this member no longer holds.
+    /// Starts keeping warm copies of the partitions this member does not hold, made by
+    /// `template`'s aggregates, once the input's partition count is known.
+    fn keep_standbys(&mut self, template: &dyn Template<A>, interval: Duration) {
+        let partitions = self.queries.input_partitions();
+        if self.standbys.is_some() || partitions == 0 {
+            return;
+        }
+        let (spec, template) = (self.spec, template.boxed());
+        let empty = Box::new(move || WindowOperator::new(spec, template.make()));
+        self.standbys = Some(Standbys::start(
+            self.checkpoints.source().clone(),
+            partitions,
+            interval.max(MIN_STANDBY_INTERVAL),
+            self.queries.clone(),
+            empty,
+        ));
+    }
+
+    /// Forgets `partitions`, which this member no longer holds (a warm copy is kept of them
+    /// again, if asked for).
     fn release(&mut self, partitions: &BTreeSet<u32>) {
         for partition in partitions {
+            if let Some(standbys) = &self.standbys {
+                standbys.release(*partition);
+            }
             if let Some(windows) = self.partitions.remove(partition) {
                 let keys = windows.operator.key_count();
                 freeing::free(windows, keys);
@@ -225,6 +275,11 @@ where
 
     /// Tells the status how large the windows held are.
     fn publish_size(&self) {
+        let (standby_partitions, standby_entries) = self
+            .standbys
+            .as_ref()
+            .map(Standbys::size)
+            .unwrap_or_default();
         let windows = self.partitions.values().map(|windows| &windows.operator);
         self.queries.publish_size(StateSize {
             partitions: self.partitions.keys().copied().collect(),
@@ -233,7 +288,9 @@ where
                 .map(|operator| operator.key_count() as u64)
                 .sum(),
             bytes: windows.map(WindowOperator::state_bytes).sum(),
-            ..StateSize::default()
+            standby_partitions,
+            standby_entries,
+            restored_entries: self.restored_entries,
         });
     }
 
@@ -285,7 +342,7 @@ where
     }
 }
 
-impl<K: Key, A: Aggregate> Drop for Held<K, A> {
+impl<K: Key + Serialize + DeserializeOwned, A: Aggregate> Drop for Held<K, A> {
     fn drop(&mut self) {
         let partitions = std::mem::take(&mut self.partitions);
         let keys = partitions
@@ -298,7 +355,7 @@ impl<K: Key, A: Aggregate> Drop for Held<K, A> {
 
 pub(super) async fn run<In, K, A>(
     aggregate: WindowedAggregate<In, K, A>,
-    make: Box<dyn Fn() -> A + Send>,
+    make: Box<dyn Template<A>>,
     mut ctx: Context,
 ) -> Result<()>
 where
@@ -324,10 +381,15 @@ where
         spec: aggregate.spec,
         strategy: aggregate.watermarks,
         inlet: aggregate.inlet.name(),
+        standbys: None,
+        restored_entries: 0,
     };
     let mut next_checkpoint: Option<Instant> = None;
     let mut panes = Vec::new();
     loop {
+        if aggregate.standby {
+            held.keep_standbys(&*make, aggregate.checkpoint_every);
+        }
         let idle = held
             .partitions
             .values()
@@ -384,7 +446,7 @@ where
                     // Assigned, and no message of it came yet: restore it to answer.
                     let current = scripted.as_mut().map(ScriptedWatermarks::current);
                     let now = clock.now_millis();
-                    let resume = held.take_over(partition, make(), current, now, &mut panes).await?;
+                    let resume = held.take_over(partition, make.make(), current, now, &mut panes).await?;
                     send(&output, &mut panes).await?;
                     if let Some(offset) = resume
                         && let Err(error) = input.rewind(partition, offset).await
@@ -406,7 +468,7 @@ where
                 if !held.partitions.contains_key(&partition) {
                     let current = scripted.as_mut().map(ScriptedWatermarks::current);
                     let now = clock.now_millis();
-                    let resume = held.take_over(partition, make(), current, now, &mut panes).await?;
+                    let resume = held.take_over(partition, make.make(), current, now, &mut panes).await?;
                     send(&output, &mut panes).await?;
                     if let Some(offset) = resume {
                         // Read the partition again from where its checkpoint stands; this
