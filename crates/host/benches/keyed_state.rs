@@ -24,7 +24,9 @@
 //! 6. **Windows** (`windows` only): a `WindowedAggregate` count kept by partition (its
 //!    windows are keyed state) holding `keys` keys, one window each: memory per key, the
 //!    changelog bytes of its first checkpoints per key and of a checkpoint after 1% of the
-//!    keys changed per key changed, and the restore of every key.
+//!    keys changed per key changed, the restore of every key, and a failover as in phase 5
+//!    (from the first member gone to a record of each partition committed), with warm
+//!    standbys (`WindowedAggregate::warm_standby`) and without, alternating.
 //!
 //! `cargo bench -p runnel-host --bench keyed_state -- [keys] [runs] [overhead|failover|windows]`
 //! (defaults 1,000,000 and 3; `overhead`, `failover` or `windows` runs that phase alone).
@@ -176,30 +178,7 @@ impl Member {
             expected,
             progress: progress.clone(),
         };
-        let (_end, ended) = watch::channel(false);
-        let wiring = Wiring {
-            app: "bench".into(),
-            instance: instance.into(),
-            inlets: vec![InletWiring {
-                port: "in".into(),
-                topic: "in".into(),
-                group: format!("bench.{instance}.in"),
-                writer_schemas: vec![],
-                end_of_input: ended,
-                consumer_settings: BTreeMap::new(),
-            }],
-            outlets: vec![],
-            dead_letter_topic: "dead".into(),
-            parameters: Default::default(),
-            settings: HostSettings {
-                poll_batch: 1024,
-                ..HostSettings::default()
-            },
-            ready: None,
-            watermarks: None,
-            transactional_id: None,
-            attempts: Default::default(),
-        };
+        let wiring = wiring(instance, Vec::new());
         let stop = CancellationToken::new();
         let started = Instant::now();
         let metrics = Arc::new(InstanceMetrics::for_shape(&Streamlet::shape(&tally)));
@@ -516,13 +495,17 @@ async fn checkpoint_overhead(keys: u64, runs: usize) {
 /// The windowed count of phase 6: an hour's tumbling window per key, keyed by the value
 /// (the record's key is the value's key, so each key's records share a partition), all in
 /// the first hour of event time, so no window closes while the bench runs.
-fn window_counts() -> impl Streamlet {
+fn window_counts(standby: bool) -> impl Streamlet {
     const OUT: Outlet<Pane<i64, i64>> = Outlet::new("out");
     const HOUR: WindowSpec = WindowSpec::tumbling(Duration::from_secs(3_600));
-    WindowedAggregate::new(IN, OUT, HOUR, Count::new())
+    let counts = WindowedAggregate::new(IN, OUT, HOUR, Count::new())
         .key_by(|value: &i64| *value)
-        .event_time(|_| 0)
-        .state_by_partition()
+        .event_time(|_| 0);
+    if standby {
+        counts.warm_standby()
+    } else {
+        counts.state_by_partition()
+    }
 }
 
 /// Appends one record for each key in `keys`, the value the key's index.
@@ -545,27 +528,22 @@ async fn produce_indices(backend: &EmbeddedBackend, keys: impl Iterator<Item = u
     producer.flush().await.unwrap();
 }
 
-/// Runs the windowed count until its group committed `committed` input records, then
-/// stops it (its last checkpoint written). Returns the time from its start to that commit
-/// and the resident memory then.
-async fn run_windows(backend: &EmbeddedBackend, committed: u64) -> (Duration, u64) {
+/// The wiring of instance `instance` of app `bench`, reading `in` (partitions 0 to 3) in
+/// batches of 1,024.
+fn wiring(instance: &str, outlets: Vec<runnel_host::OutletWiring>) -> Wiring {
     let (_end, ended) = watch::channel(false);
-    let wiring = Wiring {
+    Wiring {
         app: "bench".into(),
-        instance: "windows".into(),
+        instance: instance.into(),
         inlets: vec![InletWiring {
             port: "in".into(),
             topic: "in".into(),
-            group: "bench.windows.in".into(),
+            group: format!("bench.{instance}.in"),
             writer_schemas: vec![],
             end_of_input: ended,
             consumer_settings: BTreeMap::new(),
         }],
-        outlets: vec![runnel_host::OutletWiring {
-            port: "out".into(),
-            topic: "out".into(),
-            tag_schema: false,
-        }],
+        outlets,
         dead_letter_topic: "dead".into(),
         parameters: Default::default(),
         settings: HostSettings {
@@ -576,38 +554,135 @@ async fn run_windows(backend: &EmbeddedBackend, committed: u64) -> (Duration, u6
         watermarks: None,
         transactional_id: None,
         attempts: Default::default(),
-    };
-    let streamlet = window_counts();
-    let metrics = Arc::new(InstanceMetrics::for_shape(&Streamlet::shape(&streamlet)));
-    let stop = CancellationToken::new();
-    let started = Instant::now();
-    let running = tokio::spawn(run_instance(
-        Box::new(streamlet),
-        Arc::new(backend.clone()),
-        wiring,
-        Arc::new(SystemClock),
-        metrics,
-        stop.clone(),
-    ));
-    loop {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-        assert!(!running.is_finished(), "the windowed count stopped early");
-        let done: u64 = backend
-            .committed("bench.windows.in", "in")
-            .await
-            .unwrap()
-            .into_iter()
-            .map(Option::unwrap_or_default)
-            .sum();
-        if done >= committed {
-            break;
+    }
+}
+
+/// A running member of the windowed count of phase 6.
+struct WindowsMember {
+    metrics: Arc<InstanceMetrics>,
+    stop: CancellationToken,
+    running: tokio::task::JoinHandle<runnel_streamlet::Result<()>>,
+    started: Instant,
+}
+
+impl WindowsMember {
+    fn start(backend: &EmbeddedBackend, standby: bool) -> WindowsMember {
+        let outlets = vec![runnel_host::OutletWiring {
+            port: "out".into(),
+            topic: "out".into(),
+            tag_schema: false,
+        }];
+        let streamlet = window_counts(standby);
+        let metrics = Arc::new(InstanceMetrics::for_shape(&Streamlet::shape(&streamlet)));
+        let stop = CancellationToken::new();
+        let started = Instant::now();
+        let running = tokio::spawn(run_instance(
+            Box::new(streamlet),
+            Arc::new(backend.clone()),
+            wiring("windows", outlets),
+            Arc::new(SystemClock),
+            metrics.clone(),
+            stop.clone(),
+        ));
+        WindowsMember {
+            metrics,
+            stop,
+            running,
+            started,
         }
     }
-    let took = started.elapsed();
+
+    /// Waits until the group committed `committed` input records; when that was.
+    async fn committed(&self, backend: &EmbeddedBackend, committed: u64) -> Instant {
+        loop {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            assert!(
+                !self.running.is_finished(),
+                "the windowed count stopped early"
+            );
+            let done: u64 = backend
+                .committed("bench.windows.in", "in")
+                .await
+                .unwrap()
+                .into_iter()
+                .map(Option::unwrap_or_default)
+                .sum();
+            if done >= committed {
+                return Instant::now();
+            }
+        }
+    }
+
+    /// Stops it: its last checkpoint is written, and it leaves the group.
+    async fn stop(self) {
+        self.stop.cancel();
+        self.running.await.unwrap().unwrap();
+    }
+}
+
+/// Runs the windowed count until its group committed `committed` input records, then
+/// stops it (its last checkpoint written). Returns the time from its start to that commit
+/// and the resident memory then.
+async fn run_windows(backend: &EmbeddedBackend, committed: u64) -> (Duration, u64) {
+    let member = WindowsMember::start(backend, false);
+    let took = member.committed(backend, committed).await - member.started;
     let resident = resident();
-    stop.cancel();
-    running.await.unwrap().unwrap();
+    member.stop().await;
     (took, resident)
+}
+
+/// A member holding every key's windows stops, and a second member, started before,
+/// takes the four partitions over: the time from the first gone to a record of each
+/// partition committed, with the second member keeping warm standbys and without.
+async fn windows_failover(backend: &EmbeddedBackend, keys: u64, committed: &mut u64, runs: usize) {
+    let mut times: BTreeMap<bool, Vec<f64>> = BTreeMap::new();
+    for run_index in 0..runs {
+        for standby in [false, true] {
+            let first = WindowsMember::start(backend, false);
+            first.committed(backend, *committed).await;
+            let second = WindowsMember::start(backend, standby);
+            if standby {
+                let deadline = Instant::now() + Duration::from_secs(600);
+                while second
+                    .metrics
+                    .state_queries()
+                    .size()
+                    .is_none_or(|size| size.standby_entries < keys)
+                {
+                    assert!(Instant::now() < deadline, "the copies caught up");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+            // Either way, let the group settle with both members.
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            first.stop().await;
+            let stopped = Instant::now();
+            produce_indices(backend, one_per_partition()).await;
+            *committed += u64::from(PARTITIONS);
+            let took = second.committed(backend, *committed).await - stopped;
+            let restored = second
+                .metrics
+                .state_queries()
+                .size()
+                .unwrap_or_default()
+                .restored_entries;
+            println!(
+                "windows failover of {keys} keys, run {run_index}, {}: {took:.2?} from the first member gone to a record of each partition committed ({restored} changelog entries replayed)",
+                if standby {
+                    "warm standby"
+                } else {
+                    "no standby"
+                },
+            );
+            times.entry(standby).or_default().push(took.as_secs_f64());
+            second.stop().await;
+        }
+    }
+    println!(
+        "windows failover medians: {:.3} s without a standby, {:.3} s with",
+        median(times[&false].clone()),
+        median(times[&true].clone())
+    );
 }
 
 /// Phase 6.
@@ -651,4 +726,5 @@ async fn windows(keys: u64, runs: usize) {
         restores.push(took.as_secs_f64());
     }
     println!("windows restore median: {:.2} s", median(restores));
+    windows_failover(&backend, keys, &mut committed, runs).await;
 }
