@@ -25,15 +25,22 @@ use crate::model::{IN, OUT, reading};
 /// every receipt, indexed by the record's offset.
 #[derive(Debug, Default)]
 struct Reports {
-    state: Mutex<(HashMap<u32, Result<u64, String>>, Vec<Waker>)>,
+    state: Mutex<Reported>,
+}
+
+/// The outcomes reported so far, by index, and the tasks waiting for more.
+#[derive(Debug, Default)]
+struct Reported {
+    outcomes: HashMap<u32, Result<u64, String>>,
+    waiters: Vec<Waker>,
 }
 
 impl Reports {
     fn report(&self, index: u32, outcome: Result<u64, String>) {
         let waiters = {
             let mut state = self.state.lock().unwrap();
-            state.0.insert(index, outcome);
-            std::mem::take(&mut state.1)
+            state.outcomes.insert(index, outcome);
+            std::mem::take(&mut state.waiters)
         };
         for waker in waiters {
             waker.wake();
@@ -44,7 +51,7 @@ impl Reports {
 impl ReceiptSource for Reports {
     fn poll_receipt(&self, index: u32, cx: &mut Context<'_>) -> Poll<runnel_backend::Result<u64>> {
         let mut state = self.state.lock().unwrap();
-        match state.0.get(&index) {
+        match state.outcomes.get(&index) {
             Some(Ok(offset)) => Poll::Ready(Ok(*offset)),
             Some(Err(reason)) => Poll::Ready(Err(runnel_backend::Error::Produce {
                 topic: "out".into(),
@@ -52,7 +59,7 @@ impl ReceiptSource for Reports {
                 source: reason.clone().into(),
             })),
             None => {
-                state.1.push(cx.waker().clone());
+                state.waiters.push(cx.waker().clone());
                 Poll::Pending
             }
         }
