@@ -402,6 +402,7 @@ where
 }
 
 mod by_partition;
+mod held;
 
 /// Makes aggregates like one it holds: each input partition's, and each warm copy's.
 trait Template<A>: Send {
