@@ -59,9 +59,7 @@ impl Streamlet for Tally {
 
     async fn run(self, mut ctx: Context) -> Result<()> {
         let mut input = ctx.inlet(IN);
-        let mut state = ctx
-            .keyed_state()?
-            .checkpoint_every(Duration::from_secs(1));
+        let mut state = ctx.keyed_state()?.checkpoint_every(Duration::from_secs(1));
         if self.standby {
             state = state.warm_standby();
         }
@@ -201,7 +199,10 @@ impl Member {
 /// `keys` keys in the input.
 async fn fresh(backend: &KafkaBackend, keys: u64) -> String {
     let app = runnel_backend::conformance::unique("bench");
-    for (topic, partitions) in [(format!("{app}.in"), PARTITIONS), (format!("{app}.dead"), 1)] {
+    for (topic, partitions) in [
+        (format!("{app}.in"), PARTITIONS),
+        (format!("{app}.dead"), 1),
+    ] {
         backend
             .create_topic(&TopicSpec::new(&topic, partitions))
             .await

@@ -35,8 +35,9 @@
 //! list runs on a fresh tansu broker (in-memory storage, `runnel_kafka::test_broker`)
 //! through the Kafka backend instead of the embedded log (`BENCH_KAFKA_SETTINGS=key=value,...`
 //! adds client settings); `BENCH_WARM_UP_SECONDS` leaves
-//! out q0 bids sent that soon after the source started (default 0; the tansu runs need it,
-//! as consumers join their group seconds after the source starts sending);
+//! out q0 bids sent, and q5 panes of windows whose end was due, that soon after the source
+//! started (default 0; the tansu runs need it, as consumers join their group seconds after
+//! the source starts sending);
 //! `BENCH_SEGMENT_BYTES` the log's segment size (default 16 MiB); `BENCH_DIR` is
 //! where the temporary logs go (default the current directory); `BENCH_LATENCY_CSV=path`
 //! writes, per policy, the quantiles of the run with the median p99 (for
@@ -85,8 +86,8 @@ fn nanos_since_epoch() -> i64 {
     i64::try_from(epoch().elapsed().as_nanos()).unwrap_or(i64::MAX)
 }
 
-/// `BENCH_WARM_UP_SECONDS` (default 0) in nanoseconds: q0 bids sent this soon after the
-/// source started are not measured.
+/// `BENCH_WARM_UP_SECONDS` (default 0) in nanoseconds: q0 bids sent, and q5 panes of
+/// windows whose end was due, this soon after the source started are not measured.
 fn warm_up_nanos() -> i64 {
     static WARM_UP: OnceLock<i64> = OnceLock::new();
     *WARM_UP.get_or_init(|| {
@@ -240,13 +241,18 @@ fn registry(query: Query, rate: i64, samples: Option<Samples>) -> Registry {
                         if pane.window_end + BOUND_MILLIS <= LAST_EVENT_TIME.load(Ordering::Relaxed)
                         {
                             let first = first_event_at(pane.window_end, &generator_config(rate));
-                            let due = SOURCE_STARTED.load(Ordering::Relaxed)
-                                + i64::try_from(due_nanos(first, rate)).unwrap_or(i64::MAX);
+                            let started = SOURCE_STARTED.load(Ordering::Relaxed);
+                            let due =
+                                started + i64::try_from(due_nanos(first, rate)).unwrap_or(i64::MAX);
                             let latency = nanos_since_epoch() - due;
-                            samples
-                                .lock()
-                                .unwrap()
-                                .push(u64::try_from(latency).unwrap_or(0));
+                            // Windows whose end was due in the warm-up are left out, as q0's
+                            // bids sent then are.
+                            if due >= started + warm_up_nanos() {
+                                samples
+                                    .lock()
+                                    .unwrap()
+                                    .push(u64::try_from(latency).unwrap_or(0));
+                            }
                         }
                     }
                     async { Ok(()) }
