@@ -33,15 +33,16 @@
 //! (defaults 1,000,000 events and 3 runs). `BENCH_FSYNC_POLICIES` lists the fsync
 //! policies, interleaved within each run (default `always,never,10ms`); `tansu` in that
 //! list runs on a fresh tansu broker (in-memory storage, `runnel_kafka::test_broker`)
-//! through the Kafka backend instead of the embedded log (`BENCH_KAFKA_SETTINGS=key=value,...`
-//! adds client settings); `BENCH_WARM_UP_SECONDS` leaves
+//! through the Kafka backend instead of the embedded log, with `message.max.bytes` at 16 MiB
+//! so that q5's checkpoint fits (`BENCH_KAFKA_SETTINGS=key=value,...` adds client settings); `BENCH_WARM_UP_SECONDS` leaves
 //! out q0 bids sent, and q5 panes of windows whose end was due, that soon after the source
 //! started (default 0; the tansu runs need it, as consumers join their group seconds after
 //! the source starts sending);
 //! `BENCH_SEGMENT_BYTES` the log's segment size (default 16 MiB); `BENCH_DIR` is
 //! where the temporary logs go (default the current directory); `BENCH_LATENCY_CSV=path`
 //! writes, per policy, the quantiles of the run with the median p99 (for
-//! `scripts/latency-plot`). Topics keep at most
+//! `scripts/latency-plot`); `RUST_LOG` (such as `RUST_LOG=warn`) prints the runtime's log
+//! lines on stderr. Topics keep at most
 //! 64 MiB each (16 MiB segments), so long runs do not fill the disk.
 
 use std::path::Path;
@@ -262,6 +263,13 @@ fn registry(query: Query, rate: i64, samples: Option<Samples>) -> Registry {
 }
 
 fn main() {
+    // What the runtime logs (restarts, errors), on stderr, when `RUST_LOG` asks for it.
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let mut args = std::env::args().skip(1).filter(|arg| arg != "--bench");
     let query = match args.next().as_deref() {
         Some("q0") => Query::Q0,
@@ -426,7 +434,10 @@ async fn once(
     let mut _broker = None;
     let backend: Arc<dyn Backend> = if log_name == "tansu" {
         let broker = Tansu::start();
-        let mut config = broker.config();
+        // q5's checkpoint holds the whole window state: over 1 MB (librdkafka's default
+        // `message.max.bytes`) in an unpaced run, whose event time runs at a million events
+        // a second; tansu takes larger records.
+        let mut config = broker.config().with("message.max.bytes", "16777216");
         for setting in std::env::var("BENCH_KAFKA_SETTINGS")
             .unwrap_or_default()
             .split(',')
