@@ -32,7 +32,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use runnel_backend::{Backend, ConsumedRecord, ConsumerConfig};
+use runnel_backend::{Backend, ConsumedRecord, ReaderConfig};
 use runnel_embedded_log::{EmbeddedBackend, LogConfig};
 use runnel_streamlet::Data;
 
@@ -204,32 +204,31 @@ pub fn open(data_dir: &Path) -> EmbeddedBackend {
     EmbeddedBackend::open(data_dir, LogConfig::default()).expect("the data directory opens")
 }
 
-/// Every record of `topic` up to its current end, read committed with a fresh consumer
-/// group (`test-reader-<topic>`).
+/// Every record of `topic` up to its current end, read committed by a partition reader of
+/// every partition from its start.
 pub async fn read_topic(backend: &EmbeddedBackend, topic: &str) -> Vec<ConsumedRecord> {
     let offsets = backend.offsets(topic).await.expect("the topic exists");
-    let consumer = backend
-        .consumer(&ConsumerConfig::new(
-            format!("test-reader-{topic}"),
-            [topic],
-        ))
+    let mut config = ReaderConfig::new(topic, 0, offsets[0].start);
+    for (partition, bounds) in offsets.iter().enumerate().skip(1) {
+        config = config.partition(topic, partition as u32, bounds.start);
+    }
+    let reader = backend
+        .partition_reader(&config)
         .await
-        .expect("a consumer of the topic");
+        .expect("a reader of the topic");
     let mut records = Vec::new();
     // Read until every partition's position reaches its end: counting records would not
     // do, as transaction markers take offsets and are never returned.
     loop {
-        let positions = consumer.positions();
-        let at_end = positions.len() == offsets.len()
-            && positions
-                .iter()
-                .all(|(partition, at)| *at >= offsets[partition.partition as usize].end);
+        let at_end = reader
+            .positions()
+            .iter()
+            .all(|(partition, at)| *at >= offsets[partition.partition as usize].end);
         if at_end {
             break;
         }
-        records.extend(consumer.poll(10_000).await.expect("the topic reads"));
+        records.extend(reader.poll(10_000).await.expect("the topic reads"));
     }
-    consumer.close().await.expect("the consumer closes");
     records
 }
 

@@ -10,9 +10,11 @@ use std::task::{Context, Poll};
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 
+use crate::reader::GroupReader;
 use crate::{
-    CommitOffset, ConsumedRecord, Error, PartitionOffsets, Record, Result, TopicCreation,
-    TopicInfo, TopicPartition, TopicSpec, TransactionConfig, TransactionalProducer,
+    CommitOffset, ConsumedRecord, Error, PartitionOffsets, PartitionReader, ReaderConfig, Record,
+    Result, TopicCreation, TopicInfo, TopicPartition, TopicSpec, TransactionConfig,
+    TransactionalProducer,
 };
 
 /// A durable, partitioned log: the backplane that connects streamlets.
@@ -45,6 +47,42 @@ pub trait Backend: fmt::Debug + Send + Sync + 'static {
 
     /// Joins a consumer group and subscribes to topics.
     async fn consumer(&self, config: &ConsumerConfig) -> Result<Arc<dyn Consumer>>;
+
+    /// Reads the partitions `config` names, each from its offset on, as `config`'s
+    /// isolation allows, without a consumer group: no join to wait for, no commits, no
+    /// effect on any group. A start past a partition's end waits at the end for new records;
+    /// a start below its first kept record reads from that record.
+    ///
+    /// The default implementation joins a consumer group of its own (a unique name), seeks
+    /// each partition to its start and drops records of the other partitions, so it pays
+    /// for the group join (seconds on Kafka). [`MemoryBackend`](crate::MemoryBackend), the
+    /// embedded log and Kafka implement it without a group; a backplane that wraps another
+    /// should hand the call on.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TopicNotFound`] or [`Error::PartitionNotFound`] for a partition that does
+    /// not exist.
+    ///
+    /// ```
+    /// use runnel_backend::{Backend, MemoryBackend, ProducerConfig, ReaderConfig, Record, TopicSpec};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> runnel_backend::Result<()> {
+    /// let backend = MemoryBackend::new();
+    /// backend.create_topic(&TopicSpec::new("changes", 2)).await?;
+    /// let producer = backend.producer(&ProducerConfig::default()).await?;
+    /// for value in ["a", "b", "c"] {
+    ///     producer.send("changes", 1, Record::new(value)).await?.await?;
+    /// }
+    /// let reader = backend.partition_reader(&ReaderConfig::new("changes", 1, 1)).await?;
+    /// let records = reader.poll(10).await?;
+    /// assert_eq!(records[0].record.value.as_deref(), Some(&b"b"[..]));
+    /// assert_eq!(reader.positions()[0].1, 3);
+    /// # Ok(()) }
+    /// ```
+    async fn partition_reader(&self, config: &ReaderConfig) -> Result<Box<dyn PartitionReader>> {
+        Ok(Box::new(GroupReader::start(self, config).await?))
+    }
 
     /// Whether [`transactional_producer`](Backend::transactional_producer) is available, so
     /// a runner can refuse an exactly-once streamlet before starting anything.

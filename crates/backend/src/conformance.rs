@@ -16,8 +16,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::{
     Backend, CommitOffset, ConsumedRecord, Consumer, ConsumerConfig, Error, GroupOffsets,
-    PartitionOffsets, ProducerConfig, Record, StartFrom, TopicCreation, TopicSpec,
-    TransactionConfig,
+    Isolation, PartitionOffsets, PartitionReader, ProducerConfig, ReaderConfig, Record, StartFrom,
+    TopicCreation, TopicPartition, TopicSpec, TransactionConfig,
 };
 
 /// How long one case may take before it counts as hung.
@@ -44,6 +44,11 @@ macro_rules! conformance_tests {
             flush_waits_for_every_receipt
             members_of_a_group_share_partitions
             closing_a_member_hands_its_partitions_over
+            a_partition_reader_starts_at_its_offset_and_reads_only_its_partition
+            a_partition_reader_reads_a_set_of_partitions
+            a_partition_reader_stops_cleanly_at_the_end_and_waits_there
+            a_partition_reader_leaves_groups_alone
+            partition_readers_of_unknown_partitions_are_errors
         );
     };
     (@cases $attributes:tt $make:expr; $($case:ident)*) => {
@@ -75,6 +80,7 @@ macro_rules! transaction_conformance_tests {
             open_transactions_are_invisible_to_read_committed_readers
             a_new_producer_fences_the_old_one_and_aborts_its_transaction
             a_member_cannot_commit_offsets_of_a_partition_a_rebalance_moved
+            read_committed_partition_readers_skip_aborted_and_open_transactions
         );
     };
 }
@@ -854,4 +860,288 @@ pub async fn a_member_cannot_commit_offsets_of_a_partition_a_rebalance_moved(
     assert_eq!(committed[kept as usize], Some(1));
     newcomer.close().await.unwrap();
     member.close().await.unwrap();
+}
+
+/// Polls `reader` until every partition's position reaches its end in `ends`, returning
+/// what it read; fails if a record at or past an end arrives.
+async fn read_to_ends(
+    reader: &dyn PartitionReader,
+    ends: &[(TopicPartition, u64)],
+) -> Vec<ConsumedRecord> {
+    let mut records = Vec::new();
+    loop {
+        let positions = reader.positions();
+        let done = ends.iter().all(|(tp, end)| {
+            positions
+                .iter()
+                .any(|(read, position)| read == tp && *position >= *end)
+        });
+        if done {
+            return records;
+        }
+        for record in reader.poll(100).await.unwrap() {
+            let end = ends
+                .iter()
+                .find(|(tp, _)| *tp.topic == *record.topic && tp.partition == record.partition)
+                .map(|(_, end)| *end);
+            assert!(
+                end.is_some_and(|end| record.offset < end),
+                "record {}/{} at offset {} was not asked for",
+                record.topic,
+                record.partition,
+                record.offset
+            );
+            records.push(record);
+        }
+    }
+}
+
+/// Whether `reader` hands out anything within `wait` (it must not, at its end).
+async fn polls_nothing(reader: &dyn PartitionReader, wait: Duration) -> Vec<ConsumedRecord> {
+    let mut extra = Vec::new();
+    let deadline = tokio::time::Instant::now() + wait;
+    while let Ok(polled) = tokio::time::timeout_at(deadline, reader.poll(100)).await {
+        extra.extend(polled.unwrap());
+    }
+    extra
+}
+
+fn partition_of(topic: &str, partition: u32) -> TopicPartition {
+    TopicPartition::new(topic, partition)
+}
+
+/// A reader of one partition from an offset returns that partition's records from the
+/// offset on, with their offsets, and none of the other partitions; its position is exact
+/// before the first poll and follows what it returned.
+pub async fn a_partition_reader_starts_at_its_offset_and_reads_only_its_partition(
+    backend: &impl Backend,
+) {
+    let name = topic(backend, "reader-one", 3).await;
+    produce(backend, &name, 0, &["p0-a", "p0-b", "p0-c"]).await;
+    produce(backend, &name, 1, &["a", "b", "c", "d", "e"]).await;
+    produce(backend, &name, 2, &["p2-a", "p2-b", "p2-c"]).await;
+    let reader = backend
+        .partition_reader(&ReaderConfig::new(&name, 1, 2))
+        .await
+        .unwrap();
+    assert_eq!(reader.positions(), [(partition_of(&name, 1), 2)]);
+    let records = read_to_ends(&*reader, &[(partition_of(&name, 1), 5)]).await;
+    assert_eq!(values(&records), ["c", "d", "e"]);
+    let offsets: Vec<(u32, u64)> = records.iter().map(|r| (r.partition, r.offset)).collect();
+    assert_eq!(offsets, [(1, 2), (1, 3), (1, 4)]);
+    assert!(records.iter().all(|record| *record.topic == *name));
+    assert_eq!(reader.positions(), [(partition_of(&name, 1), 5)]);
+    // New records of other partitions never come; those of its own do.
+    produce(backend, &name, 0, &["p0-d"]).await;
+    produce(backend, &name, 2, &["p2-d"]).await;
+    produce(backend, &name, 1, &["f"]).await;
+    let more = read_to_ends(&*reader, &[(partition_of(&name, 1), 6)]).await;
+    assert_eq!(values(&more), ["f"]);
+    assert_eq!(more[0].offset, 5);
+}
+
+/// A reader of several partitions, each from its own offset, returns exactly their
+/// records from there, in offset order per partition.
+pub async fn a_partition_reader_reads_a_set_of_partitions(backend: &impl Backend) {
+    let name = topic(backend, "reader-set", 3).await;
+    let other = topic(backend, "reader-set-other", 2).await;
+    produce(backend, &name, 0, &["p0-a", "p0-b", "p0-c"]).await;
+    produce(backend, &name, 1, &["p1-a", "p1-b"]).await;
+    produce(backend, &name, 2, &["p2-a", "p2-b", "p2-c", "p2-d"]).await;
+    produce(backend, &other, 1, &["o1-a", "o1-b"]).await;
+    let config = ReaderConfig::new(&name, 2, 1)
+        .partition(&name, 0, 0)
+        .partition(&other, 1, 1);
+    let reader = backend.partition_reader(&config).await.unwrap();
+    let ends = [
+        (partition_of(&name, 0), 3),
+        (partition_of(&name, 2), 4),
+        (partition_of(&other, 1), 2),
+    ];
+    let records = read_to_ends(&*reader, &ends).await;
+    let of = |topic: &str, partition: u32| {
+        let chosen: Vec<ConsumedRecord> = records
+            .iter()
+            .filter(|r| *r.topic == *topic && r.partition == partition)
+            .cloned()
+            .collect();
+        values(&chosen)
+    };
+    assert_eq!(of(&name, 0), ["p0-a", "p0-b", "p0-c"]);
+    assert_eq!(of(&name, 1), Vec::<String>::new());
+    assert_eq!(of(&name, 2), ["p2-b", "p2-c", "p2-d"]);
+    assert_eq!(of(&other, 1), ["o1-b"]);
+    assert_eq!(records.len(), 7);
+    let mut positions = reader.positions();
+    positions.sort_by(|a, b| (&a.0.topic, a.0.partition).cmp(&(&b.0.topic, b.0.partition)));
+    let mut expected = ends.to_vec();
+    expected.sort_by(|a, b| (&a.0.topic, a.0.partition).cmp(&(&b.0.topic, b.0.partition)));
+    assert_eq!(positions, expected);
+}
+
+/// At the end of its partition a reader returns nothing more (its position stays at the
+/// end) and waits there: a record appended later comes. A start past the end, or on an
+/// empty partition, waits at the end the same way.
+pub async fn a_partition_reader_stops_cleanly_at_the_end_and_waits_there(backend: &impl Backend) {
+    let name = topic(backend, "reader-end", 2).await;
+    produce(backend, &name, 0, &["a", "b", "c"]).await;
+    let reader = backend
+        .partition_reader(&ReaderConfig::new(&name, 0, 0))
+        .await
+        .unwrap();
+    let records = read_to_ends(&*reader, &[(partition_of(&name, 0), 3)]).await;
+    assert_eq!(values(&records), ["a", "b", "c"]);
+    let extra = polls_nothing(&*reader, Duration::from_millis(500)).await;
+    assert_eq!(values(&extra), Vec::<String>::new(), "records past the end");
+    assert_eq!(reader.positions(), [(partition_of(&name, 0), 3)]);
+
+    let past = backend
+        .partition_reader(&ReaderConfig::new(&name, 0, 50))
+        .await
+        .unwrap();
+    assert_eq!(past.positions(), [(partition_of(&name, 0), 3)]);
+    let empty = backend
+        .partition_reader(&ReaderConfig::new(&name, 1, 0))
+        .await
+        .unwrap();
+    assert_eq!(empty.positions(), [(partition_of(&name, 1), 0)]);
+    let waiting = async {
+        let late = read_to_ends(&*reader, &[(partition_of(&name, 0), 4)]).await;
+        let past = read_to_ends(&*past, &[(partition_of(&name, 0), 4)]).await;
+        let empty = read_to_ends(&*empty, &[(partition_of(&name, 1), 1)]).await;
+        (late, past, empty)
+    };
+    let producing = async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        produce(backend, &name, 0, &["late"]).await;
+        produce(backend, &name, 1, &["first"]).await;
+    };
+    let ((late, past, empty), ()) = tokio::join!(waiting, producing);
+    assert_eq!(values(&late), ["late"]);
+    assert_eq!(values(&past), ["late"]);
+    assert_eq!(values(&empty), ["first"]);
+}
+
+/// Readers belong to no group: a group member keeps every partition while readers read
+/// them, and reading commits nothing anywhere.
+pub async fn a_partition_reader_leaves_groups_alone(backend: &impl Backend) {
+    let name = topic(backend, "reader-groups", 2).await;
+    produce(backend, &name, 0, &["a", "b"]).await;
+    produce(backend, &name, 1, &["c"]).await;
+    let group = unique("g");
+    let member = backend
+        .consumer(&ConsumerConfig::new(&group, [&name]))
+        .await
+        .unwrap();
+    let mut polled = Vec::new();
+    wait_for_assignment_keeping(&*member, 2, &mut polled).await;
+    for partition in [0, 1] {
+        let reader = backend
+            .partition_reader(&ReaderConfig::new(&name, partition, 0))
+            .await
+            .unwrap();
+        let end = [2, 1][partition as usize];
+        let records = read_to_ends(&*reader, &[(partition_of(&name, partition), end)]).await;
+        assert_eq!(records.len(), end as usize);
+    }
+    // Give a rebalance, if a reader had caused one, time to happen.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let owned: BTreeSet<u32> = member
+        .positions()
+        .iter()
+        .map(|(tp, _)| tp.partition)
+        .collect();
+    assert_eq!(owned, BTreeSet::from([0, 1]), "the member lost partitions");
+    assert_eq!(
+        backend.committed(&group, &name).await.unwrap(),
+        [None, None]
+    );
+    polled.extend(consume(&*member, 3 - polled.len()).await);
+    let mut seen = values(&polled);
+    seen.sort();
+    assert_eq!(seen, ["a", "b", "c"], "the member reads every record once");
+    member.close().await.unwrap();
+}
+
+/// A reader of a topic or partition that does not exist is refused, naming it.
+pub async fn partition_readers_of_unknown_partitions_are_errors(backend: &impl Backend) {
+    let name = topic(backend, "reader-unknown", 2).await;
+    let missing = unique("missing");
+    match backend
+        .partition_reader(&ReaderConfig::new(&missing, 0, 0))
+        .await
+    {
+        Err(Error::TopicNotFound { topic }) => assert_eq!(topic, missing),
+        other => panic!("expected topic not found, got {other:?}"),
+    }
+    match backend
+        .partition_reader(&ReaderConfig::new(&name, 0, 0).partition(&name, 5, 0))
+        .await
+    {
+        Err(Error::PartitionNotFound {
+            partition: 5,
+            partitions: 2,
+            ..
+        }) => {}
+        other => panic!("expected partition not found, got {other:?}"),
+    }
+}
+
+/// A read-committed reader never returns records of aborted transactions nor of one still
+/// open, and once that one commits it returns them and reaches the end, past markers and
+/// aborted records.
+pub async fn read_committed_partition_readers_skip_aborted_and_open_transactions(
+    backend: &impl Backend,
+) {
+    let output = topic(backend, "reader-tx", 1).await;
+    produce(backend, &output, 0, &["before"]).await;
+    let producer = backend
+        .transactional_producer(&TransactionConfig::new(unique("reader-tx")))
+        .await
+        .unwrap();
+    drop(
+        producer
+            .send(&output, 0, Record::new("aborted"))
+            .await
+            .unwrap(),
+    );
+    producer.abort().await.unwrap();
+    drop(
+        producer
+            .send(&output, 0, Record::new("open"))
+            .await
+            .unwrap(),
+    );
+    producer.flush().await.unwrap();
+    produce(backend, &output, 0, &["after"]).await;
+    let config = ReaderConfig::new(&output, 0, 0).isolation(Isolation::ReadCommitted);
+    let reader = backend.partition_reader(&config).await.unwrap();
+    let mut read = consume_reader(&*reader, 1).await;
+    read.extend(polls_nothing(&*reader, Duration::from_millis(500)).await);
+    let before_commit = values(&read);
+    assert_eq!(before_commit[0], "before");
+    assert!(
+        !before_commit.iter().any(|v| v == "open" || v == "aborted"),
+        "read committed, a record of an open or aborted transaction came: {before_commit:?}"
+    );
+    producer.commit(&[]).await.unwrap();
+    let end = backend.offsets(&output).await.unwrap()[0].end;
+    read.extend(read_to_ends(&*reader, &[(partition_of(&output, 0), end)]).await);
+    let mut all = values(&read);
+    all.sort();
+    assert_eq!(
+        all,
+        ["after", "before", "open"],
+        "every committed record once"
+    );
+    assert_eq!(reader.positions(), [(partition_of(&output, 0), end)]);
+}
+
+/// Polls a reader until `count` records have arrived.
+async fn consume_reader(reader: &dyn PartitionReader, count: usize) -> Vec<ConsumedRecord> {
+    let mut records = Vec::new();
+    while records.len() < count {
+        records.extend(reader.poll(count - records.len()).await.unwrap());
+    }
+    records
 }

@@ -2,8 +2,9 @@
 //!
 //! A backplane is anything that implements [`Backend`]: it creates topics, hands out
 //! [`Producer`]s that append [`Record`]s and report when each one is durable (a
-//! [`Receipt`]), and [`Consumer`]s that read as members of a consumer group and commit
-//! offsets. The runtime is written against these traits only, so the same streamlets run on
+//! [`Receipt`]), [`Consumer`]s that read as members of a consumer group and commit
+//! offsets, and [`PartitionReader`]s that read chosen partitions from chosen offsets without
+//! a group. The runtime is written against these traits only, so the same streamlets run on
 //!
 //! - [`MemoryBackend`] (this crate), for tests and the streamlet test kit;
 //! - the embedded log (`runnel-embedded-log`), durable files on one machine, the default;
@@ -33,6 +34,7 @@ mod error;
 pub mod group;
 mod memory;
 mod partitioner;
+mod reader;
 mod record;
 mod topic;
 mod transaction;
@@ -51,6 +53,7 @@ pub use memory::MemoryBackend;
 pub use partitioner::{murmur2, partition_for_key};
 #[cfg(feature = "testing")]
 pub use pausable::PausableBackend;
+pub use reader::{PartitionReader, ReaderConfig};
 pub use record::{CommitOffset, ConsumedRecord, Header, Headers, Record, TopicPartition};
 pub use topic::{PartitionOffsets, TopicCreation, TopicInfo, TopicSpec};
 pub use transaction::{GroupOffsets, TransactionConfig, TransactionalProducer};

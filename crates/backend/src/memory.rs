@@ -9,10 +9,11 @@ use tokio::sync::watch;
 use crate::group::{GroupCoordinator, MemberId};
 use crate::{
     Backend, CommitOffset, ConsumedRecord, Consumer, ConsumerConfig, Error, PartitionOffsets,
-    Producer, ProducerConfig, Receipt, Record, Result, StartFrom, TopicCreation, TopicInfo,
-    TopicPartition, TopicSpec, TransactionConfig, TransactionalProducer,
+    PartitionReader, Producer, ProducerConfig, ReaderConfig, Receipt, Record, Result, StartFrom,
+    TopicCreation, TopicInfo, TopicPartition, TopicSpec, TransactionConfig, TransactionalProducer,
 };
 
+mod assigned;
 mod transaction;
 
 /// A backplane in memory: nothing survives the process, every send is acknowledged at once.
@@ -263,6 +264,12 @@ impl Backend for MemoryBackend {
 
     async fn consumer(&self, config: &ConsumerConfig) -> Result<Arc<dyn Consumer>> {
         Ok(Arc::new(self.member(config)?))
+    }
+
+    /// Reads without a group. A transaction's records are appended when it commits, so
+    /// both isolations read the same records.
+    async fn partition_reader(&self, config: &ReaderConfig) -> Result<Box<dyn PartitionReader>> {
+        Ok(Box::new(assigned::AssignedReader::new(self, config)?))
     }
 
     fn supports_transactions(&self) -> bool {

@@ -8,13 +8,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::{
-    Backend, Consumer, ConsumerConfig, MemoryBackend, PartitionOffsets, Producer, ProducerConfig,
-    Result, TopicCreation, TopicInfo, TopicSpec,
+    Backend, Consumer, ConsumerConfig, MemoryBackend, PartitionOffsets, PartitionReader, Producer,
+    ProducerConfig, ReaderConfig, Result, TopicCreation, TopicInfo, TopicSpec,
 };
 
 /// A [`MemoryBackend`] whose administrative requests (creating and describing topics,
 /// reading offsets and committed offsets) hang while it is [paused](PausableBackend::pause),
-/// as a frozen broker's do; producers and consumers keep working.
+/// as a frozen broker's do; producers, consumers and partition readers keep working.
 ///
 /// ```
 /// use runnel_backend::{Backend, PausableBackend};
@@ -85,5 +85,9 @@ impl Backend for PausableBackend {
 
     async fn consumer(&self, config: &ConsumerConfig) -> Result<Arc<dyn Consumer>> {
         self.memory.consumer(config).await
+    }
+
+    async fn partition_reader(&self, config: &ReaderConfig) -> Result<Box<dyn PartitionReader>> {
+        self.memory.partition_reader(config).await
     }
 }

@@ -8,11 +8,12 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use async_trait::async_trait;
 use runnel_backend::group::GroupCoordinator;
 use runnel_backend::{
-    Backend, Consumer, ConsumerConfig, PartitionOffsets, Producer, ProducerConfig, TopicCreation,
-    TopicInfo, TopicSpec, TransactionConfig, TransactionalProducer,
+    Backend, Consumer, ConsumerConfig, PartitionOffsets, PartitionReader, Producer, ProducerConfig,
+    ReaderConfig, TopicCreation, TopicInfo, TopicSpec, TransactionConfig, TransactionalProducer,
 };
 use tokio::sync::watch;
 
+use crate::assigned::AssignedReader;
 use crate::config::LogConfig;
 use crate::consumer::EmbeddedConsumer;
 use crate::coordinator::Coordinator;
@@ -429,6 +430,15 @@ impl Backend for EmbeddedBackend {
             config,
             isolation,
         )))
+    }
+
+    /// Reads without a group, each partition with a reader of its own, read committed up to
+    /// the last stable offset unless `config` says otherwise.
+    async fn partition_reader(
+        &self,
+        config: &ReaderConfig,
+    ) -> runnel_backend::Result<Box<dyn PartitionReader>> {
+        Ok(Box::new(AssignedReader::new(&self.shared, config)?))
     }
 
     fn supports_transactions(&self) -> bool {

@@ -100,6 +100,7 @@
 //! `topic_settings.rs` and `offset_store.rs`.
 #![deny(missing_docs)]
 
+mod assigned;
 mod backend;
 mod batch;
 mod config;

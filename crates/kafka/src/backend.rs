@@ -10,10 +10,12 @@ use rdkafka::consumer::{BaseConsumer, Consumer as _};
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Offset, TopicPartitionList};
 use runnel_backend::{
-    Backend, Consumer, ConsumerConfig, Error, PartitionOffsets, Producer, ProducerConfig, Result,
-    TopicCreation, TopicInfo, TopicSpec, TransactionConfig, TransactionalProducer,
+    Backend, Consumer, ConsumerConfig, Error, PartitionOffsets, PartitionReader, Producer,
+    ProducerConfig, ReaderConfig, Result, TopicCreation, TopicInfo, TopicPartition, TopicSpec,
+    TransactionConfig, TransactionalProducer,
 };
 
+use crate::assigned::AssignedReader;
 use crate::consumer::{GroupContext, KafkaConsumer, Shared};
 use crate::context::LogContext;
 use crate::error::Redactor;
@@ -406,6 +408,45 @@ impl Backend for KafkaBackend {
             self.inner.metadata.partitions(topic, false).await?;
         }
         Ok(Arc::new(self.start_consumer(config, false)?))
+    }
+
+    /// A client of its own that `assign`s the partitions at their starts: no group join,
+    /// so the first records come with the first fetch. Each start is moved into its
+    /// partition's bounds first (one offsets request per partition).
+    async fn partition_reader(&self, config: &ReaderConfig) -> Result<Box<dyn PartitionReader>> {
+        let inner = &self.inner;
+        let mut starts = Vec::with_capacity(config.starts.len());
+        for (tp, from) in &config.starts {
+            let (name, partitions) = inner.metadata.partitions(&tp.topic, false).await?;
+            if tp.partition >= partitions {
+                return Err(Error::PartitionNotFound {
+                    topic: tp.topic.to_string(),
+                    partition: tp.partition,
+                    partitions,
+                });
+            }
+            let (metadata, topic, partition) = (inner.metadata.clone(), name.clone(), tp.partition);
+            let bounds = blocking(move || metadata.partition_watermarks(&topic, partition)).await?;
+            let start = (*from).clamp(bounds.start, bounds.end.max(bounds.start));
+            starts.push((TopicPartition::new(name, tp.partition), start));
+        }
+        let client: BaseConsumer<LogContext> = inner
+            .config
+            .reader(config.isolation)
+            .create_with_context(LogContext {
+                redactor: inner.redactor.clone(),
+            })
+            .map_err(|error| Error::Consume {
+                topic: config.topics().join(", "),
+                source: inner.redactor.boxed(&error),
+            })?;
+        let reader = AssignedReader::start(
+            client,
+            starts,
+            inner.metadata.clone(),
+            inner.redactor.clone(),
+        )?;
+        Ok(Box::new(reader))
     }
 
     fn supports_transactions(&self) -> bool {

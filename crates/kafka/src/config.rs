@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use rdkafka::ClientConfig;
-use runnel_backend::StartFrom;
+use runnel_backend::{Isolation, StartFrom};
 
 use crate::KafkaSettings;
 
@@ -141,7 +141,38 @@ impl KafkaConfig {
         ];
         client_config(base, settings, &forced)
     }
+
+    /// A reader of partitions it assigns itself: it never subscribes, joins or commits.
+    /// librdkafka wants a `group.id` to assign partitions, so it gets one that no member
+    /// ever joins ([`READER_GROUP`]).
+    pub(crate) fn reader(&self, isolation: Isolation) -> ClientConfig {
+        let mut base = BTreeMap::from([
+            // As for consumers: back to fetching as soon as the reader took what it fetched.
+            ("fetch.queue.backoff.ms".to_owned(), "10".to_owned()),
+        ]);
+        base.extend(self.base(Role::Consumer));
+        // Its own settings: a reader reports no lag, and its start is always explicit
+        // (records deleted under it move it to the earliest kept one).
+        base.remove("statistics.interval.ms");
+        for (key, value) in [
+            ("isolation.level", isolation.as_str()),
+            ("auto.offset.reset", "earliest"),
+            ("enable.partition.eof", "false"),
+        ] {
+            base.insert(key.to_owned(), value.to_owned());
+        }
+        let forced = [
+            ("group.id", READER_GROUP.to_owned()),
+            ("enable.auto.commit", "false".to_owned()),
+            ("enable.auto.offset.store", "false".to_owned()),
+        ];
+        client_config(base, &BTreeMap::new(), &forced)
+    }
 }
+
+/// The `group.id` of every partition reader: librdkafka needs one to assign partitions;
+/// no reader subscribes, joins or commits, so the group never has members or offsets.
+pub(crate) const READER_GROUP: &str = "runnel-partition-reader";
 
 /// Which kind of client settings are for.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -262,6 +293,21 @@ mod tests {
         let configured = default.with("fetch.queue.backoff.ms", "250");
         let client = configured.consumer("g", StartFrom::Earliest, &BTreeMap::new());
         assert_eq!(client.get("fetch.queue.backoff.ms"), Some("250"));
+    }
+
+    #[test]
+    fn readers_never_commit_and_read_as_told() {
+        let config = KafkaConfig::new("b:9092")
+            .with("enable.auto.commit", "true")
+            .with("isolation.level", "read_committed")
+            .with("statistics.interval.ms", "1000");
+        let client = config.reader(Isolation::ReadUncommitted);
+        assert_eq!(client.get("group.id"), Some(READER_GROUP));
+        assert_eq!(client.get("enable.auto.commit"), Some("false"));
+        assert_eq!(client.get("isolation.level"), Some("read_uncommitted"));
+        assert_eq!(client.get("statistics.interval.ms"), None);
+        let client = config.reader(Isolation::ReadCommitted);
+        assert_eq!(client.get("isolation.level"), Some("read_committed"));
     }
 
     #[test]

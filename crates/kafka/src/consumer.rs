@@ -665,7 +665,7 @@ fn poll_loop(
         let mut batch = Vec::new();
         match client.poll(POLL) {
             None => continue,
-            Some(Ok(message)) => batch.push(convert(&message, &mut names, &shared)),
+            Some(Ok(message)) => batch.push(convert(&message, &mut names, &shared.metadata)),
             Some(Err(error)) => {
                 if error.rdkafka_error_code() == Some(RDKafkaErrorCode::Fatal) {
                     let failed = Error::Consume {
@@ -683,7 +683,7 @@ fn poll_loop(
         }
         while batch.len() < BATCH {
             match client.poll(Duration::ZERO) {
-                Some(Ok(message)) => batch.push(convert(&message, &mut names, &shared)),
+                Some(Ok(message)) => batch.push(convert(&message, &mut names, &shared.metadata)),
                 _ => break,
             }
         }
@@ -738,7 +738,7 @@ fn hand_over(
                 }
                 // Serves rebalances; returns records fetched before the pause, if any.
                 if let Some(Ok(message)) = client.poll(Duration::from_millis(20)) {
-                    batch.push(convert(&message, names, shared));
+                    batch.push(convert(&message, names, &shared.metadata));
                 }
             }
         }
@@ -764,16 +764,20 @@ fn hand_over(
 /// What the polling thread keeps between records: the last topic name seen, so records
 /// share one `Arc<str>` without a lookup each, and the buffer records are copied into.
 #[derive(Default)]
-struct Names {
+pub(crate) struct Names {
     last: Option<Arc<str>>,
     copies: CopyBuffer,
 }
 
-fn convert(message: &BorrowedMessage<'_>, names: &mut Names, shared: &Shared) -> ConsumedRecord {
+pub(crate) fn convert(
+    message: &BorrowedMessage<'_>,
+    names: &mut Names,
+    metadata: &Metadata,
+) -> ConsumedRecord {
     let topic = match &names.last {
         Some(name) if &**name == message.topic() => name.clone(),
         _ => {
-            let name = shared.metadata.intern(message.topic());
+            let name = metadata.intern(message.topic());
             names.last = Some(name.clone());
             name
         }

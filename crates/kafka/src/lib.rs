@@ -38,6 +38,10 @@
 //!   acknowledged work is ever committed) and keeps duplicates after a rebalance to what was
 //!   in flight. A commit refused because the group is rebalancing is not an error: the
 //!   offsets stay staged for the callback or the next commit.
+//! - **Partition readers** ([`runnel_backend::Backend::partition_reader`]) `assign` the
+//!   partitions they read at explicit offsets on a client of their own: no subscription,
+//!   no group join, no commits, so restoring keyed state or reading a checkpoint starts
+//!   with the first fetch instead of after a join of seconds.
 //! - **Exact start positions.** After an assignment, each partition's start (committed
 //!   offset, else earliest or latest) is resolved and assigned explicitly, so `positions()`
 //!   is exact from the start and `StartFrom::Latest` never skips a record appended right
@@ -54,6 +58,7 @@
 //! Where to start: [`KafkaBackend::connect`], [`KafkaConfig`].
 #![warn(missing_docs)]
 
+mod assigned;
 mod backend;
 mod config;
 mod consumer;

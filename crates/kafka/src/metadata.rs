@@ -180,29 +180,35 @@ impl Metadata {
     /// that reports the end late (tansu answers the base offset of the last batch plus one).
     pub(crate) fn watermarks(&self, topic: &str, partitions: u32) -> Result<Vec<PartitionOffsets>> {
         (0..partitions)
-            .map(|partition| {
-                let (low, high) = self
-                    .client
-                    .fetch_watermarks(topic, partition as i32, self.timeout)
-                    .map_err(|error| Error::Admin {
-                        operation: format!(
-                            "reading the offsets of topic '{topic}' partition {partition}"
-                        ),
-                        source: self.redactor.boxed(&error),
-                    })?;
-                let delivered = self
-                    .written
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .get(topic)
-                    .and_then(|cells| cells.get(partition as usize))
-                    .map_or(0, |cell| cell.end());
-                Ok(PartitionOffsets {
-                    start: low.max(0) as u64,
-                    end: (high.max(0) as u64).max(delivered),
-                })
-            })
+            .map(|partition| self.partition_watermarks(topic, partition))
             .collect()
+    }
+
+    /// Start and end offsets of one partition, as [`watermarks`](Self::watermarks) reads
+    /// them. Blocks.
+    pub(crate) fn partition_watermarks(
+        &self,
+        topic: &str,
+        partition: u32,
+    ) -> Result<PartitionOffsets> {
+        let (low, high) = self
+            .client
+            .fetch_watermarks(topic, partition as i32, self.timeout)
+            .map_err(|error| Error::Admin {
+                operation: format!("reading the offsets of topic '{topic}' partition {partition}"),
+                source: self.redactor.boxed(&error),
+            })?;
+        let delivered = self
+            .written
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(topic)
+            .and_then(|cells| cells.get(partition as usize))
+            .map_or(0, |cell| cell.end());
+        Ok(PartitionOffsets {
+            start: low.max(0) as u64,
+            end: (high.max(0) as u64).max(delivered),
+        })
     }
 
     /// Metadata of every topic (which creates none).

@@ -33,14 +33,16 @@
 //! (defaults 1,000,000 events and 3 runs). `BENCH_FSYNC_POLICIES` lists the fsync
 //! policies, interleaved within each run (default `always,never,10ms`); `tansu` in that
 //! list runs on a fresh tansu broker (in-memory storage, `runnel_kafka::test_broker`)
-//! through the Kafka backend instead of the embedded log (`BENCH_KAFKA_SETTINGS=key=value,...`
-//! adds client settings); `BENCH_WARM_UP_SECONDS` leaves
-//! out q0 bids sent that soon after the source started (default 0; the tansu runs need it,
-//! as consumers join their group seconds after the source starts sending);
+//! through the Kafka backend instead of the embedded log, with `message.max.bytes` at 16 MiB
+//! so that q5's checkpoint fits (`BENCH_KAFKA_SETTINGS=key=value,...` adds client settings); `BENCH_WARM_UP_SECONDS` leaves
+//! out q0 bids sent, and q5 panes of windows whose end was due, that soon after the source
+//! started (default 0; the tansu runs need it, as consumers join their group seconds after
+//! the source starts sending);
 //! `BENCH_SEGMENT_BYTES` the log's segment size (default 16 MiB); `BENCH_DIR` is
 //! where the temporary logs go (default the current directory); `BENCH_LATENCY_CSV=path`
 //! writes, per policy, the quantiles of the run with the median p99 (for
-//! `scripts/latency-plot`). Topics keep at most
+//! `scripts/latency-plot`); `RUST_LOG` (such as `RUST_LOG=warn`) prints the runtime's log
+//! lines on stderr. Topics keep at most
 //! 64 MiB each (16 MiB segments), so long runs do not fill the disk.
 
 use std::path::Path;
@@ -85,8 +87,8 @@ fn nanos_since_epoch() -> i64 {
     i64::try_from(epoch().elapsed().as_nanos()).unwrap_or(i64::MAX)
 }
 
-/// `BENCH_WARM_UP_SECONDS` (default 0) in nanoseconds: q0 bids sent this soon after the
-/// source started are not measured.
+/// `BENCH_WARM_UP_SECONDS` (default 0) in nanoseconds: q0 bids sent, and q5 panes of
+/// windows whose end was due, this soon after the source started are not measured.
 fn warm_up_nanos() -> i64 {
     static WARM_UP: OnceLock<i64> = OnceLock::new();
     *WARM_UP.get_or_init(|| {
@@ -116,10 +118,11 @@ fn due_nanos(number: u64, rate: i64) -> u64 {
 }
 
 /// The number of the first event at or after event time `time` (ms), per the generator's
-/// formula (event `n` at `base_time + n × (1,000,000 / events_per_second) / 1,000`, in
-/// order).
+/// formula (event `n` at `base_time + n × inter_event_delay_micros / 1,000`, in order, the
+/// delay rounded to the nearest microsecond: at 113,664 events/s it is 9 µs, where
+/// truncating would say 8 and put every window's end 12% later).
 fn first_event_at(time: i64, config: &GeneratorConfig) -> u64 {
-    let micros_per_event = 1_000_000 / config.events_per_second;
+    let micros_per_event = config.inter_event_delay_micros();
     let micros = (time - config.base_time) * 1_000;
     u64::try_from((micros + micros_per_event - 1) / micros_per_event).unwrap_or(0)
 }
@@ -240,13 +243,18 @@ fn registry(query: Query, rate: i64, samples: Option<Samples>) -> Registry {
                         if pane.window_end + BOUND_MILLIS <= LAST_EVENT_TIME.load(Ordering::Relaxed)
                         {
                             let first = first_event_at(pane.window_end, &generator_config(rate));
-                            let due = SOURCE_STARTED.load(Ordering::Relaxed)
-                                + i64::try_from(due_nanos(first, rate)).unwrap_or(i64::MAX);
+                            let started = SOURCE_STARTED.load(Ordering::Relaxed);
+                            let due =
+                                started + i64::try_from(due_nanos(first, rate)).unwrap_or(i64::MAX);
                             let latency = nanos_since_epoch() - due;
-                            samples
-                                .lock()
-                                .unwrap()
-                                .push(u64::try_from(latency).unwrap_or(0));
+                            // Windows whose end was due in the warm-up are left out, as q0's
+                            // bids sent then are.
+                            if due >= started + warm_up_nanos() {
+                                samples
+                                    .lock()
+                                    .unwrap()
+                                    .push(u64::try_from(latency).unwrap_or(0));
+                            }
                         }
                     }
                     async { Ok(()) }
@@ -256,6 +264,13 @@ fn registry(query: Query, rate: i64, samples: Option<Samples>) -> Registry {
 }
 
 fn main() {
+    // What the runtime logs (restarts, errors), on stderr, when `RUST_LOG` asks for it.
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let mut args = std::env::args().skip(1).filter(|arg| arg != "--bench");
     let query = match args.next().as_deref() {
         Some("q0") => Query::Q0,
@@ -420,7 +435,10 @@ async fn once(
     let mut _broker = None;
     let backend: Arc<dyn Backend> = if log_name == "tansu" {
         let broker = Tansu::start();
-        let mut config = broker.config();
+        // q5's checkpoint holds the whole window state: over 1 MB (librdkafka's default
+        // `message.max.bytes`) in an unpaced run, whose event time runs at a million events
+        // a second; tansu takes larger records.
+        let mut config = broker.config().with("message.max.bytes", "16777216");
         for setting in std::env::var("BENCH_KAFKA_SETTINGS")
             .unwrap_or_default()
             .split(',')

@@ -30,7 +30,7 @@ use bytes::Bytes;
 use std::sync::Arc;
 use std::time::Duration;
 
-use runnel_backend::{Backend, ConsumedRecord, Consumer, ConsumerConfig, Record};
+use runnel_backend::{Backend, ConsumedRecord, PartitionReader, ReaderConfig, Record};
 use serde::{Deserialize, Serialize};
 
 use crate::acknowledgement::Acknowledgements;
@@ -173,12 +173,6 @@ pub enum CheckpointError {
         #[source]
         source: runnel_backend::Error,
     },
-    /// The reader was never given the partition to read.
-    #[error(
-        "reading partition {partition} of the checkpoint topic '{topic}' failed: it was not assigned to the reader within {} s",
-        ASSIGNMENT_WAIT.as_secs()
-    )]
-    Unassigned { topic: String, partition: u32 },
     /// The last record is not a checkpoint this version understands.
     #[error(
         "the last record of checkpoint topic '{topic}' (offset {offset}) is not a checkpoint: {reason}"
@@ -503,7 +497,8 @@ pub fn record(
 }
 
 /// How long reading the checkpoint topic waits for records before taking what it read as
-/// everything there is (a Kafka reader does not move past a final transaction marker).
+/// everything there is (for a backplane whose reader does not move past a final
+/// transaction marker).
 const READ_QUIET: Duration = Duration::from_secs(2);
 
 /// The last checkpoint in `topic`, if any. Read committed: after an exactly-once instance
@@ -526,33 +521,24 @@ pub async fn read_last(
     if partition.end <= partition.start {
         return Ok(None);
     }
-    // A group of its own: members restoring at the same time must not share partitions.
-    let group = format!("{topic}.reader.{number}.{:x}", unique_id());
-    let reader = backend
-        .consumer(&ConsumerConfig::new(group, [topic]))
-        .await
-        .map_err(read)?;
     // Usually the last record is the last checkpoint; transaction markers and aborted
-    // checkpoints can come after it.
+    // checkpoints can come after it. A reader of the partition alone, in no group, so
+    // members restoring at the same time never wait for each other.
     let mut window = 1;
     let last = loop {
         let from = partition.end.saturating_sub(window).max(partition.start);
-        reader.seek(topic, number, from).await.map_err(read)?;
+        let reader = backend
+            .partition_reader(&ReaderConfig::new(topic, number, from))
+            .await
+            .map_err(read)?;
         let last = last_record(&*reader, topic, number, partition.end)
             .await
-            .map_err(|error| match error {
-                LastRecordError::Read(source) => read(source),
-                LastRecordError::NotAssigned => CheckpointError::Unassigned {
-                    topic: topic.to_owned(),
-                    partition: number,
-                },
-            })?;
+            .map_err(read)?;
         if last.is_some() || from == partition.start {
             break last;
         }
         window = window.saturating_mul(8);
     };
-    reader.close().await.map_err(read)?;
     let Some(consumed) = last else {
         return Ok(None); // nothing but aborted checkpoints
     };
@@ -587,47 +573,46 @@ pub async fn read_last(
 
 /// The last record `reader` reads from its position up to `end` of partition `number`.
 async fn last_record(
-    reader: &dyn Consumer,
+    reader: &dyn PartitionReader,
     topic: &str,
     number: u32,
     end: u64,
-) -> Result<Option<ConsumedRecord>, LastRecordError> {
+) -> Result<Option<ConsumedRecord>, runnel_backend::Error> {
     let mut last = None;
     read_to(reader, topic, number, end, 16, |record| last = Some(record)).await?;
     Ok(last)
 }
 
 /// Hands `visit` every record `reader` reads from its position up to `end` of partition
-/// `number`, in order. Waits up to [`ASSIGNMENT_WAIT`] for the partition to be assigned to
-/// the reader (a Kafka consumer joins its group first): reading nothing before would take a
-/// partition with records for one without. Once assigned, it stops after [`READ_QUIET`]
-/// without records when at most one offset is left (a Kafka reader does not move past a
-/// final transaction marker). Further behind, a read-committed reader waits at an open
-/// transaction (a crashed producer's, until the log aborts it after its transaction
-/// timeout): what comes after it is part of what must be read, so it waits up to
-/// [`OPEN_TRANSACTION_WAIT`] before taking what it read.
+/// `number`, in order. It stops once the reader's position reaches `end`, or after
+/// [`READ_QUIET`] without records when at most one offset is left (a final transaction
+/// marker a reader may not move past). Further behind, a read-committed reader waits at
+/// an open transaction (a crashed producer's, until the log aborts it after its
+/// transaction timeout): what comes after it is part of what must be read, so it waits up
+/// to [`OPEN_TRANSACTION_WAIT`] before taking what it read.
 pub(crate) async fn read_to(
-    reader: &dyn Consumer,
+    reader: &dyn PartitionReader,
     topic: &str,
     number: u32,
     end: u64,
     batch: usize,
     mut visit: impl FnMut(ConsumedRecord),
-) -> Result<(), LastRecordError> {
-    let started = tokio::time::Instant::now();
-    let mut quiet_since = started;
+) -> Result<(), runnel_backend::Error> {
+    let mut quiet_since = tokio::time::Instant::now();
     loop {
+        // A reader knows its positions from the start; one that does not list the
+        // partition has nothing of it to hand out.
         let position = reader
             .positions()
             .into_iter()
             .find(|(partition, _)| &*partition.topic == topic && partition.partition == number)
-            .map(|(_, position)| position);
-        if position.is_some_and(|position| position >= end) {
+            .map_or(end, |(_, position)| position);
+        if position >= end {
             return Ok(());
         }
         match tokio::time::timeout(READ_QUIET, reader.poll(batch)).await {
             Ok(records) => {
-                let records = records.map_err(LastRecordError::Read)?;
+                let records = records?;
                 if !records.is_empty() {
                     quiet_since = tokio::time::Instant::now();
                 }
@@ -637,9 +622,9 @@ pub(crate) async fn read_to(
                     }
                 }
             }
-            Err(_) if position.is_some_and(|position| position + 1 >= end) => return Ok(()),
-            Err(_) if position.is_some() && quiet_since.elapsed() < OPEN_TRANSACTION_WAIT => {}
-            Err(_) if let Some(position) = position => {
+            Err(_) if position + 1 >= end => return Ok(()),
+            Err(_) if quiet_since.elapsed() < OPEN_TRANSACTION_WAIT => {}
+            Err(_) => {
                 tracing::warn!(
                     topic,
                     partition = number,
@@ -650,14 +635,11 @@ pub(crate) async fn read_to(
                 );
                 return Ok(());
             }
-            Err(_) if started.elapsed() < ASSIGNMENT_WAIT => {}
-            Err(_) => return Err(LastRecordError::NotAssigned),
         }
     }
 }
 
-/// An identity no other process or call is likely to have: for readers' consumer groups and
-/// changelog writers.
+/// An identity no other process or call is likely to have: for changelog writers.
 pub(crate) fn unique_id() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -674,15 +656,3 @@ pub(crate) fn unique_id() -> u64 {
 /// How long a read-committed reader of a checkpoint or changelog partition waits at an open
 /// transaction: past the default transaction timeout (60 s), after which the log aborts it.
 const OPEN_TRANSACTION_WAIT: Duration = Duration::from_secs(75);
-
-/// How long reading a checkpoint waits for its partition to be assigned to the reader.
-const ASSIGNMENT_WAIT: Duration = Duration::from_secs(60);
-
-/// Why the records of a checkpoint or changelog partition could not be read.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum LastRecordError {
-    #[error(transparent)]
-    Read(runnel_backend::Error),
-    #[error("its partition was not assigned to the reader within {} s", ASSIGNMENT_WAIT.as_secs())]
-    NotAssigned,
-}

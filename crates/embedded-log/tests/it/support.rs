@@ -62,6 +62,12 @@ impl Backend for TemporaryBackend {
     async fn consumer(&self, config: &ConsumerConfig) -> runnel_backend::Result<Arc<dyn Consumer>> {
         self.backend.consumer(config).await
     }
+    async fn partition_reader(
+        &self,
+        config: &runnel_backend::ReaderConfig,
+    ) -> runnel_backend::Result<Box<dyn runnel_backend::PartitionReader>> {
+        self.backend.partition_reader(config).await
+    }
 }
 
 /// Sends `values` to one partition one at a time (so each is its own batch) and returns the

@@ -90,6 +90,12 @@ impl Backend for HeldBackend {
     async fn consumer(&self, config: &ConsumerConfig) -> runnel_backend::Result<Arc<dyn Consumer>> {
         self.memory.consumer(config).await
     }
+    async fn partition_reader(
+        &self,
+        config: &runnel_backend::ReaderConfig,
+    ) -> runnel_backend::Result<Box<dyn runnel_backend::PartitionReader>> {
+        self.memory.partition_reader(config).await
+    }
 }
 
 struct Fixture {

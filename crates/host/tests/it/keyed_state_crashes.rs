@@ -728,6 +728,12 @@ impl Backend for Compacted {
     async fn consumer(&self, config: &ConsumerConfig) -> runnel_backend::Result<Arc<dyn Consumer>> {
         self.0.consumer(config).await
     }
+    async fn partition_reader(
+        &self,
+        config: &runnel_backend::ReaderConfig,
+    ) -> runnel_backend::Result<Box<dyn runnel_backend::PartitionReader>> {
+        self.0.partition_reader(config).await
+    }
     fn supports_compaction(&self) -> bool {
         true
     }

@@ -290,6 +290,13 @@ impl Backend for GatedBackend {
     async fn consumer(&self, config: &ConsumerConfig) -> runnel_backend::Result<Arc<dyn Consumer>> {
         self.memory.consumer(config).await
     }
+
+    async fn partition_reader(
+        &self,
+        config: &runnel_backend::ReaderConfig,
+    ) -> runnel_backend::Result<Box<dyn runnel_backend::PartitionReader>> {
+        self.memory.partition_reader(config).await
+    }
 }
 
 #[derive(Debug)]

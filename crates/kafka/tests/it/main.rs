@@ -6,5 +6,6 @@ mod conformance; // the backplane conformance suite against tansu
 mod copied_records; // consumed records copied in chunks, split batches, cached topic facts
 mod keyed_state; // a member taking keyed state over on tansu restores every key
 mod null_values; // null payloads <-> null values, seen by plain librdkafka clients
+mod partition_reader; // partition readers past transaction markers
 mod support; // one tansu broker per test binary
 mod transactions; // exactly-once: the mock cluster, and a real broker when given one

@@ -1,13 +1,11 @@
 //! Reading a partition's keyed state back from its changelog.
 
 use bytes::Bytes;
-use runnel_backend::ConsumerConfig;
+use runnel_backend::ReaderConfig;
 
 use super::changelog_entries::read_entries;
 use super::store::PartitionStore;
-use crate::checkpoint::{
-    CHANGELOG_WRITER_HEADER, ChangelogRange, CheckpointSource, LastRecordError, read_to, unique_id,
-};
+use crate::checkpoint::{CHANGELOG_WRITER_HEADER, ChangelogRange, CheckpointSource, read_to};
 use crate::{Error, Result};
 
 /// After this many owners since the last snapshot (ranges in the checkpoint), the next
@@ -113,13 +111,9 @@ pub(crate) async fn replay(
             ..Replayed::default()
         });
     }
-    let group = format!("{topic}.reader.{partition}.{:x}", unique_id());
+    // The partition alone, from `from`, in no group: nothing to join before reading.
     let reader = backend
-        .consumer(&ConsumerConfig::new(group, [topic]))
-        .await
-        .map_err(Error::external)?;
-    reader
-        .seek(topic, partition, from)
+        .partition_reader(&ReaderConfig::new(topic, partition, from))
         .await
         .map_err(Error::external)?;
     let mut replayed = Replayed {
@@ -155,13 +149,8 @@ pub(crate) async fn replay(
         }
     })
     .await;
-    let _ = reader.close().await; // a reader of its own; nothing to keep
-    read.map_err(|error| match error {
-        LastRecordError::Read(source) => Error::external(source),
-        not_assigned @ LastRecordError::NotAssigned => Error::msg(format!(
-            "reading partition {partition} of the changelog topic '{topic}' failed: {not_assigned}"
-        )),
-    })?;
+    drop(reader);
+    read.map_err(Error::external)?;
     if let Some((offset, reason)) = invalid {
         return Err(Error::msg(format!(
             "the record at offset {offset} of partition {partition} of the changelog topic '{topic}' is not a changelog entry: {reason}"

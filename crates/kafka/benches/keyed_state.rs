@@ -1,0 +1,348 @@
+//! Keyed state restores and failovers through Kafka, on one tansu broker started by the
+//! benchmark: the restore and failover phases of `runnel-host`'s `keyed_state` bench
+//! (which runs on the embedded log), with the same streamlet (a count and a sum per key,
+//! `ValueState<(u64, i64)>`, 16-byte keys, 4 input partitions) hosted by `run_instance`
+//! on the Kafka backplane.
+//!
+//! 1. **Restore**: the state of `keys` keys built and checkpointed by one instance, which
+//!    stops; then, `runs` times, one record per partition and a new instance: the time from
+//!    its start until all four partitions are restored and their records handled. That
+//!    includes the new instance joining its input's consumer group (seconds on tansu) and,
+//!    per partition, reading the last checkpoint and replaying the changelog.
+//! 2. **Failover**: a member holding every key stops, and a second member of the group
+//!    takes the four partitions over: the time from the first member gone until the second
+//!    has restored them and handled a record of each, with the second member keeping warm
+//!    standbys and without, alternating. That includes the group's rebalance.
+//!
+//! `cargo bench -p runnel-kafka --bench keyed_state -- [keys] [runs] [restore|failover]`
+//! (defaults 100,000 and 3; `restore` or `failover` runs that phase alone).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use runnel_backend::{Backend, ProducerConfig, Record, TopicSpec, partition_for_key};
+use runnel_host::{HostSettings, InletWiring, Wiring, run_instance};
+use runnel_kafka::KafkaBackend;
+use runnel_kafka::test_broker::Tansu;
+use runnel_streamlet::prelude::*;
+use runnel_streamlet::state::{Keyed, ValueState};
+use runnel_streamlet::{InstanceMetrics, SystemClock};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+const PARTITIONS: u32 = 4;
+const IN: Inlet<i64> = Inlet::new("in");
+const TALLY: ValueState<(u64, i64)> = ValueState::new("tally");
+
+/// When the streamlet handled its `expected`-th record since it started, and its first.
+#[derive(Debug, Default)]
+struct Progress {
+    first: Option<Instant>,
+    reached: Option<Instant>,
+    handled: u64,
+}
+
+/// Counts and sums per key.
+struct Tally {
+    /// Keep warm copies of the partitions other members hold.
+    standby: bool,
+    expected: u64,
+    progress: Arc<Mutex<Progress>>,
+}
+
+impl Streamlet for Tally {
+    fn shape(&self) -> Shape {
+        Shape::new().inlet(IN).keyed_state()
+    }
+
+    async fn run(self, mut ctx: Context) -> Result<()> {
+        let mut input = ctx.inlet(IN);
+        let mut state = ctx.keyed_state()?.checkpoint_every(Duration::from_secs(1));
+        if self.standby {
+            state = state.warm_standby();
+        }
+        while let Some(next) = state.next(&mut input).await? {
+            let Keyed::Message(message) = next else {
+                continue;
+            };
+            let key = message.key().expect("every record has a key").to_vec();
+            let amount = *message.value();
+            state
+                .entry(message.partition(), key)
+                .value(TALLY)
+                .update(|tally| {
+                    let (count, sum) = tally.unwrap_or_default();
+                    (count + 1, sum + amount)
+                })?;
+            message.commit();
+            let mut progress = self.progress.lock().unwrap();
+            progress.first.get_or_insert_with(Instant::now);
+            progress.handled += 1;
+            if progress.handled == self.expected {
+                progress.reached = Some(Instant::now());
+            }
+        }
+        Ok(())
+    }
+}
+
+fn key(index: u64) -> Bytes {
+    Bytes::from(format!("{index:016x}"))
+}
+
+/// Appends one record (amount 1) for each key in `keys`, each on its key's partition.
+async fn produce(backend: &KafkaBackend, topic: &str, keys: impl Iterator<Item = u64>) {
+    let producer = backend.producer(&ProducerConfig::default()).await.unwrap();
+    let schema = <i64 as AvroSchema>::get_schema();
+    let one = Bytes::from(
+        apache_avro::to_avro_datum(&schema, apache_avro::types::Value::Long(1)).unwrap(),
+    );
+    for index in keys {
+        let key = key(index);
+        let partition = partition_for_key(&key, PARTITIONS);
+        let record = Record::new(one.clone()).with_key(key);
+        drop(producer.send(topic, partition, record).await.unwrap());
+    }
+    producer.flush().await.unwrap();
+}
+
+/// A running instance of [`Tally`], a member of its group.
+struct Member {
+    progress: Arc<Mutex<Progress>>,
+    metrics: Arc<InstanceMetrics>,
+    stop: CancellationToken,
+    running: tokio::task::JoinHandle<runnel_streamlet::Result<()>>,
+    started: Instant,
+}
+
+impl Member {
+    fn start(backend: &KafkaBackend, app: &str, standby: bool, expected: u64) -> Member {
+        let progress = Arc::new(Mutex::new(Progress::default()));
+        let tally = Tally {
+            standby,
+            expected,
+            progress: progress.clone(),
+        };
+        let (_end, ended) = watch::channel(false);
+        let wiring = Wiring {
+            app: app.into(),
+            instance: "tally".into(),
+            inlets: vec![InletWiring {
+                port: "in".into(),
+                topic: format!("{app}.in"),
+                group: format!("{app}.tally.in"),
+                writer_schemas: vec![],
+                end_of_input: ended,
+                consumer_settings: BTreeMap::new(),
+            }],
+            outlets: vec![],
+            dead_letter_topic: format!("{app}.dead"),
+            parameters: Default::default(),
+            settings: HostSettings {
+                poll_batch: 1024,
+                ..HostSettings::default()
+            },
+            ready: None,
+            watermarks: None,
+            transactional_id: None,
+            attempts: Default::default(),
+        };
+        let stop = CancellationToken::new();
+        let started = Instant::now();
+        let metrics = Arc::new(InstanceMetrics::for_shape(&Streamlet::shape(&tally)));
+        let backend: Arc<dyn Backend> = Arc::new(backend.clone());
+        let running = tokio::spawn(run_instance(
+            Box::new(tally),
+            backend,
+            wiring,
+            Arc::new(SystemClock),
+            metrics.clone(),
+            stop.clone(),
+        ));
+        Member {
+            progress,
+            metrics,
+            stop,
+            running,
+            started,
+        }
+    }
+
+    /// When it handled its `expected`-th record, once it has.
+    ///
+    /// # Panics
+    ///
+    /// When the instance stopped before (with its error).
+    async fn reached(&mut self) -> Instant {
+        loop {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            if self.running.is_finished() {
+                let outcome = (&mut self.running).await.unwrap();
+                panic!("the instance stopped before it handled its records: {outcome:?}");
+            }
+            if let Some(reached) = self.progress.lock().unwrap().reached {
+                return reached;
+            }
+        }
+    }
+
+    /// Stops it: its last checkpoint is written, and it leaves the group.
+    async fn stop(self) {
+        self.stop.cancel();
+        self.running.await.unwrap().unwrap();
+    }
+}
+
+/// A new app on the broker: its input and dead-letter topics, with a record for each of
+/// `keys` keys in the input.
+async fn fresh(backend: &KafkaBackend, keys: u64) -> String {
+    let app = runnel_backend::conformance::unique("bench");
+    for (topic, partitions) in [
+        (format!("{app}.in"), PARTITIONS),
+        (format!("{app}.dead"), 1),
+    ] {
+        backend
+            .create_topic(&TopicSpec::new(&topic, partitions))
+            .await
+            .unwrap();
+    }
+    produce(backend, &format!("{app}.in"), 0..keys).await;
+    app
+}
+
+/// Waits until the group of `app` committed `keys` offsets: every key's record is in a
+/// checkpoint.
+async fn wait_for_commits(backend: &KafkaBackend, app: &str, keys: u64, member: &Member) {
+    loop {
+        let committed: u64 = backend
+            .committed(&format!("{app}.tally.in"), &format!("{app}.in"))
+            .await
+            .unwrap()
+            .into_iter()
+            .map(Option::unwrap_or_default)
+            .sum();
+        if committed >= keys {
+            return;
+        }
+        assert!(!member.running.is_finished(), "the member stopped");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// A key of each partition.
+fn one_per_partition() -> impl Iterator<Item = u64> {
+    (0..PARTITIONS).map(|partition| {
+        (0..)
+            .find(|index| partition_for_key(&key(*index), PARTITIONS) == partition)
+            .unwrap()
+    })
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let arguments: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let keys: u64 = arguments
+        .first()
+        .map_or(100_000, |keys| keys.parse().unwrap());
+    let runs: usize = arguments.get(1).map_or(3, |runs| runs.parse().unwrap());
+    let only = arguments.get(2).map(String::as_str);
+    let broker = Tansu::start();
+    let backend = KafkaBackend::connect(broker.config()).await.unwrap();
+    println!("keyed state on tansu: {keys} keys, {PARTITIONS} partitions, {runs} runs of each");
+    if only.is_none_or(|only| only == "restore") {
+        restore(&backend, keys, runs).await;
+    }
+    if only.is_none_or(|only| only == "failover") {
+        failover(&backend, keys, runs).await;
+    }
+}
+
+/// Phase 1: the state built once, then `runs` restores by new instances.
+async fn restore(backend: &KafkaBackend, keys: u64, runs: usize) {
+    let app = fresh(backend, keys).await;
+    let mut builder = Member::start(backend, &app, false, keys);
+    builder.reached().await;
+    wait_for_commits(backend, &app, keys, &builder).await;
+    builder.stop().await;
+    let mut restores = Vec::new();
+    for _ in 0..runs {
+        produce(backend, &format!("{app}.in"), one_per_partition()).await;
+        let mut member = Member::start(backend, &app, false, PARTITIONS as u64);
+        let reached = member.reached().await;
+        let took = reached - member.started;
+        let restored = member
+            .metrics
+            .state_queries()
+            .size()
+            .unwrap_or_default()
+            .restored_entries;
+        println!(
+            "restore of {keys} keys: {took:.2?} from the instance's start to every partition restored ({restored} changelog entries replayed)"
+        );
+        restores.push(took.as_secs_f64());
+        member.stop().await;
+    }
+    println!("restore median: {:.2} s", median(restores));
+}
+
+/// Phase 2: as the embedded log's failover phase, on tansu.
+async fn failover(backend: &KafkaBackend, keys: u64, runs: usize) {
+    let mut times: BTreeMap<bool, Vec<f64>> = BTreeMap::new();
+    for run_index in 0..runs {
+        for standby in [false, true] {
+            let app = fresh(backend, keys).await;
+            let mut first = Member::start(backend, &app, false, keys);
+            first.reached().await;
+            wait_for_commits(backend, &app, keys, &first).await;
+            let mut second = Member::start(backend, &app, standby, PARTITIONS as u64);
+            if standby {
+                // The copies hold every key (the second member holds none yet).
+                while second
+                    .metrics
+                    .state_queries()
+                    .size()
+                    .is_none_or(|size| size.standby_entries < keys)
+                {
+                    assert!(!second.running.is_finished(), "the second member stopped");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+            // Either way, let the group settle with both members.
+            tokio::time::sleep(Duration::from_secs(8)).await;
+            let stopping = Instant::now();
+            first.stop().await;
+            let stopped = Instant::now();
+            produce(backend, &format!("{app}.in"), one_per_partition()).await;
+            let reached = second.reached().await;
+            let took = reached - stopped;
+            let size = second.metrics.state_queries().size().unwrap_or_default();
+            println!(
+                "failover of {keys} keys, run {run_index}, {}: {took:.2?} from the first member gone to every partition restored ({} changelog entries replayed; its stop took {:.2?})",
+                if standby {
+                    "warm standby"
+                } else {
+                    "no standby"
+                },
+                size.restored_entries,
+                stopped - stopping
+            );
+            times.entry(standby).or_default().push(took.as_secs_f64());
+            second.stop().await;
+        }
+    }
+    println!(
+        "failover medians: {:.3} s without a standby, {:.3} s with",
+        median(times[&false].clone()),
+        median(times[&true].clone())
+    );
+}
