@@ -5,6 +5,10 @@
 /// States with at least this many entries are freed on a thread of their own.
 const BACKGROUND_ENTRIES: usize = 100_000;
 
+/// The name of the threads freeing states (at most 15 bytes, as Linux keeps it), which
+/// benchmarks look for to wait until a stopped member's memory is freed.
+const THREAD_NAME: &str = "runnel-freeing";
+
 /// Drops `state`, which holds `entries` entries: on a thread of its own when it is large
 /// (inline if the thread cannot be started).
 pub(crate) fn free<T: Send + 'static>(state: T, entries: usize) {
@@ -14,7 +18,7 @@ pub(crate) fn free<T: Send + 'static>(state: T, entries: usize) {
     }
     // A failed spawn drops the closure, and the state with it, here.
     let _ = std::thread::Builder::new()
-        .name("runnel-free-state".to_owned())
+        .name(THREAD_NAME.to_owned())
         .spawn(move || drop(state));
 }
 
