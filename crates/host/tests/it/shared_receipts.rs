@@ -3,7 +3,7 @@
 //! middle of a batch stops the commits before its input, with every later record
 //! acknowledged.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -13,12 +13,13 @@ use runnel_backend::{
     Backend, Consumer, ConsumerConfig, MemoryBackend, PartitionOffsets, Producer, ProducerConfig,
     Receipt, ReceiptSource, Record, TopicCreation, TopicInfo, TopicSpec,
 };
-use runnel_host::{HostSettings, InletWiring, OutletWiring, Wiring};
+use runnel_host::HostSettings;
 use runnel_streamlet::prelude::*;
 use runnel_streamlet::{InstanceMetrics, SystemClock};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::hosting;
 use crate::model::{IN, OUT, reading};
 
 /// The outcomes of every record sent, reported by the test in any order: one source for
@@ -158,33 +159,11 @@ async fn a_failed_delivery_in_the_middle_of_a_batch_stops_the_commits_before_its
         reports: reports.clone(),
     };
     let (_end_of_input, ended) = watch::channel(true);
-    let wiring = Wiring {
-        app: "app".into(),
-        instance: "copy".into(),
-        inlets: vec![InletWiring {
-            port: "in".into(),
-            topic: "in".into(),
-            group: "copy.in".into(),
-            writer_schemas: vec![],
-            end_of_input: ended,
-            consumer_settings: BTreeMap::new(),
-        }],
-        outlets: vec![OutletWiring {
-            port: "out".into(),
-            topic: "out".into(),
-            tag_schema: false,
-        }],
-        dead_letter_topic: "dead".into(),
-        parameters: HashMap::new(),
-        settings: HostSettings {
-            commit_interval: Duration::from_millis(10),
-            ..HostSettings::default()
-        },
-        ready: None,
-        watermarks: None,
-        transactional_id: None,
-        attempts: Default::default(),
+    let settings = HostSettings {
+        commit_interval: Duration::from_millis(10),
+        ..HostSettings::default()
     };
+    let wiring = hosting::wiring("copy", ended, settings, None);
     let streamlet = Processor::new(IN, OUT, Some);
     let metrics = Arc::new(InstanceMetrics::for_shape(&Streamlet::shape(&streamlet)));
     let running = tokio::spawn(runnel_host::run_instance(
@@ -198,7 +177,7 @@ async fn a_failed_delivery_in_the_middle_of_a_batch_stops_the_commits_before_its
     while memory.records("out").unwrap().len() < INPUTS as usize {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let committed = || async { memory.committed("copy.in", "in").await.unwrap() };
+    let committed = || async { memory.committed("app.copy.in", "in").await.unwrap() };
     // The records before the failed one are acknowledged, last first.
     for index in (0..FAILED).rev() {
         reports.report(index, Ok(u64::from(index)));
