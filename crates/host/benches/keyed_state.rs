@@ -33,95 +33,26 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use runnel_backend::{Backend, ProducerConfig, Record, TopicSpec, partition_for_key};
 use runnel_embedded_log::{EmbeddedBackend, LogConfig};
 use runnel_host::{HostSettings, InletWiring, Wiring, run_instance};
 use runnel_streamlet::prelude::*;
-use runnel_streamlet::state::{Keyed, ValueState};
 use runnel_streamlet::window::{Count, Pane, WindowSpec};
 use runnel_streamlet::{InstanceMetrics, SystemClock};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-const PARTITIONS: u32 = 4;
-const IN: Inlet<i64> = Inlet::new("in");
-const TALLY: ValueState<(u64, i64)> = ValueState::new("tally");
+#[path = "support/tally.rs"]
+mod tally;
 
-/// When the streamlet handled its `expected`-th record since it started, and its first.
-#[derive(Debug, Default)]
-struct Progress {
-    first: Option<Instant>,
-    reached: Option<Instant>,
-    handled: u64,
-}
+use tally::{IN, Member, PARTITIONS, key, median, one_per_partition};
 
-/// Counts and sums per key.
-struct Tally {
-    checkpoint_every: Duration,
-    /// Keep warm copies of the partitions other members hold.
-    standby: bool,
-    expected: u64,
-    progress: Arc<Mutex<Progress>>,
-}
-
-impl Streamlet for Tally {
-    fn shape(&self) -> Shape {
-        Shape::new().inlet(IN).keyed_state()
-    }
-
-    async fn run(self, mut ctx: Context) -> Result<()> {
-        let mut input = ctx.inlet(IN);
-        let mut state = ctx.keyed_state()?.checkpoint_every(self.checkpoint_every);
-        if self.standby {
-            state = state.warm_standby();
-        }
-        while let Some(next) = state.next(&mut input).await? {
-            let Keyed::Message(message) = next else {
-                continue;
-            };
-            let key = message.key().expect("every record has a key").to_vec();
-            let amount = *message.value();
-            state
-                .entry(message.partition(), key)
-                .value(TALLY)
-                .update(|tally| {
-                    let (count, sum) = tally.unwrap_or_default();
-                    (count + 1, sum + amount)
-                })?;
-            message.commit();
-            let mut progress = self.progress.lock().unwrap();
-            progress.first.get_or_insert_with(Instant::now);
-            progress.handled += 1;
-            if progress.handled == self.expected {
-                progress.reached = Some(Instant::now());
-            }
-        }
-        Ok(())
-    }
-}
-
-fn key(index: u64) -> Bytes {
-    Bytes::from(format!("{index:016x}"))
-}
-
-/// Appends one record (amount 1) for each key in `keys`, each on its key's partition.
+/// Appends to `in` one record (amount 1) for each key in `keys`.
 async fn produce(backend: &EmbeddedBackend, keys: impl Iterator<Item = u64>) {
-    let producer = backend.producer(&ProducerConfig::default()).await.unwrap();
-    let schema = <i64 as AvroSchema>::get_schema();
-    let one = Bytes::from(
-        apache_avro::to_avro_datum(&schema, apache_avro::types::Value::Long(1)).unwrap(),
-    );
-    for index in keys {
-        let key = key(index);
-        let partition = partition_for_key(&key, PARTITIONS);
-        let record = Record::new(one.clone()).with_key(key);
-        drop(producer.send("in", partition, record).await.unwrap());
-    }
-    producer.flush().await.unwrap();
+    tally::produce(backend, "in", keys).await;
 }
 
 /// How a run went.
@@ -142,7 +73,7 @@ async fn run(
     checkpoint_every: Duration,
     expected: u64,
 ) -> Ran {
-    let mut member = Member::start(backend, instance, checkpoint_every, false, expected);
+    let mut member = start(backend, instance, checkpoint_every, false, expected);
     let (first, reached) = member.reached().await;
     let resident = resident();
     let started = member.started;
@@ -151,78 +82,6 @@ async fn run(
         records: reached - first,
         since_start: reached - started,
         resident,
-    }
-}
-
-/// A running instance of [`Tally`], a member of its group.
-struct Member {
-    progress: Arc<Mutex<Progress>>,
-    metrics: Arc<InstanceMetrics>,
-    stop: CancellationToken,
-    running: tokio::task::JoinHandle<runnel_streamlet::Result<()>>,
-    started: Instant,
-}
-
-impl Member {
-    fn start(
-        backend: &EmbeddedBackend,
-        instance: &str,
-        checkpoint_every: Duration,
-        standby: bool,
-        expected: u64,
-    ) -> Member {
-        let progress = Arc::new(Mutex::new(Progress::default()));
-        let tally = Tally {
-            checkpoint_every,
-            standby,
-            expected,
-            progress: progress.clone(),
-        };
-        let wiring = wiring(instance, Vec::new());
-        let stop = CancellationToken::new();
-        let started = Instant::now();
-        let metrics = Arc::new(InstanceMetrics::for_shape(&Streamlet::shape(&tally)));
-        let backend_arc: Arc<dyn Backend> = Arc::new(backend.clone());
-        let running = tokio::spawn(run_instance(
-            Box::new(tally),
-            backend_arc,
-            wiring,
-            Arc::new(SystemClock),
-            metrics.clone(),
-            stop.clone(),
-        ));
-        Member {
-            progress,
-            metrics,
-            stop,
-            running,
-            started,
-        }
-    }
-
-    /// When it handled its first record and its `expected`-th, once it has.
-    ///
-    /// # Panics
-    ///
-    /// When the instance stopped before (with its error).
-    async fn reached(&mut self) -> (Instant, Instant) {
-        loop {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-            if self.running.is_finished() {
-                let outcome = (&mut self.running).await.unwrap();
-                panic!("the instance stopped before it handled its records: {outcome:?}");
-            }
-            let progress = self.progress.lock().unwrap();
-            if let (Some(first), Some(reached)) = (progress.first, progress.reached) {
-                return (first, reached);
-            }
-        }
-    }
-
-    /// Stops it: its last checkpoint is written, and it leaves the group.
-    async fn stop(self) {
-        self.stop.cancel();
-        self.running.await.unwrap().unwrap();
     }
 }
 
@@ -287,11 +146,6 @@ async fn fresh(directory: &Path) -> EmbeddedBackend {
     backend
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let arguments: Vec<String> = std::env::args()
@@ -334,7 +188,7 @@ async fn failover(keys: u64, runs: usize) {
             let directory = tempfile::tempdir().unwrap();
             let backend = fresh(directory.path()).await;
             produce(&backend, 0..keys).await;
-            let mut first = Member::start(&backend, "tally", Duration::from_secs(1), false, keys);
+            let mut first = start(&backend, "tally", Duration::from_secs(1), false, keys);
             first.reached().await;
             while backend
                 .committed("bench.tally.in", "in")
@@ -348,7 +202,7 @@ async fn failover(keys: u64, runs: usize) {
                 assert!(!first.running.is_finished(), "the first member stopped");
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            let mut second = Member::start(
+            let mut second = start(
                 &backend,
                 "tally",
                 Duration::from_secs(1),
@@ -400,15 +254,6 @@ async fn failover(keys: u64, runs: usize) {
         median(times[&false].clone()),
         median(times[&true].clone())
     );
-}
-
-/// A key of each partition.
-fn one_per_partition() -> impl Iterator<Item = u64> {
-    (0..PARTITIONS).map(|partition| {
-        (0..)
-            .find(|index| partition_for_key(&key(*index), PARTITIONS) == partition)
-            .unwrap()
-    })
 }
 
 /// Phases 1 to 3.
@@ -549,6 +394,25 @@ async fn produce_indices(backend: &EmbeddedBackend, keys: impl Iterator<Item = u
         );
     }
     producer.flush().await.unwrap();
+}
+
+/// Starts a member of the tally as instance `instance` of app `bench` (see
+/// [`Member::start`]).
+fn start(
+    backend: &EmbeddedBackend,
+    instance: &str,
+    checkpoint_every: Duration,
+    standby: bool,
+    expected: u64,
+) -> Member {
+    let wiring = wiring(instance, Vec::new());
+    Member::start(
+        Arc::new(backend.clone()),
+        wiring,
+        checkpoint_every,
+        standby,
+        expected,
+    )
 }
 
 /// The wiring of instance `instance` of app `bench`, reading `in` (partitions 0 to 3) in

@@ -18,181 +18,50 @@
 //! (defaults 100,000 and 3; `restore` or `failover` runs that phase alone).
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use runnel_backend::{Backend, ProducerConfig, Record, TopicSpec, partition_for_key};
-use runnel_host::{HostSettings, InletWiring, Wiring, run_instance};
+use runnel_backend::{Backend, TopicSpec};
+use runnel_host::{HostSettings, InletWiring, Wiring};
 use runnel_kafka::KafkaBackend;
 use runnel_kafka::test_broker::Tansu;
-use runnel_streamlet::prelude::*;
-use runnel_streamlet::state::{Keyed, ValueState};
-use runnel_streamlet::{InstanceMetrics, SystemClock};
 use tokio::sync::watch;
-use tokio_util::sync::CancellationToken;
 
-const PARTITIONS: u32 = 4;
-const IN: Inlet<i64> = Inlet::new("in");
-const TALLY: ValueState<(u64, i64)> = ValueState::new("tally");
+// The streamlet and what drives it, as the embedded log's bench runs them.
+#[path = "../../host/benches/support/tally.rs"]
+mod tally;
 
-/// When the streamlet handled its `expected`-th record since it started, and its first.
-#[derive(Debug, Default)]
-struct Progress {
-    first: Option<Instant>,
-    reached: Option<Instant>,
-    handled: u64,
-}
+use tally::{Member, PARTITIONS, median, one_per_partition, produce};
 
-/// Counts and sums per key.
-struct Tally {
-    /// Keep warm copies of the partitions other members hold.
-    standby: bool,
-    expected: u64,
-    progress: Arc<Mutex<Progress>>,
-}
-
-impl Streamlet for Tally {
-    fn shape(&self) -> Shape {
-        Shape::new().inlet(IN).keyed_state()
-    }
-
-    async fn run(self, mut ctx: Context) -> Result<()> {
-        let mut input = ctx.inlet(IN);
-        let mut state = ctx.keyed_state()?.checkpoint_every(Duration::from_secs(1));
-        if self.standby {
-            state = state.warm_standby();
-        }
-        while let Some(next) = state.next(&mut input).await? {
-            let Keyed::Message(message) = next else {
-                continue;
-            };
-            let key = message.key().expect("every record has a key").to_vec();
-            let amount = *message.value();
-            state
-                .entry(message.partition(), key)
-                .value(TALLY)
-                .update(|tally| {
-                    let (count, sum) = tally.unwrap_or_default();
-                    (count + 1, sum + amount)
-                })?;
-            message.commit();
-            let mut progress = self.progress.lock().unwrap();
-            progress.first.get_or_insert_with(Instant::now);
-            progress.handled += 1;
-            if progress.handled == self.expected {
-                progress.reached = Some(Instant::now());
-            }
-        }
-        Ok(())
-    }
-}
-
-fn key(index: u64) -> Bytes {
-    Bytes::from(format!("{index:016x}"))
-}
-
-/// Appends one record (amount 1) for each key in `keys`, each on its key's partition.
-async fn produce(backend: &KafkaBackend, topic: &str, keys: impl Iterator<Item = u64>) {
-    let producer = backend.producer(&ProducerConfig::default()).await.unwrap();
-    let schema = <i64 as AvroSchema>::get_schema();
-    let one = Bytes::from(
-        apache_avro::to_avro_datum(&schema, apache_avro::types::Value::Long(1)).unwrap(),
-    );
-    for index in keys {
-        let key = key(index);
-        let partition = partition_for_key(&key, PARTITIONS);
-        let record = Record::new(one.clone()).with_key(key);
-        drop(producer.send(topic, partition, record).await.unwrap());
-    }
-    producer.flush().await.unwrap();
-}
-
-/// A running instance of [`Tally`], a member of its group.
-struct Member {
-    progress: Arc<Mutex<Progress>>,
-    metrics: Arc<InstanceMetrics>,
-    stop: CancellationToken,
-    running: tokio::task::JoinHandle<runnel_streamlet::Result<()>>,
-    started: Instant,
-}
-
-impl Member {
-    fn start(backend: &KafkaBackend, app: &str, standby: bool, expected: u64) -> Member {
-        let progress = Arc::new(Mutex::new(Progress::default()));
-        let tally = Tally {
-            standby,
-            expected,
-            progress: progress.clone(),
-        };
-        let (_end, ended) = watch::channel(false);
-        let wiring = Wiring {
-            app: app.into(),
-            instance: "tally".into(),
-            inlets: vec![InletWiring {
-                port: "in".into(),
-                topic: format!("{app}.in"),
-                group: format!("{app}.tally.in"),
-                writer_schemas: vec![],
-                end_of_input: ended,
-                consumer_settings: BTreeMap::new(),
-            }],
-            outlets: vec![],
-            dead_letter_topic: format!("{app}.dead"),
-            parameters: Default::default(),
-            settings: HostSettings {
-                poll_batch: 1024,
-                ..HostSettings::default()
-            },
-            ready: None,
-            watermarks: None,
-            transactional_id: None,
-            attempts: Default::default(),
-        };
-        let stop = CancellationToken::new();
-        let started = Instant::now();
-        let metrics = Arc::new(InstanceMetrics::for_shape(&Streamlet::shape(&tally)));
-        let backend: Arc<dyn Backend> = Arc::new(backend.clone());
-        let running = tokio::spawn(run_instance(
-            Box::new(tally),
-            backend,
-            wiring,
-            Arc::new(SystemClock),
-            metrics.clone(),
-            stop.clone(),
-        ));
-        Member {
-            progress,
-            metrics,
-            stop,
-            running,
-            started,
-        }
-    }
-
-    /// When it handled its `expected`-th record, once it has.
-    ///
-    /// # Panics
-    ///
-    /// When the instance stopped before (with its error).
-    async fn reached(&mut self) -> Instant {
-        loop {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-            if self.running.is_finished() {
-                let outcome = (&mut self.running).await.unwrap();
-                panic!("the instance stopped before it handled its records: {outcome:?}");
-            }
-            if let Some(reached) = self.progress.lock().unwrap().reached {
-                return reached;
-            }
-        }
-    }
-
-    /// Stops it: its last checkpoint is written, and it leaves the group.
-    async fn stop(self) {
-        self.stop.cancel();
-        self.running.await.unwrap().unwrap();
-    }
+/// Starts a member of the tally of `app` (input `<app>.in`, dead letters `<app>.dead`),
+/// checkpointing every second (see [`Member::start`]).
+fn start(backend: &KafkaBackend, app: &str, standby: bool, expected: u64) -> Member {
+    let (_end, ended) = watch::channel(false);
+    let wiring = Wiring {
+        app: app.into(),
+        instance: "tally".into(),
+        inlets: vec![InletWiring {
+            port: "in".into(),
+            topic: format!("{app}.in"),
+            group: format!("{app}.tally.in"),
+            writer_schemas: vec![],
+            end_of_input: ended,
+            consumer_settings: BTreeMap::new(),
+        }],
+        outlets: vec![],
+        dead_letter_topic: format!("{app}.dead"),
+        parameters: Default::default(),
+        settings: HostSettings {
+            poll_batch: 1024,
+            ..HostSettings::default()
+        },
+        ready: None,
+        watermarks: None,
+        transactional_id: None,
+        attempts: Default::default(),
+    };
+    let backend: Arc<dyn Backend> = Arc::new(backend.clone());
+    Member::start(backend, wiring, Duration::from_secs(1), standby, expected)
 }
 
 /// A new app on the broker: its input and dead-letter topics, with a record for each of
@@ -231,20 +100,6 @@ async fn wait_for_commits(backend: &KafkaBackend, app: &str, keys: u64, member: 
     }
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
-/// A key of each partition.
-fn one_per_partition() -> impl Iterator<Item = u64> {
-    (0..PARTITIONS).map(|partition| {
-        (0..)
-            .find(|index| partition_for_key(&key(*index), PARTITIONS) == partition)
-            .unwrap()
-    })
-}
-
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let arguments: Vec<String> = std::env::args()
@@ -270,15 +125,15 @@ async fn main() {
 /// Phase 1: the state built once, then `runs` restores by new instances.
 async fn restore(backend: &KafkaBackend, keys: u64, runs: usize) {
     let app = fresh(backend, keys).await;
-    let mut builder = Member::start(backend, &app, false, keys);
+    let mut builder = start(backend, &app, false, keys);
     builder.reached().await;
     wait_for_commits(backend, &app, keys, &builder).await;
     builder.stop().await;
     let mut restores = Vec::new();
     for _ in 0..runs {
         produce(backend, &format!("{app}.in"), one_per_partition()).await;
-        let mut member = Member::start(backend, &app, false, PARTITIONS as u64);
-        let reached = member.reached().await;
+        let mut member = start(backend, &app, false, PARTITIONS as u64);
+        let (_, reached) = member.reached().await;
         let took = reached - member.started;
         let restored = member
             .metrics
@@ -301,10 +156,10 @@ async fn failover(backend: &KafkaBackend, keys: u64, runs: usize) {
     for run_index in 0..runs {
         for standby in [false, true] {
             let app = fresh(backend, keys).await;
-            let mut first = Member::start(backend, &app, false, keys);
+            let mut first = start(backend, &app, false, keys);
             first.reached().await;
             wait_for_commits(backend, &app, keys, &first).await;
-            let mut second = Member::start(backend, &app, standby, PARTITIONS as u64);
+            let mut second = start(backend, &app, standby, PARTITIONS as u64);
             if standby {
                 // The copies hold every key (the second member holds none yet).
                 while second
@@ -323,7 +178,7 @@ async fn failover(backend: &KafkaBackend, keys: u64, runs: usize) {
             first.stop().await;
             let stopped = Instant::now();
             produce(backend, &format!("{app}.in"), one_per_partition()).await;
-            let reached = second.reached().await;
+            let (_, reached) = second.reached().await;
             let took = reached - stopped;
             let size = second.metrics.state_queries().size().unwrap_or_default();
             println!(
