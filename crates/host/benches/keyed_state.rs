@@ -38,11 +38,10 @@ use std::time::{Duration, Instant};
 
 use runnel_backend::{Backend, ProducerConfig, Record, TopicSpec, partition_for_key};
 use runnel_embedded_log::{EmbeddedBackend, LogConfig};
-use runnel_host::{HostSettings, InletWiring, Wiring, run_instance};
+use runnel_host::{Wiring, run_instance};
 use runnel_streamlet::prelude::*;
 use runnel_streamlet::window::{Count, Pane, WindowSpec};
 use runnel_streamlet::{InstanceMetrics, SystemClock};
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 #[path = "support/tally.rs"]
@@ -415,33 +414,9 @@ fn start(
     )
 }
 
-/// The wiring of instance `instance` of app `bench`, reading `in` (partitions 0 to 3) in
-/// batches of 1,024.
+/// The wiring of instance `instance` of app `bench`, reading `in`.
 fn wiring(instance: &str, outlets: Vec<runnel_host::OutletWiring>) -> Wiring {
-    let (_end, ended) = watch::channel(false);
-    Wiring {
-        app: "bench".into(),
-        instance: instance.into(),
-        inlets: vec![InletWiring {
-            port: "in".into(),
-            topic: "in".into(),
-            group: format!("bench.{instance}.in"),
-            writer_schemas: vec![],
-            end_of_input: ended,
-            consumer_settings: BTreeMap::new(),
-        }],
-        outlets,
-        dead_letter_topic: "dead".into(),
-        parameters: Default::default(),
-        settings: HostSettings {
-            poll_batch: 1024,
-            ..HostSettings::default()
-        },
-        ready: None,
-        watermarks: None,
-        transactional_id: None,
-        attempts: Default::default(),
-    }
+    tally::wiring("bench", instance, ("in", "dead"), outlets)
 }
 
 /// A running member of the windowed count of phase 6.

@@ -22,10 +22,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use runnel_backend::{Backend, TopicSpec};
-use runnel_host::{HostSettings, InletWiring, Wiring};
 use runnel_kafka::KafkaBackend;
 use runnel_kafka::test_broker::Tansu;
-use tokio::sync::watch;
 
 // The streamlet and what drives it, as the embedded log's bench runs them.
 #[path = "../../host/benches/support/tally.rs"]
@@ -36,30 +34,8 @@ use tally::{Member, PARTITIONS, median, one_per_partition, produce};
 /// Starts a member of the tally of `app` (input `<app>.in`, dead letters `<app>.dead`),
 /// checkpointing every second (see [`Member::start`]).
 fn start(backend: &KafkaBackend, app: &str, standby: bool, expected: u64) -> Member {
-    let (_end, ended) = watch::channel(false);
-    let wiring = Wiring {
-        app: app.into(),
-        instance: "tally".into(),
-        inlets: vec![InletWiring {
-            port: "in".into(),
-            topic: format!("{app}.in"),
-            group: format!("{app}.tally.in"),
-            writer_schemas: vec![],
-            end_of_input: ended,
-            consumer_settings: BTreeMap::new(),
-        }],
-        outlets: vec![],
-        dead_letter_topic: format!("{app}.dead"),
-        parameters: Default::default(),
-        settings: HostSettings {
-            poll_batch: 1024,
-            ..HostSettings::default()
-        },
-        ready: None,
-        watermarks: None,
-        transactional_id: None,
-        attempts: Default::default(),
-    };
+    let (input, dead) = (format!("{app}.in"), format!("{app}.dead"));
+    let wiring = tally::wiring(app, "tally", (&input, &dead), Vec::new());
     let backend: Arc<dyn Backend> = Arc::new(backend.clone());
     Member::start(backend, wiring, Duration::from_secs(1), standby, expected)
 }

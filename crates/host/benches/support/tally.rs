@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use runnel_backend::{Backend, ProducerConfig, Record, partition_for_key};
-use runnel_host::{Wiring, run_instance};
+use std::collections::BTreeMap;
+
+use runnel_host::{HostSettings, InletWiring, OutletWiring, Wiring, run_instance};
 use runnel_streamlet::prelude::*;
 use runnel_streamlet::state::{Keyed, ValueState};
 use runnel_streamlet::{InstanceMetrics, SystemClock};
@@ -105,6 +107,40 @@ pub(crate) fn one_per_partition() -> impl Iterator<Item = u64> {
 pub(crate) fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
+}
+
+/// The wiring of instance `instance` of app `app`, reading `input` (as group
+/// `<app>.<instance>.in`) in batches of 1,024, dead letters to `dead`, writing `outlets`.
+pub(crate) fn wiring(
+    app: &str,
+    instance: &str,
+    (input, dead): (&str, &str),
+    outlets: Vec<OutletWiring>,
+) -> Wiring {
+    let (_end, ended) = tokio::sync::watch::channel(false);
+    Wiring {
+        app: app.into(),
+        instance: instance.into(),
+        inlets: vec![InletWiring {
+            port: "in".into(),
+            topic: input.into(),
+            group: format!("{app}.{instance}.in"),
+            writer_schemas: vec![],
+            end_of_input: ended,
+            consumer_settings: BTreeMap::new(),
+        }],
+        outlets,
+        dead_letter_topic: dead.into(),
+        parameters: Default::default(),
+        settings: HostSettings {
+            poll_batch: 1024,
+            ..HostSettings::default()
+        },
+        ready: None,
+        watermarks: None,
+        transactional_id: None,
+        attempts: Default::default(),
+    }
 }
 
 /// A running instance of the tally, a member of its group.
