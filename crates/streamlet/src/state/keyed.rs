@@ -508,7 +508,15 @@ impl KeyedState {
                     to: None,
                 },
             ),
-            _ => (PartitionStore::default(), Reading::default()),
+            stale => {
+                // A copy of another generation (a snapshot came since): of no use, and
+                // maybe large.
+                if let Some(stale) = stale {
+                    let entries = stale.store.len();
+                    freeing::free(stale, entries);
+                }
+                (PartitionStore::default(), Reading::default())
+            }
         };
         let warm = reading.from.is_some();
         let replayed = changelog::replay(

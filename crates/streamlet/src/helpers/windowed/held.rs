@@ -238,10 +238,18 @@ where
                 };
                 (copy.store, reading)
             }
-            _ => (
-                WindowOperator::new(self.spec, aggregate),
-                Reading::default(),
-            ),
+            stale => {
+                // A copy of another generation (a snapshot came since): of no use, and
+                // maybe large.
+                if let Some(stale) = stale {
+                    let keys = stale.store.key_count();
+                    freeing::free(stale, keys);
+                }
+                (
+                    WindowOperator::new(self.spec, aggregate),
+                    Reading::default(),
+                )
+            }
         };
         let (windows, replayed) = PartitionWindows::restore(
             partition,
