@@ -118,12 +118,12 @@ async fn runnel_relay(backend: &KafkaBackend, records: usize, run: usize) -> Tim
     let first = Arc::new(OnceLock::new());
     let first_seen = first.clone();
     let relay = Processor::new(IN, OUT, move |mut reading: Reading| {
-        first_seen.get_or_init(Instant::now);
+        first_seen.get_or_init(Mark::now);
         reading.celsius = reading.celsius * 1.8 + 32.0;
         Some(reading)
     });
     let metrics = Arc::new(InstanceMetrics::for_shape(&Streamlet::shape(&relay)));
-    let started = Instant::now();
+    let started = Mark::now();
     // Done when every input offset is committed (so every output acknowledged), not when
     // the instance has also left the consumer group and closed its clients.
     let watched = metrics.clone();
@@ -137,7 +137,7 @@ async fn runnel_relay(backend: &KafkaBackend, records: usize, run: usize) -> Tim
         loop {
             let committed = broker.committed(&group, INPUT).await.unwrap_or_default();
             if committed.iter().flatten().sum::<u64>() >= records as u64 {
-                return Instant::now();
+                return Mark::now();
             }
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
@@ -211,7 +211,7 @@ fn bare_relay(config: &KafkaConfig, records: usize, run: usize, work: Work) -> T
         .create()
         .unwrap();
     consumer.subscribe(&[INPUT]).unwrap();
-    let started = Instant::now();
+    let started = Mark::now();
     let mut first = None;
     let mut copied = 0;
     let mut positions: BTreeMap<i32, i64> = BTreeMap::new();
@@ -220,7 +220,7 @@ fn bare_relay(config: &KafkaConfig, records: usize, run: usize, work: Work) -> T
         let Some(Ok(message)) = consumer.poll(Duration::from_millis(100)) else {
             continue;
         };
-        first.get_or_insert_with(Instant::now);
+        first.get_or_insert_with(Mark::now);
         let payload = message.payload().unwrap_or_default();
         let mapped;
         let payload = match work {
@@ -268,11 +268,7 @@ fn bare_relay(config: &KafkaConfig, records: usize, run: usize, work: Work) -> T
     }
     producer.flush(Duration::from_secs(60)).unwrap();
     commit(&consumer, &positions, CommitMode::Sync);
-    Timing::between(
-        started,
-        first.expect("the relay read records"),
-        Instant::now(),
-    )
+    Timing::between(started, first.expect("the relay read records"), Mark::now())
 }
 
 fn commit(consumer: &BaseConsumer, positions: &BTreeMap<i32, i64>, mode: CommitMode) {
@@ -288,28 +284,66 @@ fn commit(consumer: &BaseConsumer, positions: &BTreeMap<i32, i64>, mode: CommitM
     }
 }
 
-/// How long a relay took in all, and from its first record on (after the group join).
+/// A moment of a run: the wall clock and the process's CPU time (every thread) so far.
+#[derive(Clone, Copy)]
+struct Mark {
+    at: Instant,
+    cpu: Duration,
+}
+
+impl Mark {
+    fn now() -> Mark {
+        Mark {
+            at: Instant::now(),
+            cpu: process_cpu(),
+        }
+    }
+}
+
+/// How long a relay took and the CPU it used, in all and from its first record on (after
+/// the group join, which costs every relay the same few seconds on tansu).
 struct Timing {
-    total: Duration,
-    streaming: Duration,
+    started: Mark,
+    first_record: Mark,
+    done: Mark,
 }
 
 impl Timing {
-    fn between(started: Instant, first_record: Instant, done: Instant) -> Timing {
+    fn between(started: Mark, first_record: Mark, done: Mark) -> Timing {
         Timing {
-            total: done - started,
-            streaming: done - first_record,
+            started,
+            first_record,
+            done,
         }
     }
 
-    fn report(&self, relay: &str, run: usize, records: usize) -> f64 {
-        let rate = records as f64 / self.streaming.as_secs_f64();
+    /// Records/s from the first record on, and CPU µs per record from the first record on
+    /// and in all (the join, the instance's start and its stop included).
+    fn report(&self, relay: &str, run: usize, records: usize) -> Measured {
+        let streaming = self.done.at - self.first_record.at;
+        let rate = records as f64 / streaming.as_secs_f64();
+        let per_record =
+            |from: Mark| (self.done.cpu - from.cpu).as_secs_f64() * 1e6 / records as f64;
+        let measured = Measured {
+            rate,
+            streaming_cpu: per_record(self.first_record),
+            total_cpu: per_record(self.started),
+        };
         println!(
-            "run {run}: {relay} relay {records} records in {:.2?} ({:.2?} after the first record): {rate:.0} records/s",
-            self.total, self.streaming
+            "run {run}: {relay} relay {records} records in {:.2?} ({streaming:.2?} after the first record): {rate:.0} records/s, CPU {:.2} µs/record after the first record, {:.2} in all",
+            self.done.at - self.started.at,
+            measured.streaming_cpu,
+            measured.total_cpu,
         );
-        rate
+        measured
     }
+}
+
+/// One run's figures.
+struct Measured {
+    rate: f64,
+    streaming_cpu: f64,
+    total_cpu: f64,
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -330,7 +364,7 @@ fn main() {
         .unwrap();
     println!("filling {INPUT} with {records} records over {PARTITIONS} partitions");
     runtime.block_on(fill(&backend, records));
-    let mut results: [Vec<(f64, f64)>; 4] = Default::default();
+    let mut results: [Vec<Measured>; 4] = Default::default();
     let names = [
         "runnel",
         "bare librdkafka, copy",
@@ -342,58 +376,52 @@ fn main() {
             if !name.contains(only.as_str()) {
                 continue;
             }
-            let cpu = cpu_seconds();
             let timing = match relay {
                 0 => runtime.block_on(runnel_relay(&backend, records, run)),
                 1 => bare_relay(&config, records, run, Work::Copy),
                 2 => bare_relay(&config, records, run, Work::DirectMap),
                 _ => bare_relay(&config, records, run, Work::ValueMap),
             };
-            let micros = (cpu_seconds() - cpu) * 1e6 / records as f64;
-            let rate = timing.report(name, run, records);
-            println!("        process CPU {micros:.2} µs/record");
-            results[relay].push((rate, micros));
+            results[relay].push(timing.report(name, run, records));
         }
     }
-    let medians: Vec<(f64, f64)> = results
+    let medians: Vec<(&str, Measured)> = names
         .into_iter()
-        .filter(|runs| !runs.is_empty())
-        .map(|runs| {
-            let (rates, micros): (Vec<f64>, Vec<f64>) = runs.into_iter().unzip();
-            (median(rates), median(micros))
+        .zip(results)
+        .filter(|(_, runs)| !runs.is_empty())
+        .map(|(name, runs)| {
+            let median_of =
+                |figure: fn(&Measured) -> f64| median(runs.iter().map(figure).collect());
+            let measured = Measured {
+                rate: median_of(|m| m.rate),
+                streaming_cpu: median_of(|m| m.streaming_cpu),
+                total_cpu: median_of(|m| m.total_cpu),
+            };
+            (name, measured)
         })
         .collect();
-    println!("medians of {runs} runs:");
-    let names: Vec<&str> = names
-        .into_iter()
-        .filter(|name| name.contains(only.as_str()))
-        .collect();
-    for (name, (rate, micros)) in names.iter().zip(&medians) {
-        println!("  {name:<34} {rate:>9.0} records/s  {micros:.2} µs CPU/record");
+    println!("medians of {runs} runs (CPU: µs per record after the first record, and in all):");
+    for (name, measured) in &medians {
+        println!(
+            "  {name:<40} {:>9.0} records/s  {:.2} µs  {:.2} µs",
+            measured.rate, measured.streaming_cpu, measured.total_cpu
+        );
     }
-    for (name, (rate, _)) in names
-        .iter()
-        .zip(&medians)
-        .skip(1)
-        .filter(|_| names[0] == "runnel")
-    {
-        println!("  runnel / {name}: {:.2}", medians[0].0 / rate);
+    if let Some((_, runnel)) = medians.iter().find(|(name, _)| *name == "runnel") {
+        for (name, measured) in medians.iter().filter(|(name, _)| *name != "runnel") {
+            println!(
+                "  runnel / {name}: rate {:.2}, CPU per record {:.2} after the first record, {:.2} in all",
+                runnel.rate / measured.rate,
+                runnel.streaming_cpu / measured.streaming_cpu,
+                runnel.total_cpu / measured.total_cpu,
+            );
+        }
     }
 }
 
-/// CPU time (user and system) of this process so far, from /proc (Linux).
-fn cpu_seconds() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-        return f64::NAN;
-    };
-    let ticks: Vec<f64> = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or_default()
-        .split_whitespace()
-        .skip(11)
-        .take(2)
-        .filter_map(|field| field.parse().ok())
-        .collect();
-    ticks.iter().sum::<f64>() / 100.0
+/// CPU time (user and system) of this process's threads so far, to the nanosecond (Linux's
+/// `/proc/self/stat` counts in 10 ms ticks, coarse for a run of a few hundred ms).
+fn process_cpu() -> Duration {
+    let time = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Duration::new(time.tv_sec as u64, time.tv_nsec as u32)
 }
