@@ -280,6 +280,10 @@ impl Committer {
             if finished.is_some() {
                 continue; // dropped in order, releasing their permits
             }
+            // Most events are taken on the spot; only the rest build `handle`'s future.
+            let Some(event) = self.take_ready(event)? else {
+                continue;
+            };
             match self.handle(event).await {
                 Ok(Some(succeeded)) => finished = Some(succeeded),
                 Ok(None) => {}
@@ -291,6 +295,55 @@ impl Committer {
         }
         self.released.release();
         Ok(finished)
+    }
+
+    /// Takes a commit, or a send whose receipt is already complete, without waiting; gives
+    /// any other event back for [`handle`](Self::handle).
+    fn take_ready(&mut self, event: Event) -> Result<Option<Event>, CommitError> {
+        match event {
+            Event::Sent {
+                mut receipt,
+                permit,
+            } if matches!(self.mode, Mode::AtLeastOnce) => match (&mut receipt).now_or_never() {
+                Some(delivered) => {
+                    delivered.map_err(CommitError::Delivery)?;
+                    Released::add(&mut self.released.sends, permit);
+                    Ok(None)
+                }
+                None => Ok(Some(Event::Sent { receipt, permit })),
+            },
+            Event::Commit {
+                inlet,
+                partition,
+                offset,
+                processing,
+                permit,
+            } => {
+                self.commit(inlet, partition, offset, processing, permit);
+                Ok(None)
+            }
+            other => Ok(Some(other)),
+        }
+    }
+
+    /// Stages an input record's offset: everything sent before it is acknowledged.
+    fn commit(
+        &mut self,
+        inlet: usize,
+        partition: u32,
+        offset: u64,
+        processing: Option<Duration>,
+        permit: OwnedSemaphorePermit,
+    ) {
+        Released::add(&mut self.released.messages, permit);
+        if let Some(processing) = processing {
+            self.metrics.processing_latency().observe(processing);
+        }
+        let next = offset + 1;
+        let staged = self.staged[inlet].entry(partition).or_insert(next);
+        *staged = (*staged).max(next);
+        runtime::count_committed(&self.metrics, 1);
+        self.pending = true;
     }
 
     /// Takes one event; returns `Some(succeeded)` at the finish.
@@ -341,17 +394,7 @@ impl Committer {
                 offset,
                 processing,
                 permit,
-            } => {
-                Released::add(&mut self.released.messages, permit);
-                if let Some(processing) = processing {
-                    self.metrics.processing_latency().observe(processing);
-                }
-                let next = offset + 1;
-                let staged = self.staged[inlet].entry(partition).or_insert(next);
-                *staged = (*staged).max(next);
-                runtime::count_committed(&self.metrics, 1);
-                self.pending = true;
-            }
+            } => self.commit(inlet, partition, offset, processing, permit),
         }
         Ok(None)
     }
