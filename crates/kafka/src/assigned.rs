@@ -88,6 +88,7 @@ impl AssignedReader {
             source: redactor.boxed(&error),
         })?;
         let read = topics(&starts);
+        let names = Names::reading(starts.iter().map(|(tp, _)| &*tp.topic), &metadata);
         let positions: Positions = starts.into_iter().collect();
         let (sender, batches) = mpsc::channel(BATCHES_AHEAD);
         let stop = Arc::new(AtomicBool::new(false));
@@ -98,6 +99,7 @@ impl AssignedReader {
             metadata,
             redactor,
             topics: read,
+            names,
             next: positions.clone(),
         };
         std::thread::Builder::new()
@@ -182,6 +184,8 @@ struct Polling {
     redactor: Redactor,
     /// The topics read, for errors.
     topics: String,
+    /// The names records share, and the buffer they are copied into.
+    names: Names,
     /// Per partition, the offset after the last record handed over or position reported.
     next: Positions,
 }
@@ -189,7 +193,7 @@ struct Polling {
 impl Polling {
     /// Reads and hands over batches until stopped or nobody receives any more.
     fn run(mut self) {
-        let mut names = Names::default();
+        let mut names = std::mem::take(&mut self.names);
         while !self.stop.load(Ordering::SeqCst) {
             let mut batch = Vec::new();
             match self.client.poll(POLL) {

@@ -366,6 +366,7 @@ impl KafkaConsumer {
     pub(crate) fn start(client: Client, topics: &[&str]) -> std::result::Result<Self, KafkaError> {
         client.subscribe(topics)?;
         let shared = client.context().shared.clone();
+        let names = Names::reading(topics.iter().copied(), &shared.metadata);
         let client = Arc::new(client);
         let (sender, batches) = mpsc::channel(BATCHES_AHEAD);
         let (commands, orders) = std::sync::mpsc::channel();
@@ -374,7 +375,7 @@ impl KafkaConsumer {
             .name(format!("kafka-consumer {}", shared.group))
             .spawn({
                 let (client, stop) = (client.clone(), stop.clone());
-                move || poll_loop(&client, &sender, &orders, &stop)
+                move || poll_loop(&client, names, &sender, &orders, &stop)
             })
             .expect("starting a consumer thread");
         Ok(KafkaConsumer {
@@ -641,12 +642,12 @@ fn rebalancing(error: &KafkaError) -> bool {
 /// The polling thread: reads batches and hands them over until stopped or nobody listens.
 fn poll_loop(
     client: &Client,
+    mut names: Names,
     sender: &mpsc::Sender<Batch>,
     orders: &std::sync::mpsc::Receiver<Command>,
     stop: &AtomicBool,
 ) {
     let shared = client.context().shared.clone();
-    let mut names = Names::default();
     while !stop.load(Ordering::SeqCst) {
         while let Ok(Command::Seek(tp, offset)) = orders.try_recv() {
             // librdkafka's seek also drops what it fetched for the partition before.
@@ -761,12 +762,37 @@ fn hand_over(
     true
 }
 
-/// What the polling thread keeps between records: the last topic name seen, so records
-/// share one `Arc<str>` without a lookup each, and the buffer records are copied into.
+/// What the polling thread keeps between records: the topic name records share (without
+/// a lookup each), and the buffer records are copied into.
 #[derive(Default)]
 pub(crate) struct Names {
+    /// The only topic read, when there is one: its records need not be asked for their
+    /// topic's name (librdkafka gives it as a C string, measured and checked as UTF-8 on
+    /// every call).
+    only: Option<Arc<str>>,
+    /// The last topic name seen, when several are read.
     last: Option<Arc<str>>,
     copies: CopyBuffer,
+}
+
+impl Names {
+    /// For a client reading `topics` (names, not patterns).
+    pub(crate) fn reading<'a>(
+        topics: impl IntoIterator<Item = &'a str>,
+        metadata: &Metadata,
+    ) -> Names {
+        let mut distinct: Vec<&str> = topics.into_iter().collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let only = match distinct[..] {
+            [topic] if !topic.starts_with('^') => Some(metadata.intern(topic)),
+            _ => None,
+        };
+        Names {
+            only,
+            ..Names::default()
+        }
+    }
 }
 
 pub(crate) fn convert(
@@ -774,9 +800,10 @@ pub(crate) fn convert(
     names: &mut Names,
     metadata: &Metadata,
 ) -> ConsumedRecord {
-    let topic = match &names.last {
-        Some(name) if &**name == message.topic() => name.clone(),
-        _ => {
+    let topic = match (&names.only, &names.last) {
+        (Some(only), _) => only.clone(),
+        (None, Some(name)) if &**name == message.topic() => name.clone(),
+        (None, _) => {
             let name = metadata.intern(message.topic());
             names.last = Some(name.clone());
             name
@@ -806,6 +833,27 @@ pub(crate) fn convert(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn records_of_a_single_topic_share_its_name_without_asking() {
+        // Nothing is asked of the broker: interning a name is local.
+        let client = crate::KafkaConfig::new("127.0.0.1:9")
+            .admin()
+            .create_with_context(crate::context::LogContext {
+                redactor: Redactor::new(Arc::default()),
+            })
+            .unwrap();
+        let metadata = Metadata::new(client, Redactor::new(Arc::default()), Duration::ZERO);
+        let one = Names::reading(["orders", "orders"], &metadata);
+        assert_eq!(one.only.as_deref(), Some("orders"));
+        assert!(
+            Names::reading(["orders", "payments"], &metadata)
+                .only
+                .is_none()
+        );
+        assert!(Names::reading(["^orders.*"], &metadata).only.is_none());
+        assert!(Names::reading([], &metadata).only.is_none());
+    }
 
     #[test]
     fn requests_during_a_rebalance_are_retried_a_bounded_number_of_times() {
