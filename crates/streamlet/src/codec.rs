@@ -135,6 +135,36 @@ impl<T: Data> Codec<T> {
         }
     }
 
+    /// Encodes `value` into bytes of exactly its length: written into a buffer the thread
+    /// keeps, then copied into one allocation. (A `Bytes` made from a `Vec` with room to
+    /// spare allocates a second time, for its reference count.)
+    pub(crate) fn encode_bytes(&self, value: &T) -> Result<Bytes, CodecError> {
+        /// A buffer grown past this by a large value is not kept.
+        const KEPT_CAPACITY: usize = 64 * 1024;
+        thread_local! {
+            static ENCODING: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        if matches!(self.format, Format::Avro) {
+            // Encoded elsewhere when the buffer is in use (a value encoding another).
+            let encoded = ENCODING.try_with(|buffer| {
+                let mut buffer = buffer.try_borrow_mut().ok()?;
+                buffer.clear();
+                let encoded =
+                    crate::avro_encode::encode(&self.schema, &self.names, value, &mut buffer)
+                        .is_ok()
+                        .then(|| Bytes::copy_from_slice(&buffer));
+                if buffer.capacity() > KEPT_CAPACITY {
+                    *buffer = Vec::new();
+                }
+                encoded
+            });
+            if let Ok(Some(bytes)) = encoded {
+                return Ok(bytes);
+            }
+        }
+        self.encode(value).map(Bytes::from)
+    }
+
     /// Decodes a record's value; a null value (a tombstone) holds no `T`, so it is an error
     /// that says so (the record is then handled as any undecodable one).
     pub(crate) fn decode_value(
@@ -257,6 +287,24 @@ mod tests {
         #[avro(default = "0")]
         #[serde(default)]
         count: i64,
+    }
+
+    #[test]
+    fn bytes_of_exact_length_hold_the_same_encoding_one_value_after_another() {
+        let codec = Codec::<V1>::new(Format::Avro);
+        for id in [
+            "a much longer identifier than the next",
+            "b",
+            &"c".repeat(100_000),
+        ] {
+            let value = V1 { id: id.into() };
+            let bytes = codec.encode_bytes(&value).unwrap();
+            assert_eq!(&bytes[..], &codec.encode(&value).unwrap()[..]);
+            assert_eq!(codec.decode(&bytes, None).unwrap(), value);
+        }
+        let json = Codec::<V1>::new(Format::Json);
+        let bytes = json.encode_bytes(&V1 { id: "j".into() }).unwrap();
+        assert_eq!(&bytes[..], br#"{"id":"j"}"#);
     }
 
     #[test]
