@@ -141,8 +141,44 @@ pub trait Producer: fmt::Debug + Send + Sync {
     /// policy. Records sent to one partition are appended in the order of the calls.
     async fn send(&self, topic: &str, partition: u32, record: Record) -> Result<Receipt>;
 
+    /// Hands a record over as [`send`](Producer::send) does when that needs no waiting (the
+    /// buffer has room, the partition is known), without building `send`'s future; gives the
+    /// record back for `send` otherwise. Order and acknowledgement are `send`'s: the record
+    /// is appended after every record sent to the partition before it.
+    ///
+    /// The default always gives the record back.
+    ///
+    /// ```
+    /// use runnel_backend::{Backend, MemoryBackend, Producer, ProducerConfig, Record, TopicSpec, TrySend};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> runnel_backend::Result<()> {
+    /// let backend = MemoryBackend::new();
+    /// backend.create_topic(&TopicSpec::new("readings", 1)).await?;
+    /// let producer = backend.producer(&ProducerConfig::default()).await?;
+    /// let receipt = match producer.try_send("readings", 0, Record::new("21.5")) {
+    ///     TrySend::Sent(receipt) => receipt?,
+    ///     TrySend::Wait(record) => producer.send("readings", 0, record).await?,
+    /// };
+    /// assert_eq!(receipt.await?, 0);
+    /// # Ok(()) }
+    /// ```
+    fn try_send(&self, topic: &str, partition: u32, record: Record) -> TrySend {
+        let _ = (topic, partition);
+        TrySend::Wait(record)
+    }
+
     /// Waits until every record sent so far is acknowledged.
     async fn flush(&self) -> Result<()>;
+}
+
+/// What [`Producer::try_send`] did with a record.
+#[derive(Debug)]
+pub enum TrySend {
+    /// Handed over (or refused, as `send` would have refused it).
+    Sent(Result<Receipt>),
+    /// Not handed over: it needs [`Producer::send`], which may wait.
+    Wait(Record),
 }
 
 /// Reads records as a member of a consumer group.

@@ -42,6 +42,7 @@ macro_rules! conformance_tests {
             poll_waits_for_new_records
             unknown_topics_and_partitions_are_errors
             flush_waits_for_every_receipt
+            try_send_keeps_the_order_and_outcomes_of_send
             members_of_a_group_share_partitions
             closing_a_member_hands_its_partitions_over
             a_partition_reader_starts_at_its_offset_and_reads_only_its_partition
@@ -530,6 +531,59 @@ pub async fn flush_waits_for_every_receipt(backend: &impl Backend) {
     for (i, receipt) in receipts.into_iter().enumerate() {
         assert_eq!(receipt.await.unwrap(), i as u64);
     }
+}
+
+/// Records handed over with `try_send` (or with `send` when it gives them back) and with
+/// `send`, alternately, are appended in the order of the calls with `send`'s receipts; a
+/// partition that does not exist is refused either way.
+pub async fn try_send_keeps_the_order_and_outcomes_of_send(backend: &impl Backend) {
+    async fn try_then_send(
+        producer: &dyn crate::Producer,
+        topic: &str,
+        partition: u32,
+        record: Record,
+    ) -> crate::Result<crate::Receipt> {
+        match producer.try_send(topic, partition, record) {
+            crate::TrySend::Sent(receipt) => receipt,
+            crate::TrySend::Wait(record) => producer.send(topic, partition, record).await,
+        }
+    }
+    let name = topic(backend, "try-send", 2).await;
+    let producer = backend.producer(&ProducerConfig::default()).await.unwrap();
+    // The first send learns the partitions, so the later tries need no waiting.
+    let mut receipts = Vec::new();
+    for i in 0..1000 {
+        let record = Record::new(format!("{i}"));
+        let receipt = if i % 2 == 0 {
+            producer.send(&name, 1, record).await
+        } else {
+            try_then_send(producer.as_ref(), &name, 1, record).await
+        };
+        receipts.push(receipt.unwrap());
+    }
+    for (i, receipt) in receipts.into_iter().enumerate() {
+        assert_eq!(receipt.await.unwrap(), i as u64);
+    }
+    let reader = backend
+        .partition_reader(&ReaderConfig::new(&name, 1, 0))
+        .await
+        .unwrap();
+    let values: Vec<String> = consume_reader(reader.as_ref(), 1000)
+        .await
+        .iter()
+        .map(|r| String::from_utf8(r.record.value.clone().unwrap().to_vec()).unwrap())
+        .collect();
+    let expected: Vec<String> = (0..1000).map(|i| i.to_string()).collect();
+    assert_eq!(values, expected);
+    let refused = try_then_send(producer.as_ref(), &name, 7, Record::new("x")).await;
+    let refused = match refused {
+        Ok(receipt) => receipt.await.map(|_| ()),
+        Err(error) => Err(error),
+    };
+    assert!(
+        matches!(refused, Err(Error::PartitionNotFound { partition: 7, .. })),
+        "expected partition not found, got {refused:?}"
+    );
 }
 
 async fn wait_for_assignment(consumer: &dyn Consumer, partitions: usize) -> BTreeSet<u32> {

@@ -46,7 +46,7 @@ mod pausable;
 
 pub use backend::{
     Backend, Consumer, ConsumerConfig, Isolation, Producer, ProducerConfig, Receipt, ReceiptSource,
-    StartFrom,
+    StartFrom, TrySend,
 };
 pub use error::{BoxError, Error, Result};
 pub use memory::MemoryBackend;

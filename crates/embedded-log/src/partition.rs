@@ -181,6 +181,28 @@ impl Partition {
         record: &Record,
         owner: Option<TransactionFields>,
     ) -> Result<Accepted> {
+        loop {
+            // `space` is only ever notified with `notify_waiters`, which a `Notified` receives
+            // from its creation on without being enabled: registering as a waiter (a lock
+            // and a list entry on every append) is left to the rare append that must wait.
+            let space = pin!(self.space.notified());
+            match self.try_append_as(record, owner)? {
+                Some(accepted) => return Ok(accepted),
+                None => space.await,
+            }
+        }
+    }
+
+    /// Accepts a record into the pending buffer if it has room now; `None` if it is full.
+    pub(crate) fn try_append(&self, record: &Record) -> Result<Option<Accepted>> {
+        self.try_append_as(record, None)
+    }
+
+    fn try_append_as(
+        &self,
+        record: &Record,
+        owner: Option<TransactionFields>,
+    ) -> Result<Option<Accepted>> {
         let size = batch::encoded_len(record);
         if size > self.limits.max_record_bytes {
             return Err(Error::RecordTooLarge {
@@ -188,30 +210,22 @@ impl Partition {
                 limit: self.limits.max_record_bytes,
             });
         }
-        loop {
-            // `space` is only ever notified with `notify_waiters`, which a `Notified` receives
-            // from its creation on without being enabled: registering as a waiter (a lock
-            // and a list entry on every append) is left to the rare append that must wait.
-            let space = pin!(self.space.notified());
-            let pushed =
-                lock(&self.pending).try_push(record, size, self.limits.max_pending_bytes, owner);
-            match pushed {
-                Ok(Some(accepted)) => {
-                    if accepted.wake_writer {
-                        self.writer_wakeup.notify_one();
-                    }
-                    return Ok(accepted);
+        let pushed =
+            lock(&self.pending).try_push(record, size, self.limits.max_pending_bytes, owner);
+        match pushed {
+            Ok(Some(accepted)) => {
+                if accepted.wake_writer {
+                    self.writer_wakeup.notify_one();
                 }
-                Ok(None) => space.await,
-                Err(Refusal::Failed(source)) => {
-                    return Err(Error::PartitionFailed {
-                        path: self.directory.clone(),
-                        source,
-                    });
-                }
-                Err(Refusal::Closed) => return Err(Error::Closed),
-                Err(Refusal::Fenced) => return Err(Error::ProducerFenced),
+                Ok(Some(accepted))
             }
+            Ok(None) => Ok(None),
+            Err(Refusal::Failed(source)) => Err(Error::PartitionFailed {
+                path: self.directory.clone(),
+                source,
+            }),
+            Err(Refusal::Closed) => Err(Error::Closed),
+            Err(Refusal::Fenced) => Err(Error::ProducerFenced),
         }
     }
 

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
-use runnel_backend::{Producer, Receipt, Record};
+use runnel_backend::{Producer, Receipt, Record, TrySend};
 
 use crate::backend::{Shared, TopicLog};
 use crate::partition::lock;
@@ -41,6 +41,19 @@ impl EmbeddedProducer {
         recent.push((topic.into(), log.clone()));
         Ok(log)
     }
+
+    /// The log of `topic`, once `partition` is known to be one of its partitions.
+    fn topic_with(&self, topic: &str, partition: u32) -> runnel_backend::Result<Arc<TopicLog>> {
+        let topic_log = self.topic(topic)?;
+        if partition as usize >= topic_log.partitions.len() {
+            return Err(runnel_backend::Error::PartitionNotFound {
+                topic: topic.to_owned(),
+                partition,
+                partitions: topic_log.partitions.len() as u32,
+            });
+        }
+        Ok(topic_log)
+    }
 }
 
 #[async_trait]
@@ -51,19 +64,26 @@ impl Producer for EmbeddedProducer {
         partition: u32,
         record: Record,
     ) -> runnel_backend::Result<Receipt> {
-        let topic_log = self.topic(topic)?;
-        let Some(log) = topic_log.partitions.get(partition as usize) else {
-            return Err(runnel_backend::Error::PartitionNotFound {
-                topic: topic.to_owned(),
-                partition,
-                partitions: topic_log.partitions.len() as u32,
-            });
-        };
+        let topic_log = self.topic_with(topic, partition)?;
+        let log = &topic_log.partitions[partition as usize];
         let accepted = log
             .append(&record)
             .await
             .map_err(|error| error.into_produce(topic, partition))?;
         Ok(accepted.into_receipt(&log.topic, partition))
+    }
+
+    fn try_send(&self, topic: &str, partition: u32, record: Record) -> TrySend {
+        let topic_log = match self.topic_with(topic, partition) {
+            Ok(topic_log) => topic_log,
+            Err(error) => return TrySend::Sent(Err(error)),
+        };
+        let log = &topic_log.partitions[partition as usize];
+        match log.try_append(&record) {
+            Ok(Some(accepted)) => TrySend::Sent(Ok(accepted.into_receipt(&log.topic, partition))),
+            Ok(None) => TrySend::Wait(record),
+            Err(error) => TrySend::Sent(Err(error.into_produce(topic, partition))),
+        }
     }
 
     /// Waits for the last batch of every partition in the log, which holds or follows every

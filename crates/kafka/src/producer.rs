@@ -13,14 +13,14 @@ use rdkafka::message::{Header, Message as _, OwnedHeaders};
 use rdkafka::producer::{
     BaseRecord, DeliveryResult, Producer as _, ProducerContext, ThreadedProducer,
 };
-use runnel_backend::{Error, Producer, Receipt, Record, Result};
+use runnel_backend::{Error, Producer, Receipt, Record, Result, TrySend};
 use tokio::sync::Notify;
 
 use crate::context;
 use crate::delivery::Delivery;
 use crate::error::Redactor;
 use crate::metadata::{Metadata, blocking};
-use crate::targets::Targets;
+use crate::targets::{Destination, Targets};
 use crate::topic_limits::{BATCH_OVERHEAD, TopicLimits};
 
 /// librdkafka's default `message.max.bytes`.
@@ -144,15 +144,28 @@ impl KafkaProducer {
     }
 }
 
-#[async_trait]
-impl Producer for KafkaProducer {
-    async fn send(&self, topic: &str, partition: u32, record: Record) -> Result<Receipt> {
-        let destination = self.targets.destination(topic, partition).await?;
-        let record_size = wire_size(&record);
+/// What one attempt to hand a record to librdkafka came to.
+enum Attempt {
+    Sent(Receipt),
+    /// librdkafka's queue is full; deliveries make room.
+    Full,
+    Failed(Error),
+}
+
+impl KafkaProducer {
+    /// Checks `record` against the topic's limit and hands it to librdkafka once.
+    fn attempt(
+        &self,
+        topic: &str,
+        partition: u32,
+        record: &Record,
+        destination: &Destination,
+    ) -> Attempt {
+        let record_size = wire_size(record);
         if let Some(limit) = destination.limit {
             let size = record_size + BATCH_OVERHEAD;
             if size > limit {
-                return Err(Error::RecordTooLarge {
+                return Attempt::Failed(Error::RecordTooLarge {
                     topic: topic.to_owned(),
                     partition,
                     size,
@@ -162,7 +175,7 @@ impl Producer for KafkaProducer {
         }
         // The partition's shared cell, not a copy of the name: the receipt needs the name
         // only for an error, the delivery report the cell for the acknowledged end.
-        let delivery = Arc::new(Delivery::new(destination.written, record_size));
+        let delivery = Arc::new(Delivery::new(destination.written.clone(), record_size));
         let mut base: BaseRecord<'_, [u8], [u8], _> =
             BaseRecord::with_opaque_to(topic, delivery.clone())
                 .partition(partition as i32)
@@ -185,6 +198,20 @@ impl Producer for KafkaProducer {
         if let Some(key) = &record.key {
             base = base.key(&key[..]);
         }
+        match self.client.send(base) {
+            Ok(()) => Attempt::Sent(Receipt::shared(delivery, 0)),
+            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => Attempt::Full,
+            Err((error, _)) => {
+                Attempt::Failed(self.produce_error(topic, partition, &error, record))
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Producer for KafkaProducer {
+    async fn send(&self, topic: &str, partition: u32, record: Record) -> Result<Receipt> {
+        let destination = self.targets.destination(topic, partition).await?;
         let context = self.client.context();
         loop {
             // Register interest before trying, so a delivery between the failed attempt and
@@ -193,21 +220,28 @@ impl Producer for KafkaProducer {
             // from its creation on: enabling it, a lock per send, is not needed.)
             let space = context.space.notified();
             tokio::pin!(space);
-            match self.client.send(base) {
-                Ok(()) => break,
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), returned)) => {
-                    base = returned;
+            match self.attempt(topic, partition, &record, &destination) {
+                Attempt::Sent(receipt) => return Ok(receipt),
+                Attempt::Failed(error) => return Err(error),
+                Attempt::Full => {
                     context.waiting.fetch_add(1, Ordering::AcqRel);
                     // Deliveries make room; the timeout covers librdkafka's own retries.
                     let _ = tokio::time::timeout(Duration::from_millis(50), space).await;
                     context.waiting.fetch_sub(1, Ordering::AcqRel);
                 }
-                Err((error, _)) => {
-                    return Err(self.produce_error(topic, partition, &error, &record));
-                }
             }
         }
-        Ok(Receipt::shared(delivery, 0))
+    }
+
+    fn try_send(&self, topic: &str, partition: u32, record: Record) -> TrySend {
+        let Some(destination) = self.targets.cached(topic, partition) else {
+            return TrySend::Wait(record);
+        };
+        match self.attempt(topic, partition, &record, &destination) {
+            Attempt::Sent(receipt) => TrySend::Sent(Ok(receipt)),
+            Attempt::Failed(error) => TrySend::Sent(Err(error)),
+            Attempt::Full => TrySend::Wait(record),
+        }
     }
 
     async fn flush(&self) -> Result<()> {

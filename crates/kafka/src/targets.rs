@@ -65,7 +65,9 @@ impl Targets {
         (self.metadata.generation(), self.limits.generation())
     }
 
-    fn cached(&self, topic: &str, partition: u32) -> Option<Destination> {
+    /// Where a record for `partition` of `topic` goes, when this producer's own facts are
+    /// current.
+    pub(crate) fn cached(&self, topic: &str, partition: u32) -> Option<Destination> {
         let generations = self.generations();
         let known = self.lock();
         let target = known.iter().find(|target| &*target.name == topic)?;

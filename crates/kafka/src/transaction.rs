@@ -14,7 +14,7 @@ use rdkafka::producer::Producer as _;
 use rdkafka::{Offset, TopicPartitionList};
 use runnel_backend::{
     Consumer, ConsumerConfig, Error, GroupOffsets, Producer, Receipt, Record, Result,
-    TransactionalProducer,
+    TransactionalProducer, TrySend,
 };
 
 use crate::consumer::KafkaConsumer;
@@ -106,6 +106,10 @@ fn transaction_error(
 impl Producer for KafkaTransactionalProducer {
     async fn send(&self, topic: &str, partition: u32, record: Record) -> Result<Receipt> {
         self.producer.send(topic, partition, record).await
+    }
+
+    fn try_send(&self, topic: &str, partition: u32, record: Record) -> TrySend {
+        self.producer.try_send(topic, partition, record)
     }
 
     async fn flush(&self) -> Result<()> {

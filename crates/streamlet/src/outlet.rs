@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use bytes::Bytes;
-use runnel_backend::{Headers, Producer, Receipt, Record, partition_for_key};
+use runnel_backend::{Headers, Producer, Receipt, Record, TrySend, partition_for_key};
 use tokio::sync::OwnedSemaphorePermit;
 
 use crate::acknowledgement::Acknowledgements;
@@ -231,7 +231,7 @@ impl<T: Data> OutletSender<T> {
     fn prepare(&self, outgoing: Outgoing<'_, T>) -> Result<(Record, u32)> {
         let inner = &*self.inner;
         let parts = &inner.parts;
-        let encoded = inner.codec.encode(outgoing.value)?;
+        let encoded = inner.codec.encode_bytes(outgoing.value)?;
         let key = outgoing.key.or_else(|| {
             inner
                 .key
@@ -263,7 +263,7 @@ impl<T: Data> OutletSender<T> {
         parts.metrics.record(encoded.len());
         let record = Record {
             key,
-            value: Some(Bytes::from(encoded)),
+            value: Some(encoded),
             headers,
             timestamp: outgoing
                 .timestamp
@@ -281,12 +281,12 @@ impl<T: Data> OutletSender<T> {
     ) -> Result<(Receipt, OwnedSemaphorePermit)> {
         let parts = &self.inner.parts;
         let permit = parts.acknowledgements.send_permit().await;
-        let receipt = parts
-            .producer
-            .send(&parts.topic, partition, record)
-            .await
-            .map_err(refused)?;
-        Ok((receipt, permit))
+        // Most records need no waiting, nor `send`'s boxed future.
+        let receipt = match parts.producer.try_send(&parts.topic, partition, record) {
+            TrySend::Sent(receipt) => receipt,
+            TrySend::Wait(record) => parts.producer.send(&parts.topic, partition, record).await,
+        };
+        Ok((receipt.map_err(refused)?, permit))
     }
 
     /// The outlet's topic.
