@@ -281,8 +281,13 @@ impl Committer {
                 continue; // dropped in order, releasing their permits
             }
             // Most events are taken on the spot; only the rest build `handle`'s future.
-            let Some(event) = self.take_ready(event)? else {
-                continue;
+            let event = match self.take_ready(event) {
+                Ok(None) => continue,
+                Ok(Some(event)) => event,
+                Err(error) => {
+                    self.released.release();
+                    return Err(error);
+                }
             };
             match self.handle(event).await {
                 Ok(Some(succeeded)) => finished = Some(succeeded),
