@@ -393,13 +393,10 @@ impl Committer {
                     self.pending |= matches!(self.mode, Mode::ExactlyOnce { .. });
                 }
             },
-            Event::Commit {
-                inlet,
-                partition,
-                offset,
-                processing,
-                permit,
-            } => self.commit(inlet, partition, offset, processing, permit),
+            // `handle_all` takes commits on the spot; the same here.
+            commit @ Event::Commit { .. } => {
+                self.take_ready(commit)?;
+            }
         }
         Ok(None)
     }
