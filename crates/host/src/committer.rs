@@ -302,21 +302,29 @@ impl Committer {
         Ok(finished)
     }
 
-    /// Takes a commit, or a send whose receipt is already complete, without waiting; gives
-    /// any other event back for [`handle`](Self::handle).
+    /// Takes a commit or a send without waiting, unless it is a send whose receipt is not
+    /// complete yet (at least once): that one, and every other event, is given back for
+    /// [`handle`](Self::handle).
     fn take_ready(&mut self, event: Event) -> Result<Option<Event>, CommitError> {
         match event {
             Event::Sent {
                 mut receipt,
                 permit,
-            } if matches!(self.mode, Mode::AtLeastOnce) => match (&mut receipt).now_or_never() {
-                Some(delivered) => {
-                    delivered.map_err(CommitError::Delivery)?;
-                    Released::add(&mut self.released.sends, permit);
-                    Ok(None)
+            } => {
+                if matches!(self.mode, Mode::AtLeastOnce) {
+                    match (&mut receipt).now_or_never() {
+                        Some(delivered) => delivered.map_err(CommitError::Delivery)?,
+                        None => return Ok(Some(Event::Sent { receipt, permit })),
+                    };
+                } else {
+                    // Exactly-once: the transaction commit fails if a delivery did. At most
+                    // once: nobody waits.
+                    drop(receipt);
+                    self.pending |= matches!(self.mode, Mode::ExactlyOnce { .. });
                 }
-                None => Ok(Some(Event::Sent { receipt, permit })),
-            },
+                Released::add(&mut self.released.sends, permit);
+                Ok(None)
+            }
             Event::Commit {
                 inlet,
                 partition,
@@ -368,34 +376,16 @@ impl Committer {
                 self.settle().await?;
                 self.restored(partition, &offsets, changelog);
             }
-            Event::Sent {
-                mut receipt,
-                permit,
-            } => match self.mode {
-                Mode::AtLeastOnce => {
-                    // A receipt not yet complete is waited for with the permits of what
-                    // came before it given back, so the streamlet is not held up meanwhile.
-                    let delivered = match (&mut receipt).now_or_never() {
-                        Some(delivered) => delivered,
-                        None => {
-                            self.released.release();
-                            self.wait_for(receipt).await?
-                        }
-                    };
-                    delivered.map_err(CommitError::Delivery)?;
+            ready @ (Event::Sent { .. } | Event::Commit { .. }) => {
+                // A send whose receipt is not complete yet is waited for with the permits of
+                // what came before it given back, so the streamlet is not held up meanwhile.
+                if let Some(Event::Sent { receipt, permit }) = self.take_ready(ready)? {
+                    self.released.release();
+                    self.wait_for(receipt)
+                        .await?
+                        .map_err(CommitError::Delivery)?;
                     Released::add(&mut self.released.sends, permit);
                 }
-                // Exactly-once: the transaction commit fails if a delivery did. At most
-                // once: nobody waits.
-                Mode::AtMostOnce | Mode::ExactlyOnce { .. } => {
-                    drop(receipt);
-                    Released::add(&mut self.released.sends, permit);
-                    self.pending |= matches!(self.mode, Mode::ExactlyOnce { .. });
-                }
-            },
-            // `handle_all` takes commits on the spot; the same here.
-            commit @ Event::Commit { .. } => {
-                self.take_ready(commit)?;
             }
         }
         Ok(None)
