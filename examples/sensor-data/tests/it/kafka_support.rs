@@ -1,6 +1,6 @@
 //! Running the app on a tansu broker and reading its topics with a plain Kafka consumer.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 
 use runnel_kafka::test_broker::Tansu;
@@ -18,7 +18,7 @@ pub(crate) fn app_on(broker: &Tansu, args: &[&str]) -> Command {
     command
 }
 
-pub(crate) use runnel_app_test::kafka::{at_least, read_topic};
+pub(crate) use runnel_app_test::kafka::{Seen, at_least, read_topic};
 
 /// Counts how often each (sequence, metric name) arrived.
 pub(crate) fn arrivals<'a>(
@@ -31,4 +31,16 @@ pub(crate) fn arrivals<'a>(
             .or_default() += 1;
     }
     counts
+}
+
+/// A stop condition for [`read_topic`] on a topic of metrics: every one of `expected` distinct
+/// (sequence, name) pairs has arrived. Counting records would stop short when some arrived twice,
+/// as they may after an outage or a takeover (delivery is at least once).
+pub(crate) fn distinct_metrics(expected: usize) -> impl FnMut(&Seen) -> bool {
+    let mut distinct = BTreeSet::new();
+    move |seen| {
+        let metric: sensor_data::model::Metric = crate::support::decode(&seen.value);
+        distinct.insert((metric.sequence, metric.name));
+        distinct.len() >= expected
+    }
 }

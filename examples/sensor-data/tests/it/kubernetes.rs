@@ -21,7 +21,7 @@ use runnel_test_cluster::{DeploymentController, FakeApiServer, Kubelet};
 use sensor_data::model::{Metric, SensorData};
 use tokio_util::sync::CancellationToken;
 
-use crate::kafka_support::{arrivals, read_topic};
+use crate::kafka_support::{arrivals, distinct_metrics, read_topic};
 use crate::support::{BLUEPRINT, decode, run_to_end, stderr_of};
 
 const NAMESPACE: &str = "sensors";
@@ -401,12 +401,7 @@ fn an_app_runs_on_the_process_backed_cluster_from_build_to_undeploy() {
             .collect();
     assert!(readings.len() > 50, "{} readings", readings.len());
     let expected = 3 * readings.len();
-    let mut distinct = BTreeSet::new();
-    let metrics = read_topic(&broker, "metrics", LIMIT, |seen| {
-        let metric: Metric = decode(&seen.value);
-        distinct.insert((metric.sequence, metric.name));
-        distinct.len() >= expected
-    });
+    let metrics = read_topic(&broker, "metrics", LIMIT, distinct_metrics(expected));
     let counts = arrivals(
         metrics
             .iter()

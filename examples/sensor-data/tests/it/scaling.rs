@@ -4,7 +4,7 @@ use std::time::Duration;
 use runnel_kafka::test_broker::Tansu;
 use sensor_data::model::Metric;
 
-use crate::kafka_support::{app_on, arrivals, at_least, read_topic};
+use crate::kafka_support::{app_on, arrivals, at_least, distinct_metrics, read_topic};
 use crate::support::{BLUEPRINT, decode, run_to_end, stderr_of};
 use runnel_app_test::{GroupMember, wait_until};
 
@@ -80,12 +80,12 @@ fn two_processes_share_partitions_and_one_survives_a_kill() {
 
     let expected = 3 * READINGS as usize;
     // Stop once every metric arrived at least once (decoding each record once).
-    let mut distinct = std::collections::BTreeSet::new();
-    let seen = read_topic(&broker, "metrics", Duration::from_secs(90), |record| {
-        let metric: Metric = decode(&record.value);
-        distinct.insert((metric.sequence, metric.name));
-        distinct.len() >= expected
-    });
+    let seen = read_topic(
+        &broker,
+        "metrics",
+        Duration::from_secs(90),
+        distinct_metrics(expected),
+    );
     second.child.kill().unwrap();
     second.child.wait().unwrap();
     let metrics: Vec<Metric> = seen.iter().map(|s| decode(&s.value)).collect();
