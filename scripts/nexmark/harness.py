@@ -14,7 +14,8 @@ resident memory of the session summed over its processes. A run that exceeds the
 is killed; at the end of every run the whole session is killed, and nothing else.
 
 Start-up is the first query over 1,000 events, once per run and engine; the columns "after
-start-up" take its median wall time and CPU time off each query's.
+start-up" take its median wall time and CPU time off each query's, and show no figure
+(n/a) when less than half a second of either is left.
 
     python harness.py --events 1000000 --runs 3 --queries q0,q1,q2 --output results.md
 """
@@ -171,13 +172,18 @@ def table(arguments, results, startups, engines):
             ratio = cpu_ratio = ""
             if engine != "runnel" and base is not None:
                 ratio = (f"{base['rate'] / row['rate']:.1f}x "
-                         f"({base['net_rate'] / row['net_rate']:.1f}x)")
+                         f"({after(base, row, lambda b, r: b['net_rate'] / r['net_rate'])})")
                 cpu_ratio = (f"{row['cpu'] / base['cpu']:.1f}x "
-                             f"({row['net_cpu'] / base['net_cpu']:.1f}x)")
+                             f"({after(base, row, lambda b, r: r['net_cpu'] / b['net_cpu'])})")
+            net_rate = after(row, row, lambda r, _: r["net_rate"], "{:,.0f}")
+            net_efficiency = after(row, row, lambda r, _: arguments.events / r["net_cpu"], "{:,.0f}")
             lines.append(
                 f"| {query} | {engine} | {row['rate']:,.0f} | {row['wall']:.2f} | {row['cpu']:.2f} | "
                 f"{arguments.events / row['cpu']:,.0f} | {row['rss'] / 2**20:,.0f} | "
-                f"{row['net_rate']:,.0f} | {arguments.events / row['net_cpu']:,.0f} | {ratio} | {cpu_ratio} |")
+                f"{net_rate} | {net_efficiency} | {ratio} | {cpu_ratio} |")
+    lines.append("")
+    lines.append(f"{NO_FIGURE}: the query took less than {MIN_AFTER_STARTUP} s of wall or CPU "
+                 "time beyond the engine's median start-up, too little to measure after it.")
     lines.append("")
     lines.append("| engine | start-up wall s | start-up CPU s | start-up peak RSS MiB |")
     lines.append("|---|---|---|---|")
@@ -190,6 +196,17 @@ def table(arguments, results, startups, engines):
     return "\n".join(lines)
 
 
+MIN_AFTER_STARTUP = 0.5
+NO_FIGURE = "n/a"
+
+
+def after(first, second, figure, style="{:.1f}x"):
+    """An "after start-up" figure of two summaries, or n/a when either has none."""
+    if first["net_rate"] is None or second["net_rate"] is None:
+        return NO_FIGURE
+    return style.format(figure(first, second))
+
+
 def summary(results, engine, query, events, startups):
     """Medians of the successful runs, and the same with the start-up's median taken off."""
     runs = [r for r in results.get((engine, query), []) if r["code"] == 0]
@@ -199,10 +216,14 @@ def summary(results, engine, query, events, startups):
     cpu = median([r["cpu"] for r in runs])
     startup_wall = median([r["wall"] for r in startups])
     startup_cpu = median([r["cpu"] for r in startups])
+    # A query that took hardly longer than the engine's start-up leaves nothing to measure
+    # after taking it off (a clamped difference would print absurd rates): no figure then.
+    net_wall, net_cpu = wall - startup_wall, cpu - startup_cpu
+    enough = net_wall >= MIN_AFTER_STARTUP and net_cpu >= MIN_AFTER_STARTUP
     return {"wall": wall, "rate": events / wall, "cpu": cpu,
             "rss": median([r["rss"] for r in runs]),
-            "net_rate": events / max(wall - startup_wall, 1e-3),
-            "net_cpu": max(cpu - startup_cpu, 1e-3)}
+            "net_rate": events / net_wall if enough else None,
+            "net_cpu": net_cpu if enough else None}
 
 
 def machine():
