@@ -145,7 +145,8 @@ impl<T: Data> Codec<T> {
             static ENCODING: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
         }
         if matches!(self.format, Format::Avro) {
-            // Encoded elsewhere when the buffer is in use (a value encoding another).
+            // Falls through to `encode` when the buffer is in use (a value encoding another)
+            // or the value does not encode: `encode` words that error, encoding it once more.
             let encoded = ENCODING.try_with(|buffer| {
                 let mut buffer = buffer.try_borrow_mut().ok()?;
                 buffer.clear();
