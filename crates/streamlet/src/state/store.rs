@@ -10,6 +10,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use super::changelog_entries::{ChangelogEntries, ChangelogEntriesBuilder};
+use super::stored_value::StoredValue;
 
 /// Changes since the last snapshot beyond this (and twice the live state) make the next
 /// checkpoint a snapshot, so a restore reads at most about three times the state.
@@ -18,7 +19,7 @@ const SNAPSHOT_SLACK_BYTES: u64 = 1 << 20;
 /// An entry: its encoded value and when it expires (processing time, milliseconds).
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Stored {
-    value: Box<[u8]>,
+    value: StoredValue,
     expires: Option<i64>,
 }
 
@@ -45,14 +46,14 @@ impl Stored {
     fn decode(encoded: &[u8]) -> Option<Stored> {
         match encoded.split_first()? {
             (0, value) => Some(Stored {
-                value: value.into(),
+                value: StoredValue::from_slice(value),
                 expires: None,
             }),
             (1, rest) if rest.len() >= 8 => {
                 let (expires, value) = rest.split_at(8);
                 let expires = i64::from_le_bytes(expires.try_into().ok()?);
                 Some(Stored {
-                    value: value.into(),
+                    value: StoredValue::from_slice(value),
                     expires: Some(expires),
                 })
             }
@@ -108,7 +109,7 @@ impl PartitionStore {
     /// Sets `key` to `value`, to expire at `expires` if given.
     pub(crate) fn put(&mut self, key: &[u8], value: Vec<u8>, expires: Option<i64>) {
         let stored = Stored {
-            value: value.into_boxed_slice(),
+            value: StoredValue::from_vec(value),
             expires,
         };
         let key = self.insert(key, stored);
