@@ -20,15 +20,34 @@ const SNAPSHOT_SLACK_BYTES: u64 = 1 << 20;
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Stored {
     value: StoredValue,
-    expires: Option<i64>,
+    /// When it expires, or [`Stored::NEVER`]: an `Option<i64>` would take 16 bytes, and
+    /// millions of entries each pay for the field.
+    expires_at: i64,
 }
 
 impl Stored {
+    /// `expires_at` of an entry that does not expire.
+    const NEVER: i64 = i64::MIN;
+
+    /// An entry holding `value`, to expire at `expires` if given. An expiry of `i64::MIN`,
+    /// long past whatever the clock says, is held as `i64::MIN + 1`, as long past.
+    fn new(value: StoredValue, expires: Option<i64>) -> Stored {
+        Stored {
+            value,
+            expires_at: expires.map_or(Stored::NEVER, |expires| expires.max(i64::MIN + 1)),
+        }
+    }
+
+    /// When it expires, if it does.
+    fn expires(&self) -> Option<i64> {
+        (self.expires_at != Stored::NEVER).then_some(self.expires_at)
+    }
+
     /// Appends the changelog encoding to `buffer`: a flag byte, the expiry if flagged, the
     /// value.
     fn encode_into(&self, buffer: &mut bytes::BytesMut) {
         buffer.reserve(self.encoded_len());
-        match self.expires {
+        match self.expires() {
             None => buffer.extend_from_slice(&[0]),
             Some(expires) => {
                 buffer.extend_from_slice(&[1]);
@@ -40,22 +59,16 @@ impl Stored {
 
     /// The length of the changelog encoding.
     fn encoded_len(&self) -> usize {
-        1 + if self.expires.is_some() { 8 } else { 0 } + self.value.len()
+        1 + if self.expires().is_some() { 8 } else { 0 } + self.value.len()
     }
 
     fn decode(encoded: &[u8]) -> Option<Stored> {
         match encoded.split_first()? {
-            (0, value) => Some(Stored {
-                value: StoredValue::from_slice(value),
-                expires: None,
-            }),
+            (0, value) => Some(Stored::new(StoredValue::from_slice(value), None)),
             (1, rest) if rest.len() >= 8 => {
                 let (expires, value) = rest.split_at(8);
                 let expires = i64::from_le_bytes(expires.try_into().ok()?);
-                Some(Stored {
-                    value: StoredValue::from_slice(value),
-                    expires: Some(expires),
-                })
+                Some(Stored::new(StoredValue::from_slice(value), Some(expires)))
             }
             _ => None,
         }
@@ -100,7 +113,7 @@ impl PartitionStore {
     /// The value of `key`, unless it expired by `now`.
     pub(crate) fn get(&self, key: &[u8], now: i64) -> Option<&[u8]> {
         let stored = self.entries.get(key)?;
-        match stored.expires {
+        match stored.expires() {
             Some(expires) if expires <= now => None,
             _ => Some(&stored.value),
         }
@@ -108,10 +121,7 @@ impl PartitionStore {
 
     /// Sets `key` to `value`, to expire at `expires` if given.
     pub(crate) fn put(&mut self, key: &[u8], value: Vec<u8>, expires: Option<i64>) {
-        let stored = Stored {
-            value: StoredValue::from_vec(value),
-            expires,
-        };
+        let stored = Stored::new(StoredValue::from_vec(value), expires);
         let key = self.insert(key, stored);
         self.changed.insert(key);
     }
@@ -119,7 +129,7 @@ impl PartitionStore {
     /// Holds `stored` at `key`, replacing what was there; returns the key as held.
     fn insert(&mut self, key: &[u8], stored: Stored) -> Key {
         self.live_bytes += Stored::size(key, &stored.value);
-        let expires = stored.expires;
+        let expires = stored.expires();
         let (held, old) = match self.entries.get_key_value(key) {
             Some((held, _)) => {
                 let held = held.clone();
@@ -137,7 +147,7 @@ impl PartitionStore {
         };
         if let Some(old) = old {
             self.live_bytes -= Stored::size(key, &old.value);
-            if let Some(expired) = old.expires.filter(|old| Some(*old) != expires) {
+            if let Some(expired) = old.expires().filter(|old| Some(*old) != expires) {
                 self.expiries.remove(&(expired, held.clone()));
             }
         }
@@ -158,7 +168,7 @@ impl PartitionStore {
     fn remove(&mut self, key: &[u8]) -> Option<Key> {
         let (held, old) = self.entries.remove_entry(key)?;
         self.live_bytes -= Stored::size(key, &old.value);
-        if let Some(expires) = old.expires {
+        if let Some(expires) = old.expires() {
             self.expiries.remove(&(expires, held.clone()));
         }
         if is_ordered(key) {
@@ -186,7 +196,7 @@ impl PartitionStore {
             .take_while(move |key| key.starts_with(prefix))
             .filter_map(move |key| {
                 let stored = self.entries.get(key)?;
-                let live = stored.expires.is_none_or(|expires| expires > now);
+                let live = stored.expires().is_none_or(|expires| expires > now);
                 live.then_some((&**key, &*stored.value))
             })
     }
@@ -382,6 +392,32 @@ mod tests {
         assert_eq!(restored.get(b"k1", 49), Some(&b"one"[..]));
         assert_eq!(restored.expire(50), 1);
         assert_eq!(restored.get(b"k1", 0), None);
+    }
+
+    #[test]
+    fn expiries_at_the_ends_of_time_and_none_survive_a_restore() {
+        let mut store = PartitionStore::default();
+        store.put(b"never", b"n".to_vec(), None);
+        store.put(b"latest", b"l".to_vec(), Some(i64::MAX));
+        store.put(b"earliest", b"e".to_vec(), Some(i64::MIN));
+        store.snapshot_next();
+        let (taken, _) = store.take_changes();
+        let mut restored = PartitionStore::default();
+        for (key, value) in taken.iter().map(Result::unwrap) {
+            assert!(restored.apply(key, value));
+        }
+        for store in [&store, &restored] {
+            assert_eq!(store.get(b"never", i64::MAX), Some(&b"n"[..]));
+            assert_eq!(store.get(b"latest", i64::MAX - 1), Some(&b"l"[..]));
+            assert_eq!(store.get(b"earliest", i64::MIN + 1), None);
+        }
+        assert_eq!(restored.expire(i64::MAX), 2);
+        assert_eq!(restored.get(b"never", i64::MAX), Some(&b"n"[..]));
+    }
+
+    #[test]
+    fn an_entry_is_a_small_value_and_an_expiry_in_four_words() {
+        assert_eq!(std::mem::size_of::<Stored>(), 32);
     }
 
     #[test]
