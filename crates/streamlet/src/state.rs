@@ -36,6 +36,7 @@ mod map;
 pub(crate) mod query;
 pub(crate) mod standby;
 mod store;
+mod stored_key;
 mod stored_value;
 mod timers;
 mod value;

@@ -7,9 +7,9 @@
 //! the map's prefix; timers, in time order) are also kept in an ordered set.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::sync::Arc;
 
 use super::changelog_entries::{ChangelogEntries, ChangelogEntriesBuilder};
+use super::stored_key::StoredKey;
 use super::stored_value::StoredValue;
 
 /// Changes since the last snapshot beyond this (and twice the live state) make the next
@@ -85,8 +85,8 @@ fn is_ordered(key: &[u8]) -> bool {
     matches!(key.first(), Some(b'm' | b't'))
 }
 
-/// A key, allocated once and shared by the map, the changed set and the ordered sets.
-type Key = Arc<[u8]>;
+/// A key as the map and the sets beside it hold it (copied when short, shared when long).
+type Key = StoredKey;
 
 /// The hasher of the maps: fast, seeded at random per map (keys come from input records).
 type Hasher = foldhash::fast::RandomState;
