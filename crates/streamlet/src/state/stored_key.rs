@@ -13,6 +13,8 @@ use std::hash::{Hash, Hasher};
 use std::ops::Deref;
 use std::sync::Arc;
 
+use super::stored_value::inline;
+
 /// The longest key held inline: as many bytes as fit beside the length and the tag in four
 /// words.
 pub(crate) const INLINE_KEY_BYTES: usize = 30;
@@ -32,13 +34,9 @@ pub(crate) enum StoredKey {
 
 impl From<&[u8]> for StoredKey {
     fn from(key: &[u8]) -> StoredKey {
-        match u8::try_from(key.len()) {
-            Ok(len) if key.len() <= INLINE_KEY_BYTES => {
-                let mut bytes = [0; INLINE_KEY_BYTES];
-                bytes[..key.len()].copy_from_slice(key);
-                StoredKey::Inline { len, bytes }
-            }
-            _ => StoredKey::Shared(key.into()),
+        match inline(key) {
+            Some((len, bytes)) => StoredKey::Inline { len, bytes },
+            None => StoredKey::Shared(key.into()),
         }
     }
 }

@@ -24,13 +24,9 @@ pub(crate) enum StoredValue {
 impl StoredValue {
     /// Holds `value`, copying it into the entry when it fits and boxing it otherwise.
     pub(crate) fn from_slice(value: &[u8]) -> StoredValue {
-        match u8::try_from(value.len()) {
-            Ok(len) if value.len() <= INLINE_BYTES => {
-                let mut bytes = [0; INLINE_BYTES];
-                bytes[..value.len()].copy_from_slice(value);
-                StoredValue::Inline { len, bytes }
-            }
-            _ => StoredValue::Boxed(value.into()),
+        match inline(value) {
+            Some((len, bytes)) => StoredValue::Inline { len, bytes },
+            None => StoredValue::Boxed(value.into()),
         }
     }
 
@@ -42,6 +38,17 @@ impl StoredValue {
             StoredValue::Boxed(value.into_boxed_slice())
         }
     }
+}
+
+/// `bytes`' length and a copy of them padded with zeros, if they fit in `N` bytes: the
+/// inline form of [`StoredValue`] and [`StoredKey`](super::stored_key::StoredKey).
+pub(super) fn inline<const N: usize>(bytes: &[u8]) -> Option<(u8, [u8; N])> {
+    let len = u8::try_from(bytes.len())
+        .ok()
+        .filter(|_| bytes.len() <= N)?;
+    let mut inline = [0; N];
+    inline[..bytes.len()].copy_from_slice(bytes);
+    Some((len, inline))
 }
 
 impl Deref for StoredValue {
