@@ -1,9 +1,10 @@
 //! Durations and memory sizes as HOCON (Lightbend Config, which Cloudflow used) writes them.
 //!
 //! A value is a number (digits, with an optional decimal fraction), optional whitespace, and
-//! an optional unit; a bare number is in the default unit (milliseconds for durations, bytes
-//! for sizes). The units and their meanings are those of the HOCON specification ("Duration
-//! format", "Size in bytes format"):
+//! a unit. A bare number is a size in bytes, as in HOCON; a bare duration is refused (HOCON
+//! reads it as milliseconds, which silently turned `inactivity = 30` into 30 ms), except
+//! `0`, which means the same in every unit. The units and their meanings are those of the
+//! HOCON specification ("Duration format", "Size in bytes format"):
 //!
 //! - durations (lowercase only): `ns`, `us`, `ms`, `s`, `m`, `h`, `d`, and the long forms
 //!   (`nanosecond(s)`, `microsecond(s)`, `millisecond(s)`, `second(s)`, `minute(s)`,
@@ -14,8 +15,9 @@
 //!   `kibibyte(s)`...). A single letter is a power of two, as in HOCON and `java -Xmx2G`.
 //!
 //! Beyond HOCON, without changing any HOCON meaning: a duration may be a sequence of terms
-//! (`1m 30s`, `1h30m`), and `sec(s)`, `min(s)`, `hr(s)` are accepted. A fraction must come
-//! out whole: `1.5s` is 1,500 ms, but `0.1k` (102.4 bytes) is refused.
+//! (`1m 30s`, `1h30m`), `sec(s)`, `min(s)`, `hr(s)` are accepted, and so is ISO 8601's form
+//! (`PT30S`, `PT1H30M`, `P1DT12H`, as Java's `Duration.parse` reads it). A fraction must
+//! come out whole: `1.5s` is 1,500 ms, but `0.1k` (102.4 bytes) is refused.
 
 use std::time::Duration;
 
@@ -158,6 +160,12 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
             "'{text}' is not a duration: durations cannot be negative"
         ));
     }
+    if let Some(iso) = trimmed
+        .strip_prefix('P')
+        .or_else(|| trimmed.strip_prefix('p'))
+    {
+        return parse_iso_duration(text, iso);
+    }
     let mut rest = trimmed;
     let mut nanos: u128 = 0;
     let mut terms = 0;
@@ -167,11 +175,18 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
         };
         terms += 1;
         let per_unit = if term.unit.is_empty() {
-            // HOCON: a bare number is in milliseconds; in a sequence every term needs a unit.
             if terms > 1 || !after.is_empty() {
                 return Err(not_a_duration(": every term of a sequence needs a unit"));
             }
-            1_000_000
+            if term.whole.bytes().all(|digit| digit == b'0')
+                && term.fraction.bytes().all(|digit| digit == b'0')
+            {
+                return Ok(Duration::ZERO);
+            }
+            return Err(format!(
+                "'{text}' is not a duration: it needs a unit, such as '{number}ms', '{number}s' or '{number}m' (a bare number is not taken to mean milliseconds)",
+                number = trimmed
+            ));
         } else {
             lookup(DURATION_UNITS, term.unit).ok_or_else(|| {
                 format!(
@@ -192,10 +207,86 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     if terms == 0 {
         return Err(not_a_duration(""));
     }
+    duration_of_nanos(text, nanos)
+}
+
+fn duration_of_nanos(text: &str, nanos: u128) -> Result<Duration, String> {
     let seconds = u64::try_from(nanos / NANOS_PER_SECOND)
         .map_err(|_| format!("'{text}' is too long a duration"))?;
     let subsecond = u32::try_from(nanos % NANOS_PER_SECOND).unwrap_or_default();
     Ok(Duration::new(seconds, subsecond))
+}
+
+/// Parses the part after `P` of an ISO 8601 duration, `[nD][T[nH][nM][n[.f]S]]`, as
+/// Java's `Duration.parse` does (no years, months or weeks: their length varies).
+fn parse_iso_duration(text: &str, after_p: &str) -> Result<Duration, String> {
+    let not_iso = |detail: &str| {
+        format!(
+            "'{text}' is not an ISO 8601 duration{detail} (write it like PT30S, PT1H30M or P1DT12H)"
+        )
+    };
+    let upper = after_p.to_ascii_uppercase();
+    let (date, time) = match upper.split_once('T') {
+        Some((_, "")) => return Err(not_iso(": nothing follows 'T'")),
+        Some((date, time)) => (date, Some(time)),
+        None => (upper.as_str(), None),
+    };
+    if date.is_empty() && time.is_none() {
+        return Err(not_iso(""));
+    }
+    let mut nanos: u128 = 0;
+    let mut add = |part: &str, designators: &[(char, u128)]| -> Result<(), String> {
+        let mut rest = part;
+        let mut allowed = designators;
+        while !rest.is_empty() {
+            let end = rest
+                .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .ok_or_else(|| not_iso(": a number lacks its designator"))?;
+            let (number, after) = rest.split_at(end);
+            let designator = after.chars().next().unwrap_or_default();
+            let position = allowed
+                .iter()
+                .position(|(letter, _)| *letter == designator)
+                .ok_or_else(|| not_iso(&format!(": unexpected '{designator}'")))?;
+            let per_unit = allowed[position].1;
+            allowed = &allowed[position + 1..];
+            let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+            if whole.is_empty()
+                || (number.contains('.') && (fraction.is_empty() || designator != 'S'))
+            {
+                return Err(not_iso(": only seconds may have a fraction"));
+            }
+            let part = scale(
+                &Term {
+                    whole,
+                    fraction,
+                    unit: "",
+                },
+                per_unit,
+            )
+            .map_err(|problem| match problem {
+                Scale::TooLarge => format!("'{text}' is too long a duration"),
+                Scale::NotWhole => format!("'{text}' is not a whole number of nanoseconds"),
+            })?;
+            nanos = nanos
+                .checked_add(part)
+                .ok_or_else(|| format!("'{text}' is too long a duration"))?;
+            rest = &after[designator.len_utf8()..];
+        }
+        Ok(())
+    };
+    add(date, &[('D', 86_400 * NANOS_PER_SECOND)])?;
+    if let Some(time) = time {
+        add(
+            time,
+            &[
+                ('H', 3_600 * NANOS_PER_SECOND),
+                ('M', 60 * NANOS_PER_SECOND),
+                ('S', NANOS_PER_SECOND),
+            ],
+        )?;
+    }
+    duration_of_nanos(text, nanos)
 }
 
 /// Parses a memory size in bytes in HOCON's format (see the module documentation).
@@ -327,13 +418,45 @@ mod tests {
             ("7 nanos", Duration::from_nanos(7)),
             ("1.5 s", Duration::from_millis(1_500)),
             ("  5s  ", seconds(5)),
-            ("1000", seconds(1)),
             ("1m 30s", seconds(90)),
             ("1h30m", seconds(5_400)),
             ("2 hrs", seconds(7_200)),
         ] {
             assert_eq!(parse_duration(text), Ok(expected), "{text}");
         }
+    }
+
+    #[test]
+    fn durations_in_iso_8601_form() {
+        for (text, expected) in [
+            ("PT30S", seconds(30)),
+            ("PT1H30M", seconds(5_400)),
+            ("P1DT12H", seconds(36 * 3_600)),
+            ("P2D", seconds(2 * 86_400)),
+            ("pt0.25s", Duration::from_millis(250)),
+            ("PT1M0.5S", Duration::from_millis(60_500)),
+        ] {
+            assert_eq!(parse_duration(text), Ok(expected), "{text}");
+        }
+        for text in ["P", "PT", "PT5", "PT1S2M", "P1Y", "PT1.5M", "PTS"] {
+            let error = parse_duration(text).unwrap_err();
+            assert!(
+                error.contains("not an ISO 8601 duration"),
+                "{text}: {error}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_bare_number_is_not_a_duration_except_zero() {
+        assert_eq!(
+            parse_duration("30"),
+            Err("'30' is not a duration: it needs a unit, such as '30ms', '30s' or '30m' (a bare number is not taken to mean milliseconds)".into())
+        );
+        assert!(parse_duration(" 1000 ").unwrap_err().contains("'1000s'"));
+        assert!(parse_duration("1.5").is_err());
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        assert_eq!(parse_duration("0.0"), Ok(Duration::ZERO));
     }
 
     #[test]
