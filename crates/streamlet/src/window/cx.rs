@@ -21,6 +21,11 @@ pub(crate) struct Cx<'a, A: Aggregate> {
     pub(crate) lazy: bool,
     /// The watermark the call runs at.
     pub(crate) watermark: i64,
+    /// The watermark the operator is moving to. A call for a timer runs at the timer's
+    /// time (so panes come out in event-time order), but a window whose allowed lateness
+    /// ends by this one expires with the pane it fires now: at the end of a bounded input
+    /// (`i64::MAX`) a window's on-time pane is its last, as in Beam.
+    pub(crate) target_watermark: i64,
     /// The processing time.
     pub(crate) now: i64,
     pub(crate) fired: &'a mut Vec<Fired<A::Output>>,

@@ -106,8 +106,11 @@ impl<Acc: Clone, Out: Clone> Sessions<Acc, Out> {
         let mut kept = Vec::with_capacity(self.sessions.len());
         for mut session in self.sessions.drain(..) {
             let end = session.window.end;
-            let expiring = end.saturating_add(lateness) <= watermark;
             let reaches_end = end > self.fired_through && end <= watermark;
+            // A session reaching its end now expires with it when the watermark the operator
+            // moves to is past its allowed lateness too (the end of a bounded input).
+            let expiring = end.saturating_add(lateness) <= watermark
+                || (reaches_end && end.saturating_add(lateness) <= cx.target_watermark);
             let done = (reaches_end || expiring) && conclude(cx, &mut session, expiring);
             if !done {
                 kept.push(session);

@@ -300,7 +300,7 @@ impl<Acc: Clone, Out: Clone> Sliced<Acc, Out> {
     where
         A: Aggregate<Accumulator = Acc, Output = Out>,
     {
-        let expiring = window.end.saturating_add(cx.spec.allowed_lateness) <= cx.watermark;
+        let expiring = window.end.saturating_add(cx.spec.allowed_lateness) <= cx.target_watermark;
         // Without a state, the trigger needed none before the end: every element is pending.
         let mut pane = self
             .panes

@@ -52,6 +52,34 @@ fn batch_sums_every_window_at_the_end_of_input() {
     assert!(late.is_empty());
 }
 
+/// With allowed lateness, a window whose on-time pane fires only when a bounded input
+/// ends expires at once (the watermark is at the end of time), so that pane is its last,
+/// for tumbling, sliding and session windows alike (Beam marks it so).
+#[test]
+fn on_time_panes_at_the_end_of_input_are_last_despite_allowed_lateness() {
+    let lateness = Duration::from_secs(600);
+    for spec in [
+        FIXED,
+        WindowSpec::sliding(TWO_MINUTES, Duration::from_secs(60)),
+        WindowSpec::session(Duration::from_secs(60)),
+    ] {
+        let spec = spec.allowed_lateness(lateness);
+        let (fired, _) = run(spec, &timeline(&[], &[]), Some(hms(12, 10, 0)));
+        assert!(!fired.is_empty());
+        for (_, pane) in &fired {
+            assert_eq!(pane.timing, Timing::OnTime, "{spec:?}: {pane:?}");
+            assert!(pane.is_last, "{spec:?}: the on-time pane is last: {pane:?}");
+        }
+        // Under a heuristic watermark the windows it passes before the end fire on time
+        // and wait for late data: not last.
+        let (fired, _) = run(spec, &timeline(&HEURISTIC, &[]), Some(hms(12, 10, 0)));
+        let before_end = fired.iter().filter(|(at, _)| *at < hms(12, 10, 0));
+        for (_, pane) in before_end {
+            assert!(!pane.is_last, "{spec:?}: {pane:?}");
+        }
+    }
+}
+
 #[test]
 fn a_heuristic_watermark_fires_on_time_and_sends_the_nine_to_the_late_output() {
     let (fired, late) = run(FIXED, &timeline(&HEURISTIC, &[]), Some(hms(12, 10, 0)));
