@@ -200,7 +200,8 @@ impl Context {
             checkpoints,
             self.clock.clone(),
             self.shutdown.clone(),
-            self.metrics.state_queries().clone(),
+            self.metrics.clone(),
+            self.scripted_watermarks.clone(),
         ))
     }
 

@@ -20,8 +20,8 @@ use super::store::PartitionStore;
 use super::timers::{self, TimeDomain, Timer};
 use super::{KeyState, KeyedEntry};
 use crate::checkpoint::{ChangelogBatch, PartitionSave, unique_id};
-use crate::watermark::{WatermarkHolder, Watermarks};
-use crate::{Checkpoints, Clock, Data, Error, InletStream, Message, Result};
+use crate::watermark::{ScriptedWatermarks, WatermarkHolder, Watermarks};
+use crate::{Checkpoints, Clock, Data, Error, InletStream, InstanceMetrics, Message, Result};
 
 /// What [`KeyedState::next`] hands the streamlet: a message, or a timer that fired.
 #[derive(Debug)]
@@ -129,6 +129,11 @@ pub struct KeyedState {
     standbys: Option<Standbys<PartitionStore>>,
     /// Changelog entries the restores of this member replayed.
     restored_entries: u64,
+    /// Watermarks set from outside (the test kit's `TestRun::watermark`): event-time timers
+    /// follow them instead of the partitions' own.
+    scripted: Option<ScriptedWatermarks>,
+    /// Where the watermark goes for the status.
+    metrics: Arc<InstanceMetrics>,
 }
 
 /// The state of one input partition.
@@ -153,8 +158,10 @@ impl KeyedState {
         checkpoints: Checkpoints,
         clock: Arc<dyn Clock>,
         stopping: CancellationToken,
-        queries: StateQueries,
+        metrics: Arc<InstanceMetrics>,
+        scripted: Option<ScriptedWatermarks>,
     ) -> Self {
+        let queries = metrics.state_queries().clone();
         let asked = queries.connect();
         KeyedState {
             checkpoints,
@@ -173,6 +180,8 @@ impl KeyedState {
             standby: false,
             standbys: None,
             restored_entries: 0,
+            scripted,
+            metrics,
         }
     }
 
@@ -302,11 +311,38 @@ impl KeyedState {
         self.queries.publish_size(size);
     }
 
-    /// The event-time watermark of input `partition` (`i64::MIN` before there is one).
+    /// The event-time watermark of input `partition` (`i64::MIN` before there is one): the
+    /// one its event-time timers fire at.
     pub fn watermark(&self, partition: u32) -> i64 {
-        self.partitions
-            .get(&partition)
-            .map_or(i64::MIN, |state| state.watermarks.current())
+        self.partitions.get(&partition).map_or(i64::MIN, |state| {
+            Self::timer_watermark(self.scripted.as_ref(), self.ended, state)
+        })
+    }
+
+    /// The watermark `state`'s event-time timers fire at: the partition's own, or the
+    /// scripted one while the input has not ended.
+    fn timer_watermark(
+        scripted: Option<&ScriptedWatermarks>,
+        ended: bool,
+        state: &PartitionState,
+    ) -> i64 {
+        match scripted {
+            Some(_) if ended => i64::MAX,
+            Some(scripted) => scripted.latest(),
+            None => state.watermarks.current(),
+        }
+    }
+
+    /// Tells the status the instance's watermark: the least of the held partitions'.
+    fn report_watermark(&self) {
+        let least = self
+            .partitions
+            .values()
+            .map(|state| Self::timer_watermark(self.scripted.as_ref(), self.ended, state))
+            .min();
+        if let Some(watermark) = least {
+            self.metrics.set_watermark(watermark);
+        }
     }
 
     /// The partitions held, with the entries each holds (values, list and map entries and
@@ -397,6 +433,13 @@ impl KeyedState {
                         }
                     };
                     let asked = &mut self.asked;
+                    let scripted = &mut self.scripted;
+                    let scripted_moved = async move {
+                        match scripted {
+                            Some(scripted) => scripted.changed().await,
+                            None => std::future::pending().await,
+                        }
+                    };
                     tokio::select! {
                         biased;
                         () = checkpoint_due => {
@@ -409,6 +452,11 @@ impl KeyedState {
                             continue;
                         }
                         () = wake => continue,
+                        // A scripted watermark moved: its event-time timers may be due.
+                        _ = scripted_moved => {
+                            self.report_watermark();
+                            continue;
+                        }
                         message = input.next() => message,
                     }
                 }
@@ -444,6 +492,7 @@ impl KeyedState {
             let state = self.partitions.get_mut(&partition).expect("restored above");
             if state.watermarks.observe(partition, time, now).is_some() {
                 state.moved = true;
+                self.report_watermark();
             }
             self.schedule_checkpoint();
             return Ok(Some(Keyed::Message(message)));
@@ -470,8 +519,9 @@ impl KeyedState {
     /// Takes the first timer due: event-time timers at their partition's watermark,
     /// processing-time timers at `now`.
     fn take_due_timer(&mut self, now: i64) -> Option<Timer> {
+        let (scripted, ended) = (self.scripted.as_ref(), self.ended);
         self.partitions.iter_mut().find_map(|(partition, state)| {
-            let watermark = state.watermarks.current();
+            let watermark = Self::timer_watermark(scripted, ended, state);
             timers::take_due(
                 &mut state.store,
                 *partition,

@@ -33,6 +33,12 @@ impl ScriptedWatermarks {
         self.receiver.borrow_and_update().unwrap_or(i64::MIN)
     }
 
+    /// The latest watermark set, `i64::MIN` before the first, without marking it seen (so
+    /// [`changed`](Self::changed) still reports it).
+    pub fn latest(&self) -> i64 {
+        self.receiver.borrow().unwrap_or(i64::MIN)
+    }
+
     /// Waits until a new watermark is set and returns it. Never completes once the sender
     /// is gone.
     pub async fn changed(&mut self) -> i64 {

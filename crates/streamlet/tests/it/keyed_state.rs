@@ -189,6 +189,9 @@ async fn timers_fire_in_processing_and_event_time_and_values_expire() {
             (7_000, "EventTime timer at 60000".to_owned(), 15),
         ]
     );
+    // The status shows the watermark keyed state follows (the last record's time, with
+    // no out-of-orderness allowed), as it does for windows.
+    assert_eq!(run.metrics().watermark(), Some(61_000));
 }
 
 #[tokio::test]
@@ -207,6 +210,94 @@ async fn event_time_timers_due_by_the_end_of_a_bounded_input_fire() {
         .map(|report| report.event)
         .collect();
     assert_eq!(events, vec!["payment", "EventTime timer at 11000"]);
+}
+
+/// Ends a card's session 30 s of event time after its last payment, with the session's
+/// total: each payment moves the card's event-time timer.
+struct Sessions;
+
+const SESSION_TOTAL: ValueState<i64> = ValueState::new("session-total");
+const SESSION_TIMER: ValueState<i64> = ValueState::new("session-timer");
+
+impl Streamlet for Sessions {
+    fn shape(&self) -> Shape {
+        Shape::new().inlet(PAYMENTS).outlet(REPORTS).keyed_state()
+    }
+
+    async fn run(self, mut ctx: Context) -> Result<()> {
+        let mut input = ctx.inlet(PAYMENTS);
+        let output = ctx.outlet(REPORTS);
+        let mut state = ctx.keyed_state()?;
+        while let Some(next) = state.next(&mut input).await? {
+            match next {
+                Keyed::Message(message) => {
+                    let payment = message.value();
+                    let mut card = state.entry(message.partition(), payment.card.as_bytes());
+                    card.value(SESSION_TOTAL)
+                        .update(|total| total.unwrap_or(0) + payment.cents)?;
+                    if let Some(previous) = card.value(SESSION_TIMER).get()? {
+                        card.delete_timer(TimeDomain::EventTime, previous);
+                    }
+                    let expiry = message.timestamp() + 30_000;
+                    card.set_timer(TimeDomain::EventTime, expiry);
+                    card.value(SESSION_TIMER).set(&expiry)?;
+                    message.commit();
+                }
+                Keyed::Timer(timer) => {
+                    let mut card = state.entry(timer.partition, timer.key.clone());
+                    let total = card.value(SESSION_TOTAL).get()?.unwrap_or(0);
+                    card.value(SESSION_TOTAL).clear();
+                    card.value(SESSION_TIMER).clear();
+                    let report = Report {
+                        card: String::from_utf8_lossy(&timer.key).into_owned(),
+                        event: format!("session ended at {}", timer.time),
+                        total,
+                        recent: Vec::new(),
+                        merchants: Vec::new(),
+                    };
+                    output.send(&report).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Scripted watermarks fire event-time timers as a run's own watermarks do: when the
+/// watermark passes the timer, with no record needed to arrive after it.
+#[tokio::test]
+async fn scripted_watermarks_fire_event_time_timers_when_they_pass_them() {
+    let record = |card: &'static str, cents, timestamp| {
+        TestRecord::new(payment(card, "shop", cents))
+            .key(card)
+            .timestamp(timestamp)
+    };
+    let run = TestRun::new(Sessions)
+        .at(1_000)
+        .input_records(PAYMENTS, [record("a", 1, 10_000), record("b", 5, 12_000)])
+        .at(2_000)
+        .input_records(PAYMENTS, [record("a", 2, 20_000)])
+        // Past b's expiry (42 s), not a's (50 s): only b's session ends.
+        .at(3_000)
+        .watermark(45_000)
+        .at(4_000)
+        .watermark(50_000)
+        .run()
+        .await
+        .unwrap();
+    let ended: Vec<(i64, String, String, i64)> = run
+        .timed_output(REPORTS)
+        .unwrap()
+        .into_iter()
+        .map(|(time, report)| (time, report.card, report.event, report.total))
+        .collect();
+    assert_eq!(
+        ended,
+        vec![
+            (3_000, "b".into(), "session ended at 42000".into(), 5),
+            (4_000, "a".into(), "session ended at 50000".into(), 3),
+        ]
+    );
 }
 
 /// Asks for keyed state without declaring it.
