@@ -59,6 +59,33 @@ pub enum ModelError {
         /// What went wrong.
         reason: String,
     },
+    /// The model is named for another model than the one the scorer serves.
+    #[error("the model is named '{name}', but this scorer serves '{serves}'")]
+    OtherModel {
+        /// The record's model name.
+        name: String,
+        /// The name the scorer serves.
+        serves: String,
+    },
+    /// The model's version is older than the serving one's, and the scorer refuses older
+    /// versions.
+    #[error(
+        "version {version} is older than {serving}, which serves now, and this scorer refuses older versions"
+    )]
+    OlderVersion {
+        /// The record's version.
+        version: String,
+        /// The serving model's version.
+        serving: String,
+    },
+    /// A version the scorer cannot order, while it refuses older versions.
+    #[error(
+        "version '{version}' is not dotted numbers (such as 2 or 1.10.3), so it cannot be ordered, and this scorer refuses older versions"
+    )]
+    UnorderedVersion {
+        /// The record's version.
+        version: String,
+    },
     /// A batch was not whole records.
     #[error("a record has {got} features left over; the model takes {expected} per record")]
     Features {

@@ -58,5 +58,7 @@ mod slot;
 pub use error::ModelError;
 pub use model::Model;
 pub use record::{ModelEvent, ModelRecord, OnnxBytes};
-pub use scorer::{BATCH_LINGER, BATCH_SIZE, MODEL_EVENTS, MODELS, ModelScorer};
+pub use scorer::{
+    BATCH_LINGER, BATCH_SIZE, MODEL_EVENTS, MODEL_NAME, MODELS, ModelScorer, REFUSE_OLDER_VERSIONS,
+};
 pub use scoring::{Score, Scoring};

@@ -5,12 +5,12 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use runnel_streamlet::{
-    Context, Error, Inlet, InletStream, Message, Outlet, OutletSender, Parameter, Result, Shape,
-    Streamlet,
+    Context, Error, Inlet, InletStream, Message, ModelMetrics, Outlet, OutletSender, Parameter,
+    Result, Shape, Streamlet,
 };
 use tokio::time::Instant;
 
-use crate::slot::ModelSlot;
+use crate::slot::{ModelPolicy, ModelSlot};
 use crate::{Model, ModelEvent, ModelRecord, Score, Scoring};
 
 /// The inlet models arrive on. Give its topic one partition, so versions keep their order.
@@ -22,6 +22,14 @@ pub const MODEL_EVENTS: Outlet<ModelEvent> = Outlet::new("model-events");
 pub const BATCH_SIZE: Parameter<i64> = Parameter::int("batch-size")
     .describe("records scored in one model call, at most; 1 scores each record alone")
     .default("64");
+/// The model this scorer serves; other names are rejected.
+pub const MODEL_NAME: Parameter<String> = Parameter::string("model-name")
+    .describe("the name of the model this scorer serves; models named otherwise are rejected; empty: the name given in code, or else the first model that serves")
+    .default("");
+/// Whether a model older than the serving one is rejected.
+pub const REFUSE_OLDER_VERSIONS: Parameter<bool> = Parameter::bool("refuse-older-versions")
+    .describe("reject a model whose version (dotted numbers, such as 2 or 1.10.3) is older than the serving one's")
+    .default("false");
 /// How long a record may wait for others to fill its batch.
 pub const BATCH_LINGER: Parameter<Duration> = Parameter::duration("batch-linger")
     .describe("how long a record waits for others to join its batch; 0ms batches only records already waiting")
@@ -36,6 +44,10 @@ pub const BATCH_LINGER: Parameter<Duration> = Parameter::duration("batch-linger"
 ///   probe input) while records go on being scored with the previous one; it is swapped in
 ///   between two batches, so every record is scored by exactly one model, whose name and
 ///   version it carries.
+/// - **Only its own model.** A scorer serves one model name: the one given by
+///   [`model_name`](ModelScorer::model_name) or the `model-name` parameter, or else the
+///   first model that serves. A record of another model is rejected, as is, with
+///   `refuse-older-versions`, a version older than the serving one's.
 /// - **Invalid models are rejected.** The previous model goes on serving; the reason is
 ///   logged and sent as a [`ModelEvent`] on [`MODEL_EVENTS`], as is every model that starts
 ///   serving, with how long loading took. The status shows the serving model (`model`),
@@ -79,6 +91,7 @@ pub struct ModelScorer<S: Scoring> {
     outlet: Outlet<S::Output>,
     scoring: S,
     description: &'static str,
+    model_name: Option<&'static str>,
 }
 
 impl<S: Scoring> ModelScorer<S> {
@@ -89,7 +102,15 @@ impl<S: Scoring> ModelScorer<S> {
             outlet,
             scoring,
             description: "scores each record with the model serving now; swaps in models arriving on 'models'",
+            model_name: None,
         }
+    }
+
+    /// Serves only models named `name` (the `model-name` parameter, when set, wins):
+    /// records of other models are rejected.
+    pub fn model_name(mut self, name: &'static str) -> Self {
+        self.model_name = Some(name);
+        self
     }
 
     /// Says what the scorer does (shown by `describe`).
@@ -109,6 +130,8 @@ impl<S: Scoring> Streamlet for ModelScorer<S> {
             .outlet(MODEL_EVENTS)
             .parameter(BATCH_SIZE)
             .parameter(BATCH_LINGER)
+            .parameter(MODEL_NAME)
+            .parameter(REFUSE_OLDER_VERSIONS)
     }
 
     async fn run(self, mut ctx: Context) -> Result<()> {
@@ -119,11 +142,21 @@ impl<S: Scoring> Streamlet for ModelScorer<S> {
             size: ctx.parameter(BATCH_SIZE).max(1) as usize,
             linger: ctx.parameter(BATCH_LINGER),
         };
+        let named = ctx.parameter(MODEL_NAME);
+        let policy = ModelPolicy {
+            name: Some(named)
+                .filter(|name| !name.is_empty())
+                .or_else(|| self.model_name.map(str::to_owned)),
+            refuse_older: ctx.parameter(REFUSE_OLDER_VERSIONS),
+        };
+        let metrics = ctx.model_metrics();
         let mut slot = ModelSlot::new(
             S::FEATURES,
             S::OUTPUTS,
             ctx.outlet(MODEL_EVENTS),
             ctx.status_details(),
+            policy,
+            metrics.clone(),
         );
         let mut models_open = true;
         let mut batch = Vec::with_capacity(batching.size);
@@ -143,7 +176,9 @@ impl<S: Scoring> Streamlet for ModelScorer<S> {
                     batch.push(first);
                     let ended = batching.fill(&mut batch, &mut records).await?;
                     match slot.serving() {
-                        Some(model) => score(&self.scoring, model, &mut batch, &output).await?,
+                        Some(model) => {
+                            score(&self.scoring, model, &mut batch, &output, &metrics).await?
+                        }
                         None => reject_unscored(&mut batch).await?,
                     }
                     if ended {
@@ -197,6 +232,7 @@ async fn score<S: Scoring>(
     model: &Model,
     batch: &mut Vec<Message<S::Input>>,
     output: &OutletSender<S::Output>,
+    metrics: &ModelMetrics,
 ) -> Result<()> {
     let mut rows = Vec::with_capacity(batch.len() * S::FEATURES);
     let mut scored = Vec::with_capacity(batch.len());
@@ -215,7 +251,10 @@ async fn score<S: Scoring>(
     if scored.is_empty() {
         return Ok(());
     }
-    let values = model.score(&rows).map_err(|error| {
+    let started = std::time::Instant::now();
+    let scored_batch = model.score(&rows);
+    metrics.scored(started.elapsed());
+    let values = scored_batch.map_err(|error| {
         Error::msg(format!(
             "model {} failed on a batch: {error}",
             model.label()

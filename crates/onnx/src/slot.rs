@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use runnel_streamlet::{CommitToken, Message, OutletSender, Result, StatusDetails};
+use runnel_streamlet::{CommitToken, Message, ModelMetrics, OutletSender, Result, StatusDetails};
 use tokio::task::JoinHandle;
 
 use crate::{Model, ModelError, ModelEvent, ModelRecord};
@@ -20,6 +20,63 @@ struct Loading {
     version: String,
     token: CommitToken,
     task: JoinHandle<(std::result::Result<Model, ModelError>, Duration)>,
+}
+
+/// Which model records a scorer takes.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ModelPolicy {
+    /// The model name it serves; without one, the name of the first model that serves.
+    pub(crate) name: Option<String>,
+    /// Whether a version older than the serving one is rejected.
+    pub(crate) refuse_older: bool,
+}
+
+impl ModelPolicy {
+    /// Why `record` may not replace `serving`, if it may not.
+    fn refusal(&self, record: &ModelRecord, serving: Option<&Model>) -> Option<ModelError> {
+        let serves = self
+            .name
+            .as_deref()
+            .or_else(|| serving.map(|model| model.name()));
+        if let Some(serves) = serves
+            && record.name != serves
+        {
+            return Some(ModelError::OtherModel {
+                name: record.name.clone(),
+                serves: serves.to_owned(),
+            });
+        }
+        if !self.refuse_older {
+            return None;
+        }
+        let Some(version) = dotted_numbers(&record.version) else {
+            return Some(ModelError::UnorderedVersion {
+                version: record.version.clone(),
+            });
+        };
+        let serving = serving?;
+        match dotted_numbers(serving.version()) {
+            Some(current) if version < current => Some(ModelError::OlderVersion {
+                version: record.version.clone(),
+                serving: serving.version().to_owned(),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// `1.10.3` as `[1, 10, 3]`, compared part by part (so 1.10 is after 1.9); `None` when the
+/// version is not dotted numbers. Trailing zero parts do not count: `2` and `2.0` are equal.
+fn dotted_numbers(version: &str) -> Option<Vec<u64>> {
+    let mut parts = version
+        .trim()
+        .split('.')
+        .map(|part| part.parse::<u64>().ok())
+        .collect::<Option<Vec<u64>>>()?;
+    while parts.len() > 1 && parts.last() == Some(&0) {
+        parts.pop();
+    }
+    Some(parts)
 }
 
 /// The serving model and the bookkeeping around it.
@@ -35,6 +92,8 @@ pub(crate) struct ModelSlot {
     /// Where the status shows the serving model and the last one rejected.
     details: StatusDetails,
     rejected: u64,
+    policy: ModelPolicy,
+    metrics: ModelMetrics,
 }
 
 impl ModelSlot {
@@ -43,6 +102,8 @@ impl ModelSlot {
         outputs: usize,
         events: OutletSender<ModelEvent>,
         details: StatusDetails,
+        policy: ModelPolicy,
+        metrics: ModelMetrics,
     ) -> Self {
         details.set("model", "none yet");
         ModelSlot {
@@ -54,6 +115,8 @@ impl ModelSlot {
             events,
             details,
             rejected: 0,
+            policy,
+            metrics,
         }
     }
 
@@ -71,12 +134,19 @@ impl ModelSlot {
         let (record, token) = message.into_parts();
         let (name, version) = (record.name.clone(), record.version.clone());
         let (features, outputs) = (self.features, self.outputs);
-        tracing::info!("loading model {name}@{version}");
-        let task = tokio::task::spawn_blocking(move || {
-            let started = Instant::now();
-            let loaded = Model::load(&record, features, outputs);
-            (loaded, started.elapsed())
-        });
+        let refusal = self.policy.refusal(&record, self.serving.as_deref());
+        let task = match refusal {
+            // Refused before loading: it never takes the place of the serving model.
+            Some(refusal) => tokio::task::spawn_blocking(move || (Err(refusal), Duration::ZERO)),
+            None => {
+                tracing::info!("loading model {name}@{version}");
+                tokio::task::spawn_blocking(move || {
+                    let started = Instant::now();
+                    let loaded = Model::load(&record, features, outputs);
+                    (loaded, started.elapsed())
+                })
+            }
+        };
         self.loading = Some(Loading {
             name,
             version,
@@ -120,6 +190,7 @@ impl ModelSlot {
                 );
                 self.serving = Some(Arc::new(model));
                 self.details.set("model", label.as_str());
+                self.metrics.serving(&loading.name, &loading.version);
                 self.events
                     .send(&ModelEvent {
                         name: loading.name,
@@ -146,6 +217,7 @@ impl ModelSlot {
                     }
                 );
                 self.rejected += 1;
+                self.metrics.rejected();
                 self.details
                     .set("models rejected", self.rejected.to_string());
                 self.details
@@ -164,5 +236,20 @@ impl ModelSlot {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_order_as_dotted_numbers() {
+        assert!(dotted_numbers("1.10") > dotted_numbers("1.9"));
+        assert_eq!(dotted_numbers("2"), dotted_numbers("2.0.0"));
+        assert!(dotted_numbers("10") > dotted_numbers("9.99"));
+        assert_eq!(dotted_numbers("2024-06-01"), None);
+        assert_eq!(dotted_numbers("corrupt"), None);
+        assert_eq!(dotted_numbers(""), None);
     }
 }

@@ -51,6 +51,12 @@ pub enum Metric {
     KeyedStateEntries,
     /// Bytes of keys and values of the keyed state this process holds for a streamlet.
     KeyedStateBytes,
+    /// 1 for the model a model-serving streamlet scores with now.
+    ModelServing,
+    /// Models a model-serving streamlet rejected.
+    ModelsRejected,
+    /// Time a model-serving streamlet took to score one batch.
+    ModelScoringTime,
     /// Restarts after a failure, by kind of failure.
     Restarts,
     /// 1 for the state a streamlet is in, 0 for the others.
@@ -63,7 +69,7 @@ pub enum Metric {
 
 impl Metric {
     /// Every metric, in the order they are rendered.
-    pub const ALL: [Metric; 22] = [
+    pub const ALL: [Metric; 25] = [
         Metric::RecordsIn,
         Metric::RecordsOut,
         Metric::BytesIn,
@@ -82,6 +88,9 @@ impl Metric {
         Metric::WatermarkLag,
         Metric::KeyedStateEntries,
         Metric::KeyedStateBytes,
+        Metric::ModelServing,
+        Metric::ModelsRejected,
+        Metric::ModelScoringTime,
         Metric::Restarts,
         Metric::StreamletState,
         Metric::StreamletProblem,
@@ -109,6 +118,9 @@ impl Metric {
             Metric::WatermarkLag => "runnel_watermark_lag_seconds",
             Metric::KeyedStateEntries => "runnel_keyed_state_entries",
             Metric::KeyedStateBytes => "runnel_keyed_state_bytes",
+            Metric::ModelServing => "runnel_model_serving",
+            Metric::ModelsRejected => "runnel_models_rejected_total",
+            Metric::ModelScoringTime => "runnel_model_scoring_seconds",
             Metric::Restarts => "runnel_restarts_total",
             Metric::StreamletState => "runnel_streamlet_state",
             Metric::StreamletProblem => "runnel_streamlet_problem",
@@ -119,7 +131,9 @@ impl Metric {
     /// `counter`, `gauge` or `histogram`.
     pub fn kind(self) -> &'static str {
         match self {
-            Metric::ProcessingLatency | Metric::CommitLatency => "histogram",
+            Metric::ProcessingLatency | Metric::CommitLatency | Metric::ModelScoringTime => {
+                "histogram"
+            }
             Metric::ConsumerLag
             | Metric::ClientConsumerLag
             | Metric::LogStartOffset
@@ -128,6 +142,7 @@ impl Metric {
             | Metric::WatermarkLag
             | Metric::KeyedStateEntries
             | Metric::KeyedStateBytes
+            | Metric::ModelServing
             | Metric::StreamletState
             | Metric::StreamletProblem
             | Metric::Ready => "gauge",
@@ -145,6 +160,7 @@ impl Metric {
             }
             Metric::LogStartOffset | Metric::LogEndOffset => &["topic", "partition"],
             Metric::Restarts => &["streamlet", "kind"],
+            Metric::ModelServing => &["streamlet", "model", "version"],
             Metric::StreamletState => &["streamlet", "state"],
             Metric::StreamletProblem => &["streamlet", "problem"],
             Metric::Ready => &[],
@@ -190,6 +206,15 @@ impl Metric {
             }
             Metric::KeyedStateBytes => {
                 "Bytes of keys and values of the keyed state this process holds, as of the last checkpoint."
+            }
+            Metric::ModelServing => {
+                "1 for the model (name and version) a model-serving streamlet scores with now."
+            }
+            Metric::ModelsRejected => {
+                "Models a model-serving streamlet rejected: invalid, for another name, or older than the one serving."
+            }
+            Metric::ModelScoringTime => {
+                "Time a model-serving streamlet took to score one batch, in seconds."
             }
             Metric::Restarts => "Restarts of a streamlet after a failure, by kind of failure.",
             Metric::StreamletState => {
@@ -326,6 +351,23 @@ impl Exposition {
                 }
             }
             Metric::GivenUpRecords => self.sample(metric, &[name], metrics.given_up()),
+            Metric::ModelServing | Metric::ModelsRejected | Metric::ModelScoringTime => {
+                let models = metrics.models();
+                if !models.is_used() {
+                    return;
+                }
+                match metric {
+                    Metric::ModelServing => {
+                        if let Some((model, version)) = models.serving_model() {
+                            self.sample(metric, &[name, &model, &version], 1);
+                        }
+                    }
+                    Metric::ModelsRejected => {
+                        self.sample(metric, &[name], models.rejected_count());
+                    }
+                    _ => self.histogram(metric, name, models.scoring_time()),
+                }
+            }
             Metric::KeyedStateEntries | Metric::KeyedStateBytes => {
                 let queries = metrics.state_queries();
                 if !queries.is_keyed() {

@@ -230,6 +230,15 @@ impl Context {
         self.metrics.set_watermark(watermark);
     }
 
+    /// The metrics of a streamlet that serves models: the model serving, the models
+    /// rejected and the scoring time, exported on `/metrics` from the first call on (see
+    /// [`ModelMetrics`](crate::ModelMetrics)).
+    pub fn model_metrics(&self) -> crate::ModelMetrics {
+        let models = self.metrics.models().clone();
+        models.use_them();
+        models
+    }
+
     /// Facts to show in the status beside the instance's counters, such as the model a
     /// scorer serves now (see [`StatusDetails`](crate::StatusDetails)).
     pub fn status_details(&self) -> crate::StatusDetails {

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use runnel_backend::Consumer;
 
 use crate::state::StateQueries;
-use crate::{Histogram, Shape, StatusDetails};
+use crate::{Histogram, ModelMetrics, Shape, StatusDetails};
 
 /// Records and bytes through one port; for an inlet, also the lag its consumer's client
 /// reports.
@@ -101,6 +101,7 @@ pub struct InstanceMetrics {
     watermark: AtomicI64,
     details: StatusDetails,
     state_queries: StateQueries,
+    models: ModelMetrics,
 }
 
 impl Default for InstanceMetrics {
@@ -118,6 +119,7 @@ impl Default for InstanceMetrics {
             watermark: AtomicI64::new(i64::MIN),
             details: StatusDetails::default(),
             state_queries: StateQueries::default(),
+            models: ModelMetrics::default(),
         }
     }
 }
@@ -134,7 +136,10 @@ impl InstanceMetrics {
                 .outlet_names()
                 .map(|name| (name.to_owned(), Arc::default()))
                 .collect(),
-            state_queries: StateQueries::new(shape.has_keyed_state()),
+            state_queries: StateQueries::new(
+                shape.has_keyed_state(),
+                shape.is_checkpointed() && !shape.is_checkpointed_by_partition(),
+            ),
             ..InstanceMetrics::default()
         }
     }
@@ -230,6 +235,11 @@ impl InstanceMetrics {
     /// The facts the streamlet shows in the status (see [`StatusDetails`]).
     pub fn details(&self) -> &StatusDetails {
         &self.details
+    }
+
+    /// The model metrics, for a streamlet that serves models (see [`ModelMetrics`]).
+    pub fn models(&self) -> &ModelMetrics {
+        &self.models
     }
 
     /// The keyed state's queries and size, for a streamlet with

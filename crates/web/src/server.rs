@@ -193,7 +193,7 @@ async fn state(
         Ok(state) => (StatusCode::MISDIRECTED_REQUEST, axum::Json(state)).into_response(),
         Err(failure) => {
             let code = match failure.query_error() {
-                None | Some(QueryError::NotKeyed) => StatusCode::NOT_FOUND,
+                None | Some(QueryError::NotKeyed | QueryError::WholeState) => StatusCode::NOT_FOUND,
                 Some(_) => StatusCode::SERVICE_UNAVAILABLE,
             };
             error(code, error_chain(&failure))

@@ -365,4 +365,17 @@ async fn a_streamlet_without_keyed_state_is_not_queryable() {
         metrics.state_queries().ask(b"river".to_vec(), ASK).await,
         Err(QueryError::NotKeyed)
     );
+    // A windowed aggregate whose windows are checkpointed whole: the error says how to
+    // keep them by key.
+    let whole = InstanceMetrics::for_shape(&Shape::new().inlet(IN).outlet(OUT).checkpointed());
+    let error = whole
+        .state_queries()
+        .ask(b"river".to_vec(), ASK)
+        .await
+        .unwrap_err();
+    assert_eq!(error, QueryError::WholeState);
+    assert!(
+        error.to_string().contains("`.state_by_partition()`"),
+        "{error}"
+    );
 }

@@ -165,6 +165,73 @@ async fn invalid_models_are_rejected_with_the_reason_and_the_previous_one_goes_o
     assert!(events[1..].iter().all(|event| event.previous == "points@1"));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn models_of_another_name_or_older_versions_are_rejected_and_counted() {
+    let log = Log::new().await;
+    log.publish_model(&record("1.9", v1())).await;
+    let mut other = record("2", v2());
+    other.name = "spam".to_owned();
+    log.publish_model(&other).await;
+    log.publish_model(&record("1.10", v2())).await;
+    log.publish_model(&record("1.2", v1())).await;
+    log.publish_model(&record("2024-06-01", v1())).await;
+    let run = log.start(&[("refuse-older-versions", ParameterValue::Bool(true))]);
+    until("every model is handled", || log.events().len() == 5).await;
+    log.publish_points(points(0..10)).await;
+    until("every point is scored", || log.scored().len() == 10).await;
+    let models = run.metrics().models().clone();
+    run.stop().await;
+
+    assert_scored_by(&log, 0..10, "points@1.10", V2);
+    let events = log.events();
+    let reasons: Vec<(&str, bool, &str)> = events
+        .iter()
+        .map(|event| (event.version.as_str(), event.serving, event.reason.as_str()))
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            ("1.9", true, ""),
+            (
+                "2",
+                false,
+                "the model is named 'spam', but this scorer serves 'points'"
+            ),
+            ("1.10", true, ""),
+            (
+                "1.2",
+                false,
+                "version 1.2 is older than 1.10, which serves now, and this scorer refuses older versions"
+            ),
+            (
+                "2024-06-01",
+                false,
+                "version '2024-06-01' is not dotted numbers (such as 2 or 1.10.3), so it cannot be ordered, and this scorer refuses older versions"
+            ),
+        ]
+    );
+    assert_eq!(
+        models.serving_model(),
+        Some(("points".to_owned(), "1.10".to_owned()))
+    );
+    assert_eq!((models.loaded_count(), models.rejected_count()), (2, 3));
+    assert!(models.scoring_time().count() >= 1);
+
+    // Given a name, the scorer refuses other names even as its first model.
+    let log = Log::new().await;
+    log.publish_model(&other).await;
+    log.publish_model(&record("1", v1())).await;
+    let run = log.start(&[("model-name", ParameterValue::String("points".into()))]);
+    until("both models are handled", || log.events().len() == 2).await;
+    run.stop().await;
+    let serving: Vec<(String, bool)> = log
+        .events()
+        .into_iter()
+        .map(|event| (event.name, event.serving))
+        .collect();
+    assert_eq!(serving, [("spam".into(), false), ("points".into(), true)]);
+}
+
 #[test]
 fn the_first_float_output_of_the_right_shape_is_scored_with() {
     let mut model = record("1", two_outputs());

@@ -130,6 +130,14 @@ impl Log {
                 "batch-linger".to_owned(),
                 ParameterValue::Duration(Duration::ZERO),
             ),
+            (
+                "model-name".to_owned(),
+                ParameterValue::String(String::new()),
+            ),
+            (
+                "refuse-older-versions".to_owned(),
+                ParameterValue::Bool(false),
+            ),
         ]);
         for (key, value) in parameters {
             values.insert((*key).to_owned(), value.clone());
@@ -222,6 +230,11 @@ pub(crate) struct Run {
 }
 
 impl Run {
+    /// The instance's counters, model metrics among them.
+    pub(crate) fn metrics(&self) -> &InstanceMetrics {
+        &self.metrics
+    }
+
     /// What the scorer shows about itself in the status, by name.
     pub(crate) fn details(&self) -> std::collections::BTreeMap<String, String> {
         self.metrics.details().snapshot()

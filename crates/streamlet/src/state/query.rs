@@ -43,6 +43,8 @@ pub struct StateQueries {
 #[derive(Debug, Default)]
 struct Shared {
     keyed: AtomicBool,
+    /// Whether the instance checkpoints its state whole (not by key).
+    checkpointed_whole: AtomicBool,
     /// The partition count of the input, 0 while unknown.
     input_partitions: AtomicU32,
     /// Where queries go: the running streamlet's keyed state, if any.
@@ -64,6 +66,12 @@ pub enum QueryError {
     /// The streamlet does not keep keyed state.
     #[error("the streamlet keeps no keyed state (its shape does not say `.keyed_state()`)")]
     NotKeyed,
+    /// The streamlet checkpoints its state whole, as one value, not by key (a
+    /// `WindowedAggregate` without `state_by_partition`).
+    #[error(
+        "the streamlet checkpoints its state whole, not by key, so no key can be asked for; a WindowedAggregate keeps its windows by key, queryable, with `.state_by_partition()`"
+    )]
+    WholeState,
     /// No keyed state is running now: the streamlet is starting, restarting or finished.
     #[error(
         "the streamlet's keyed state is not running now (the instance is starting, restarting or finished)"
@@ -159,10 +167,15 @@ pub struct PendingTimer {
 }
 
 impl StateQueries {
-    /// A handle for an instance that keeps keyed state when `keyed`.
-    pub(crate) fn new(keyed: bool) -> Self {
+    /// A handle for an instance that keeps keyed state when `keyed`, or checkpoints its
+    /// state whole when `checkpointed_whole`.
+    pub(crate) fn new(keyed: bool, checkpointed_whole: bool) -> Self {
         let queries = StateQueries::default();
         queries.inner.keyed.store(keyed, Ordering::Relaxed);
+        queries
+            .inner
+            .checkpointed_whole
+            .store(checkpointed_whole, Ordering::Relaxed);
         queries
     }
 
@@ -189,6 +202,9 @@ impl StateQueries {
     /// not answer in time.
     pub async fn ask(&self, key: Vec<u8>, timeout: Duration) -> Result<KeyState, QueryError> {
         if !self.is_keyed() {
+            if self.inner.checkpointed_whole.load(Ordering::Relaxed) {
+                return Err(QueryError::WholeState);
+            }
             return Err(QueryError::NotKeyed);
         }
         let sender = self

@@ -45,5 +45,6 @@ impl Scoring for FraudScoring {
 /// The streamlet.
 pub fn streamlet() -> impl Streamlet {
     ModelScorer::new(IN, OUT, FraudScoring)
+        .model_name("fraud")
         .describe("scores each transaction with the model serving now; models arrive on 'models'")
 }
