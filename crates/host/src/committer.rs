@@ -258,7 +258,10 @@ impl Committer {
             if let Some(succeeded) = self.handle_all(&mut batch).await? {
                 return self.finish(succeeded, &mut events).await;
             }
-            if timed_out && deadline.is_some() {
+            // Past the deadline, whichever branch woke the committer: under a steady flood
+            // of events the queue is ready first every time, and the timer would never win.
+            let due = timed_out || deadline.is_some_and(|deadline| deadline <= Instant::now());
+            if due && deadline.is_some() {
                 if let Some(succeeded) = self.write(&mut events).await? {
                     return self.finish(succeeded, &mut events).await;
                 }

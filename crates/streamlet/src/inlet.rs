@@ -101,6 +101,12 @@ impl<T: Data> InletStream<T> {
     pub async fn next(&mut self) -> Result<Option<Message<T>>> {
         loop {
             while !self.buffer.is_empty() {
+                // A streamlet handed buffered records never waits, so without this it would
+                // not yield to the runtime until the buffer ran dry: a task it woke (its
+                // committer, in the worker's LIFO slot, which other workers cannot steal)
+                // would wait that long, and with it the commits. Tokio's cooperative budget
+                // makes the task yield once every 128 messages.
+                tokio::task::coop::consume_budget().await;
                 if let Some(message) = self.deliver_front().await? {
                     return Ok(Some(message));
                 }

@@ -1,3 +1,5 @@
+use std::time::Duration;
+
 use runnel_blueprint::parameter::ParameterValue;
 
 use crate::fixtures::{linear, logarithm, record, two_outputs};
@@ -288,6 +290,28 @@ async fn the_serving_model_survives_a_restart() {
             ("2".to_owned(), true),
             ("broken".to_owned(), false),
         ]
+    );
+}
+
+/// A backlog that takes seconds to score is committed batch by batch as it goes, so the
+/// lag moves and a crash scores again only what was not committed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_backlog_is_committed_as_it_is_scored() {
+    let log = Log::new().await;
+    log.publish_model(&record("1", v1())).await;
+    log.publish_points(points(0..3_000)).await;
+    // 3,000 records at 1 ms each: three seconds of scoring without a pause.
+    let run = log.start_scoring(&[], Duration::from_millis(1));
+    let mut seen = Vec::new();
+    while log.scored().len() < 2_000 {
+        seen.push((log.scored().len(), log.committed_points().await));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let committed = log.committed_points().await;
+    run.stop().await;
+    assert!(
+        committed >= 1_000,
+        "2,000 records were scored, yet only {committed} committed; (scored, committed) every 100 ms: {seen:?}"
     );
 }
 

@@ -36,8 +36,11 @@ pub(crate) struct Scored {
 pub(crate) const POINTS: Inlet<Point> = Inlet::new("in").json();
 pub(crate) const SCORED: Outlet<Scored> = Outlet::new("out").json();
 
-/// Features `[x, y]`, except for point -1, which has only one.
-pub(crate) struct PointScoring;
+/// Features `[x, y]`, except for point -1, which has only one; each record takes
+/// `per_record` of CPU-bound work (a model that is slow to score).
+pub(crate) struct PointScoring {
+    per_record: Duration,
+}
 
 impl Scoring for PointScoring {
     type Input = Point;
@@ -46,6 +49,13 @@ impl Scoring for PointScoring {
     const OUTPUTS: usize = 2;
 
     fn features(&self, point: &Point, features: &mut Vec<f32>) {
+        if !self.per_record.is_zero() {
+            // Busy, as scoring is: the task does not yield meanwhile.
+            let started = Instant::now();
+            while started.elapsed() < self.per_record {
+                std::hint::spin_loop();
+            }
+        }
         features.push(point.x);
         if point.id != -1 {
             features.push(point.y);
@@ -124,6 +134,15 @@ impl Log {
 
     /// Starts the scorer with `parameters`.
     pub(crate) fn start(&self, parameters: &[(&str, ParameterValue)]) -> Run {
+        self.start_scoring(parameters, Duration::ZERO)
+    }
+
+    /// Starts the scorer with `parameters`, taking `per_record` of CPU per record scored.
+    pub(crate) fn start_scoring(
+        &self,
+        parameters: &[(&str, ParameterValue)],
+        per_record: Duration,
+    ) -> Run {
         let mut values = HashMap::from([
             ("batch-size".to_owned(), ParameterValue::Int(64)),
             (
@@ -177,7 +196,11 @@ impl Log {
         let shutdown = CancellationToken::new();
         let metrics = Arc::new(InstanceMetrics::default());
         let task = tokio::spawn(run_instance(
-            Box::new(ModelScorer::new(POINTS, SCORED, PointScoring)),
+            Box::new(ModelScorer::new(
+                POINTS,
+                SCORED,
+                PointScoring { per_record },
+            )),
             self.backend.clone(),
             wiring,
             Arc::new(SystemClock),
@@ -215,6 +238,17 @@ impl Log {
                 apache_avro::from_value(&value).unwrap()
             })
             .collect()
+    }
+
+    /// The offsets the scorer's group committed on the points, summed over partitions.
+    pub(crate) async fn committed_points(&self) -> u64 {
+        self.backend
+            .committed("scorer.in", "points")
+            .await
+            .unwrap()
+            .into_iter()
+            .flatten()
+            .sum()
     }
 
     pub(crate) fn records(&self, topic: &str) -> Vec<ConsumedRecord> {
