@@ -217,6 +217,18 @@ pub trait Consumer: fmt::Debug + Send + Sync {
         let _ = offsets;
     }
 
+    /// The offset to commit on `partition` of `topic` once every record before `next` is
+    /// handled: `next` itself, or, when the last record this consumer returned from the
+    /// partition was the one before `next` and it has moved past offsets it does not hand out
+    /// since (transaction markers, and aborted records when reading committed), its position
+    /// past them. So a group at rest on a transactional topic has committed up to the end,
+    /// and its lag counts records, not markers (as Kafka Streams commits past them). The
+    /// default is `next`.
+    fn committable(&self, topic: &str, partition: u32, next: u64) -> u64 {
+        let _ = (topic, partition);
+        next
+    }
+
     /// The partitions currently assigned to this member, with the offset of the next record
     /// [`poll`](Consumer::poll) returns from each.
     fn positions(&self) -> Vec<(TopicPartition, u64)>;

@@ -235,6 +235,14 @@ impl Consumer for EmbeddedConsumer {
         Ok(())
     }
 
+    fn committable(&self, topic: &str, partition: u32, next: u64) -> u64 {
+        lock(&self.assignment)
+            .readers
+            .iter()
+            .find(|(owned, _)| &*owned.topic == topic && owned.partition == partition)
+            .map_or(next, |(_, reader)| reader.committable(next))
+    }
+
     fn positions(&self) -> Vec<(TopicPartition, u64)> {
         self.refresh_assignment();
         lock(&self.assignment)

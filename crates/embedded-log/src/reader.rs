@@ -24,6 +24,8 @@ pub(crate) struct PartitionReader {
     isolation: Isolation,
     /// The offset of the next record to return.
     position: u64,
+    /// The offset after the last record returned (the start position before any).
+    returned_through: u64,
     /// Where reading continues; `None` until the position is located.
     cursor: Option<SegmentCursor>,
 }
@@ -50,6 +52,7 @@ impl PartitionReader {
             partition,
             isolation,
             position,
+            returned_through: position,
             cursor: None,
         }
     }
@@ -57,6 +60,17 @@ impl PartitionReader {
     /// The offset of the next record [`read`](Self::read) returns.
     pub(crate) fn position(&self) -> u64 {
         self.position
+    }
+
+    /// The offset to commit once every record before `next` is handled: the position, when
+    /// `next` follows the last record returned (what lies between them was never handed out:
+    /// transaction markers, aborted records, records retention deleted), else `next`.
+    pub(crate) fn committable(&self, next: u64) -> u64 {
+        if next == self.returned_through {
+            self.position.max(next)
+        } else {
+            next
+        }
     }
 
     /// Appends up to `max_records` acknowledged records to `out`; none when the reader is
@@ -92,6 +106,7 @@ impl PartitionReader {
                                 record,
                             });
                             self.position = offset + 1;
+                            self.returned_through = self.position;
                         }
                     }
                     Ok(None) => cursor.batch = None,

@@ -427,19 +427,27 @@ impl Committer {
     /// The staged offsets of an inlet that move its committed offsets forward (of the
     /// partitions in `only`, if given).
     fn offsets(&self, inlet: usize, only: Option<&BTreeSet<u32>>) -> Vec<CommitOffset> {
-        let topic = &self.targets[inlet].topic;
+        let target = &self.targets[inlet];
         self.staged[inlet]
             .iter()
             .filter(|(partition, _)| only.is_none_or(|only| only.contains(partition)))
+            // Past the transaction markers the consumer skipped after the last record, so
+            // a group at rest has no lag of markers.
+            .map(|(partition, offset)| {
+                let offset = target
+                    .consumer
+                    .committable(&target.topic, *partition, *offset);
+                (*partition, offset)
+            })
             .filter(|(partition, offset)| {
                 self.written[inlet]
                     .get(partition)
-                    .is_none_or(|written| *offset > written)
+                    .is_none_or(|written| offset > written)
             })
             .map(|(partition, offset)| CommitOffset {
-                topic: topic.clone(),
-                partition: *partition,
-                offset: *offset,
+                topic: target.topic.clone(),
+                partition,
+                offset,
             })
             .collect()
     }
@@ -807,6 +815,12 @@ impl Committer {
             };
             let offsets: Vec<CommitOffset> = staged
                 .into_iter()
+                .map(|(partition, offset)| {
+                    let offset = target
+                        .consumer
+                        .committable(&target.topic, partition, offset);
+                    (partition, offset)
+                })
                 .filter(|(partition, offset)| {
                     self.written[inlet]
                         .get(partition)
