@@ -68,6 +68,23 @@ impl Tools {
         format!("{}.dead-letter", self.app)
     }
 
+    /// How the app's run creates `topic`, when the blueprint declares it and manages it
+    /// (the same partitions, replication and settings).
+    pub fn declared_topic(&self, topic: &str) -> Option<runnel_backend::TopicSpec> {
+        let declared = self
+            .blueprint
+            .as_ref()?
+            .topics
+            .iter()
+            .find(|declared| declared.name == topic && declared.managed)?;
+        Some(runnel_backend::TopicSpec {
+            name: declared.name.clone(),
+            partitions: declared.partitions.unwrap_or(1),
+            replication: declared.replication,
+            config: declared.config.clone(),
+        })
+    }
+
     /// The consumer groups of the blueprint's inlets: (group, topic), in blueprint order.
     pub fn groups(&self) -> Vec<(String, String)> {
         let Some(blueprint) = &self.blueprint else {

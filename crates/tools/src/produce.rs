@@ -15,26 +15,18 @@ use crate::error::{Result, ToolError};
 use crate::schemas::SCHEMA_HEADER;
 
 /// Appends the records `args` describes, read from `input` unless raw files are given;
-/// returns (partition, offset) of each, once acknowledged.
+/// returns (partition, offset) of each, once acknowledged. A topic of the blueprint that
+/// does not exist yet (the app never ran) is created first, as the app's run would.
 ///
 /// # Errors
 ///
 /// When a line is not JSON or does not fit the topic's schema (nothing is written then),
-/// the topic does not exist, or the log refuses a record.
+/// the topic does not exist and is not in the blueprint, or the log refuses a record.
 pub async fn produce(
     tools: &Tools,
     args: &ProduceArgs,
     input: &mut dyn BufRead,
 ) -> Result<Vec<(u32, u64)>> {
-    let topic = tools.store.topic(&args.topic).await?;
-    if let Some(partition) = args.partition
-        && partition >= topic.partitions
-    {
-        return Err(ToolError::Usage(format!(
-            "topic '{}' has {} partitions; there is no partition {partition}",
-            topic.name, topic.partitions
-        )));
-    }
     let key = args.key.clone().map(Bytes::from);
     let records = if args.raw.is_empty() {
         json_records(tools, args, input, key)?
@@ -55,9 +47,10 @@ pub async fn produce(
         }
         records
     };
+    let declared = tools.declared_topic(&args.topic);
     tools
         .store
-        .produce(&topic.name, args.partition, records)
+        .produce(&args.topic, args.partition, records, declared.as_ref())
         .await
 }
 

@@ -3,14 +3,17 @@
 //! On the embedded log, reading (topics, records, committed offsets) goes through the
 //! [`LogInspector`], so it works while the app runs; writing (producing, resetting offsets)
 //! opens the log, which takes its lock: it works only while the app is stopped, and is
-//! refused naming the process that holds the log otherwise.
+//! refused naming the process that holds the log otherwise. A data directory that does not
+//! hold a log yet (an app that never ran) can be produced to: the log and the topic are
+//! created as the app's run would create them.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use runnel_backend::{
-    Backend, CommitOffset, ConsumedRecord, ConsumerConfig, PartitionOffsets, ProducerConfig, Record,
+    Backend, CommitOffset, ConsumedRecord, ConsumerConfig, PartitionOffsets, ProducerConfig,
+    Record, TopicSpec,
 };
 use runnel_embedded_log::{EmbeddedBackend, LogConfig, LogInspector};
 
@@ -34,8 +37,8 @@ pub enum Store {
     Embedded {
         /// The data directory.
         directory: PathBuf,
-        /// Its reader.
-        inspector: LogInspector,
+        /// Its reader; `None` while the directory holds no log yet.
+        inspector: Option<LogInspector>,
     },
     /// A Kafka cluster.
     #[cfg(feature = "kafka")]
@@ -43,19 +46,38 @@ pub enum Store {
 }
 
 impl Store {
-    /// The embedded log in `directory`.
+    /// The embedded log in `directory`, which need not hold a log yet: reading it is then
+    /// an error that says so, and producing creates it.
     ///
     /// # Errors
     ///
-    /// When the directory holds no embedded log.
+    /// When the directory cannot be read.
     pub fn embedded(directory: PathBuf) -> Result<Self> {
-        let inspector = LogInspector::new(&directory).map_err(|source| ToolError::Log {
-            directory: directory.display().to_string(),
-            source,
-        })?;
+        let inspector = match LogInspector::new(&directory) {
+            Ok(inspector) => Some(inspector),
+            Err(runnel_embedded_log::Error::NotALog { .. }) => None,
+            Err(source) => {
+                return Err(ToolError::Log {
+                    directory: directory.display().to_string(),
+                    source,
+                });
+            }
+        };
         Ok(Store::Embedded {
             directory,
             inspector,
+        })
+    }
+
+    /// The reader of the embedded log, or why there is none.
+    fn inspector<'a>(&self, inspector: &'a Option<LogInspector>) -> Result<&'a LogInspector> {
+        inspector.as_ref().ok_or_else(|| {
+            let path = match self {
+                Store::Embedded { directory, .. } => directory.clone(),
+                #[cfg(feature = "kafka")]
+                Store::Kafka(_) => PathBuf::new(),
+            };
+            self.log_error(runnel_embedded_log::Error::NotALog { path })
         })
     }
 
@@ -66,7 +88,8 @@ impl Store {
     /// When the backplane cannot be read.
     pub async fn topics(&self) -> Result<Vec<TopicListing>> {
         match self {
-            Store::Embedded { inspector, .. } => Ok(inspector
+            Store::Embedded { inspector, .. } => Ok(self
+                .inspector(inspector)?
                 .topics()
                 .map_err(|source| self.log_error(source))?
                 .into_iter()
@@ -125,7 +148,8 @@ impl Store {
     /// When the backplane cannot be read.
     pub async fn offsets(&self, topic: &str) -> Result<Vec<PartitionOffsets>> {
         match self {
-            Store::Embedded { inspector, .. } => inspector
+            Store::Embedded { inspector, .. } => self
+                .inspector(inspector)?
                 .offsets(topic)
                 .map_err(|source| self.log_error(source)),
             #[cfg(feature = "kafka")]
@@ -152,7 +176,8 @@ impl Store {
     ) -> Result<Vec<ConsumedRecord>> {
         let _ = wait;
         match self {
-            Store::Embedded { inspector, .. } => inspector
+            Store::Embedded { inspector, .. } => self
+                .inspector(inspector)?
                 .read(topic, partition, from, max_records)
                 .map_err(|source| self.log_error(source)),
             #[cfg(feature = "kafka")]
@@ -172,7 +197,8 @@ impl Store {
     /// When the backplane cannot be read.
     pub async fn committed(&self, group: &str, topic: &str) -> Result<Vec<Option<u64>>> {
         match self {
-            Store::Embedded { inspector, .. } => inspector
+            Store::Embedded { inspector, .. } => self
+                .inspector(inspector)?
                 .committed(group, topic)
                 .map_err(|source| self.log_error(source)),
             #[cfg(feature = "kafka")]
@@ -183,29 +209,53 @@ impl Store {
         }
     }
 
-    /// Appends `records` to one partition of `topic` and waits until each is acknowledged;
-    /// returns their offsets. On the embedded log the app must be stopped.
+    /// Appends `records` to `topic` (to `partition`, or by key, else round robin), all sent
+    /// before any acknowledgement is waited for, and returns the (partition, offset) of each
+    /// once every one is acknowledged. A topic that does not exist yet is created from
+    /// `declared` (the blueprint's), as the app's run would create it. On the embedded log
+    /// the app must be stopped.
     ///
     /// # Errors
     ///
-    /// When the log is in use or refuses a record.
+    /// When the topic does not exist and is not declared, `partition` is not one of its
+    /// partitions, the log is in use, or it refuses a record.
     pub async fn produce(
         &self,
         topic: &str,
         partition: Option<u32>,
         records: Vec<Record>,
+        declared: Option<&TopicSpec>,
     ) -> Result<Vec<(u32, u64)>> {
         let backend = self.writable().await?;
-        let partitions = backend
-            .topic(topic)
-            .await
-            .map_err(|e| backplane(format!("describing topic '{topic}'"), e))?
-            .map_or(1, |info| info.partitions);
+        let describe = |e| backplane(format!("describing topic '{topic}'"), e);
+        let partitions = match backend.topic(topic).await.map_err(describe)? {
+            Some(info) => info.partitions,
+            None => {
+                let Some(spec) = declared else {
+                    return Err(self.topic_not_found(topic).await);
+                };
+                backend
+                    .create_topic(spec)
+                    .await
+                    .map_err(|e| backplane(format!("creating topic '{topic}'"), e))?;
+                spec.partitions
+            }
+        };
+        if let Some(partition) = partition
+            && partition >= partitions
+        {
+            return Err(ToolError::Usage(format!(
+                "topic '{topic}' has {partitions} partitions; there is no partition {partition}"
+            )));
+        }
         let producer = backend
             .producer(&ProducerConfig::default())
             .await
             .map_err(|e| backplane("creating a producer", e))?;
-        let mut written = Vec::with_capacity(records.len());
+        let refused = |e| backplane(format!("producing to topic '{topic}'"), e);
+        // Every record is handed over before any acknowledgement is waited for: the log
+        // syncs them in a few batches instead of one sync per record.
+        let mut receipts = Vec::with_capacity(records.len());
         for (index, record) in records.into_iter().enumerate() {
             let partition = partition.unwrap_or_else(|| match &record.key {
                 Some(key) => runnel_backend::partition_for_key(key, partitions),
@@ -214,13 +264,30 @@ impl Store {
             let receipt = producer
                 .send(topic, partition, record)
                 .await
-                .map_err(|e| backplane(format!("producing to topic '{topic}'"), e))?;
-            let offset = receipt
-                .await
-                .map_err(|e| backplane(format!("producing to topic '{topic}'"), e))?;
-            written.push((partition, offset));
+                .map_err(refused)?;
+            receipts.push((partition, receipt));
+        }
+        let mut written = Vec::with_capacity(receipts.len());
+        for (partition, receipt) in receipts {
+            written.push((partition, receipt.await.map_err(refused)?));
         }
         Ok(written)
+    }
+
+    /// The error for a topic that does not exist, listing those that do.
+    async fn topic_not_found(&self, topic: &str) -> ToolError {
+        let known = match self.topics().await {
+            Ok(topics) if !topics.is_empty() => topics
+                .iter()
+                .map(|topic| topic.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            _ => "none yet".to_owned(),
+        };
+        ToolError::TopicNotFound {
+            topic: topic.to_owned(),
+            known,
+        }
     }
 
     /// Sets `group`'s committed offsets (topic, partition, next offset to read). The app

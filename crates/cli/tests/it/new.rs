@@ -55,6 +55,28 @@ fn a_new_app_builds_and_passes_its_test_as_generated() {
         "{}",
         String::from_utf8_lossy(&verified.stderr)
     );
+
+    // The README's first step, before the app ever ran: feed it a name.
+    let mut produce = Command::new(env!("CARGO"))
+        .args(["run", "--offline", "--quiet", "--", "produce", "names"])
+        .current_dir(&project)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(
+        &mut produce.stdin.take().unwrap(),
+        b"{\"name\": \"Ada\"}\n",
+    )
+    .unwrap();
+    let produced = produce.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&produced.stdout);
+    assert!(
+        produced.status.success() && stdout.starts_with("1 records written to topic 'names'"),
+        "stdout:\n{stdout}\nstderr:\n{}",
+        String::from_utf8_lossy(&produced.stderr)
+    );
 }
 
 #[test]

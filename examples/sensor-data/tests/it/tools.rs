@@ -430,3 +430,52 @@ async fn null_values_stay_apart_from_empty_ones_in_produce_tail_and_dead_letters
         assert_eq!(letter.get("undecoded").is_some(), !null, "{letter}");
     }
 }
+
+/// `produce` on an app that never ran (as the generated README says to do first): the log
+/// and the topic are created as the run creates them, every record is sent before the
+/// acknowledgements are waited for, and the count is reported.
+#[test]
+fn produce_feeds_an_app_that_never_ran() {
+    let data = tempfile::tempdir().unwrap();
+    let fresh = data.path().join("not-yet");
+    let place = data_dir_arguments(&fresh);
+    let records: String = (0..2_000)
+        .map(|sequence| {
+            let metric = Metric {
+                device_id: format!("device-{}", sequence % 7),
+                timestamp: 1_700_000_000_000 + sequence,
+                sequence,
+                name: "power".into(),
+                value: sequence as f64,
+            };
+            metric_json(&metric).to_string() + "\n"
+        })
+        .collect();
+    let produced = run_with_input(tool(&["produce", "metrics"], &place), &records);
+    let text = succeeded(&produced);
+    assert!(
+        text.starts_with("2000 records written to topic 'metrics'"),
+        "{text}"
+    );
+    // The topic has the blueprint's partitions, and holds every record.
+    let listed = succeeded(&tool(&["topics"], &place).output().unwrap());
+    assert!(listed.contains("metrics"), "{listed}");
+    let tailed = succeeded(
+        &tool(&["tail", "metrics", "--values"], &place)
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(tailed.lines().count(), 2_000, "{tailed}");
+
+    // A topic the blueprint does not have is still refused, saying which exist.
+    let raw = data.path().join("record.bin");
+    std::fs::write(&raw, b"bytes").unwrap();
+    let raw = raw.display().to_string();
+    let unknown = run_with_input(tool(&["produce", "nowhere", "--raw", &raw], &place), "");
+    assert!(!unknown.status.success());
+    assert!(
+        stderr_of(&unknown).contains("topic 'nowhere' not found; the topics are: metrics"),
+        "{}",
+        stderr_of(&unknown)
+    );
+}
