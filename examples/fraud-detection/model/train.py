@@ -2,9 +2,11 @@
 """Trains the fraud-detection example's two models and writes their reference scores.
 
 Run from anywhere:  python3 examples/fraud-detection/model/train.py
+Check the committed files:  python3 examples/fraud-detection/model/train.py --check
 
 It creates a virtual environment beside itself (.venv, not committed) with pinned
-scikit-learn, skl2onnx and onnxruntime from PyPI, re-runs itself there, and then:
+scikit-learn, skl2onnx and onnxruntime from PyPI, and every package they pull in pinned
+too (REQUIREMENTS), re-runs itself there with the environment of PINNED_ENV, and then:
 
 1. generates card transactions (legitimate ones, and bursts of fraud on a few cards),
 2. enriches each with the per-card features the app computes (`enrich` in
@@ -16,21 +18,76 @@ scikit-learn, skl2onnx and onnxruntime from PyPI, re-runs itself there, and then
    (scenario.jsonl), its fraud labels, its features and the scores of both models from
    onnxruntime (reference.json).
 
-Everything is seeded, so a rerun with the same pinned versions writes the same files. CI
-does not run this script: the Rust tests check the committed models against the committed
-reference scores.
+Without arguments it writes those five files beside itself. With --check it writes them
+into a temporary directory instead and compares each with the committed file byte for
+byte: it names every file that differs and exits with 1 if one does.
+
+A rerun writes the same bytes. What made reruns differ, and what pins it:
+
+- The logistic regressions used to be fitted by lbfgs, which stopped on its tolerance far
+  from the optimum (the intercept at -10.9 where the optimum is -14.3), at a point that
+  depended on the rounding of OpenBLAS's kernels, which OpenBLAS picks for the CPU: the
+  same run on an AVX2 kernel (OPENBLAS_CORETYPE=Haswell) wrote another lr.onnx, all of
+  whose coefficients differed, and 485 of the 826 lr scores of reference.json. They are now
+  fitted by Newton's method (newton-cholesky) in float64 to a tolerance of 1e-12, which
+  reaches the optimum (unique: the loss is strictly convex) to well below float32's
+  precision, so the float32 coefficients in the ONNX files come out the same on every
+  kernel tried (SkylakeX, Haswell, Sandybridge, Prescott), with or without numpy's AVX-512
+  and AVX2 loops.
+- skl2onnx lists a model's operator sets (`opset_import`) in the order of a Python set of
+  strings, which depends on the string hash seed, random per process: gbt.onnx came out
+  with the two in either order. PYTHONHASHSEED=0 fixes it.
+- OMP_NUM_THREADS, OPENBLAS_NUM_THREADS and MKL_NUM_THREADS are 1 and onnxruntime runs
+  on one thread, so that no sum is split differently on a machine with more cores (no
+  difference was seen between 1, 2, 8 and 16 threads; this rules it out).
+
+PINNED_ENV is set before the interpreter of the virtual environment starts (numpy reads the
+thread counts when it is imported, Python the hash seed when it starts), even when the
+script is started with .venv/bin/python. Not covered: another Python or operating system
+(math.log1p, math.exp and the like come from its C library) or another CPU architecture.
+CI does not run this script: the Rust tests check the committed models against the
+committed reference scores.
 """
 
+import argparse
+import filecmp
 import json
 import math
 import os
 import subprocess
 import sys
+import tempfile
 import venv
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VENV = os.path.join(HERE, ".venv")
-REQUIREMENTS = ["scikit-learn==1.9.1", "skl2onnx==1.20.0", "onnxruntime==1.32.0"]
+# The three packages the script uses, and everything they pull in, so that a later run does
+# not get another numpy, scipy or onnx (pip freeze of the environment that wrote the files).
+REQUIREMENTS = [
+    "scikit-learn==1.9.1",
+    "skl2onnx==1.20.0",
+    "onnxruntime==1.32.0",
+    "cloudpickle==3.1.3",
+    "flatbuffers==25.12.19",
+    "joblib==1.6.0",
+    "ml_dtypes==0.7.0",
+    "narwhals==2.29.0",
+    "numpy==2.4.6",
+    "onnx==1.23.2",
+    "packaging==26.4",
+    "protobuf==7.36.2",
+    "scipy==1.17.1",
+    "threadpoolctl==3.8.0",
+    "typing_extensions==4.16.0",
+]
+# Set before the virtual environment's interpreter starts (see the docstring for why).
+PINNED_ENV = {
+    "PYTHONHASHSEED": "0",
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}
+OUTPUTS = ["lr.onnx", "gbt.onnx", "five-features.onnx", "reference.json", "scenario.jsonl"]
 
 START = 1_700_000_000_000  # 2023-11-14T22:13:20Z, in milliseconds
 HOUR = 3_600_000
@@ -44,8 +101,13 @@ def in_venv():
     return os.path.realpath(sys.prefix) == os.path.realpath(VENV)
 
 
+def pinned():
+    return all(os.environ.get(name) == value for name, value in PINNED_ENV.items())
+
+
 def bootstrap():
-    """Creates the virtual environment with the pinned packages, then runs this script in it."""
+    """Creates the virtual environment with the pinned packages, then runs this script in it,
+    with PINNED_ENV set."""
     python = os.path.join(VENV, "bin", "python")
     if not os.path.exists(python):
         print(f"creating {VENV}", flush=True)
@@ -53,7 +115,8 @@ def bootstrap():
     subprocess.check_call(
         [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *REQUIREMENTS]
     )
-    os.execv(python, [python, os.path.abspath(__file__), *sys.argv[1:]])
+    env = {**os.environ, **PINNED_ENV}
+    os.execve(python, [python, os.path.abspath(__file__), *sys.argv[1:]], env)
 
 
 class Card:
@@ -211,16 +274,32 @@ def export(model, features, path):
 def scores(path, features):
     import onnxruntime
 
-    session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    session = onnxruntime.InferenceSession(
+        path, sess_options=options, providers=["CPUExecutionProvider"]
+    )
     name = session.get_inputs()[0].name
     label, probabilities = session.run(None, {name: features})
     return probabilities
 
 
-def main():
+def logistic_regression(x, y, **options):
+    """Fitted to the optimum: Newton's method in float64 to 1e-12 (see the docstring)."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    model = LogisticRegression(solver="newton-cholesky", tol=1e-12, max_iter=100, **options)
+    model.fit(x.astype(np.float64), y)
+    assert model.n_iter_[0] < model.max_iter, "the logistic regression did not converge"
+    return model
+
+
+def write_outputs(out):
+    """Writes OUTPUTS into the directory `out`."""
     import numpy as np
     from sklearn.ensemble import GradientBoostingClassifier
-    from sklearn.linear_model import LogisticRegression
 
     rng = np.random.default_rng(14)
     train, labels = generate(rng, cards=2000, fraud_share=0.3, days=20, prefix="train-")
@@ -228,13 +307,13 @@ def main():
     y = np.array(labels, dtype=np.int64)
     print(f"training on {len(train)} transactions, {int(y.sum())} fraudulent")
 
-    lr = LogisticRegression(max_iter=2000, class_weight={0: 1, 1: 10}).fit(x, y)
+    lr = logistic_regression(x, y, class_weight={0: 1, 1: 10})
     gbt = GradientBoostingClassifier(n_estimators=20, max_depth=3, random_state=14).fit(x, y)
-    small = LogisticRegression(max_iter=2000).fit(x[:, :5], y)
+    small = logistic_regression(x[:, :5], y)
 
-    export(lr, x, os.path.join(HERE, "lr.onnx"))
-    export(gbt, x, os.path.join(HERE, "gbt.onnx"))
-    export(small, x[:, :5], os.path.join(HERE, "five-features.onnx"))
+    export(lr, x, os.path.join(out, "lr.onnx"))
+    export(gbt, x, os.path.join(out, "gbt.onnx"))
+    export(small, x[:, :5], os.path.join(out, "five-features.onnx"))
 
     scenario, frauds = generate(
         np.random.default_rng(2024), cards=24, fraud_share=0.4, days=6, prefix="card-"
@@ -242,7 +321,7 @@ def main():
     features = np.array(enrich(scenario), dtype=np.float32)
     reference = {"ids": [tx["id"] for tx in scenario], "features": features.tolist()}
     for name, model in (("lr", lr), ("gbt", gbt)):
-        onnx_scores = scores(os.path.join(HERE, f"{name}.onnx"), features)
+        onnx_scores = scores(os.path.join(out, f"{name}.onnx"), features)
         sklearn_scores = model.predict_proba(features)
         assert np.allclose(onnx_scores, sklearn_scores, atol=1e-5), f"{name}: onnx != sklearn"
         flagged = onnx_scores[:, 1] >= 0.5
@@ -260,16 +339,78 @@ def main():
         reference[name] = onnx_scores.astype(float).tolist()
     reference["fraud"] = [tx["id"] for tx, fraud in zip(scenario, frauds) if fraud]
 
-    with open(os.path.join(HERE, "scenario.jsonl"), "w") as file:
+    with open(os.path.join(out, "scenario.jsonl"), "w") as file:
         for tx in scenario:
             file.write(json.dumps(tx) + "\n")
-    with open(os.path.join(HERE, "reference.json"), "w") as file:
+    with open(os.path.join(out, "reference.json"), "w") as file:
         json.dump(reference, file)
     print(f"wrote the scenario ({len(scenario)} transactions, {sum(frauds)} fraudulent)")
 
 
+def difference(name, committed, trained):
+    """What differs between two versions of an output, in a few words."""
+    with open(committed, "rb") as file:
+        old = file.read()
+    with open(trained, "rb") as file:
+        new = file.read()
+    bytes_differing = sum(a != b for a, b in zip(old, new)) + abs(len(old) - len(new))
+    words = f"{bytes_differing} bytes differ ({len(old)} committed, {len(new)} now)"
+    if name == "reference.json":
+        old, new = json.loads(old), json.loads(new)
+        for key in sorted(set(old) | set(new)):
+            a, b = old.get(key), new.get(key)
+            if a == b:
+                continue
+            if key in ("lr", "gbt") and a is not None and b is not None and len(a) == len(b):
+                pairs = [(p, q) for row_a, row_b in zip(a, b) for p, q in zip(row_a, row_b)]
+                changed = [abs(p - q) for p, q in pairs if p != q]
+                words += (
+                    f"; {key}: {len(changed)} of {len(pairs)} scores differ,"
+                    f" by up to {max(changed):.3g}"
+                )
+            else:
+                words += f"; {key} differs"
+    return words
+
+
+def check():
+    """Trains into a temporary directory and compares every output with the committed one."""
+    with tempfile.TemporaryDirectory(prefix="fraud-model-") as out:
+        write_outputs(out)
+        failed = False
+        for name in OUTPUTS:
+            committed, trained = os.path.join(HERE, name), os.path.join(out, name)
+            if not os.path.exists(committed):
+                print(f"check: {name} is missing from {HERE}")
+                failed = True
+            elif filecmp.cmp(committed, trained, shallow=False):
+                print(f"check: {name} is the same")
+            else:
+                print(f"check: {name} DIFFERS: {difference(name, committed, trained)}")
+                failed = True
+    if failed:
+        print("check: the committed files are not what this script writes")
+        return 1
+    print("check: every committed file is what this script writes, byte for byte")
+    return 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="train into a temporary directory and compare every output with the committed"
+        " file, byte for byte; exit 1 if one differs",
+    )
+    args = parser.parse_args()
+    if args.check:
+        sys.exit(check())
+    write_outputs(HERE)
+
+
 if __name__ == "__main__":
-    if in_venv():
+    if in_venv() and pinned():
         main()
     else:
         bootstrap()
