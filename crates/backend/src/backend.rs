@@ -96,6 +96,46 @@ pub trait Backend: fmt::Debug + Send + Sync + 'static {
         false
     }
 
+    /// Whether the backplane keeps the schemas written to each topic
+    /// ([`topic_schemas`](Backend::topic_schemas), [`register_schema`](Backend::register_schema)),
+    /// so that records written with an older schema stay readable after a producer's type
+    /// changed. Backplanes that do not (the default) leave readers to the schemas their
+    /// blueprint names.
+    fn keeps_schemas(&self) -> bool {
+        false
+    }
+
+    /// The schemas records of `topic` were written with, in the order they were registered;
+    /// the first is the topic's base schema (see [`TopicSchema`](crate::TopicSchema)).
+    /// Empty where the backplane keeps none, or nothing registered one yet.
+    ///
+    /// # Errors
+    ///
+    /// When the topic does not exist or its schemas cannot be read.
+    async fn topic_schemas(&self, topic: &str) -> Result<Vec<crate::TopicSchema>> {
+        let _ = topic;
+        Ok(Vec::new())
+    }
+
+    /// Registers `schema` for `topic` before records written with it are appended (a second
+    /// registration of the same fingerprint changes nothing), durably; returns every schema
+    /// of the topic afterwards, as [`topic_schemas`](Backend::topic_schemas) does.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`] from backplanes that keep no schemas (the default); when the
+    /// topic does not exist or the schema cannot be stored.
+    async fn register_schema(
+        &self,
+        topic: &str,
+        schema: &crate::TopicSchema,
+    ) -> Result<Vec<crate::TopicSchema>> {
+        let _ = (topic, schema);
+        Err(Error::Unsupported {
+            feature: "keeping the schemas written to a topic",
+        })
+    }
+
     /// Deletes the records of `partition` of `topic` below `offset` that the backplane can
     /// delete (Kafka's `DeleteRecords`): a log of segments keeps a segment that holds any
     /// record at or above `offset`. Returns the partition's first offset afterwards. For

@@ -50,6 +50,7 @@ macro_rules! conformance_tests {
             a_partition_reader_stops_cleanly_at_the_end_and_waits_there
             a_partition_reader_leaves_groups_alone
             partition_readers_of_unknown_partitions_are_errors
+            schemas_are_kept_per_topic_in_registration_order
         );
     };
     (@cases $attributes:tt $make:expr; $($case:ident)*) => {
@@ -150,6 +151,36 @@ fn values(records: &[ConsumedRecord]) -> Vec<String> {
             String::from_utf8_lossy(r.record.value.as_deref().unwrap_or_default()).into_owned()
         })
         .collect()
+}
+
+/// Where the backplane keeps schemas, a topic's are listed in the order they were first
+/// registered (the first is the base), a registration is idempotent, and topics do not
+/// share them; elsewhere registering is unsupported.
+pub async fn schemas_are_kept_per_topic_in_registration_order(backend: &impl Backend) {
+    let name = topic(backend, "schemas", 1).await;
+    let first = crate::TopicSchema::new("a1", r#"{"type": "string"}"#);
+    let second = crate::TopicSchema::new("b2", r#"{"type": "long"}"#);
+    if !backend.keeps_schemas() {
+        assert!(matches!(
+            backend.register_schema(&name, &first).await,
+            Err(Error::Unsupported { .. })
+        ));
+        return;
+    }
+    assert!(backend.topic_schemas(&name).await.unwrap().is_empty());
+    backend.register_schema(&name, &first).await.unwrap();
+    let both = backend.register_schema(&name, &second).await.unwrap();
+    assert_eq!(both, [first.clone(), second.clone()]);
+    backend.register_schema(&name, &first).await.unwrap();
+    assert_eq!(backend.topic_schemas(&name).await.unwrap(), [first, second]);
+    let other = topic(backend, "other-schemas", 1).await;
+    assert!(backend.topic_schemas(&other).await.unwrap().is_empty());
+    assert!(
+        backend
+            .topic_schemas(&unique("never-created"))
+            .await
+            .is_err()
+    );
 }
 
 /// Creating a topic twice is harmless; asking for another partition count is an error.

@@ -10,7 +10,8 @@ use crate::group::{GroupCoordinator, MemberId};
 use crate::{
     Backend, CommitOffset, ConsumedRecord, Consumer, ConsumerConfig, Error, PartitionOffsets,
     PartitionReader, Producer, ProducerConfig, ReaderConfig, Receipt, Record, Result, StartFrom,
-    TopicCreation, TopicInfo, TopicPartition, TopicSpec, TransactionConfig, TransactionalProducer,
+    TopicCreation, TopicInfo, TopicPartition, TopicSchema, TopicSpec, TransactionConfig,
+    TransactionalProducer,
 };
 
 mod assigned;
@@ -46,6 +47,8 @@ struct State {
     epochs: Mutex<HashMap<String, u64>>,
     /// Bumped on every append, so waiting consumers look again.
     appended: watch::Sender<u64>,
+    /// The schemas registered per topic, in order.
+    schemas: Mutex<HashMap<String, Vec<TopicSchema>>>,
 }
 
 impl Default for State {
@@ -56,6 +59,7 @@ impl Default for State {
             groups: GroupCoordinator::default(),
             epochs: Mutex::default(),
             appended: watch::Sender::new(0),
+            schemas: Mutex::default(),
         }
     }
 }
@@ -274,6 +278,31 @@ impl Backend for MemoryBackend {
 
     fn supports_transactions(&self) -> bool {
         true
+    }
+
+    fn keeps_schemas(&self) -> bool {
+        true
+    }
+
+    async fn topic_schemas(&self, topic: &str) -> Result<Vec<TopicSchema>> {
+        self.state.topic(topic)?;
+        Ok(lock(&self.state.schemas)
+            .get(topic)
+            .cloned()
+            .unwrap_or_default())
+    }
+
+    async fn register_schema(&self, topic: &str, schema: &TopicSchema) -> Result<Vec<TopicSchema>> {
+        self.state.topic(topic)?;
+        let mut schemas = lock(&self.state.schemas);
+        let registered = schemas.entry(topic.to_owned()).or_default();
+        if !registered
+            .iter()
+            .any(|known| known.fingerprint == schema.fingerprint)
+        {
+            registered.push(schema.clone());
+        }
+        Ok(registered.clone())
     }
 
     async fn transactional_producer(

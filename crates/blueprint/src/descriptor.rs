@@ -162,6 +162,59 @@ pub struct SchemaDescriptor {
     pub fingerprint: String,
 }
 
+impl SchemaDescriptor {
+    /// Whether a port with this schema reads what a port with `writer` writes: the same
+    /// format and, by Avro schema resolution (promotions, defaults for missing fields,
+    /// aliases, unions), a schema that resolves the writer's data.
+    ///
+    /// ```
+    /// use runnel_blueprint::descriptor::{Format, SchemaDescriptor};
+    /// let schema = |fields: serde_json::Value| SchemaDescriptor {
+    ///     format: Format::Avro,
+    ///     name: "Reading".into(),
+    ///     definition: serde_json::json!({"type": "record", "name": "Reading", "fields": fields}),
+    ///     fingerprint: String::new(),
+    /// };
+    /// let old = schema(serde_json::json!([{"name": "celsius", "type": "double"}]));
+    /// let new = schema(serde_json::json!([
+    ///     {"name": "celsius", "type": "double"},
+    ///     {"name": "sensor", "type": "string"}
+    /// ]));
+    /// assert_eq!(
+    ///     new.can_read(&old).unwrap_err(),
+    ///     "field 'Reading.sensor' is missing from the writer's record 'Reading' and has no default in the reader's"
+    /// );
+    /// assert!(old.can_read(&new).is_ok());
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// What breaks compatibility, naming the field (`field 'Reading.sensor' is missing from
+    /// the writer's record ...`), or the formats when they differ.
+    pub fn can_read(&self, writer: &SchemaDescriptor) -> Result<(), String> {
+        if writer.format != self.format {
+            return Err(format!(
+                "it reads {} ('{}') but the producer writes {} ('{}')",
+                self.format, self.name, writer.format, writer.name
+            ));
+        }
+        if writer.definition == self.definition {
+            return Ok(());
+        }
+        let parse = |schema: &SchemaDescriptor, side: &str| {
+            apache_avro::Schema::parse(&schema.definition).map_err(|error| {
+                format!(
+                    "the {side}'s schema '{}' is not a valid avro schema: {error}",
+                    schema.name
+                )
+            })
+        };
+        let writer_schema = parse(writer, "writer")?;
+        let reader_schema = parse(self, "reader")?;
+        crate::avro::can_read(&writer_schema, &reader_schema)
+    }
+}
+
 /// A wire format for record values.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

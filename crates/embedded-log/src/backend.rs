@@ -9,7 +9,8 @@ use async_trait::async_trait;
 use runnel_backend::group::GroupCoordinator;
 use runnel_backend::{
     Backend, Consumer, ConsumerConfig, PartitionOffsets, PartitionReader, Producer, ProducerConfig,
-    ReaderConfig, TopicCreation, TopicInfo, TopicSpec, TransactionConfig, TransactionalProducer,
+    ReaderConfig, TopicCreation, TopicInfo, TopicSchema, TopicSpec, TransactionConfig,
+    TransactionalProducer,
 };
 use tokio::sync::watch;
 
@@ -23,6 +24,7 @@ use crate::lock::DirectoryLock;
 use crate::offset_store::OffsetStore;
 use crate::partition::{Partition, PartitionLimits, PartitionStatus, lock};
 use crate::producer::EmbeddedProducer;
+use crate::topic_schemas;
 use crate::topic_settings::{METADATA_FILE, TopicMetadata};
 use crate::transactional_producer::{self, EmbeddedTransactionalProducer};
 use crate::{retention, transaction_timeouts, writer};
@@ -61,6 +63,8 @@ pub(crate) struct Shared {
     topics: RwLock<HashMap<String, Arc<TopicLog>>>,
     /// Serializes topic creation.
     creating: Mutex<()>,
+    /// Serializes schema registrations.
+    registering: Mutex<()>,
     pub(crate) offsets: OffsetStore,
     pub(crate) groups: GroupCoordinator,
     pub(crate) coordinator: Coordinator,
@@ -125,6 +129,7 @@ impl EmbeddedBackend {
             config,
             topics: RwLock::new(topics),
             creating: Mutex::new(()),
+            registering: Mutex::new(()),
             offsets,
             groups: GroupCoordinator::default(),
             coordinator,
@@ -201,6 +206,11 @@ impl EmbeddedBackend {
 
 impl Shared {
     /// The topic called `name`.
+    /// The directory of topic `name`.
+    pub(crate) fn topic_directory(&self, name: &str) -> PathBuf {
+        self.directory.join("topics").join(name)
+    }
+
     pub(crate) fn topic(&self, name: &str) -> runnel_backend::Result<Arc<TopicLog>> {
         self.topics
             .read()
@@ -443,6 +453,40 @@ impl Backend for EmbeddedBackend {
 
     fn supports_transactions(&self) -> bool {
         true
+    }
+
+    fn keeps_schemas(&self) -> bool {
+        true
+    }
+
+    async fn topic_schemas(&self, topic: &str) -> runnel_backend::Result<Vec<TopicSchema>> {
+        self.shared.topic(topic)?;
+        let directory = self.shared.topic_directory(topic);
+        tokio::task::spawn_blocking(move || topic_schemas::read(&directory))
+            .await
+            .map_err(|_| runnel_backend::Error::Closed)?
+            .map_err(|error| error.into_admin(format!("reading the schemas of topic '{topic}'")))
+    }
+
+    async fn register_schema(
+        &self,
+        topic: &str,
+        schema: &TopicSchema,
+    ) -> runnel_backend::Result<Vec<TopicSchema>> {
+        self.shared.topic(topic)?;
+        let shared = self.shared.clone();
+        let directory = self.shared.topic_directory(topic);
+        let schema = schema.clone();
+        tokio::task::spawn_blocking(move || {
+            let _registering = shared
+                .registering
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            topic_schemas::register(&directory, &schema)
+        })
+        .await
+        .map_err(|_| runnel_backend::Error::Closed)?
+        .map_err(|error| error.into_admin(format!("registering a schema of topic '{topic}'")))
     }
 
     async fn transactional_producer(

@@ -128,6 +128,17 @@ impl LogInspector {
         }))
     }
 
+    /// The schemas records of `topic` were written with, oldest (the base) first (see
+    /// [`TopicSchema`](runnel_backend::TopicSchema)).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TopicNotFound`] for an unknown topic; when a schema file cannot be read.
+    pub fn schemas(&self, topic: &str) -> Result<Vec<runnel_backend::TopicSchema>> {
+        self.existing(topic)?;
+        crate::topic_schemas::read(&self.topic_directory(topic))
+    }
+
     /// The start and end offsets of every partition of `topic`, indexed by partition.
     ///
     /// # Errors

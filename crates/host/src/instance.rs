@@ -21,6 +21,7 @@ use runnel_streamlet::{Clock, DynStreamlet, Error, InstanceMetrics, Result};
 use crate::committer::{
     ChangelogWriter, CheckpointWriter, CommitError, CommitTarget, Committer, Mode,
 };
+use crate::topic_schemas;
 use crate::wiring::{InletWiring, Wiring};
 
 /// Segment size and retention of checkpoint topics: old checkpoints go, the last stays.
@@ -188,11 +189,15 @@ pub async fn run_instance(
             topic: topic.clone(),
             group: inlet.group,
         });
+        let (kept, base_schema) = topic_schemas::kept(&*backend, &inlet.topic).await?;
+        let mut writer_schemas = inlet.writer_schemas;
+        writer_schemas.extend(kept);
         parts.connect_inlet(InletConnection {
             port,
             topic,
             consumer,
-            writer_schemas: inlet.writer_schemas,
+            writer_schemas,
+            base_schema,
             end_of_input: inlet.end_of_input,
             resume,
         });
@@ -211,11 +216,18 @@ pub async fn run_instance(
                 topic: outlet.topic.clone(),
             }));
         };
+        let tag_schema = topic_schemas::register_outlet(
+            &*backend,
+            &outlet.topic,
+            shape.outlet_schema(port),
+            outlet.tag_schema,
+        )
+        .await?;
         parts.connect_outlet(OutletConnection {
             port,
             topic: Arc::from(outlet.topic.as_str()),
             partitions: info.partitions,
-            tag_schema: outlet.tag_schema,
+            tag_schema,
         });
     }
 

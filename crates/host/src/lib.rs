@@ -54,7 +54,9 @@ mod committer;
 mod instance;
 #[cfg(feature = "testkit")]
 pub mod testkit;
+mod topic_schemas;
 mod wiring;
 
 pub use instance::run_instance;
+pub use topic_schemas::{UnreadableSchema, check_readable};
 pub use wiring::{HostSettings, InletWiring, OutletWiring, Wiring};

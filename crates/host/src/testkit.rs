@@ -440,8 +440,10 @@ impl TestRun {
         if !self.is_timed() {
             return self.execute().await;
         }
-        // A timed run owns a paused clock, which needs a current-thread runtime of its own.
+        // A timed run owns a paused clock, which needs a current-thread runtime of its own;
+        // it logs where the caller does (a test's scoped subscriber too).
         let (done, result) = tokio::sync::oneshot::channel();
+        let logging = tracing::dispatcher::get_default(Clone::clone);
         let thread = std::thread::Builder::new()
             .name("runnel-timed-test".to_owned())
             .spawn(move || {
@@ -450,6 +452,7 @@ impl TestRun {
                     .start_paused(true)
                     .build()
                     .expect("a current-thread runtime builds");
+                let _logging = tracing::dispatcher::set_default(&logging);
                 let _ = done.send(runtime.block_on(self.execute()));
             })
             .expect("the test kit can start a thread");

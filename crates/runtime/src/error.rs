@@ -48,6 +48,16 @@ pub enum RunError {
         /// The instance.
         instance: String,
     },
+    /// Inlets cannot read records already on their topics: a schema changed in a way that
+    /// does not resolve what was written before.
+    #[error("{}", unreadable.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    UnreadableSchemas {
+        /// Each inlet and schema that does not resolve, naming the field.
+        unreadable: Vec<runnel_host::UnreadableSchema>,
+    },
+    /// Reading the schemas kept with a topic failed.
+    #[error("reading the schemas of the topics failed")]
+    TopicSchemas(#[source] runnel_backend::Error),
     /// Streamlets kept running after a shutdown request for longer than allowed.
     #[error("streamlets {} did not stop within {timeout:?} of the shutdown request", pending.join(", "))]
     DrainTimeout {

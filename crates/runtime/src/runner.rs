@@ -179,6 +179,7 @@ pub async fn start(
             instance: instance.name.clone(),
         });
     }
+    check_schemas(&instances, &*backend).await?;
     let end_of_input = Arc::new(EndOfInput::new(&plan, options.only.is_none()));
     let statuses: Vec<Arc<InstanceStatus>> = instances.iter().map(status_of).collect();
     let topics = plan
@@ -279,6 +280,29 @@ pub async fn start(
             stop_view,
         },
     })
+}
+
+/// Refuses to start when an inlet cannot read every schema kept with its topic (a type
+/// changed in a way that cannot read what is there already), naming each one and its field.
+async fn check_schemas(instances: &[InstancePlan], backend: &dyn Backend) -> Result<(), RunError> {
+    let mut unreadable = Vec::new();
+    for instance in instances {
+        let shape = (instance.factory)().shape();
+        let inlets: Vec<(&str, &str)> = instance
+            .inlets
+            .iter()
+            .map(|inlet| (inlet.port.as_str(), inlet.topic.as_str()))
+            .collect();
+        let found = runnel_host::check_readable(&instance.name, &shape, &inlets, backend)
+            .await
+            .map_err(RunError::TopicSchemas)?;
+        unreadable.extend(found);
+    }
+    if unreadable.is_empty() {
+        Ok(())
+    } else {
+        Err(RunError::UnreadableSchemas { unreadable })
+    }
 }
 
 /// The status of one planned instance, before it starts.

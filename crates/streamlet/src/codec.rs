@@ -1,13 +1,16 @@
 //! Encoding record values: Avro (the default, schema derived from the Rust type) or JSON.
 //!
 //! Avro values are the binary encoding of the value alone, with no container header and no
-//! schema id in the payload. A reader knows the schemas the topic's producers write with
-//! (from the blueprint and the descriptor): when there is one, every record is read as
-//! written with it, resolved to the reader's own schema if they differ. When producers of one
-//! topic write with different (compatible) schemas, they add a header, [`SCHEMA_HEADER`],
-//! holding the hex Rabin fingerprint of their schema, and readers resolve each record by it.
-//! Records from writers nobody told the reader about (plain Kafka clients, say) are read
-//! with the reader's own schema.
+//! schema id in the payload. A record written with any schema but its topic's base schema
+//! (the first written to it, which backplanes that keep schemas remember; see
+//! `runnel_backend::TopicSchema`) carries a header, [`SCHEMA_HEADER`], holding the hex Rabin
+//! fingerprint of its schema, and readers resolve it by that schema, which the backplane
+//! keeps too. A record without the header was written with the base schema. Where the
+//! backplane keeps no schemas, readers know the schemas the topic's producers write with
+//! from the blueprint and the descriptor: with one, every record is read as written with it;
+//! with several, the writers tag every record. Either way a record is resolved to the
+//! reader's own schema where they differ. Records from writers nobody told the reader about
+//! (plain Kafka clients, say) are read with the reader's own schema.
 
 use apache_avro::rabin::Rabin;
 use apache_avro::{AvroSchema, Schema};
@@ -79,6 +82,9 @@ pub(crate) struct Codec<T> {
     names: crate::avro_decode::Names,
     /// The distinct schemas the topic's producers write with, by fingerprint.
     writers: Vec<(Bytes, Schema)>,
+    /// The fingerprint of the topic's base schema: records without a header were written
+    /// with it.
+    base: Option<Bytes>,
     _type: std::marker::PhantomData<fn() -> T>,
 }
 
@@ -93,6 +99,7 @@ impl<T: Data> Codec<T> {
             fingerprint,
             names,
             writers: Vec::new(),
+            base: None,
             _type: std::marker::PhantomData,
         }
     }
@@ -104,6 +111,16 @@ impl<T: Data> Codec<T> {
             if !self.writers.iter().any(|(known, _)| *known == fingerprint) {
                 self.writers.push((fingerprint, schema));
             }
+        }
+        self
+    }
+
+    /// Adds the topic's base schema: records without a schema header were written with it.
+    pub(crate) fn with_base_schema(mut self, definition: &serde_json::Value) -> Self {
+        if let Ok(schema) = Schema::parse(definition) {
+            let fingerprint = Bytes::from(schema.fingerprint::<Rabin>().to_string());
+            self.base = Some(fingerprint);
+            return self.with_writer_schema(definition);
         }
         self
     }
@@ -192,14 +209,26 @@ impl<T: Data> Codec<T> {
     }
 
     fn decode_avro(&self, bytes: &[u8], writer: Option<&[u8]>) -> Result<T, CodecError> {
-        // The writer's schema: named by the record, or the topic's only one.
-        let writer = writer.or_else(|| match self.writers.as_slice() {
-            [(only, _)] => Some(&only[..]),
-            _ => None,
-        });
-        let known_writer = writer
-            .filter(|fingerprint| *fingerprint != self.fingerprint)
-            .and_then(|fingerprint| self.writers.iter().find(|(f, _)| f == fingerprint));
+        // The writer's schema: named by the record, else the topic's base, else its only one.
+        let writer = writer
+            .or(self.base.as_deref())
+            .or_else(|| match self.writers.as_slice() {
+                [(only, _)] => Some(&only[..]),
+                _ => None,
+            });
+        let named = writer.filter(|fingerprint| *fingerprint != self.fingerprint);
+        let known_writer =
+            named.and_then(|fingerprint| self.writers.iter().find(|(f, _)| f == fingerprint));
+        if let (Some(fingerprint), None) = (named, known_writer)
+            && self.base.is_some()
+        {
+            // The backplane keeps every schema written to the topic, yet not this one.
+            return Err(CodecError::new(format!(
+                "invalid avro for {}: the record was written with schema {}, which is not among the schemas kept for its topic",
+                self.type_name(),
+                String::from_utf8_lossy(fingerprint)
+            )));
+        }
         if known_writer.is_none()
             && let Ok(value) = crate::avro_decode::decode(&self.schema, &self.names, bytes)
         {
@@ -364,6 +393,53 @@ mod tests {
             })
             .unwrap();
         assert_eq!(ambiguous.decode(&current, None).unwrap().count, 3);
+    }
+
+    #[test]
+    fn records_without_a_header_are_read_with_the_topics_base_schema() {
+        let old = Codec::<V1>::new(Format::Avro);
+        let v1 = schema_descriptor::<V1>(Format::Avro).definition;
+        let v2 = schema_descriptor::<V2>(Format::Avro).definition;
+        let untagged_old = old.encode(&V1 { id: "a".into() }).unwrap();
+        let new = Codec::<V2>::new(Format::Avro);
+        let tagged_new = new
+            .encode(&V2 {
+                id: "b".into(),
+                count: 7,
+            })
+            .unwrap();
+        // A reader of the new type on a topic whose base is the old schema.
+        let reader = Codec::<V2>::new(Format::Avro)
+            .with_base_schema(&v1)
+            .with_writer_schema(&v2);
+        assert_eq!(reader.decode(&untagged_old, None).unwrap().count, 0);
+        let fingerprint = new.fingerprint().unwrap().clone();
+        assert_eq!(
+            reader
+                .decode(&tagged_new, Some(&fingerprint))
+                .unwrap()
+                .count,
+            7
+        );
+        // The old type reads the newer records too, dropping the field it does not know.
+        let old_reader = Codec::<V1>::new(Format::Avro)
+            .with_base_schema(&v1)
+            .with_writer_schema(&v2);
+        assert_eq!(
+            old_reader
+                .decode(&tagged_new, Some(&fingerprint))
+                .unwrap()
+                .id,
+            "b"
+        );
+        // A schema the topic does not keep is named in the error.
+        let error = reader.decode(&tagged_new, Some(b"0123")).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("written with schema 0123, which is not among the schemas kept"),
+            "{error}"
+        );
     }
 
     #[test]

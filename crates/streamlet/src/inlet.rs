@@ -25,6 +25,7 @@ pub(crate) struct InletParts {
     pub(crate) consumer: Arc<dyn Consumer>,
     pub(crate) backend: Arc<dyn Backend>,
     pub(crate) writer_schemas: Vec<serde_json::Value>,
+    pub(crate) base_schema: Option<serde_json::Value>,
     pub(crate) end_of_input: watch::Receiver<bool>,
     pub(crate) policy: BadDataPolicy,
     pub(crate) metrics: Arc<PortMetrics>,
@@ -37,6 +38,15 @@ pub(crate) struct InletParts {
     /// Per partition, the first offset not yet reflected in the restored checkpoint:
     /// records before it are skipped, wherever the consumer group starts reading.
     pub(crate) resume: BTreeMap<u32, u64>,
+}
+
+/// What [`InletStream::next_restored`] hands out.
+#[derive(Debug)]
+pub(crate) enum Next<T> {
+    /// The next decoded message.
+    Message(Message<T>),
+    /// The next record is of this partition, which is not restored yet.
+    Unrestored(u32),
 }
 
 /// The records arriving on one inlet, decoded.
@@ -69,6 +79,10 @@ impl<T: Data> InletStream<T> {
             .fold(Codec::new(format), |codec, definition| {
                 codec.with_writer_schema(definition)
             });
+        let codec = match &parts.base_schema {
+            Some(base) => codec.with_base_schema(base),
+            None => codec,
+        };
         let handle = Arc::new(InletHandle {
             index: parts.index,
             port: parts.port,
@@ -99,8 +113,27 @@ impl<T: Data> InletStream<T> {
     /// When the log cannot be read, or a record does not decode and the inlet's policy is
     /// [`BadDataPolicy::Fail`].
     pub async fn next(&mut self) -> Result<Option<Message<T>>> {
+        match self.next_restored(|_| true).await? {
+            Some(Next::Message(message)) => Ok(Some(message)),
+            Some(Next::Unrestored(_)) => unreachable!("every partition counts as restored"),
+            None => Ok(None),
+        }
+    }
+
+    /// As [`next`](Self::next), but a record of a partition for which `restored` is false is
+    /// not decoded: its partition comes back instead, for the caller (a streamlet that
+    /// keeps state by partition) to restore the partition and [`rewind`](Self::rewind) the
+    /// inlet to the offset its state reflects. So records a checkpoint covers are never
+    /// decoded again (nor, failing that, rejected as bad data).
+    pub(crate) async fn next_restored(
+        &mut self,
+        restored: impl Fn(u32) -> bool,
+    ) -> Result<Option<Next<T>>> {
         loop {
-            while !self.buffer.is_empty() {
+            while let Some(front) = self.buffer.front() {
+                if !restored(front.partition) {
+                    return Ok(Some(Next::Unrestored(front.partition)));
+                }
                 // A streamlet handed buffered records never waits, so without this it would
                 // not yield to the runtime until the buffer ran dry: a task it woke (its
                 // committer, in the worker's LIFO slot, which other workers cannot steal)
@@ -108,7 +141,7 @@ impl<T: Data> InletStream<T> {
                 // makes the task yield once every 128 messages.
                 tokio::task::coop::consume_budget().await;
                 if let Some(message) = self.deliver_front().await? {
-                    return Ok(Some(message));
+                    return Ok(Some(Next::Message(message)));
                 }
             }
             if self.parts.shutdown.is_cancelled() || self.read_everything().await? {

@@ -129,7 +129,8 @@ mod state_guide {}
 ///
 /// Without either, the derive fails with `can't find crate for serde` (error E0463).
 /// `AvroSchema` needs nothing: its generated code finds `apache_avro` through this
-/// module. `crates/streamlet/tests/it/serde_prelude.rs` builds a crate both ways.
+/// module, and `serde_json` too, which it calls for a field's `#[avro(default = "...")]`.
+/// `crates/streamlet/tests/it/serde_prelude.rs` builds a crate both ways.
 pub mod prelude {
     pub use crate::{
         AsyncMap, Context, Data, Egress, Either, Error, Inlet, Merge, Message, Outgoing, Outlet,
@@ -138,4 +139,5 @@ pub mod prelude {
     pub use apache_avro::{self, AvroSchema};
     pub use runnel_blueprint::descriptor::{AccessMode, BadDataPolicy};
     pub use serde::{self, Deserialize, Serialize};
+    pub use serde_json;
 }

@@ -92,6 +92,9 @@ pub struct InletConnection {
     pub consumer: Arc<dyn Consumer>,
     /// The Avro schemas the topic's producers write with, so evolved readers resolve them.
     pub writer_schemas: Vec<serde_json::Value>,
+    /// The topic's base schema, where the backplane keeps schemas: records without a schema
+    /// header were written with it.
+    pub base_schema: Option<serde_json::Value>,
     /// Becomes `true` once nothing more will be appended to the topic.
     pub end_of_input: watch::Receiver<bool>,
     /// Per partition, the first offset the restored checkpoint does not reflect: records
@@ -164,6 +167,7 @@ impl InstanceParts {
             consumer: inlet.consumer,
             backend: setup.backend.clone(),
             writer_schemas: inlet.writer_schemas,
+            base_schema: inlet.base_schema,
             end_of_input: inlet.end_of_input,
             policy: port.bad_data,
             metrics,

@@ -205,6 +205,26 @@ impl Shape {
         self.ports_in(Direction::Outlet).map(|port| port.name)
     }
 
+    /// The schema of inlet `name`, as the descriptor shows it.
+    pub fn inlet_schema(
+        &self,
+        name: &str,
+    ) -> Option<runnel_blueprint::descriptor::SchemaDescriptor> {
+        self.ports_in(Direction::Inlet)
+            .find(|port| port.name == name)
+            .map(|port| (port.schema)(port.format))
+    }
+
+    /// The schema of outlet `name`, as the descriptor shows it.
+    pub fn outlet_schema(
+        &self,
+        name: &str,
+    ) -> Option<runnel_blueprint::descriptor::SchemaDescriptor> {
+        self.ports_in(Direction::Outlet)
+            .find(|port| port.name == name)
+            .map(|port| (port.schema)(port.format))
+    }
+
     /// The declared parameters.
     pub fn parameters(&self) -> &[ParameterDescriptor] {
         &self.parameters

@@ -49,7 +49,13 @@ impl Tools {
             (Some(blueprint), Some(descriptor)) => Schemas::new(blueprint, descriptor),
             _ => Schemas::default(),
         };
+        let mut schemas = schemas;
         let store = open_store(source).await?;
+        // Records written with an older schema (the app's types changed since) decode too.
+        for topic in schemas.topics() {
+            let kept = store.topic_schemas(&topic).await?;
+            schemas.keep(&topic, &kept);
+        }
         let app = blueprint
             .as_ref()
             .map(|blueprint| blueprint.name.clone())

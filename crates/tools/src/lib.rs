@@ -47,7 +47,7 @@ pub use error::{Result, ToolError};
 pub use groups::{GroupPartition, groups, partitions, reset_offsets};
 pub use produce::produce;
 pub use schemas::{SCHEMA_HEADER, Schemas, avro_to_json};
-pub use store::{Store, TopicListing};
+pub use store::{EncodedWith, Store, TopicListing};
 pub use tail::tail;
 pub use time::parse_time;
 pub use topics::topics;

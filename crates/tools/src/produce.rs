@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::args::ProduceArgs;
 use crate::context::Tools;
 use crate::error::{Result, ToolError};
-use crate::schemas::SCHEMA_HEADER;
+use crate::store::EncodedWith;
 
 /// Appends the records `args` describes, read from `input` unless raw files are given;
 /// returns (partition, offset) of each, once acknowledged. A topic of the blueprint that
@@ -28,8 +28,14 @@ pub async fn produce(
     input: &mut dyn BufRead,
 ) -> Result<Vec<(u32, u64)>> {
     let key = args.key.clone().map(Bytes::from);
+    let mut encoded_with = None;
     let records = if args.raw.is_empty() {
-        json_records(tools, args, input, key)?
+        let (records, named) = json_records(tools, args, input, key)?;
+        encoded_with = tools
+            .schemas
+            .writer_schema(&args.topic)
+            .map(|schema| EncodedWith { schema, named });
+        records
     } else {
         let mut records = Vec::new();
         for path in &args.raw {
@@ -50,17 +56,26 @@ pub async fn produce(
     let declared = tools.declared_topic(&args.topic);
     tools
         .store
-        .produce(&args.topic, args.partition, records, declared.as_ref())
+        .produce(
+            &args.topic,
+            args.partition,
+            records,
+            declared.as_ref(),
+            encoded_with.as_ref(),
+        )
         .await
 }
 
-/// Every line of `input` as a record, all checked before any is written.
+/// Every line of `input` as a record, all checked before any is written, and whether the
+/// records must name their schema where the backplane keeps none (the topic has several
+/// writer schemas).
 fn json_records(
     tools: &Tools,
     args: &ProduceArgs,
     input: &mut dyn BufRead,
     key: Option<Bytes>,
-) -> Result<Vec<Record>> {
+) -> Result<(Vec<Record>, bool)> {
+    let mut named = false;
     if !tools.schemas.knows(&args.topic) {
         return Err(ToolError::Usage(format!(
             "no schema is known for topic '{}' (it is not in the blueprint, or the descriptor is missing); give raw files with --raw",
@@ -104,12 +119,10 @@ fn json_records(
             .encode(&args.topic, value)
             .map_err(encode_error)?;
         record.value = Some(Bytes::from(bytes));
-        if let Some(fingerprint) = tag {
-            record.headers.push(SCHEMA_HEADER, fingerprint);
-        }
+        named |= tag.is_some();
         records.push(record);
     }
-    Ok(records)
+    Ok((records, named))
 }
 
 /// Takes key, headers and timestamp from an envelope into `record`; returns its value.

@@ -1,16 +1,18 @@
 //! [`Schemas`]: the schema of every topic of a blueprint, from the app descriptor, to show
 //! records as JSON and to encode JSON as records.
 //!
-//! A topic's writer schemas are those of the outlets that produce it; when it has several,
-//! each record names its writer's fingerprint in the `runnel.schema` header. A topic nothing
-//! in the blueprint produces (an input from outside) is read and written with the schema of
-//! the inlets that consume it.
+//! A topic's writer schemas are those of the outlets that produce it, and, where the
+//! backplane keeps them, every schema ever written to it ([`Schemas::keep`]): a record names
+//! its writer's fingerprint in the `runnel.schema` header unless it was written with the
+//! topic's base schema (the first kept), or, where no schemas are kept, unless the topic has
+//! a single writer schema. A topic nothing in the blueprint produces (an input from outside)
+//! is read and written with the schema of the inlets that consume it.
 
 use std::collections::HashMap;
 
 use apache_avro::Schema;
 use apache_avro::types::Value;
-use runnel_backend::Record;
+use runnel_backend::{Record, TopicSchema};
 use runnel_blueprint::Blueprint;
 use runnel_blueprint::descriptor::{AppDescriptor, Format, SchemaDescriptor};
 
@@ -30,6 +32,11 @@ struct TopicSchemas {
     writers: Vec<(String, Schema)>,
     /// What new records are written with: the consumers' schema, else the first writer's.
     preferred: (String, Schema),
+    /// The definition of `preferred`, to register it where the backplane keeps schemas.
+    preferred_definition: String,
+    /// The fingerprint of the topic's base schema, where the backplane keeps schemas:
+    /// records without a header were written with it.
+    base: Option<String>,
 }
 
 impl Schemas {
@@ -91,10 +98,47 @@ impl Schemas {
                     format: first.format,
                     writers: parsed_writers,
                     preferred,
+                    preferred_definition: first.definition.to_string(),
+                    base: None,
                 },
             );
         }
         Schemas { topics }
+    }
+
+    /// Adds the schemas the backplane keeps for `topic` (oldest, the base, first), so that
+    /// records written with any of them decode, whatever the blueprint says now.
+    pub fn keep(&mut self, topic: &str, kept: &[TopicSchema]) {
+        let Some(schemas) = self.topics.get_mut(topic) else {
+            return;
+        };
+        for schema in kept {
+            let parsed = serde_json::from_str(&schema.definition)
+                .ok()
+                .and_then(|definition: serde_json::Value| Schema::parse(&definition).ok());
+            let Some(parsed) = parsed else { continue };
+            if !schemas
+                .writers
+                .iter()
+                .any(|(known, _)| *known == schema.fingerprint)
+            {
+                schemas.writers.push((schema.fingerprint.clone(), parsed));
+            }
+        }
+        schemas.base = kept.first().map(|base| base.fingerprint.clone());
+    }
+
+    /// The Avro schema new records of `topic` are written with, to register where the
+    /// backplane keeps schemas.
+    pub fn writer_schema(&self, topic: &str) -> Option<TopicSchema> {
+        let schemas = self.topics.get(topic)?;
+        (schemas.format == Format::Avro)
+            .then(|| TopicSchema::new(&schemas.preferred.0, schemas.preferred_definition.clone()))
+    }
+
+    /// The topics whose schemas are known.
+    pub fn topics(&self) -> Vec<String> {
+        self.topics.keys().cloned().collect()
     }
 
     /// Whether the topic's schema is known.
@@ -129,10 +173,17 @@ impl Schemas {
                 .find(|(known, _)| known == fingerprint)
                 .map(|(_, schema)| schema)
                 .ok_or_else(|| format!("unknown writer schema {fingerprint}"))?,
-            None => schemas
-                .writers
-                .first()
-                .map_or(&schemas.preferred.1, |(_, schema)| schema),
+            None => {
+                let base = schemas.base.as_ref().and_then(|base| {
+                    schemas
+                        .writers
+                        .iter()
+                        .find(|(known, _)| known == base)
+                        .map(|(_, schema)| schema)
+                });
+                base.or(schemas.writers.first().map(|(_, schema)| schema))
+                    .unwrap_or(&schemas.preferred.1)
+            }
         };
         let mut bytes = value;
         let value = apache_avro::from_avro_datum(writer, &mut bytes, None)
@@ -171,6 +222,8 @@ impl Schemas {
             .map_err(|error| format!("the value does not fit the topic's schema: {error}"))?;
         let bytes = apache_avro::to_avro_datum(schema, avro)
             .map_err(|error| format!("encoding the value failed: {error}"))?;
+        // Where schemas are kept the producer decides once it knows the base; elsewhere a
+        // topic with several writer schemas names each record's.
         let tag = (schemas.writers.len() > 1).then(|| fingerprint.clone());
         Ok((bytes, tag))
     }

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use runnel_backend::{
     Backend, CommitOffset, ConsumedRecord, ConsumerConfig, PartitionOffsets, ProducerConfig,
-    Record, TopicSpec,
+    Record, TopicSchema, TopicSpec,
 };
 use runnel_embedded_log::{EmbeddedBackend, LogConfig, LogInspector};
 
@@ -28,6 +28,17 @@ pub struct TopicListing {
     pub partitions: u32,
     /// The settings set on it (`retention.ms`, ...); defaults are not listed.
     pub settings: BTreeMap<String, String>,
+}
+
+/// The schema `produce` encoded records' values with: registered (where the backplane keeps
+/// schemas) before they are appended, and named in each record unless it is the topic's base.
+#[derive(Clone, Debug)]
+pub struct EncodedWith {
+    /// The schema.
+    pub schema: TopicSchema,
+    /// Whether records name it where the backplane keeps no schemas (the blueprint's rule:
+    /// the topic has several writer schemas).
+    pub named: bool,
 }
 
 /// Where the tools find the topics.
@@ -190,6 +201,26 @@ impl Store {
         }
     }
 
+    /// The schemas kept with `topic` (oldest first); none where the backplane keeps none,
+    /// or the topic does not exist yet.
+    ///
+    /// # Errors
+    ///
+    /// When they cannot be read.
+    pub async fn topic_schemas(&self, topic: &str) -> Result<Vec<TopicSchema>> {
+        match self {
+            Store::Embedded {
+                inspector: Some(inspector),
+                ..
+            } => match inspector.schemas(topic) {
+                Ok(schemas) => Ok(schemas),
+                Err(runnel_embedded_log::Error::TopicNotFound { .. }) => Ok(Vec::new()),
+                Err(source) => Err(self.log_error(source)),
+            },
+            _ => Ok(Vec::new()),
+        }
+    }
+
     /// The offsets `group` committed on `topic`, by partition.
     ///
     /// # Errors
@@ -223,8 +254,9 @@ impl Store {
         &self,
         topic: &str,
         partition: Option<u32>,
-        records: Vec<Record>,
+        mut records: Vec<Record>,
         declared: Option<&TopicSpec>,
+        encoded_with: Option<&EncodedWith>,
     ) -> Result<Vec<(u32, u64)>> {
         let backend = self.writable().await?;
         let describe = |e| backplane(format!("describing topic '{topic}'"), e);
@@ -247,6 +279,28 @@ impl Store {
             return Err(ToolError::Usage(format!(
                 "topic '{topic}' has {partitions} partitions; there is no partition {partition}"
             )));
+        }
+        if let Some(encoded) = encoded_with {
+            let named = if backend.keeps_schemas() {
+                let kept = backend
+                    .register_schema(topic, &encoded.schema)
+                    .await
+                    .map_err(|e| {
+                        backplane(format!("registering the schema of topic '{topic}'"), e)
+                    })?;
+                kept.first()
+                    .is_some_and(|base| base.fingerprint != encoded.schema.fingerprint)
+            } else {
+                encoded.named
+            };
+            if named {
+                let fingerprint = encoded.schema.fingerprint.clone();
+                for record in records.iter_mut().filter(|record| !record.is_null()) {
+                    record
+                        .headers
+                        .push(crate::schemas::SCHEMA_HEADER, fingerprint.clone());
+                }
+            }
         }
         let producer = backend
             .producer(&ProducerConfig::default())

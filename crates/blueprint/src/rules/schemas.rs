@@ -8,9 +8,6 @@
 
 use std::collections::HashMap;
 
-use apache_avro::Schema;
-
-use crate::avro::can_read;
 use crate::code::Code;
 use crate::descriptor::SchemaDescriptor;
 use crate::facts::Facts;
@@ -90,24 +87,5 @@ fn schema_of<'a>(binding: &Binding<'a>) -> Option<&'a SchemaDescriptor> {
 
 /// Whether a port with the `reader` schema reads what a port with the `writer` schema writes.
 fn compatible(writer: &SchemaDescriptor, reader: &SchemaDescriptor) -> Result<(), String> {
-    if writer.format != reader.format {
-        return Err(format!(
-            "it reads {} ('{}') but the producer writes {} ('{}')",
-            reader.format, reader.name, writer.format, writer.name
-        ));
-    }
-    if writer.definition == reader.definition {
-        return Ok(());
-    }
-    let parse = |schema: &SchemaDescriptor, side: &str| {
-        Schema::parse(&schema.definition).map_err(|error| {
-            format!(
-                "the {side}'s schema '{}' is not a valid avro schema: {error}",
-                schema.name
-            )
-        })
-    };
-    let writer_schema = parse(writer, "writer")?;
-    let reader_schema = parse(reader, "reader")?;
-    can_read(&writer_schema, &reader_schema)
+    reader.can_read(writer)
 }

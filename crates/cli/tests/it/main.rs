@@ -3,6 +3,9 @@
 /// `runnel deploy | list | status | scale | configure | configuration | version | undeploy`
 /// against the fake API server with an operator, and kubectl running the plugin.
 mod cluster;
+/// A generated app whose input type changes: old records stay readable, breaking changes
+/// are refused before anything runs.
+mod evolve;
 /// `runnel graph`: formats, and what happens to blueprints with problems.
 mod graph;
 /// `runnel new`: the generated app builds and passes its test.

@@ -65,11 +65,8 @@ fn a_new_app_builds_and_passes_its_test_as_generated() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::io::Write::write_all(
-        &mut produce.stdin.take().unwrap(),
-        b"{\"name\": \"Ada\"}\n",
-    )
-    .unwrap();
+    std::io::Write::write_all(&mut produce.stdin.take().unwrap(), b"{\"name\": \"Ada\"}\n")
+        .unwrap();
     let produced = produce.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&produced.stdout);
     assert!(

@@ -8,6 +8,7 @@ mod exactly_once_windows; // an exactly-once window count killed again and again
 mod hosting; // wiring an instance and running it on a runtime a test can kill
 mod keyed_state_crashes; // keyed state equals a model after kills and rebalances, both deliveries
 mod model; // the record types the tests use
+mod reset_offsets; // offsets reset under keyed state: what the checkpoint covers is not read again
 mod shared_receipts; // receipts shared by a batch: a failure in its middle stops the commits there
 mod state_by_partition; // a window count kept by partition scales out and survives a killed member
 mod state_queries; // a running keyed state answers queries by key; the partition's owner answers

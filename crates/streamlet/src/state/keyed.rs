@@ -20,6 +20,7 @@ use super::store::PartitionStore;
 use super::timers::{self, TimeDomain, Timer};
 use super::{KeyState, KeyedEntry};
 use crate::checkpoint::{ChangelogBatch, PartitionSave, unique_id};
+use crate::inlet::Next;
 use crate::watermark::{ScriptedWatermarks, WatermarkHolder, Watermarks};
 use crate::{Checkpoints, Clock, Data, Error, InletStream, InstanceMetrics, Message, Result};
 
@@ -411,8 +412,10 @@ impl KeyedState {
             // A message the inlet holds already is taken without setting up the wait below
             // (timers and due checkpoints were looked at above); the inlet's `next` is
             // cancel safe.
-            let message = match input.next().now_or_never() {
-                Some(message) => message,
+            let partitions = &self.partitions;
+            let restored = |partition| partitions.contains_key(&partition);
+            let next = match input.next_restored(restored).now_or_never() {
+                Some(next) => next,
                 None => {
                     let processing_deadline = self
                         .partitions
@@ -457,11 +460,11 @@ impl KeyedState {
                             self.report_watermark();
                             continue;
                         }
-                        message = input.next() => message,
+                        next = input.next_restored(restored) => next,
                     }
                 }
             };
-            let Some(message) = message? else {
+            let Some(next) = next? else {
                 if !self.stopping.is_cancelled() {
                     // A bounded input ended: every event-time timer is due.
                     for state in self.partitions.values_mut() {
@@ -471,23 +474,25 @@ impl KeyedState {
                 self.ended = true;
                 continue;
             };
-            let partition = message.partition();
-            if !self.partitions.contains_key(&partition)
-                && let Some(offset) = self.restore(partition, input.name()).await?
-            {
-                // Read the partition again from where its state stands; this
-                // message comes again if the state does not reflect it.
-                drop(message);
-                if let Err(error) = input.rewind(partition, offset).await {
-                    if input.partitions().contains(&partition) {
-                        return Err(error);
+            let message = match next {
+                Next::Message(message) => message,
+                Next::Unrestored(partition) => {
+                    // Read the partition from where its state stands (the records before
+                    // that are never decoded again), once its state is restored.
+                    if let Some(offset) = self.restore(partition, input.name()).await?
+                        && let Err(error) = input.rewind(partition, offset).await
+                    {
+                        if input.partitions().contains(&partition) {
+                            return Err(error);
+                        }
+                        // A rebalance took the partition away during the restore: its
+                        // new owner restores it; nothing changed here.
+                        self.drop_partition(partition);
                     }
-                    // A rebalance took the partition away during the restore: its
-                    // new owner restores it; nothing changed here.
-                    self.drop_partition(partition);
+                    continue;
                 }
-                continue;
-            }
+            };
+            let partition = message.partition();
             let time = event_time(&message);
             let state = self.partitions.get_mut(&partition).expect("restored above");
             if state.watermarks.observe(partition, time, now).is_some() {

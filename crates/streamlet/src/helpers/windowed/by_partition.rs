@@ -11,6 +11,7 @@ use tokio::time::Instant;
 
 use super::held::Held;
 use super::{Template, WindowedAggregate, Windows, send};
+use crate::inlet::Next;
 use crate::watermark::ScriptedWatermarks;
 use crate::window::{Aggregate, Key, Pane};
 use crate::{Context, Data, Error, Result};
@@ -121,22 +122,24 @@ where
                 // The asker may have given up waiting; nothing to tell then.
                 let _ = asked.reply.send(answer);
             }
-            message = input.next() => {
-                let Some(message) = message? else { break };
-                let partition = message.partition();
-                if !held.partitions.contains_key(&partition) {
-                    let current = scripted.as_mut().map(ScriptedWatermarks::current);
-                    let now = clock.now_millis();
-                    let resume = held.take_over(partition, make.make(), current, now, &mut panes).await?;
-                    send(&output, &mut panes).await?;
-                    if let Some(offset) = resume {
-                        // Read the partition again from where its checkpoint stands; this
-                        // message comes again if it is not in the state.
-                        drop(message);
-                        input.rewind(partition, offset).await?;
+            next = input.next_restored(|partition| held.restored.contains(&partition)) => {
+                let message = match next? {
+                    None => break,
+                    Some(Next::Message(message)) => message,
+                    Some(Next::Unrestored(partition)) => {
+                        let current = scripted.as_mut().map(ScriptedWatermarks::current);
+                        let now = clock.now_millis();
+                        let resume = held.take_over(partition, make.make(), current, now, &mut panes).await?;
+                        send(&output, &mut panes).await?;
+                        if let Some(offset) = resume {
+                            // Read the partition from where its checkpoint stands: the records
+                            // before that are never decoded again.
+                            input.rewind(partition, offset).await?;
+                        }
                         continue;
                     }
-                }
+                };
+                let partition = message.partition();
                 let windows = held.partitions.get_mut(&partition).expect("restored above");
                 windows.changed = true;
                 let target = Windows {

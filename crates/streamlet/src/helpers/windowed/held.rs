@@ -156,6 +156,10 @@ where
 /// and shows them.
 pub(super) struct Held<K: Key + Serialize + DeserializeOwned, A: Aggregate> {
     pub(super) partitions: BTreeMap<u32, PartitionWindows<K, A>>,
+    /// The keys of `partitions`, apart: a future waiting for input borrows them to tell a
+    /// restored partition's records, where the windows (of types that need not be `Sync`)
+    /// cannot be borrowed across an await.
+    pub(super) restored: BTreeSet<u32>,
     pub(super) checkpoints: Checkpoints,
     pub(super) queries: StateQueries,
     spec: WindowSpec,
@@ -184,6 +188,7 @@ where
     ) -> Self {
         Held {
             partitions: BTreeMap::new(),
+            restored: BTreeSet::new(),
             checkpoints,
             queries,
             spec,
@@ -262,6 +267,7 @@ where
         .await?;
         self.restored_entries += replayed;
         let windows = self.partitions.entry(partition).or_insert(windows);
+        self.restored.insert(partition);
         if let Some(watermark) = scripted {
             windows.operator.advance_watermark(watermark, now, panes);
         }
@@ -294,6 +300,7 @@ where
             if let Some(standbys) = &self.standbys {
                 standbys.release(*partition);
             }
+            self.restored.remove(partition);
             if let Some(windows) = self.partitions.remove(partition) {
                 let keys = windows.operator.key_count();
                 freeing::free(windows, keys);
