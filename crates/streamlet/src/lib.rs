@@ -73,6 +73,7 @@ pub mod runtime;
 mod shape;
 pub mod state;
 mod streamlet;
+mod throttled_warning;
 pub mod watermark;
 pub mod window;
 

@@ -9,6 +9,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+use crate::throttled_warning::{ThrottledWarning, WARNING_INTERVAL_MILLIS};
 use crate::watermark::{WatermarkHolder, Watermarks};
 use crate::window::{Added, Aggregate, Key, Pane, State, WindowOperator, WindowSpec};
 use crate::{
@@ -303,7 +304,7 @@ where
         }
         let mut input = ctx.inlet(self.inlet);
         let output = ctx.outlet(self.outlet);
-        let late = self.late.map(|late| ctx.outlet(late));
+        let mut late = LateRecords::new(self.late.map(|late| ctx.outlet(late)));
         let clock = ctx.clock().clone();
         let mut scripted = ctx.scripted_watermarks();
         let mut operator = WindowOperator::new(self.spec, self.aggregate);
@@ -367,7 +368,7 @@ where
                         timestamp: self.timestamp,
                     };
                     let now = clock.now_millis();
-                    windows.add(&ctx, message, late.as_ref(), &output, now, &mut panes).await?;
+                    windows.add(&ctx, message, &mut late, &output, now, &mut panes).await?;
                     next_checkpoint.get_or_insert_with(|| Instant::now() + self.checkpoint_every);
                 }
                 watermark = scripted_change => {
@@ -448,7 +449,7 @@ where
         self,
         ctx: &Context,
         message: crate::Message<In>,
-        late: Option<&OutletSender<In>>,
+        late: &mut LateRecords<In>,
         output: &OutletSender<Pane<K, A::Output>>,
         now: i64,
         panes: &mut Vec<Pane<K, A::Output>>,
@@ -459,19 +460,25 @@ where
         let key = windows.key.map_or_else(K::default, |f| f(value));
         if windows.operator.add(key, timestamp, value, now, panes) == Added::Late {
             ctx.count_late(1);
-            match late {
-                Some(late) => {
-                    late.send_record(Outgoing::new(value).timestamp(timestamp))
+            match &late.output {
+                Some(output) => {
+                    output
+                        .send_record(Outgoing::new(value).timestamp(timestamp))
                         .await?;
                 }
-                None => tracing::warn!(
-                    topic = message.topic(),
-                    partition = message.partition(),
-                    offset = message.offset(),
-                    timestamp,
-                    watermark = windows.operator.watermark(),
-                    "dropping a record that is too late for its windows (no late output)"
-                ),
+                None => {
+                    if let Some(suppressed) = late.dropped_warning.occurred(now) {
+                        tracing::warn!(
+                            topic = message.topic(),
+                            partition = message.partition(),
+                            offset = message.offset(),
+                            timestamp,
+                            watermark = windows.operator.watermark(),
+                            "dropping a record that is too late for its windows (no late output); {suppressed} more dropped since the last such warning, which is logged at most every {} s (the instance's `late` metric counts them all)",
+                            WARNING_INTERVAL_MILLIS / 1000
+                        );
+                    }
+                }
             }
         }
         if !windows.follows_script
@@ -484,6 +491,22 @@ where
         send(output, panes).await?;
         message.commit();
         Ok(())
+    }
+}
+
+/// Where values too late for all their windows go: the late output, or (without one) a
+/// warning, throttled so that a flood of late records logs a line every few seconds.
+struct LateRecords<In> {
+    output: Option<OutletSender<In>>,
+    dropped_warning: ThrottledWarning,
+}
+
+impl<In> LateRecords<In> {
+    fn new(output: Option<OutletSender<In>>) -> Self {
+        LateRecords {
+            output,
+            dropped_warning: ThrottledWarning::new(WARNING_INTERVAL_MILLIS),
+        }
     }
 }
 

@@ -327,3 +327,62 @@ async fn scores_feed_in_order_of_arrival() {
     // The inputs above are in arrival (processing-time) order, as the book lists them.
     assert!(SCORES.windows(2).all(|pair| pair[0].2 < pair[1].2));
 }
+
+/// What `work` logs at warning level or above, one line per event.
+async fn warnings_of<T>(work: impl std::future::Future<Output = T>) -> (T, Vec<String>) {
+    #[derive(Clone, Default)]
+    struct Lines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Lines {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let lines = Lines::default();
+    let writer = lines.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_ansi(false)
+        .with_max_level(tracing::Level::WARN)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _logging = tracing::subscriber::set_default(subscriber);
+    let result = work.await;
+    let logged = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+    (result, logged.lines().map(str::to_owned).collect())
+}
+
+#[tokio::test]
+async fn a_flood_of_late_records_without_a_late_output_logs_a_line_every_ten_seconds()
+-> anyhow::Result<()> {
+    let dropping = WindowedAggregate::new(IN, TOTALS, FIXED, Sum::of(|s: &Score| s.points))
+        .key_by(|s| s.team.clone())
+        .event_time(|s| s.time)
+        .watermarks(Watermarks::bounded(Duration::ZERO));
+    // The watermark passes 12:10; then 400 records of 12:00 arrive, 100 every 5 seconds.
+    let mut run = TestRun::new(dropping)
+        .at(hms(12, 10, 0))
+        .input(IN, [score(1, hms(12, 10, 0))]);
+    for batch in 0..4 {
+        let at = hms(12, 10, 1) + batch * 5000;
+        run = run
+            .at(at)
+            .input(IN, (0..100).map(|_| score(1, hms(12, 0, 0))));
+    }
+    let (run, warnings) = warnings_of(run.run()).await;
+    let run = run?;
+    assert_eq!(run.metrics().late(), 400);
+    let dropped: Vec<&String> = warnings
+        .iter()
+        .filter(|line| line.contains("too late for its windows"))
+        .collect();
+    assert_eq!(dropped.len(), 2, "{warnings:#?}");
+    assert!(dropped[0].contains(" 0 more dropped since"), "{dropped:?}");
+    assert!(
+        dropped[1].contains(" 199 more dropped since"),
+        "{dropped:?}"
+    );
+    Ok(())
+}

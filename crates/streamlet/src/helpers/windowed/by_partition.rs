@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
 use super::held::Held;
-use super::{Template, WindowedAggregate, Windows, send};
+use super::{LateRecords, Template, WindowedAggregate, Windows, send};
 use crate::inlet::Next;
 use crate::watermark::ScriptedWatermarks;
 use crate::window::{Aggregate, Key, Pane};
@@ -29,7 +29,7 @@ where
 {
     let mut input = ctx.inlet(aggregate.inlet);
     let output = ctx.outlet(aggregate.outlet);
-    let late = aggregate.late.map(|late| ctx.outlet(late));
+    let mut late = LateRecords::new(aggregate.late.map(|late| ctx.outlet(late)));
     let clock = ctx.clock().clone();
     let mut scripted = ctx.scripted_watermarks();
     let checkpoints = ctx
@@ -150,7 +150,7 @@ where
                     timestamp: aggregate.timestamp,
                 };
                 let now = clock.now_millis();
-                target.add(&ctx, message, late.as_ref(), &output, now, &mut panes).await?;
+                target.add(&ctx, message, &mut late, &output, now, &mut panes).await?;
                 next_checkpoint.get_or_insert_with(|| Instant::now() + aggregate.checkpoint_every);
             }
             watermark = scripted_change => {
