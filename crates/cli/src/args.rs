@@ -153,6 +153,9 @@ pub(crate) struct AppStatusArgs {
     pub(crate) app: Option<String>,
     #[command(flatten)]
     pub(crate) local: runnel_status::StatusArgs,
+    /// With APP: print messages and last errors whole (the table shows their first line).
+    #[arg(long, requires = "app")]
+    pub(crate) details: bool,
     #[command(flatten)]
     pub(crate) cluster: ClusterArgs,
 }

@@ -162,6 +162,16 @@ pub(crate) fn print<T: serde::Serialize>(
     Ok(())
 }
 
+/// `text` for one cell of a table: its first line, and when it has more, where to read the
+/// rest (`more`: the command that prints it whole).
+pub(crate) fn first_line(text: &str, more: &str) -> String {
+    let text = text.trim();
+    match text.split_once('\n') {
+        Some((first, _)) => format!("{} (more: {more})", first.trim_end()),
+        None => text.to_owned(),
+    }
+}
+
 /// A left-aligned table: a header row and rows, columns two spaces apart.
 pub(crate) fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();

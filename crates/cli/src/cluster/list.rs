@@ -8,7 +8,7 @@ use kube::{Api, ResourceExt as _};
 use runnel_operator::Application;
 use serde::Serialize;
 
-use super::{connect, print, table};
+use super::{connect, first_line, print, table};
 use crate::Outcome;
 use crate::args::{ListArgs, Output};
 
@@ -73,11 +73,17 @@ pub(crate) async fn run(args: &ListArgs, out: &mut dyn Write) -> anyhow::Result<
         )?;
         return Ok(Outcome::Passed);
     }
+    write!(out, "{}", render(&listed, args.all_namespaces))?;
+    Ok(Outcome::Passed)
+}
+
+/// The table of `list`: one line per app, however long its message.
+fn render(listed: &[Listed], all_namespaces: bool) -> String {
     let rows: Vec<Vec<String>> = listed
         .iter()
         .map(|app| {
             let mut row = Vec::new();
-            if args.all_namespaces {
+            if all_namespaces {
                 row.push(app.namespace.clone());
             }
             row.extend([
@@ -86,16 +92,43 @@ pub(crate) async fn run(args: &ListArgs, out: &mut dyn Write) -> anyhow::Result<
                 app.phase.clone(),
                 format!("{}/{}", app.ready_replicas, app.desired_replicas),
                 app.streamlets.to_string(),
-                app.message.clone(),
+                first_line(
+                    &app.message,
+                    &format!("runnel status {} --details", app.name),
+                ),
             ]);
             row
         })
         .collect();
     let mut header = Vec::new();
-    if args.all_namespaces {
+    if all_namespaces {
         header.push("NAMESPACE");
     }
     header.extend(["NAME", "VERSION", "PHASE", "READY", "STREAMLETS", "MESSAGE"]);
-    write!(out, "{}", table(&header, &rows))?;
-    Ok(Outcome::Passed)
+    table(&header, &rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Listed, render};
+
+    #[test]
+    fn a_message_of_several_lines_shows_its_first_and_where_to_read_the_rest() {
+        let listed = Listed {
+            namespace: "shop".into(),
+            name: "fraud".into(),
+            version: "1.0.0".into(),
+            phase: "Failed".into(),
+            ready_replicas: 0,
+            desired_replicas: 2,
+            streamlets: 2,
+            message: "scorer: exited with code 1\nerror: the model does not load\ncaused by: ..."
+                .into(),
+        };
+        assert_eq!(
+            render(&[listed], false),
+            "NAME   VERSION  PHASE   READY  STREAMLETS  MESSAGE\n\
+             fraud  1.0.0    Failed  0/2    2           scorer: exited with code 1 (more: runnel status fraud --details)\n"
+        );
+    }
 }

@@ -13,7 +13,7 @@ use runnel_application::{ADMIN_PORT, ApplicationStatus};
 use runnel_operator::names::{STREAMLET_LABEL, app_selector};
 use serde::{Deserialize, Serialize};
 
-use super::{application, connect, print, table};
+use super::{application, connect, first_line, print, table};
 use crate::Outcome;
 use crate::args::{AppStatusArgs, Output};
 
@@ -47,7 +47,11 @@ pub(crate) async fn run(args: &AppStatusArgs, out: &mut dyn Write) -> anyhow::Re
             runnel_status::StatusFormat::Table => Output::Table,
         };
         if output == Output::Table {
-            write!(out, "{}", render(&report, app.status.is_some()))?;
+            write!(
+                out,
+                "{}",
+                render(&report, app.status.is_some(), args.details)
+            )?;
         } else {
             print(out, output, &report)?;
         }
@@ -60,8 +64,18 @@ pub(crate) async fn run(args: &AppStatusArgs, out: &mut dyn Write) -> anyhow::Re
     }
 }
 
-fn render(report: &Report, observed: bool) -> String {
+/// The status as text. Messages and errors of several lines show their first line, saying
+/// where to read the rest, unless `details` asks for them whole (below the table).
+fn render(report: &Report, observed: bool, details: bool) -> String {
     let status = &report.status;
+    let more = format!("runnel status {} --details", report.name);
+    let shown = |text: &str| {
+        if details {
+            text.trim().to_owned()
+        } else {
+            first_line(text, &more)
+        }
+    };
     let phase = if observed {
         status.phase.to_string()
     } else {
@@ -72,7 +86,7 @@ fn render(report: &Report, observed: bool) -> String {
         report.name, report.namespace, report.version
     );
     if !status.message.is_empty() {
-        text.push_str(&format!("message: {}\n", status.message));
+        text.push_str(&format!("message: {}\n", shown(&status.message)));
     }
     for condition in &status.conditions {
         text.push_str(&format!(
@@ -97,7 +111,9 @@ fn render(report: &Report, observed: bool) -> String {
                     || "-".to_owned(),
                     |a| format!("{} ({})", a.replicas, a.reason),
                 ),
-                s.last_error.clone().unwrap_or_else(|| "-".to_owned()),
+                s.last_error
+                    .as_deref()
+                    .map_or_else(|| "-".to_owned(), |error| first_line(error, &more)),
             ]
         })
         .collect();
@@ -112,6 +128,17 @@ fn render(report: &Report, observed: bool) -> String {
         ],
         &rows,
     ));
+    if details {
+        for streamlet in &status.streamlets {
+            if let Some(error) = &streamlet.last_error {
+                text.push_str(&format!(
+                    "\nlast error of {}:\n{}\n",
+                    streamlet.name,
+                    error.trim()
+                ));
+            }
+        }
+    }
     text
 }
 
@@ -169,4 +196,54 @@ async fn lag(client: &Client, namespace: &str, app: &str) -> anyhow::Result<BTre
 
 fn http_get(path: &str) -> anyhow::Result<http::Request<Vec<u8>>> {
     Ok(http::Request::get(path).body(Vec::new())?)
+}
+
+#[cfg(test)]
+mod tests {
+    use runnel_application::{ApplicationStatus, StreamletStatus};
+
+    use super::{Report, render};
+
+    fn failing() -> Report {
+        Report {
+            name: "fraud".into(),
+            namespace: "shop".into(),
+            version: "1.0.0".into(),
+            status: ApplicationStatus {
+                streamlets: vec![StreamletStatus {
+                    name: "scorer".into(),
+                    desired_replicas: 1,
+                    last_error: Some("exited with code 1\nerror: the model does not load".into()),
+                    ..StreamletStatus::default()
+                }],
+                ..ApplicationStatus::default()
+            },
+            lag: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_last_error_of_several_lines_keeps_the_table_one_line_a_streamlet() {
+        let text = render(&failing(), true, false);
+        let row = text
+            .lines()
+            .find(|line| line.starts_with("scorer"))
+            .unwrap();
+        assert!(
+            row.ends_with("exited with code 1 (more: runnel status fraud --details)"),
+            "{text}"
+        );
+        assert!(!text.contains("the model does not load"), "{text}");
+    }
+
+    #[test]
+    fn details_print_the_whole_error_below_the_table() {
+        let text = render(&failing(), true, true);
+        assert!(
+            text.ends_with(
+                "\nlast error of scorer:\nexited with code 1\nerror: the model does not load\n"
+            ),
+            "{text}"
+        );
+    }
 }
