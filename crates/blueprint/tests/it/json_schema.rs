@@ -127,3 +127,48 @@ fn the_schema_refuses_broken_reports() {
         assert!(!broken(change).is_empty(), "the schema accepts {what}");
     }
 }
+
+/// The facts the schema requires of diagnostics with `code`, by code.
+fn required_facts(schema: &Value) -> std::collections::BTreeMap<String, Vec<String>> {
+    let mut required = std::collections::BTreeMap::new();
+    let mut pending = vec![schema];
+    while let Some(value) = pending.pop() {
+        if let (Some(code), Some(facts)) = (
+            value.pointer("/if/properties/code/const"),
+            value.pointer("/then/properties/facts/required"),
+        ) {
+            required.insert(
+                code.as_str().unwrap().to_owned(),
+                facts
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|fact| fact.as_str().unwrap().to_owned())
+                    .collect(),
+            );
+        }
+        match value {
+            Value::Object(map) => pending.extend(map.values()),
+            Value::Array(items) => pending.extend(items),
+            _ => {}
+        }
+    }
+    required
+}
+
+#[test]
+fn every_diagnostic_but_a_syntax_error_carries_the_facts_of_its_subject() {
+    let required = required_facts(&schema());
+    let bare: Vec<&str> = Code::ALL
+        .iter()
+        .map(|code| code.name())
+        .filter(|code| required.get(*code).is_none_or(Vec::is_empty))
+        .collect();
+    assert_eq!(bare, ["BlueprintFormatError"]);
+    assert_eq!(
+        required["BacktrackingVolumeMountPath"],
+        ["streamlet-type", "volume-mount", "path"],
+        "the same subject as its siblings: {:?}",
+        required["NonAbsoluteVolumeMountPath"]
+    );
+}
