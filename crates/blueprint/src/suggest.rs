@@ -21,11 +21,14 @@ pub(crate) fn allowed_edits(wanted: &str) -> usize {
     (wanted.chars().count() / 3).clamp(1, MAX_EDITS)
 }
 
-/// The candidate closest to `wanted`, if near enough; ties go to the first candidate.
-pub(crate) fn closest<'c>(
-    wanted: &str,
-    candidates: impl IntoIterator<Item = &'c str>,
-) -> Option<&'c str> {
+/// The candidate closest to `wanted`, if near enough (at most a third of its length in edits,
+/// at least one, at most three); ties go to the first candidate.
+///
+/// ```
+/// assert_eq!(runnel_blueprint::closest("valid-loger", ["valid-logger", "gen"]), Some("valid-logger"));
+/// assert_eq!(runnel_blueprint::closest("printer", ["valid-logger", "gen"]), None);
+/// ```
+pub fn closest<'c>(wanted: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
     let allowed = allowed_edits(wanted);
     candidates
         .into_iter()

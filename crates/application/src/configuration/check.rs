@@ -75,10 +75,11 @@ impl Configuration {
                     .iter()
                     .map(|s| s.name.as_str())
                     .collect();
+                let hint = did_you_mean(runnel_blueprint::closest(name, known.iter().copied()));
                 problems.push(Problem::new(
                     format!("streamlet '{name}'"),
                     format!(
-                        "the blueprint has no streamlet '{name}' (it has: {})",
+                        "the blueprint has no streamlet '{name}'{hint} (it has: {})",
                         known.join(", ")
                     ),
                 ));
@@ -162,6 +163,13 @@ impl Configuration {
     }
 }
 
+/// `"; did you mean 'x'?"` for a suggestion, or nothing.
+fn did_you_mean(suggestion: Option<&str>) -> String {
+    suggestion
+        .map(|candidate| format!("; did you mean '{candidate}'?"))
+        .unwrap_or_default()
+}
+
 fn check_streamlet(
     name: &str,
     streamlet: &StreamletConfiguration,
@@ -178,10 +186,14 @@ fn check_streamlet(
                 } else {
                     format!("it has: {}", known.join(", "))
                 };
+                let hint = did_you_mean(runnel_blueprint::closest(
+                    key,
+                    declared.parameters.iter().map(|p| p.key.as_str()),
+                ));
                 problems.push(Problem::new(
                     place,
                     format!(
-                        "streamlet type '{}' has no parameter '{key}' ({known})",
+                        "streamlet type '{}' has no parameter '{key}'{hint} ({known})",
                         declared.type_name
                     ),
                 ));

@@ -49,9 +49,11 @@ pub(crate) async fn run(
         Ok(change) => change,
         Err(problems) => return report(err, &problems),
     };
+    // Only what was deployed before may name streamlets the blueprint no longer has (they
+    // are dropped); a new value for a streamlet the blueprint lacks is refused by `check`.
     let mut user = before.clone();
-    user.overlay(&change);
     let dropped = user.retain_streamlets(|instance| blueprint.streamlet(instance).is_some());
+    user.overlay(&change);
     let mut problems = check(&user, &document.spec, &blueprint);
     let mut spec: ApplicationSpec = document.spec.clone();
     for streamlet in &mut spec.streamlets {
@@ -214,10 +216,13 @@ pub(crate) fn parse_scale(text: &str, spec: &ApplicationSpec) -> Result<(String,
         .ok_or_else(|| Problem::new(place(), format!("'{count}' is not a replica count")))?;
     let Some(streamlet) = spec.streamlet(instance.trim()) else {
         let known: Vec<&str> = spec.streamlets.iter().map(|s| s.name.as_str()).collect();
+        let hint = runnel_blueprint::closest(instance.trim(), known.iter().copied())
+            .map(|name| format!("; did you mean '{name}'?"))
+            .unwrap_or_default();
         return Err(Problem::new(
             place(),
             format!(
-                "the app has no streamlet '{instance}' (it has: {})",
+                "the app has no streamlet '{instance}'{hint} (it has: {})",
                 known.join(", ")
             ),
         ));
@@ -290,6 +295,11 @@ partitions = 4
         assert_eq!(
             parse_scale("totals=1", &spec).unwrap(),
             ("totals".to_owned(), 1)
+        );
+        let misspelt = parse_scale("count=2", &spec).unwrap_err().to_string();
+        assert!(
+            misspelt.contains("no streamlet 'count'; did you mean 'counts'?"),
+            "{misspelt}"
         );
         let refused = parse_scale("totals=2", &spec).unwrap_err().to_string();
         assert!(

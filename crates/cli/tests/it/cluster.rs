@@ -191,8 +191,23 @@ fn deploy_scale_configure_and_undeploy_through_the_cli() {
     let file = file.to_str().unwrap();
 
     // Bad configuration: every problem, nothing written.
-    let (code, _, errors) = cluster.runnel(&["deploy", file, "gen.rate=fast", "log.colour=red"]);
+    let (code, _, errors) = cluster.runnel(&[
+        "deploy",
+        file,
+        "gen.rate=fast",
+        "log.colour=red",
+        "logg.prefix=x",
+        "scaling.gem.max-replicas=3",
+        "pods.lg.labels.team=a",
+    ]);
     assert_eq!(code, 1, "{errors}");
+    for misspelt in [("logg", "log"), ("gem", "gen"), ("lg", "log")] {
+        let expected = format!(
+            "the blueprint has no streamlet '{}'; did you mean '{}'?",
+            misspelt.0, misspelt.1
+        );
+        assert!(errors.contains(&expected), "{expected}\n{errors}");
+    }
     assert!(
         errors.contains("streamlets.gen.rate: 'fast' is not an integer"),
         "{errors}"
