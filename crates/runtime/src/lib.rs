@@ -56,6 +56,6 @@ pub use runnel_streamlet::state::{KeyState, PendingTimer, QueryError, StateEntry
 pub use runner::{RunOptions, RunReport, Running, provision, run, start};
 pub use shutdown::{INTERRUPTED_EXIT_CODE, stop_on_signals};
 pub use state_query::{STATE_QUERY_TIMEOUT, StateQueryError};
-pub use status::{StatusBoard, TopicBinding};
+pub use status::{STUCK_WITHOUT_PARTITIONS, StatusBoard, TopicBinding};
 pub use supervisor::{Outcome, RestartPolicy};
 pub use view::{ViewMode, render_lines};

@@ -21,6 +21,10 @@ use tokio_util::sync::CancellationToken;
 use crate::health::{self, HealthWatch, REQUEST_TIMEOUT};
 use crate::instance_status::InstanceStatus;
 
+/// How long an inlet may hold no partition, while partitions of its topic wait unread,
+/// before [`StatusBoard::liveness`] fails and the orchestrator restarts the process.
+pub const STUCK_WITHOUT_PARTITIONS: Duration = Duration::from_secs(180);
+
 /// How many samples the history keeps: five minutes at one a second.
 const HISTORY_POINTS: usize = 300;
 
@@ -121,6 +125,41 @@ impl StatusBoard {
                     .problems
                     .iter()
                     .map(|problem| format!("{}: {problem}", instance.name))
+            })
+            .collect();
+        if reasons.is_empty() {
+            Ok(())
+        } else {
+            Err(reasons)
+        }
+    }
+
+    /// Whether the process should go on as it is: `Err` (a line per reason) when an inlet
+    /// has held no partition, while partitions of its topic wait unread, for
+    /// [`STUCK_WITHOUT_PARTITIONS`] or longer. Its consumer is stuck in its group (a
+    /// coordinator that never assigned it), and a restart joins the group afresh; a broker
+    /// outage, which a restart does not fix, never fails it.
+    ///
+    /// # Errors
+    ///
+    /// The reasons the process should be restarted.
+    pub fn liveness(&self) -> Result<(), Vec<String>> {
+        let latest = self.latest.borrow();
+        let reasons: Vec<String> = latest
+            .streamlets
+            .iter()
+            .flat_map(|instance| {
+                instance
+                    .problems
+                    .iter()
+                    .filter_map(|problem| match problem {
+                        Problem::NoPartitionsAssigned { for_seconds, .. }
+                            if *for_seconds >= STUCK_WITHOUT_PARTITIONS.as_secs() =>
+                        {
+                            Some(format!("{}: {problem}", instance.name))
+                        }
+                        _ => None,
+                    })
             })
             .collect();
         if reasons.is_empty() {

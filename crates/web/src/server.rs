@@ -39,7 +39,7 @@ pub enum ServeError {
 /// |---|---|
 /// | `/` | the live web view of the blueprint |
 /// | `/metrics` | Prometheus metrics |
-/// | `/health/live` | 200 while the process serves requests |
+/// | `/health/live` | 200 while the process serves requests and no inlet is stuck without partitions ([`STUCK_WITHOUT_PARTITIONS`](runnel_runtime::STUCK_WITHOUT_PARTITIONS)); 503 with the reasons otherwise |
 /// | `/health/ready` | 200 while every streamlet is connected and none has a problem; 503 with the reasons otherwise |
 /// | `/api/status` | the status as JSON (a [`Snapshot`](runnel_runtime::Snapshot)) |
 /// | `/api/history` | the last minutes of samples as JSON (a [`History`](runnel_runtime::History)) |
@@ -61,7 +61,7 @@ pub fn router(board: Arc<StatusBoard>) -> Router {
             get(|| async { ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], APP_CSS) }),
         )
         .route("/metrics", get(metrics))
-        .route("/health/live", get(|| async { "live\n" }))
+        .route("/health/live", get(live))
         .route("/health/ready", get(ready))
         .route("/api/status", get(status))
         .route("/api/history", get(history))
@@ -122,10 +122,19 @@ async fn metrics(State(board): State<Arc<StatusBoard>>) -> Response {
 }
 
 async fn ready(State(board): State<Arc<StatusBoard>>) -> Response {
-    match board.readiness() {
-        Ok(()) => (StatusCode::OK, "ready\n").into_response(),
+    health("ready", "not ready", board.readiness())
+}
+
+async fn live(State(board): State<Arc<StatusBoard>>) -> Response {
+    health("live", "not live", board.liveness())
+}
+
+/// 200 with `good`, or 503 with `bad` and a line per reason.
+fn health(good: &str, bad: &str, verdict: Result<(), Vec<String>>) -> Response {
+    match verdict {
+        Ok(()) => (StatusCode::OK, format!("{good}\n")).into_response(),
         Err(reasons) => {
-            let mut body = String::from("not ready\n");
+            let mut body = format!("{bad}\n");
             for reason in reasons {
                 body.push_str(&reason);
                 body.push('\n');

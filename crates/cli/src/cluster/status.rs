@@ -27,6 +27,10 @@ struct Report {
     status: ApplicationStatus,
     /// Consumer lag per streamlet, from its pods (the largest any pod reports).
     lag: BTreeMap<String, u64>,
+    /// Why pods are not ready, per streamlet: each reason their `/health/ready` gives, as
+    /// `POD: REASON`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    not_ready: BTreeMap<String, Vec<String>>,
 }
 
 pub(crate) async fn run(args: &AppStatusArgs, out: &mut dyn Write) -> anyhow::Result<Outcome> {
@@ -34,12 +38,14 @@ pub(crate) async fn run(args: &AppStatusArgs, out: &mut dyn Write) -> anyhow::Re
     let (client, namespace) = connect(&args.cluster).await?;
     loop {
         let app = application(&client, &namespace, name).await?;
+        let pods = from_pods(&client, &namespace, name).await?;
         let report = Report {
             name: name.to_owned(),
             namespace: namespace.clone(),
             version: app.spec.version.clone(),
             status: app.status.clone().unwrap_or_default(),
-            lag: lag(&client, &namespace, name).await?,
+            lag: pods.lag,
+            not_ready: pods.not_ready,
         };
         let output = match args.local.output {
             runnel_status::StatusFormat::Json => Output::Json,
@@ -111,9 +117,14 @@ fn render(report: &Report, observed: bool, details: bool) -> String {
                     || "-".to_owned(),
                     |a| format!("{} ({})", a.replicas, a.reason),
                 ),
-                s.last_error
-                    .as_deref()
-                    .map_or_else(|| "-".to_owned(), |error| first_line(error, &more)),
+                match (&s.last_error, report.not_ready.get(&s.name)) {
+                    (Some(error), _) => first_line(error, &more),
+                    (None, Some(reasons)) => {
+                        let shown = first_line(&reasons.join("\n"), &more);
+                        format!("not ready: {shown}")
+                    }
+                    (None, None) => "-".to_owned(),
+                },
             ]
         })
         .collect();
@@ -137,6 +148,13 @@ fn render(report: &Report, observed: bool, details: bool) -> String {
                     error.trim()
                 ));
             }
+            if let Some(reasons) = report.not_ready.get(&streamlet.name) {
+                text.push_str(&format!(
+                    "\nwhy {} is not ready:\n{}\n",
+                    streamlet.name,
+                    reasons.join("\n")
+                ));
+            }
         }
     }
     text
@@ -154,44 +172,93 @@ struct PodStreamlet {
     lag: u64,
 }
 
-/// The lag each streamlet's pods report, through the API server's pod proxy; pods that do
-/// not answer are left out.
-async fn lag(client: &Client, namespace: &str, app: &str) -> anyhow::Result<BTreeMap<String, u64>> {
+/// What the pods' admin endpoints say, through the API server's pod proxy.
+#[derive(Default)]
+struct FromPods {
+    /// The largest lag any pod of a streamlet reports.
+    lag: BTreeMap<String, u64>,
+    /// The reasons pods that are not ready give on `/health/ready`, per streamlet.
+    not_ready: BTreeMap<String, Vec<String>>,
+}
+
+/// Asks each pod of `app` for its status (the lag) and, when it is not ready, why; pods
+/// that do not answer are left out.
+async fn from_pods(client: &Client, namespace: &str, app: &str) -> anyhow::Result<FromPods> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
     let listed = pods
         .list(&ListParams::default().labels(&app_selector(app)))
         .await
         .with_context(|| format!("listing the pods of application {namespace}/{app}"))?;
-    let mut lag = BTreeMap::new();
+    let mut found = FromPods::default();
     for pod in listed.items {
-        if pod.metadata.deletion_timestamp.is_some() || pod.labels().get(STREAMLET_LABEL).is_none()
-        {
+        if pod.metadata.deletion_timestamp.is_some() {
             continue;
         }
-        let path = format!(
-            "/api/v1/namespaces/{namespace}/pods/{}:{ADMIN_PORT}/proxy/api/status",
-            pod.name_any()
-        );
-        let Ok(request) = http_get(&path) else {
+        let Some(streamlet) = pod.labels().get(STREAMLET_LABEL).cloned() else {
             continue;
         };
-        let answer = tokio::time::timeout(
-            std::time::Duration::from_secs(3),
-            client.request_text(request),
-        )
-        .await;
-        let Ok(Ok(text)) = answer else {
-            continue;
-        };
-        let Ok(status) = serde_json::from_str::<PodStatus>(&text) else {
-            continue;
-        };
-        for streamlet in status.streamlets {
-            let entry = lag.entry(streamlet.name).or_insert(0);
-            *entry = (*entry).max(streamlet.lag);
+        let name = pod.name_any();
+        if let Some(status) = ask(client, namespace, &name, "/api/status").await
+            && let Ok(status) = serde_json::from_str::<PodStatus>(&status)
+        {
+            for reported in status.streamlets {
+                let entry = found.lag.entry(reported.name).or_insert(0);
+                *entry = (*entry).max(reported.lag);
+            }
+        }
+        if !is_ready(&pod)
+            && let Some(answer) = ask(client, namespace, &name, "/health/ready").await
+        {
+            found
+                .not_ready
+                .entry(streamlet.clone())
+                .or_default()
+                .extend(readiness_reasons(&name, &answer));
         }
     }
-    Ok(lag)
+    found.not_ready.retain(|_, reasons| !reasons.is_empty());
+    Ok(found)
+}
+
+/// The reasons in a `/health/ready` answer ("not ready" and a line per reason), as
+/// `POD: REASON`; none when the pod became ready meanwhile.
+fn readiness_reasons(pod: &str, answer: &str) -> Vec<String> {
+    answer
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && *line != "not ready" && *line != "ready")
+        .map(|reason| format!("{pod}: {reason}"))
+        .collect()
+}
+
+/// The body of `PATH` on the pod's admin endpoint, whatever its status code, or `None` when
+/// the pod does not answer within 3 s.
+async fn ask(client: &Client, namespace: &str, pod: &str, path: &str) -> Option<String> {
+    let path = format!("/api/v1/namespaces/{namespace}/pods/{pod}:{ADMIN_PORT}/proxy{path}");
+    let request = http_get(&path).ok()?;
+    let answer = tokio::time::timeout(
+        std::time::Duration::from_secs(3),
+        client.request_text(request),
+    )
+    .await;
+    match answer {
+        Ok(Ok(text)) => Some(text),
+        // A 503 from the pod arrives as an API error whose message is the body.
+        Ok(Err(kube::Error::Api(response))) if response.code == 503 => Some(response.message),
+        _ => None,
+    }
+}
+
+/// Whether the pod's `Ready` condition is true.
+fn is_ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|status| status.conditions.as_ref())
+        .is_some_and(|conditions| {
+            conditions
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+        })
 }
 
 fn http_get(path: &str) -> anyhow::Result<http::Request<Vec<u8>>> {
@@ -202,7 +269,7 @@ fn http_get(path: &str) -> anyhow::Result<http::Request<Vec<u8>>> {
 mod tests {
     use runnel_application::{ApplicationStatus, StreamletStatus};
 
-    use super::{Report, render};
+    use super::{Report, readiness_reasons, render};
 
     fn failing() -> Report {
         Report {
@@ -219,6 +286,7 @@ mod tests {
                 ..ApplicationStatus::default()
             },
             lag: Default::default(),
+            not_ready: Default::default(),
         }
     }
 
@@ -234,6 +302,32 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("the model does not load"), "{text}");
+    }
+
+    #[test]
+    fn a_pod_that_is_not_ready_shows_why_in_place_of_a_last_error() {
+        let mut report = failing();
+        report.status.streamlets[0].last_error = None;
+        let answer = "not ready\nscorer: inlet 'in' has held none of the 2 partitions of topic 'tx' for 45 s, and some are held by no member of its group\n";
+        report.not_ready.insert(
+            "scorer".into(),
+            readiness_reasons("fraud-scorer-7d9-x2", answer),
+        );
+        let text = render(&report, true, false);
+        let row = text
+            .lines()
+            .find(|line| line.starts_with("scorer"))
+            .unwrap();
+        assert!(
+            row.ends_with("not ready: fraud-scorer-7d9-x2: scorer: inlet 'in' has held none of the 2 partitions of topic 'tx' for 45 s, and some are held by no member of its group"),
+            "{text}"
+        );
+        assert!(readiness_reasons("p", "ready\n").is_empty());
+        let details = render(&report, true, true);
+        assert!(
+            details.contains("\nwhy scorer is not ready:\nfraud-scorer-7d9-x2: scorer: inlet"),
+            "{details}"
+        );
     }
 
     #[test]

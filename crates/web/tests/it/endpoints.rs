@@ -1,4 +1,6 @@
-use runnel_runtime::{InstanceState, Metric, Snapshot};
+use std::sync::Arc;
+
+use runnel_runtime::{InstanceSnapshot, InstanceState, Metric, Problem, Snapshot};
 
 use crate::support::{get, serve, status_until, until_ok};
 
@@ -117,5 +119,68 @@ async fn readiness_is_503_until_every_streamlet_has_connected() {
     assert_eq!(get(&address, "/health/live").await.0, 200);
     let (_, metrics) = get(&address, "/metrics").await;
     assert!(metrics.contains("\nrunnel_ready 0\n"));
+    shutdown.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn liveness_fails_once_an_inlet_is_stuck_without_partitions_past_the_bound() {
+    let backend = Arc::new(runnel_backend::MemoryBackend::new());
+    let board = Arc::new(runnel_runtime::StatusBoard::new(
+        "stuck",
+        Vec::new(),
+        Vec::new(),
+        backend,
+    ));
+    let listener = runnel_web::bind("127.0.0.1:0".parse().unwrap(), false)
+        .await
+        .unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    tokio::spawn(runnel_web::serve(listener, board.clone(), shutdown.clone()));
+    let unassigned_for = |for_seconds| {
+        let mut instance: InstanceSnapshot = serde_json::from_value(serde_json::json!({
+            "name": "count", "type": "counter", "state": "stalled", "restarts": 0,
+            "records_in": 0, "records_out": 0, "rate_in": 0.0, "rate_out": 0.0, "lag": 9,
+            "dead_lettered": 0, "last_error": null, "inlets": [], "outlets": []
+        }))
+        .unwrap();
+        instance.problems = vec![
+            Problem::BackplaneUnreachable {
+                error: "timed out".to_owned(),
+                for_seconds: 3_600,
+            },
+            Problem::NoPartitionsAssigned {
+                inlet: "in".to_owned(),
+                topic: "words".to_owned(),
+                partitions: 2,
+                for_seconds,
+            },
+        ];
+        Snapshot {
+            app: "stuck".to_owned(),
+            streamlets: vec![instance],
+            ..Snapshot::default()
+        }
+    };
+    let bound = runnel_runtime::STUCK_WITHOUT_PARTITIONS.as_secs();
+
+    // Not ready at once, but live until the bound: an outage is not fixed by a restart.
+    board.publish(unassigned_for(bound - 1));
+    assert_eq!(
+        get(&address, "/health/live").await,
+        (200, "live\n".to_owned())
+    );
+    assert_eq!(get(&address, "/health/ready").await.0, 503);
+
+    board.publish(unassigned_for(bound));
+    assert_eq!(
+        get(&address, "/health/live").await,
+        (
+            503,
+            format!(
+                "not live\ncount: inlet 'in' has held none of the 2 partitions of topic 'words' for {bound} s, and some are held by no member of its group\n"
+            )
+        )
+    );
     shutdown.cancel();
 }
