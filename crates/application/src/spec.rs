@@ -90,6 +90,35 @@ impl ApplicationSpec {
             .find(|streamlet| streamlet.name == name)
     }
 
+    /// The most partitions of any topic the streamlet instance `name` reads, or `None` when
+    /// it reads none. Replicas beyond it hold no partition: they stay idle.
+    ///
+    /// ```
+    /// use runnel_application::{ApplicationSpec, TopicSpec};
+    /// let spec = ApplicationSpec {
+    ///     topics: vec![
+    ///         TopicSpec { name: "a".into(), partitions: 2, consumers: vec!["count.in".into()], ..TopicSpec::default() },
+    ///         TopicSpec { name: "b".into(), partitions: 3, consumers: vec!["count.other".into()], ..TopicSpec::default() },
+    ///     ],
+    ///     ..ApplicationSpec::default()
+    /// };
+    /// assert_eq!(spec.inlet_partitions("count"), Some(3));
+    /// assert_eq!(spec.inlet_partitions("source"), None);
+    /// ```
+    pub fn inlet_partitions(&self, name: &str) -> Option<i32> {
+        self.topics
+            .iter()
+            .filter(|topic| {
+                topic.consumers.iter().any(|inlet| {
+                    inlet
+                        .split_once('.')
+                        .is_some_and(|(instance, _)| instance == name)
+                })
+            })
+            .map(|topic| topic.partitions.max(1))
+            .max()
+    }
+
     /// The user's configuration over the app's defaults (secret values not included).
     pub fn effective_configuration(&self) -> Configuration {
         let mut configuration = self.defaults.clone();

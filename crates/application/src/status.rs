@@ -123,6 +123,10 @@ pub struct StreamletStatus {
     /// such as `CrashLoopBackOff`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// Replicas beyond the most partitions of any topic it reads: they hold no partition
+    /// and stay idle.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub idle_replicas: i32,
     /// Whether an autoscaler manages its replicas, and its last decision.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub autoscaling: Option<AutoscalingStatus>,
@@ -142,4 +146,8 @@ pub struct AutoscalingStatus {
     /// Why, for humans.
     #[serde(default)]
     pub reason: String,
+}
+
+fn is_zero(count: &i32) -> bool {
+    *count == 0
 }

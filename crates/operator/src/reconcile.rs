@@ -321,6 +321,19 @@ fn converge(
         apply.push(Desired::Deployment(deployment));
         let mut status = streamlet_status(observed, name, replicas, current);
         status.autoscaling = autoscaling_status;
+        if let Some(partitions) = app.spec.inlet_partitions(name) {
+            status.idle_replicas = (status.desired_replicas - partitions).max(0);
+            if status.idle_replicas > 0 {
+                events.push(Event::warning(
+                    "IdleReplicas",
+                    "Scale",
+                    format!(
+                        "streamlet {name} runs {} replicas, but its inlets' topics have at most {partitions} partitions: {} replicas hold none and stay idle",
+                        status.desired_replicas, status.idle_replicas
+                    ),
+                ));
+            }
+        }
         statuses.push(status);
     }
     let delete = stale(observed, &apply);

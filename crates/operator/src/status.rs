@@ -40,6 +40,7 @@ pub(crate) fn streamlet_status(
         ready_replicas: ready,
         restarts,
         last_error: last_error(&containers),
+        idle_replicas: 0,
         autoscaling: None,
     }
 }
@@ -222,11 +223,39 @@ pub(crate) fn application_status(
         phase.as_str(),
         message.clone(),
     );
+    let idle: Vec<String> = streamlets
+        .iter()
+        .filter(|s| s.idle_replicas > 0)
+        .map(|s| {
+            format!(
+                "{} has {} of {} replicas without a partition",
+                s.name, s.idle_replicas, s.desired_replicas
+            )
+        })
+        .collect();
+    let idle_replicas = if idle.is_empty() {
+        condition(
+            "IdleReplicas",
+            false,
+            "EveryReplicaReads",
+            "no streamlet has more replicas than the partitions of its inlets".to_owned(),
+        )
+    } else {
+        condition(
+            "IdleReplicas",
+            true,
+            "MoreReplicasThanPartitions",
+            format!(
+                "{}: a topic's partition is read by one member of a group; add partitions to the topic or scale down",
+                idle.join("; ")
+            ),
+        )
+    };
     ApplicationStatus {
         phase,
         message,
         observed_generation: generation,
-        conditions: vec![ready, reconciled, topics_ready],
+        conditions: vec![ready, reconciled, topics_ready, idle_replicas],
         streamlets,
         operator_version: context.operator_version.clone(),
     }

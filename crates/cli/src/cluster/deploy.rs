@@ -67,6 +67,9 @@ pub(crate) async fn run(
     for assignment in &args.scale {
         match parse_scale(assignment, &spec) {
             Ok((instance, replicas)) => {
+                if let Some(warning) = idle_warning(&spec, &instance, replicas) {
+                    writeln!(err, "{warning}")?;
+                }
                 if let Some(streamlet) = spec.streamlets.iter_mut().find(|s| s.name == instance) {
                     streamlet.replicas = replicas;
                 }
@@ -202,6 +205,22 @@ pub(crate) async fn run(
     Ok(Outcome::Passed)
 }
 
+/// A warning when `replicas` of `instance` exceed the partitions of the topics it reads:
+/// the surplus holds no partition and stays idle.
+pub(crate) fn idle_warning(
+    spec: &ApplicationSpec,
+    instance: &str,
+    replicas: i32,
+) -> Option<String> {
+    let partitions = spec.inlet_partitions(instance)?;
+    (replicas > partitions).then(|| {
+        format!(
+            "warning: streamlet {instance} reads topics with at most {partitions} partitions, so {} of its {replicas} replicas will hold none and stay idle; add partitions to the topic or scale to {partitions}",
+            replicas - partitions
+        )
+    })
+}
+
 /// `STREAMLET=N`.
 pub(crate) fn parse_scale(text: &str, spec: &ApplicationSpec) -> Result<(String, i32), Problem> {
     let place = || format!("--scale {text}");
@@ -295,6 +314,16 @@ partitions = 4
         assert_eq!(
             parse_scale("totals=1", &spec).unwrap(),
             ("totals".to_owned(), 1)
+        );
+        assert_eq!(idle_warning(&spec, "counts", 4), None);
+        assert_eq!(
+            idle_warning(&spec, "counts", 6).unwrap(),
+            "warning: streamlet counts reads topics with at most 4 partitions, so 2 of its 6 replicas will hold none and stay idle; add partitions to the topic or scale to 4"
+        );
+        assert_eq!(
+            idle_warning(&spec, "numbers", 6),
+            None,
+            "a source reads no topic"
         );
         let misspelt = parse_scale("count=2", &spec).unwrap_err().to_string();
         assert!(

@@ -10,7 +10,7 @@ use runnel_application::Problem;
 use runnel_operator::Application;
 
 use super::configure::deployed_configuration;
-use super::deploy::parse_scale;
+use super::deploy::{idle_warning, parse_scale};
 use super::{application, connect};
 use crate::Outcome;
 use crate::args::ScaleArgs;
@@ -46,6 +46,7 @@ pub(crate) async fn run(args: &ScaleArgs, out: &mut dyn Write) -> anyhow::Result
                         ));
                         continue;
                     }
+                    let warning = idle_warning(&app.spec, &instance, replicas);
                     let streamlet = app
                         .spec
                         .streamlets
@@ -56,7 +57,9 @@ pub(crate) async fn run(args: &ScaleArgs, out: &mut dyn Write) -> anyhow::Result
                         "  ~ {instance}: {} -> {replicas} replicas",
                         streamlet.replicas
                     ));
+
                     streamlet.replicas = replicas;
+                    lines.extend(warning);
                 }
                 Err(problem) => problems.push(problem),
             }

@@ -107,7 +107,14 @@ fn render(report: &Report, observed: bool, details: bool) -> String {
         .map(|s| {
             vec![
                 s.name.clone(),
-                format!("{}/{}", s.ready_replicas, s.desired_replicas),
+                if s.idle_replicas > 0 {
+                    format!(
+                        "{}/{} ({} idle)",
+                        s.ready_replicas, s.desired_replicas, s.idle_replicas
+                    )
+                } else {
+                    format!("{}/{}", s.ready_replicas, s.desired_replicas)
+                },
                 s.restarts.to_string(),
                 report
                     .lag

@@ -314,6 +314,26 @@ fn deploy_scale_configure_and_undeploy_through_the_cli() {
     cluster.eventually("three loggers", |c| {
         (c.deployment("demo-log")?.spec?.replicas == Some(3)).then_some(())
     });
+
+    // A fourth logger would read none of the three partitions: said at once, and in status.
+    let (code, printed, errors) = cluster.runnel(&["scale", "demo", "log=4"]);
+    assert_eq!(code, 0, "{errors}");
+    assert!(
+        printed.contains("warning: streamlet log reads topics with at most 3 partitions, so 1 of its 4 replicas will hold none and stay idle"),
+        "{printed}"
+    );
+    cluster.eventually("the idle replica in the status", |c| {
+        let status = c.application()?.status?;
+        let idle = status.condition("IdleReplicas")?;
+        (idle.status == "True").then_some(())
+    });
+    let (_, printed, _) = cluster.runnel(&["status", "demo"]);
+    assert!(printed.contains("0/4 (1 idle)"), "{printed}");
+    let (code, _, errors) = cluster.runnel(&["scale", "demo", "log=3"]);
+    assert_eq!(code, 0, "{errors}");
+    cluster.eventually("three loggers again", |c| {
+        (c.deployment("demo-log")?.spec?.replicas == Some(3)).then_some(())
+    });
     let gen_hash = template_hash(&cluster.deployment("demo-gen").unwrap());
     let (code, printed, errors) = cluster.runnel(&["configure", "demo", "log.prefix=doubled"]);
     assert_eq!(code, 0, "{errors}");

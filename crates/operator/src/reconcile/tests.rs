@@ -292,6 +292,48 @@ fn scaling_up_and_down_changes_only_that_deployment() {
 }
 
 #[test]
+fn replicas_beyond_the_partitions_of_the_inlets_are_reported_idle() {
+    let mut app = application();
+    app.spec.streamlets[1].replicas = 6;
+    let plan = reconcile_fully(&app, Observed::default());
+    let plan = reconcile(&app, &cluster_after(&plan), &context());
+    let twice = &plan.status.streamlets[1];
+    assert_eq!((twice.desired_replicas, twice.idle_replicas), (6, 2));
+    assert!(
+        notes(&plan).contains(
+            &"IdleReplicas: streamlet twice runs 6 replicas, but its inlets' topics have at most 4 partitions: 2 replicas hold none and stay idle".to_owned()
+        ),
+        "{:?}",
+        notes(&plan)
+    );
+    let condition = plan.status.condition("IdleReplicas").unwrap();
+    assert_eq!(
+        (condition.status.as_str(), condition.reason.as_str()),
+        ("True", "MoreReplicasThanPartitions")
+    );
+    assert!(
+        condition
+            .message
+            .starts_with("twice has 2 of 6 replicas without a partition"),
+        "{}",
+        condition.message
+    );
+
+    app.spec.streamlets[1].replicas = 4;
+    let plan = reconcile(&app, &cluster_after(&plan), &context());
+    assert_eq!(plan.status.streamlets[1].idle_replicas, 0);
+    assert_eq!(
+        plan.status.condition("IdleReplicas").unwrap().status,
+        "False"
+    );
+    assert!(
+        !notes(&plan)
+            .iter()
+            .any(|note| note.starts_with("IdleReplicas"))
+    );
+}
+
+#[test]
 fn a_configuration_change_rolls_only_the_affected_streamlet() {
     let mut app = application();
     let before = reconcile_fully(&app, Observed::default());
