@@ -48,6 +48,8 @@ struct Context {
     config: OperatorConfig,
     backplanes: Arc<dyn Backplanes>,
     events: Events,
+    /// Cancelled once this replica stops leading: nothing is written from then on.
+    deposed: CancellationToken,
     failures: Mutex<HashMap<String, u32>>,
     /// The last end-offset sum per (app, streamlet), for input rates.
     ends: Mutex<HashMap<(String, String), (Instant, i64)>>,
@@ -73,11 +75,14 @@ pub async fn run(
     if shutdown.is_cancelled() {
         return Ok(());
     }
+    // Without election nobody else writes: a token that is never cancelled.
+    let deposed = lost.clone().unwrap_or_default();
     let context = Arc::new(Context {
         client: client.clone(),
         config: config.clone(),
         backplanes,
-        events: Events::new(client.clone(), &config.identity),
+        events: Events::new(client.clone(), &config.identity, deposed.clone()),
+        deposed,
         failures: Mutex::new(HashMap::new()),
         ends: Mutex::new(HashMap::new()),
     });
@@ -164,6 +169,9 @@ async fn reconcile_application(
     context: Arc<Context>,
 ) -> Result<Action, Error> {
     let client = &context.client;
+    if context.deposed.is_cancelled() {
+        return Err(Error::Deposed { app: key(&app) });
+    }
     let mut observed = observe(client, &app).await?;
     let now = ReconcileContext {
         now: Timestamp::now(),
@@ -173,7 +181,7 @@ async fn reconcile_application(
     let first = reconcile(&app, &observed, &now);
     match &first.outcome {
         Outcome::Undeploying => {
-            execute::write_status(client, &app, &first.status).await?;
+            execute::write_status(client, &app, &first.status, &context.deposed).await?;
             return Ok(Action::await_change());
         }
         Outcome::Failed(message) => {
@@ -206,6 +214,9 @@ async fn reconcile_application(
                 ),
             }));
         }
+        Ok(_) if context.deposed.is_cancelled() => {
+            return Err(Error::Deposed { app: key(&app) });
+        }
         Ok(backend) => {
             observed.topics = Some(ensure_topics(&*backend, &first.topics).await);
             observed.lag = sample_lag(&context, &app, &configuration, &*backend).await;
@@ -216,7 +227,7 @@ async fn reconcile_application(
         Outcome::Failed(message) => fail(&context, &app, &plan, message).await,
         Outcome::Undeploying => Ok(Action::await_change()),
         Outcome::Converging(after) => {
-            execute::execute(client, &context.events, &app, &plan).await?;
+            execute::execute(client, &context.events, &app, &plan, &context.deposed).await?;
             context
                 .failures
                 .lock()
@@ -234,7 +245,7 @@ async fn fail(
     plan: &crate::Plan,
     message: &str,
 ) -> Result<Action, Error> {
-    execute::write_status(&context.client, app, &plan.status).await?;
+    execute::write_status(&context.client, app, &plan.status, &context.deposed).await?;
     for event in &plan.events {
         context.events.publish(app, event).await;
     }

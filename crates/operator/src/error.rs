@@ -67,6 +67,12 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
+    /// This replica stopped leading while reconciling `app`: it writes nothing more.
+    #[error("stopped reconciling application {app}: this replica no longer holds the leader lease")]
+    Deposed {
+        /// `namespace/name`.
+        app: String,
+    },
     /// Another replica took the lease over (this one failed to renew in time).
     #[error("lost the leader lease {namespace}/{name} to {holder}")]
     LostLease {
@@ -90,6 +96,7 @@ impl Error {
             Error::Rejected { .. } => "rejected",
             Error::Lease { .. } => "lease",
             Error::LostLease { .. } => "lost_lease",
+            Error::Deposed { .. } => "deposed",
         }
     }
 }

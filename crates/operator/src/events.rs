@@ -15,6 +15,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client, Resource as _, ResourceExt as _};
+use tokio_util::sync::CancellationToken;
 
 use crate::Application;
 use crate::plan::Event;
@@ -26,6 +27,8 @@ const SERIES: Duration = Duration::from_secs(360);
 pub(crate) struct Events {
     client: Client,
     instance: String,
+    /// Cancelled once this replica stops leading: it publishes nothing from then on.
+    deposed: CancellationToken,
     sent: Mutex<HashMap<String, (String, i32, Instant)>>,
 }
 
@@ -38,16 +41,25 @@ impl std::fmt::Debug for Events {
 }
 
 impl Events {
-    pub(crate) fn new(client: Client, instance: &str) -> Events {
+    pub(crate) fn new(client: Client, instance: &str, deposed: CancellationToken) -> Events {
         Events {
             client,
             instance: instance.to_owned(),
+            deposed,
             sent: Mutex::new(HashMap::new()),
         }
     }
 
     /// Publishes `event` about `app`; a failure is logged, never fatal.
     pub(crate) async fn publish(&self, app: &Application, event: &Event) {
+        if self.deposed.is_cancelled() {
+            tracing::debug!(
+                "not publishing the event {} about application {}: no longer leading",
+                event.reason,
+                app.name()
+            );
+            return;
+        }
         if let Err(error) = self.try_publish(app, event).await {
             tracing::warn!(
                 "publishing the event {} about application {} failed: {error}",

@@ -8,22 +8,33 @@ use kube::{Api, Client, Resource, ResourceExt as _};
 use runnel_application::ApplicationStatus;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use tokio_util::sync::CancellationToken;
 
 use crate::events::Events;
 use crate::names::FIELD_MANAGER;
 use crate::plan::{Desired, Event, Plan};
 use crate::{Application, Error};
 
-/// Applies the plan's objects, deletes the stale ones, then writes the status and Events.
+/// Applies the plan's objects, deletes the stale ones, then writes the status and Events;
+/// once `deposed` is cancelled (another replica leads) it writes nothing more.
 pub(crate) async fn execute(
     client: &Client,
     events: &Events,
     app: &Application,
     plan: &Plan,
+    deposed: &CancellationToken,
 ) -> Result<(), Error> {
     let namespace = app.namespace().unwrap_or_default();
     let key = format!("{namespace}/{}", app.name());
+    let leading = || {
+        if deposed.is_cancelled() {
+            Err(Error::Deposed { app: key.clone() })
+        } else {
+            Ok(())
+        }
+    };
     for desired in &plan.apply {
+        leading()?;
         let result = match desired {
             Desired::ConfigMap(object) => apply(client, &namespace, object).await,
             Desired::Secret(object) => apply(client, &namespace, object).await,
@@ -46,6 +57,7 @@ pub(crate) async fn execute(
         }
     }
     for stale in &plan.delete {
+        leading()?;
         let result = match stale.kind {
             "ConfigMap" => delete::<ConfigMap>(client, &namespace, &stale.name).await,
             "Secret" => delete::<Secret>(client, &namespace, &stale.name).await,
@@ -58,20 +70,27 @@ pub(crate) async fn execute(
             source,
         })?;
     }
-    write_status(client, app, &plan.status).await?;
+    write_status(client, app, &plan.status, deposed).await?;
     for event in &plan.events {
         events.publish(app, event).await;
     }
     Ok(())
 }
 
-/// Writes the status through the status subresource, by server-side apply.
+/// Writes the status through the status subresource, by server-side apply, unless
+/// `deposed` is cancelled.
 pub(crate) async fn write_status(
     client: &Client,
     app: &Application,
     status: &ApplicationStatus,
+    deposed: &CancellationToken,
 ) -> Result<(), Error> {
     let namespace = app.namespace().unwrap_or_default();
+    if deposed.is_cancelled() {
+        return Err(Error::Deposed {
+            app: format!("{namespace}/{}", app.name()),
+        });
+    }
     let api: Api<Application> = Api::namespaced(client.clone(), &namespace);
     let patch = serde_json::json!({
         "apiVersion": runnel_application::API_VERSION,

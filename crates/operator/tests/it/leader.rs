@@ -103,3 +103,77 @@ async fn one_of_two_replicas_reconciles_and_the_other_takes_over_when_it_stops()
     .await;
     drop(second);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deposed_leader_writes_nothing_once_it_sees_the_lease_taken() {
+    let server = cluster().await;
+    let client = client(&server);
+    let leases: Api<Lease> = Api::default_namespaced(client.clone());
+    let apps: Api<Application> = Api::default_namespaced(client.clone());
+    let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
+    let mut leader = Operator::start(&server, leading("first"));
+    apps.create(&PostParams::default(), &application("one"))
+        .await
+        .unwrap();
+    eventually(LIMIT, "app one deployed", || async {
+        deployments.get_opt("one-log").await.unwrap().map(|_| ())
+    })
+    .await;
+
+    // Keep the leader busy reconciling: every change of the Application is a reconcile.
+    let busy = tokio::spawn({
+        let apps = apps.clone();
+        async move {
+            for round in 0.. {
+                let patch =
+                    serde_json::json!({"metadata": {"labels": {"round": format!("{round}")}}});
+                let _ = apps
+                    .patch(
+                        "one",
+                        &kube::api::PatchParams::default(),
+                        &kube::api::Patch::Merge(&patch),
+                    )
+                    .await;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    // Another replica takes the lease, as one that saw it expire would.
+    let mut lease = leases.get(LEASE_NAME).await.unwrap();
+    let spec = lease.spec.as_mut().unwrap();
+    spec.holder_identity = Some("usurper".to_owned());
+    spec.lease_duration_seconds = Some(3_600);
+    spec.renew_time = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(
+        k8s_openapi::jiff::Timestamp::now(),
+    ));
+    leases
+        .replace(LEASE_NAME, &PostParams::default(), &lease)
+        .await
+        .unwrap();
+    let ended = tokio::time::timeout(LIMIT, &mut leader.task).await;
+    busy.abort();
+    let ended = ended.expect("the deposed leader stops").unwrap();
+    assert!(
+        matches!(ended, Err(runnel_operator::Error::LostLease { .. })),
+        "{ended:?}"
+    );
+
+    // From the leader's last look at the lease (when it saw it taken): at most the one write
+    // already on the wire, no Deployment, status or Event after it.
+    let requests = server.requests();
+    let last_look = requests
+        .iter()
+        .rposition(|r| r.method == "GET" && r.path.ends_with(&format!("/leases/{LEASE_NAME}")))
+        .unwrap();
+    let writes_after: Vec<String> = requests[last_look + 1..]
+        .iter()
+        .filter(|r| {
+            r.method != "GET" && !r.path.contains("/applications/one")
+                || r.path.ends_with("/status")
+        })
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    assert!(writes_after.len() <= 1, "{writes_after:#?}");
+}
