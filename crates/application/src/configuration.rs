@@ -94,6 +94,7 @@ pub struct PodSettings {
     pub volumes: BTreeMap<String, String>,
     /// The port the streamlet serves HTTP on; the operator exposes it with a Service.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 65535))]
     pub http_port: Option<u16>,
 }
 
@@ -127,16 +128,20 @@ pub struct Quantities {
 pub struct ScalingSettings {
     /// The fewest replicas (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
     pub min_replicas: Option<i32>,
     /// The most replicas; never more than the partitions of the streamlet's inlet topics.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub max_replicas: Option<i32>,
     /// The consumer lag in records one replica should carry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub target_lag: Option<i64>,
     /// The lag in seconds of input (lag divided by the input rate) the streamlet should
     /// stay under.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub target_lag_seconds: Option<i64>,
     /// How long to wait after a change before the next one (default `2m`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

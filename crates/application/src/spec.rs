@@ -138,6 +138,7 @@ pub struct StreamletSpec {
     pub type_name: String,
     /// How many pods run it (`runnel scale`); an autoscaled streamlet starts with this many.
     #[serde(default = "one")]
+    #[schemars(range(min = 0))]
     pub replicas: i32,
 }
 
@@ -152,9 +153,11 @@ pub struct TopicSpec {
     /// The topic's name on Kafka.
     pub name: String,
     /// The partition count to create it with (the blueprint's, else 1, as `app run` does).
+    #[schemars(range(min = 1))]
     pub partitions: i32,
     /// The replication factor to create it with; the broker's default when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub replication_factor: Option<i32>,
     /// Whether the operator creates it (it never deletes topics).
     pub managed: bool,

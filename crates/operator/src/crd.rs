@@ -41,6 +41,19 @@ pub fn crd() -> CustomResourceDefinition {
             "status": status,
         }
     });
+    let mut root = root;
+    standard_formats_only(&mut root);
+    let lists = &mut root["properties"];
+    list_of_maps(&mut lists["spec"]["properties"]["streamlets"], "name");
+    list_of_maps(&mut lists["spec"]["properties"]["topics"], "name");
+    list_of_maps(&mut lists["status"]["properties"]["streamlets"], "name");
+    list_of_maps(&mut lists["status"]["properties"]["conditions"], "type");
+    set_of_strings(&mut lists["spec"]["properties"]["imagePullSecrets"]);
+    for port_list in ["producers", "consumers"] {
+        set_of_strings(
+            &mut lists["spec"]["properties"]["topics"]["items"]["properties"][port_list],
+        );
+    }
     let schema: JSONSchemaProps =
         serde_json::from_value(root).expect("the generated schema is a JSONSchemaProps");
     let column = |name: &str, type_: &str, path: &str, description: &str, priority: i32| {
@@ -136,4 +149,52 @@ fn schema_of<T: JsonSchema>(description: &str) -> Value {
         object.insert("description".to_owned(), Value::from(description));
     }
     schema
+}
+
+/// The formats Kubernetes knows (`k8s.io/kube-openapi` `strfmt`); others (`uint16`,
+/// `uint32`, which schemars writes for unsigned integers) make the API server warn. The
+/// range they stand for stays as `minimum`/`maximum`.
+const KNOWN_FORMATS: [&str; 7] = [
+    "int32",
+    "int64",
+    "float",
+    "double",
+    "byte",
+    "date",
+    "date-time",
+];
+
+/// Removes every `format` Kubernetes does not know, throughout `schema`.
+fn standard_formats_only(schema: &mut Value) {
+    match schema {
+        Value::Object(object) => {
+            if object
+                .get("format")
+                .and_then(Value::as_str)
+                .is_some_and(|format| !KNOWN_FORMATS.contains(&format))
+            {
+                object.remove("format");
+            }
+            object.values_mut().for_each(standard_formats_only);
+        }
+        Value::Array(items) => items.iter_mut().for_each(standard_formats_only),
+        _ => {}
+    }
+}
+
+/// Marks a list of objects as a map keyed by `key`, so that server-side apply merges its
+/// entries by key (as for a Deployment's containers).
+fn list_of_maps(list: &mut Value, key: &str) {
+    assert!(
+        list.is_object(),
+        "the list to mark as keyed by {key} exists"
+    );
+    list["x-kubernetes-list-type"] = json!("map");
+    list["x-kubernetes-list-map-keys"] = json!([key]);
+}
+
+/// Marks a list of strings as a set.
+fn set_of_strings(list: &mut Value) {
+    assert!(list.is_object(), "the list to mark as a set exists");
+    list["x-kubernetes-list-type"] = json!("set");
 }

@@ -110,7 +110,8 @@ pub fn install(install: &Install) -> Vec<Value> {
     objects
 }
 
-/// What the operator may do: read Applications and write their status; manage the
+/// What the operator may do: read Applications, write their status and block their deletion
+/// by what they own; manage the
 /// ConfigMaps, Secrets, Services and Deployments of streamlets; read pods; hold its lease;
 /// publish Events.
 fn operator_rules() -> Vec<PolicyRule> {
@@ -121,6 +122,9 @@ fn operator_rules() -> Vec<PolicyRule> {
             &["applications/status"],
             &["get", "patch", "update"],
         ),
+        // The operator's objects block their Application's deletion until they are gone
+        // (`blockOwnerDeletion`), which the API server allows only to who may update this.
+        rule("runnel.dev", &["applications/finalizers"], &["update"]),
         rule(
             "apps",
             &["deployments"],

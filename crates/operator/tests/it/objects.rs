@@ -232,6 +232,24 @@ fn the_install_manifests_and_the_crd_are_valid_kubernetes_objects() {
             kafka: Some("kafka:9092".to_owned()),
             cluster_wide,
         });
+        // The operator's objects set blockOwnerDeletion, which needs update on finalizers.
+        let finalizers = objects.iter().any(|object| {
+            object["kind"]
+                .as_str()
+                .is_some_and(|kind| kind.ends_with("Role"))
+                && object["rules"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|rule| {
+                        rule["resources"] == serde_json::json!(["applications/finalizers"])
+                            && rule["verbs"] == serde_json::json!(["update"])
+                    })
+        });
+        assert!(
+            finalizers,
+            "{name}: no role may update applications/finalizers"
+        );
         files.push(golden_documents(name, &objects));
     }
     let crd = runnel_operator::crd();
