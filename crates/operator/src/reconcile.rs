@@ -20,6 +20,9 @@ use crate::observed::{Observed, ReconcileContext};
 use crate::plan::{Desired, Event, Outcome, Plan, Stale};
 use crate::status::{Failure, application_status, streamlet_status};
 
+/// The waiting reasons of a container whose image the kubelet cannot pull.
+const IMAGE_PULL_FAILURES: [&str; 3] = ["ErrImagePull", "ImagePullBackOff", "InvalidImageName"];
+
 /// How soon to look again while pods are starting or an autoscaler watches the lag.
 const SOON: Duration = Duration::from_secs(10);
 /// How soon to look again when everything runs (watch events come earlier).
@@ -321,6 +324,20 @@ fn converge(
         apply.push(Desired::Deployment(deployment));
         let mut status = streamlet_status(observed, name, replicas, current);
         status.autoscaling = autoscaling_status;
+        if let Some(error) = status.last_error.as_deref().filter(|error| {
+            IMAGE_PULL_FAILURES
+                .iter()
+                .any(|reason| error.starts_with(reason))
+        }) {
+            events.push(Event::warning(
+                "ImagePullFailed",
+                "Apply",
+                format!(
+                    "streamlet {name} cannot start: image {} cannot be pulled ({error}); check the image reference, that it was pushed, and imagePullSecrets",
+                    app.spec.image
+                ),
+            ));
+        }
         if let Some(partitions) = app.spec.inlet_partitions(name) {
             status.idle_replicas = (status.desired_replicas - partitions).max(0);
             if status.idle_replicas > 0 {

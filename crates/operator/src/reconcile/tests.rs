@@ -716,6 +716,53 @@ fn crashing_pods_make_the_app_degraded_with_the_last_error() {
 }
 
 #[test]
+fn an_image_that_cannot_be_pulled_raises_a_warning_event() {
+    let app = application();
+    let plan = reconcile_fully(&app, Observed::default());
+    let mut cluster = cluster_after(&plan);
+    let twice = cluster
+        .deployments
+        .iter()
+        .find(|d| d.name_any() == "demo-twice")
+        .unwrap()
+        .clone();
+    cluster
+        .pods
+        .retain(|p| !p.name_any().starts_with("demo-twice"));
+    cluster.pods.push(pod_of(
+        &twice,
+        0,
+        PodStatus {
+            phase: Some("Pending".to_owned()),
+            container_statuses: Some(vec![ContainerStatus {
+                name: "streamlet".to_owned(),
+                state: Some(ContainerState {
+                    waiting: Some(ContainerStateWaiting {
+                        reason: Some("ImagePullBackOff".to_owned()),
+                        message: Some(
+                            "Back-off pulling image \"registry.example/demo:1.0\"".to_owned(),
+                        ),
+                    }),
+                    ..ContainerState::default()
+                }),
+                ..ContainerStatus::default()
+            }]),
+            ..PodStatus::default()
+        },
+    ));
+    let plan = reconcile(&app, &cluster, &context());
+    assert_eq!(plan.status.phase, Phase::Degraded);
+    let warnings: Vec<&Event> = plan.events.iter().filter(|e| e.warning).collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings[0].reason, "ImagePullFailed");
+    assert!(
+        warnings[0].note.starts_with("streamlet twice cannot start: image registry.example/demo:1.0 cannot be pulled (ImagePullBackOff: Back-off pulling image"),
+        "{}",
+        warnings[0].note
+    );
+}
+
+#[test]
 fn undeploy_applies_and_deletes_nothing() {
     let mut app = application();
     let cluster = cluster_after(&reconcile_fully(&app, Observed::default()));
