@@ -17,6 +17,9 @@ pub const USER_ID: u32 = 10001;
 pub const CA_CERTIFICATES: &str = "/etc/ssl/certs/ca-certificates.crt";
 /// The directory of the executable in the image.
 pub const APP_DIRECTORY: &str = "/app";
+/// A directory the image's user owns (mode 0700), for what the app writes: the embedded
+/// log of the default command. Everything else in the image belongs to root.
+pub const DATA_DIRECTORY: &str = "/data";
 
 /// What goes into an image.
 ///
@@ -146,6 +149,7 @@ impl ImageSpec {
         let binary = read(&self.executable)?;
         contents.push((entrypoint.clone(), binary.len() as u64));
         app.file(&entrypoint, binary, 0o755);
+        app.owned_directory(DATA_DIRECTORY, 0o700, USER_ID);
         for (path, content, mode) in &self.files {
             contents.push((path.clone(), content.len() as u64));
             app.file(path, content.clone(), *mode);

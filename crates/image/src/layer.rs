@@ -1,5 +1,6 @@
 //! Reproducible layers: tar archives with sorted entries, one fixed modification time,
-//! numeric owner 0:0 and no user or group names, gzipped with a fixed header.
+//! numeric owners (0:0 unless a directory is given to a user) and no user or group names,
+//! gzipped with a fixed header.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -11,7 +12,7 @@ use crate::digest::Digest;
 
 #[derive(Clone, Debug)]
 enum Entry {
-    Directory { mode: u32 },
+    Directory { mode: u32, owner: u32 },
     File { content: Vec<u8>, mode: u32 },
 }
 
@@ -35,11 +36,16 @@ pub(crate) struct Layer {
 }
 
 impl LayerBuilder {
-    /// A directory with `mode` (and its parents, 0755).
+    /// A directory with `mode` (and its parents, 0755), owned by root.
     pub(crate) fn directory(&mut self, path: &str, mode: u32) {
+        self.owned_directory(path, mode, 0);
+    }
+
+    /// A directory with `mode` owned by user and group `owner` (its parents, 0755, by root).
+    pub(crate) fn owned_directory(&mut self, path: &str, mode: u32, owner: u32) {
         self.parents(path);
         self.entries
-            .insert(relative(path), Entry::Directory { mode });
+            .insert(relative(path), Entry::Directory { mode, owner });
     }
 
     /// A regular file.
@@ -54,9 +60,10 @@ impl LayerBuilder {
         while let Some(directory) = parent {
             let text = relative(&directory.display().to_string());
             if !text.is_empty() {
-                self.entries
-                    .entry(text)
-                    .or_insert(Entry::Directory { mode: 0o755 });
+                self.entries.entry(text).or_insert(Entry::Directory {
+                    mode: 0o755,
+                    owner: 0,
+                });
             }
             parent = directory.parent();
         }
@@ -71,7 +78,9 @@ impl LayerBuilder {
             header.set_uid(0);
             header.set_gid(0);
             match entry {
-                Entry::Directory { mode } => {
+                Entry::Directory { mode, owner } => {
+                    header.set_uid(u64::from(*owner));
+                    header.set_gid(u64::from(*owner));
                     header.set_entry_type(tar::EntryType::Directory);
                     header.set_mode(*mode);
                     header.set_size(0);

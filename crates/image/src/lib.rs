@@ -35,7 +35,9 @@ mod libraries;
 mod unpack;
 mod write;
 
-pub use build::{APP_DIRECTORY, CA_CERTIFICATES, Image, ImageSpec, USER_ID, split_reference};
+pub use build::{
+    APP_DIRECTORY, CA_CERTIFICATES, DATA_DIRECTORY, Image, ImageSpec, USER_ID, split_reference,
+};
 pub use digest::Digest;
 pub use elf::{ElfInfo, read_elf};
 pub use error::Error;

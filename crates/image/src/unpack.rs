@@ -56,7 +56,23 @@ pub fn unpack(layout: &Path, tag: Option<&str>, root: &Path) -> Result<ImageConf
                 }
                 continue;
             }
+            let owner = (
+                entry.header().uid().unwrap_or(0),
+                entry.header().gid().unwrap_or(0),
+            );
             entry.unpack_in(root).map_err(write_error)?;
+            if owner != (0, 0) {
+                // Only root may give files away; unpacked by anyone else, they are theirs.
+                match std::os::unix::fs::chown(
+                    root.join(&path),
+                    u32::try_from(owner.0).ok(),
+                    u32::try_from(owner.1).ok(),
+                ) {
+                    Ok(()) => {}
+                    Err(error) if error.kind() == std::io::ErrorKind::PermissionDenied => {}
+                    Err(error) => return Err(write_error(error)),
+                }
+            }
         }
     }
     Ok(config)

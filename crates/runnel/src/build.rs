@@ -71,9 +71,12 @@ pub(crate) fn build(
         text.clone().into_bytes(),
         0o644,
     ));
+    // The image's user may write only its data directory (the root file system is root's).
     spec.cmd = vec![
         "run".to_owned(),
         format!("{}/blueprint.toml", runnel_image::APP_DIRECTORY),
+        "--data-dir".to_owned(),
+        runnel_image::DATA_DIRECTORY.to_owned(),
     ];
     spec.labels = BTreeMap::from([
         (

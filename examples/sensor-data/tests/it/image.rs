@@ -89,7 +89,7 @@ fn build_writes_an_image_that_runs_describe_from_its_own_root_and_the_applicatio
         .map(|d| d.join("chroot"))
         .find(|p| p.is_file())
         .unwrap();
-    let mut command = Command::new(chroot);
+    let mut command = Command::new(&chroot);
     command
         .env_clear()
         .arg(format!("--userspec={}", config.config.user))
@@ -105,6 +105,61 @@ fn build_writes_an_image_that_runs_describe_from_its_own_root_and_the_applicatio
         "{}",
         String::from_utf8_lossy(&inside.stderr)
     );
+    // The default command (entry point and cmd), as the image's user: it runs the app on the
+    // embedded log in the one directory that user may write.
+    assert_eq!(
+        config.config.cmd,
+        [
+            "run",
+            "/app/blueprint.toml",
+            "--data-dir",
+            runnel_image::DATA_DIRECTORY
+        ]
+    );
+    let mut default = Command::new(&chroot);
+    default
+        .env_clear()
+        .arg(format!("--userspec={}", config.config.user))
+        .arg(&root)
+        .args(&config.config.entrypoint)
+        .args(&config.config.cmd)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    for pair in &config.config.env {
+        let (key, value) = pair.split_once('=').unwrap();
+        default.env(key, value);
+    }
+    let mut running = default.spawn().unwrap();
+    let data = root.join("data");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let wrote = loop {
+        let topics = std::fs::read_dir(data.join("topics"))
+            .map(|entries| entries.count())
+            .unwrap_or(0);
+        if topics > 0 || std::time::Instant::now() > deadline {
+            break topics > 0;
+        }
+        if running.try_wait().unwrap().is_some() {
+            break false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    let exited = running.try_wait().unwrap();
+    let _ = running.kill();
+    let failure = running.wait_with_output().unwrap();
+    assert!(
+        wrote && exited.is_none(),
+        "the default command did not run: {exited:?}\n{}",
+        String::from_utf8_lossy(&failure.stderr)
+    );
+    use std::os::unix::fs::MetadataExt as _;
+    let owner = std::fs::metadata(&data).unwrap().uid();
+    assert_eq!(
+        owner,
+        runnel_image::USER_ID,
+        "the data directory is the user's"
+    );
+
     let outside = Command::new(env!("CARGO_BIN_EXE_sensor-data"))
         .arg("describe")
         .output()
