@@ -12,7 +12,7 @@
 //!   commits input offsets only after every output sent before them is acknowledged by the
 //!   log, writes checkpoints and keyed state's changelog with the offsets they reflect, and
 //!   commits exactly-once transactions.
-//! - [`testkit`] (the `testkit` feature, for `[dev-dependencies]`) runs a streamlet on this
+//! - `testkit` (the `testkit` feature, for `[dev-dependencies]`) runs a streamlet on this
 //!   host over an in-memory backplane, with processing time and watermarks under the
 //!   test's control.
 //!

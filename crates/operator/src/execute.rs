@@ -26,15 +26,11 @@ pub(crate) async fn execute(
 ) -> Result<(), Error> {
     let namespace = app.namespace().unwrap_or_default();
     let key = format!("{namespace}/{}", app.name());
-    let leading = || {
-        if deposed.is_cancelled() {
-            Err(Error::Deposed { app: key.clone() })
-        } else {
-            Ok(())
-        }
-    };
+    let deposed_error = || Error::Deposed { app: key.clone() };
     for desired in &plan.apply {
-        leading()?;
+        if deposed.is_cancelled() {
+            return Err(deposed_error());
+        }
         let result = match desired {
             Desired::ConfigMap(object) => apply(client, &namespace, object).await,
             Desired::Secret(object) => apply(client, &namespace, object).await,
@@ -57,7 +53,9 @@ pub(crate) async fn execute(
         }
     }
     for stale in &plan.delete {
-        leading()?;
+        if deposed.is_cancelled() {
+            return Err(deposed_error());
+        }
         let result = match stale.kind {
             "ConfigMap" => delete::<ConfigMap>(client, &namespace, &stale.name).await,
             "Secret" => delete::<Secret>(client, &namespace, &stale.name).await,

@@ -7,6 +7,12 @@
 //! shutdown. Test streamlets with the test kit's `TestRun` (the `testkit` feature, enabled in
 //! `[dev-dependencies]`: `runnel = { ..., features = ["testkit"] }`).
 //!
+//! An app depends on this crate alone. Its features add the rest: `kafka` (the Kafka
+//! backplane), `http` (`runnel::http`: HTTP ingress and egress streamlets), `onnx`
+//! (`runnel::onnx`: model serving), `testkit` (`runnel::testkit`, for tests). Keyed state is
+//! in [`state`], event time in [`window`] and [`watermark`], and [`tracing`] is re-exported
+//! for logging.
+//!
 //! ```no_run
 //! use runnel::prelude::*;
 //!
@@ -44,14 +50,38 @@ pub use runnel_backend::partition_for_key;
 /// [`TestRun`](runnel_host::testkit::TestRun).
 #[cfg(feature = "testkit")]
 pub use runnel_host::testkit;
+/// HTTP streamlets (with the `http` feature): an ingress that writes each accepted JSON
+/// request to an outlet and answers once the log has it, and an egress that POSTs records.
+#[cfg(feature = "http")]
+pub use runnel_http as http;
+/// Model serving (with the `onnx` feature): a streamlet that scores records with ONNX
+/// models, swapped live from a model topic.
+#[cfg(feature = "onnx")]
+pub use runnel_onnx as onnx;
+/// Keyed state: values, maps and timers per key, checkpointed with the input offsets.
+pub use runnel_streamlet::state;
 pub use runnel_streamlet::{
     AsyncMap, Checkpoints, Clock, CommitToken, Context, Data, Egress, Either, Error, ErrorKind,
     Inlet, InletStream, Merge, Message, Outgoing, Outlet, OutletSender, Parameter, Processor,
-    RejectedRecord, Result, Shape, Splitter, Streamlet, SystemClock, WindowedAggregate, checkpoint,
-    dead_letter, watermark, window,
+    RejectedRecord, Result, Shape, Splitter, StatusDetails, Streamlet, SystemClock,
+    WindowedAggregate, checkpoint, dead_letter, watermark, window,
 };
+/// Logging, as streamlets and the runtime use it (`runnel::tracing::info!`).
+pub use tracing;
 
 /// Everything a streamlet file needs, in one import.
 pub mod prelude {
     pub use runnel_streamlet::prelude::*;
 }
+
+/// The event-time guide (`docs/event-time.md`), whose examples run as doc tests (with the
+/// test kit, so with the `testkit` feature, as `cargo test --all-features` has it).
+#[cfg(all(doctest, feature = "testkit"))]
+#[doc = include_str!("../../../docs/event-time.md")]
+mod event_time_guide {}
+
+/// The state guide (`docs/state.md`), whose examples run as doc tests (with the `testkit`
+/// feature).
+#[cfg(all(doctest, feature = "testkit"))]
+#[doc = include_str!("../../../docs/state.md")]
+mod state_guide {}

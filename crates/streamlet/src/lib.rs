@@ -97,16 +97,6 @@ pub use rejection::{FailedAttempts, RejectedRecord};
 pub use shape::Shape;
 pub use streamlet::{DynStreamlet, Streamlet};
 
-/// The event-time guide (`docs/event-time.md`), whose examples run as doc tests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/event-time.md")]
-mod event_time_guide {}
-
-/// The state guide (`docs/state.md`), whose examples run as doc tests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/state.md")]
-mod state_guide {}
-
 /// Everything a streamlet file needs, in one import.
 ///
 /// # Deriving `Serialize` and `Deserialize`

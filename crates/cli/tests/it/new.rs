@@ -45,6 +45,17 @@ fn a_new_app_builds_and_passes_its_test_as_generated() {
         String::from_utf8_lossy(&tested.stderr)
     );
     assert!(stdout.contains("1 passed"), "{stdout}");
+    // Its documentation builds, with the runnel crate's.
+    let documented = Command::new(env!("CARGO"))
+        .args(["doc", "--offline", "--quiet"])
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    assert!(
+        documented.status.success(),
+        "{}",
+        String::from_utf8_lossy(&documented.stderr)
+    );
     let verified = Command::new(env!("CARGO"))
         .args(["run", "--offline", "--quiet", "--", "verify"])
         .current_dir(&project)

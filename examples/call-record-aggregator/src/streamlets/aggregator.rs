@@ -7,6 +7,7 @@
 //! checkpointed; change `group-by-window` only together with a fresh checkpoint topic
 //! (windows of the old size would be restored).
 
+use runnel::tracing;
 use std::time::Duration;
 
 use runnel::prelude::*;

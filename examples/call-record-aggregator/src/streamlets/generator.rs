@@ -1,5 +1,6 @@
 //! `cdr-generator`: call records at a steady rate, a few of them invalid.
 
+use runnel::tracing;
 use std::time::{Duration, Instant};
 
 use runnel::prelude::*;

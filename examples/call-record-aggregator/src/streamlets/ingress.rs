@@ -2,8 +2,8 @@
 //! line, or a single record). Validation is the splitter's job, so records that decode are
 //! accepted whatever their values.
 
+use runnel::http::HttpIngress;
 use runnel::prelude::*;
-use runnel_http::HttpIngress;
 
 use crate::streamlets::generator::OUT;
 

@@ -2,6 +2,7 @@
 //! records.
 
 use runnel::prelude::*;
+use runnel::tracing;
 use runnel::window::Pane;
 
 use crate::model::{CallRecord, CallStats, InvalidRecord};

@@ -1,6 +1,7 @@
 //! `generator`: an ingress producing power readings with event times, some of them out of
 //! order, at a steady rate.
 
+use runnel::tracing;
 use std::time::{Duration, Instant};
 
 use runnel::prelude::*;

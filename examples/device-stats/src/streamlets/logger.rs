@@ -1,6 +1,7 @@
 //! `stats-logger` and `late-logger`: egresses that log what arrives.
 
 use runnel::prelude::*;
+use runnel::tracing;
 use runnel::window::Pane;
 
 use crate::model::{PowerStats, Reading};

@@ -7,6 +7,7 @@
 //! Runnel's keyed state, scoped by partition, once that exists, so the streamlet can scale
 //! out.)
 
+use runnel::tracing;
 use std::collections::BTreeMap;
 use std::time::Duration;
 

@@ -1,9 +1,9 @@
 //! `http-ingress`, `http-lines-ingress` and `model-ingress`: transactions and models POSTed
 //! over HTTP.
 
+use runnel::http::{HttpIngress, Invalid};
+use runnel::onnx::ModelRecord;
 use runnel::prelude::*;
-use runnel_http::{HttpIngress, Invalid};
-use runnel_onnx::ModelRecord;
 
 use crate::model::Transaction;
 

@@ -1,8 +1,9 @@
 //! `alert-logger`, `report-logger` and `model-logger`: egresses that log what matters.
 
+use runnel::onnx::ModelEvent;
 use runnel::prelude::*;
+use runnel::tracing;
 use runnel::window::Pane;
-use runnel_onnx::ModelEvent;
 
 use crate::model::{MerchantReport, ScoredTransaction};
 

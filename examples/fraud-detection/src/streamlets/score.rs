@@ -1,8 +1,8 @@
 //! `score`: the fraud probability of each enriched transaction, from the model serving
 //! now; models arrive on the `models` inlet and replace each other at run time.
 
+use runnel::onnx::{ModelScorer, Score, Scoring};
 use runnel::prelude::*;
-use runnel_onnx::{ModelScorer, Score, Scoring};
 
 use crate::model::{EnrichedTransaction, ScoredTransaction};
 

@@ -1,7 +1,7 @@
 //! The committed models, loaded by the scorer's code, score the scenario's features as
 //! onnxruntime did in `model/train.py`, within 1e-5.
 
-use runnel_onnx::{Model, ModelRecord};
+use runnel::onnx::{Model, ModelRecord};
 
 use crate::support::{Reference, model_record, scenario};
 

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use fraud_detection::model::{MerchantReport, ScoredTransaction};
+use runnel::onnx::ModelEvent;
 use runnel::window::Pane;
-use runnel_onnx::ModelEvent;
 
 use crate::support::{
     App, Reference, model_body, post, post_json, post_lines, read_running, scenario, stop,

@@ -6,10 +6,10 @@ use std::process::Command;
 use std::time::Duration;
 
 use fraud_detection::model::Transaction;
+use runnel::Data;
+use runnel::onnx::ModelRecord;
 use runnel_app_test::{Running, decode};
 use runnel_embedded_log::LogInspector;
-use runnel_onnx::ModelRecord;
-use runnel_streamlet::Data;
 use serde::{Deserialize, Serialize};
 
 pub(crate) const MODEL_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/model");

@@ -11,10 +11,10 @@ use fraud_detection::model::ScoredTransaction;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+use runnel::Data;
+use runnel::onnx::ModelEvent;
 use runnel_app_test::{Running, decode};
 use runnel_kafka::test_broker::Tansu;
-use runnel_onnx::ModelEvent;
-use runnel_streamlet::Data;
 
 use crate::support::{BLUEPRINT, Reference, model_body, post, post_json, post_lines, scenario};
 use runnel_app_test::wait_until;

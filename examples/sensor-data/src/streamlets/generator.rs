@@ -1,5 +1,6 @@
 //! `generator`: an ingress producing readings of simulated wind turbines at a steady rate.
 
+use runnel::tracing;
 use std::time::{Duration, Instant};
 
 use runnel::prelude::*;

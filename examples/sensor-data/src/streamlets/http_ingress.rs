@@ -7,8 +7,8 @@
 //!     localhost:3003
 //! ```
 
+use runnel::http::{HttpIngress, Invalid};
 use runnel::prelude::*;
-use runnel_http::{HttpIngress, Invalid};
 
 use crate::model::SensorData;
 use crate::streamlets::generator::OUT;

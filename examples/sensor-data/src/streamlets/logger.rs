@@ -1,5 +1,6 @@
 //! `valid-logger` and `invalid-logger`: egresses that log what arrives.
 
+use runnel::tracing;
 use std::time::Duration;
 
 use runnel::prelude::*;

@@ -1,8 +1,8 @@
 //! `taxi-ride` and `taxi-fare`: rides and fares POSTed over HTTP as newline-delimited JSON
 //! (one per line, or a single one), keyed by ride id.
 
+use runnel::http::{HttpIngress, Invalid};
 use runnel::prelude::*;
-use runnel_http::{HttpIngress, Invalid};
 
 use crate::model::{TaxiFare, TaxiRide};
 

@@ -7,6 +7,7 @@
 //! the committed inputs left waiting. (They will move to Runnel's keyed state, scoped by
 //! partition, once that exists, so the join can run as several instances.)
 
+use runnel::tracing;
 use std::time::Duration;
 
 use runnel::OutletSender;

@@ -1,6 +1,7 @@
 //! `logger` and `unmatched-logger`: egresses that log joined rides and halves given up on.
 
 use runnel::prelude::*;
+use runnel::tracing;
 
 use crate::model::{TaxiFare, TaxiRide, TaxiRideFare};
 
