@@ -1,5 +1,6 @@
 //! [`App`]: the `main` of every Runnel app binary.
 
+use crate::output::print_line;
 use std::ffi::OsString;
 use std::process::ExitCode;
 
@@ -166,7 +167,7 @@ impl App {
             Command::State(runnel_status::StateCommand::Get(args)) => {
                 let state = args.get(Some(&self.name))?;
                 let text = serde_json::to_string_pretty(&state).expect("JSON values print");
-                println!("{text}");
+                print_line!("{text}");
                 Ok(())
             }
             Command::Tools(command) => {

@@ -1,6 +1,7 @@
 //! `app build`: the image of this very binary and its Application resource, without Docker
 //! and without Kubernetes client code.
 
+use crate::output::print_line;
 use std::collections::BTreeMap;
 
 use runnel_application::{ApplicationDocument, Configuration};
@@ -110,7 +111,7 @@ pub(crate) fn build(
     })?;
 
     let total: u64 = image.contents.iter().map(|(_, size)| size).sum();
-    println!(
+    print_line!(
         "built image {reference} ({}, {}, {} files, {:.1} MB before compression)",
         image.manifest_digest,
         image.architecture,
@@ -118,31 +119,31 @@ pub(crate) fn build(
         total as f64 / 1e6
     );
     for (path, size) in &image.contents {
-        println!("  {path} ({:.1} MB)", *size as f64 / 1e6);
+        print_line!("  {path} ({:.1} MB)", *size as f64 / 1e6);
     }
-    println!();
-    println!("wrote:");
-    println!(
+    print_line!();
+    print_line!("wrote:");
+    print_line!(
         "  {}  (OCI image layout, tag {})",
         layout.display(),
         image.tag
     );
-    println!("  {}  (docker-archive)", docker.display());
-    println!("  {}  (oci-archive)", oci.display());
-    println!("  {}  (the Application)", yaml_path.display());
-    println!();
-    println!("push the image with one of:");
-    println!(
+    print_line!("  {}  (docker-archive)", docker.display());
+    print_line!("  {}  (oci-archive)", oci.display());
+    print_line!("  {}  (the Application)", yaml_path.display());
+    print_line!();
+    print_line!("push the image with one of:");
+    print_line!(
         "  skopeo copy oci:{}:{} docker://{reference}",
         layout.display(),
         image.tag
     );
-    println!("  crane push {} {reference}", layout.display());
-    println!(
+    print_line!("  crane push {} {reference}", layout.display());
+    print_line!(
         "  docker load -i {} && docker push {reference}",
         docker.display()
     );
-    println!("then deploy it: runnel deploy {}", yaml_path.display());
+    print_line!("then deploy it: runnel deploy {}", yaml_path.display());
     Ok(())
 }
 

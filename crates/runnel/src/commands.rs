@@ -1,5 +1,6 @@
 //! What each subcommand does.
 
+use crate::output::print_line;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
@@ -17,7 +18,7 @@ const LOCAL_CONFIG: &str = "local.toml";
 pub(crate) fn describe(app: &str, registry: &Registry) -> Result<(), AppError> {
     let json =
         serde_json::to_string_pretty(&registry.descriptor(app)).map_err(AppError::Describe)?;
-    println!("{json}");
+    print_line!("{json}");
     Ok(())
 }
 
@@ -36,10 +37,10 @@ pub(crate) fn verify_command(
     let text = read(&args.blueprint)?;
     let verification = verify(&args.blueprint, &text, &registry.descriptor(app));
     match args.format {
-        ReportFormat::Json => println!("{}", render_json(&verification.diagnostics)),
+        ReportFormat::Json => print_line!("{}", render_json(&verification.diagnostics)),
         ReportFormat::Human if verification.diagnostics.is_empty() => {
             if let Some(blueprint) = &verification.blueprint {
-                println!(
+                print_line!(
                     "{}: ok ({} streamlets, {} topics)",
                     args.blueprint.display(),
                     blueprint.streamlets.len(),
@@ -47,7 +48,7 @@ pub(crate) fn verify_command(
                 );
             }
         }
-        ReportFormat::Human => print!("{}", render_human(&verification.diagnostics, &text)),
+        ReportFormat::Human => crate::output::text(&render_human(&verification.diagnostics, &text)),
     }
     if verification.has_errors() || (args.deny_warnings && verification.has_warnings()) {
         return Err(AppError::VerificationFailed);

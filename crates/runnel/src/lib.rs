@@ -40,6 +40,7 @@ mod build;
 mod cli;
 mod commands;
 mod error;
+mod output;
 
 pub use app::App;
 pub use error::AppError;

@@ -479,3 +479,26 @@ fn produce_feeds_an_app_that_never_ran() {
         stderr_of(&unknown)
     );
 }
+
+/// A reader that stops early (`describe | head -1`, `verify | head`) ends the command quietly:
+/// no panic, success.
+#[test]
+fn commands_end_quietly_when_their_reader_closes_the_pipe() {
+    for args in [
+        vec!["describe"],
+        vec!["verify", BLUEPRINT],
+        vec!["verify", BLUEPRINT, "--format", "json"],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let output = Command::new(env!("CARGO_BIN_EXE_sensor-data"))
+            .args(&args)
+            .stdout(writer)
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = stderr_of(&output);
+        assert!(output.status.success(), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
