@@ -15,14 +15,15 @@ use crate::{Factory, LocalConfig, Registry};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PlanError {
-    /// Parameter values are missing, unknown or invalid.
-    #[error("invalid configuration:\n{}", list(.0))]
-    Parameters(Vec<ParameterError>),
-    /// The config sets values for an instance the blueprint does not have.
-    #[error(
-        "the configuration sets parameters for '{0}', which is not a streamlet of the blueprint"
-    )]
-    UnknownInstance(String),
+    /// The configuration sets values for instances the blueprint does not have, or parameter
+    /// values are missing, unknown or invalid: every problem, a line each.
+    #[error("invalid configuration:\n{}", list(.unknown_instances, .parameters))]
+    Configuration {
+        /// Instances the configuration names that the blueprint does not have.
+        unknown_instances: Vec<String>,
+        /// Parameter problems of the blueprint's instances.
+        parameters: Vec<ParameterError>,
+    },
     /// The blueprint uses a type the app does not register (verification prevents this).
     #[error("streamlet '{instance}' has type '{type_name}', which this app does not register")]
     UnknownType {
@@ -33,10 +34,12 @@ pub enum PlanError {
     },
 }
 
-fn list(errors: &[ParameterError]) -> String {
-    errors
-        .iter()
-        .map(|error| format!("  {error}"))
+fn list(unknown_instances: &[String], errors: &[ParameterError]) -> String {
+    let unknown = unknown_instances.iter().map(|name| {
+        format!("  the configuration sets parameters for '{name}', which is not a streamlet of the blueprint")
+    });
+    unknown
+        .chain(errors.iter().map(|error| format!("  {error}")))
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -141,12 +144,11 @@ pub fn plan(
     registry: &Registry,
     config: &LocalConfig,
 ) -> Result<Plan, PlanError> {
-    if let Some(unknown) = config
+    let unknown_instances: Vec<String> = config
         .instances()
-        .find(|name| blueprint.streamlet(name).is_none())
-    {
-        return Err(PlanError::UnknownInstance(unknown.to_owned()));
-    }
+        .filter(|name| blueprint.streamlet(name).is_none())
+        .map(str::to_owned)
+        .collect();
     let mut instances = Vec::new();
     let mut errors = Vec::new();
     for streamlet in &blueprint.streamlets {
@@ -222,8 +224,11 @@ pub fn plan(
             producer_settings,
         });
     }
-    if !errors.is_empty() {
-        return Err(PlanError::Parameters(errors));
+    if !errors.is_empty() || !unknown_instances.is_empty() {
+        return Err(PlanError::Configuration {
+            unknown_instances,
+            parameters: errors,
+        });
     }
     let topics = blueprint
         .topics
