@@ -258,7 +258,7 @@ fn the_web_view_draws_every_streamlet_and_topic_and_its_numbers_update() {
         &data.path().join("chromium-3"),
         &[
             "--virtual-time-budget=4000",
-            "--window-size=1400,520",
+            "--window-size=1400,900",
             &format!("--screenshot={}", screenshot.display()),
             &url,
         ],
