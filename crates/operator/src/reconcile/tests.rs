@@ -663,10 +663,9 @@ fn the_autoscaler_follows_the_lag_within_the_partitions() {
     assert_eq!(plan.outcome, Outcome::Converging(SOON));
 }
 
-#[test]
-fn crashing_pods_make_the_app_degraded_with_the_last_error() {
-    let app = application();
-    let plan = reconcile_fully(&app, Observed::default());
+/// The cluster once `app` is applied, with the one pod of `twice` in `status`.
+fn with_one_twice_pod(app: &Application, status: PodStatus) -> Observed {
+    let plan = reconcile_fully(app, Observed::default());
     let mut cluster = cluster_after(&plan);
     let twice = cluster
         .deployments
@@ -677,9 +676,15 @@ fn crashing_pods_make_the_app_degraded_with_the_last_error() {
     cluster
         .pods
         .retain(|p| !p.name_any().starts_with("demo-twice"));
-    cluster.pods.push(pod_of(
-        &twice,
-        0,
+    cluster.pods.push(pod_of(&twice, 0, status));
+    cluster
+}
+
+#[test]
+fn crashing_pods_make_the_app_degraded_with_the_last_error() {
+    let app = application();
+    let cluster = with_one_twice_pod(
+        &app,
         PodStatus {
             phase: Some("Running".to_owned()),
             container_statuses: Some(vec![ContainerStatus {
@@ -705,7 +710,7 @@ fn crashing_pods_make_the_app_degraded_with_the_last_error() {
             }]),
             ..PodStatus::default()
         },
-    ));
+    );
     let plan = reconcile(&app, &cluster, &context());
     assert_eq!(plan.status.phase, Phase::Degraded);
     assert_eq!(
@@ -718,20 +723,8 @@ fn crashing_pods_make_the_app_degraded_with_the_last_error() {
 #[test]
 fn an_image_that_cannot_be_pulled_raises_a_warning_event() {
     let app = application();
-    let plan = reconcile_fully(&app, Observed::default());
-    let mut cluster = cluster_after(&plan);
-    let twice = cluster
-        .deployments
-        .iter()
-        .find(|d| d.name_any() == "demo-twice")
-        .unwrap()
-        .clone();
-    cluster
-        .pods
-        .retain(|p| !p.name_any().starts_with("demo-twice"));
-    cluster.pods.push(pod_of(
-        &twice,
-        0,
+    let cluster = with_one_twice_pod(
+        &app,
         PodStatus {
             phase: Some("Pending".to_owned()),
             container_statuses: Some(vec![ContainerStatus {
@@ -749,7 +742,7 @@ fn an_image_that_cannot_be_pulled_raises_a_warning_event() {
             }]),
             ..PodStatus::default()
         },
-    ));
+    );
     let plan = reconcile(&app, &cluster, &context());
     assert_eq!(plan.status.phase, Phase::Degraded);
     let warnings: Vec<&Event> = plan.events.iter().filter(|e| e.warning).collect();
