@@ -58,3 +58,4 @@ pub use observed::{LagSample, Observed, ObservedTopic, ReconcileContext, TopicFa
 pub use plan::{Desired, Event, Outcome, Plan, Stale};
 pub use reconcile::reconcile;
 pub use resource::Application;
+pub use status::is_ready;

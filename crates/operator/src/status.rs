@@ -45,8 +45,13 @@ pub(crate) fn streamlet_status(
     }
 }
 
-/// Whether the pod's `Ready` condition is true.
-fn is_ready(pod: &Pod) -> bool {
+/// Whether the pod's `Ready` condition is true: it passes its readiness probe.
+///
+/// ```
+/// use k8s_openapi::api::core::v1::Pod;
+/// assert!(!runnel_operator::is_ready(&Pod::default()));
+/// ```
+pub fn is_ready(pod: &Pod) -> bool {
     pod.status
         .as_ref()
         .and_then(|status| status.conditions.as_ref())

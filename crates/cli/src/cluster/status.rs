@@ -10,6 +10,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, Client, ResourceExt as _};
 use runnel_application::{ADMIN_PORT, ApplicationStatus};
+use runnel_operator::is_ready;
 use runnel_operator::names::{STREAMLET_LABEL, app_selector};
 use serde::{Deserialize, Serialize};
 
@@ -254,18 +255,6 @@ async fn ask(client: &Client, namespace: &str, pod: &str, path: &str) -> Option<
         Ok(Err(kube::Error::Api(response))) if response.code == 503 => Some(response.message),
         _ => None,
     }
-}
-
-/// Whether the pod's `Ready` condition is true.
-fn is_ready(pod: &Pod) -> bool {
-    pod.status
-        .as_ref()
-        .and_then(|status| status.conditions.as_ref())
-        .is_some_and(|conditions| {
-            conditions
-                .iter()
-                .any(|c| c.type_ == "Ready" && c.status == "True")
-        })
 }
 
 fn http_get(path: &str) -> anyhow::Result<http::Request<Vec<u8>>> {
