@@ -89,5 +89,5 @@ pub use error::{Error, Result};
 pub use facts::{Facts, PortKind, Role};
 pub use render::{render_human, render_json};
 pub use secrets::is_secret_setting;
-pub use suggest::closest;
+pub use suggest::{closest, did_you_mean};
 pub use verify::{Verification, parse, verify};

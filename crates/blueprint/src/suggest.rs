@@ -38,6 +38,18 @@ pub fn closest<'c>(wanted: &str, candidates: impl IntoIterator<Item = &'c str>) 
         .map(|(_, candidate)| candidate)
 }
 
+/// `"; did you mean 'x'?"` for the [`closest`] candidate, or nothing when none is near.
+///
+/// ```
+/// assert_eq!(runnel_blueprint::did_you_mean("logg", ["log", "gen"]), "; did you mean 'log'?");
+/// assert_eq!(runnel_blueprint::did_you_mean("printer", ["log"]), "");
+/// ```
+pub fn did_you_mean<'c>(wanted: &str, candidates: impl IntoIterator<Item = &'c str>) -> String {
+    closest(wanted, candidates)
+        .map(|candidate| format!("; did you mean '{candidate}'?"))
+        .unwrap_or_default()
+}
+
 /// Levenshtein distance over characters.
 pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();

@@ -25,6 +25,15 @@ use crate::instance_status::InstanceStatus;
 /// before [`StatusBoard::liveness`] fails and the orchestrator restarts the process.
 pub const STUCK_WITHOUT_PARTITIONS: Duration = Duration::from_secs(180);
 
+/// `Ok` without reasons, else the reasons.
+fn verdict(reasons: Vec<String>) -> Result<(), Vec<String>> {
+    if reasons.is_empty() {
+        Ok(())
+    } else {
+        Err(reasons)
+    }
+}
+
 /// How many samples the history keeps: five minutes at one a second.
 const HISTORY_POINTS: usize = 300;
 
@@ -127,11 +136,7 @@ impl StatusBoard {
                     .map(|problem| format!("{}: {problem}", instance.name))
             })
             .collect();
-        if reasons.is_empty() {
-            Ok(())
-        } else {
-            Err(reasons)
-        }
+        verdict(reasons)
     }
 
     /// Whether the process should go on as it is: `Err` (a line per reason) when an inlet
@@ -162,11 +167,7 @@ impl StatusBoard {
                     })
             })
             .collect();
-        if reasons.is_empty() {
-            Ok(())
-        } else {
-            Err(reasons)
-        }
+        verdict(reasons)
     }
 
     /// The latest snapshot, updated by [`StatusBoard::sample_every`].

@@ -75,7 +75,7 @@ impl Configuration {
                     .iter()
                     .map(|s| s.name.as_str())
                     .collect();
-                let hint = did_you_mean(runnel_blueprint::closest(name, known.iter().copied()));
+                let hint = runnel_blueprint::did_you_mean(name, known.iter().copied());
                 problems.push(Problem::new(
                     format!("streamlet '{name}'"),
                     format!(
@@ -163,13 +163,6 @@ impl Configuration {
     }
 }
 
-/// `"; did you mean 'x'?"` for a suggestion, or nothing.
-fn did_you_mean(suggestion: Option<&str>) -> String {
-    suggestion
-        .map(|candidate| format!("; did you mean '{candidate}'?"))
-        .unwrap_or_default()
-}
-
 fn check_streamlet(
     name: &str,
     streamlet: &StreamletConfiguration,
@@ -186,10 +179,10 @@ fn check_streamlet(
                 } else {
                     format!("it has: {}", known.join(", "))
                 };
-                let hint = did_you_mean(runnel_blueprint::closest(
+                let hint = runnel_blueprint::did_you_mean(
                     key,
                     declared.parameters.iter().map(|p| p.key.as_str()),
-                ));
+                );
                 problems.push(Problem::new(
                     place,
                     format!(

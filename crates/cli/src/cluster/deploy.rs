@@ -235,9 +235,7 @@ pub(crate) fn parse_scale(text: &str, spec: &ApplicationSpec) -> Result<(String,
         .ok_or_else(|| Problem::new(place(), format!("'{count}' is not a replica count")))?;
     let Some(streamlet) = spec.streamlet(instance.trim()) else {
         let known: Vec<&str> = spec.streamlets.iter().map(|s| s.name.as_str()).collect();
-        let hint = runnel_blueprint::closest(instance.trim(), known.iter().copied())
-            .map(|name| format!("; did you mean '{name}'?"))
-            .unwrap_or_default();
+        let hint = runnel_blueprint::did_you_mean(instance.trim(), known.iter().copied());
         return Err(Problem::new(
             place(),
             format!(

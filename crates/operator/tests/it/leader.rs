@@ -138,7 +138,15 @@ async fn a_deposed_leader_writes_nothing_once_it_sees_the_lease_taken() {
             }
         }
     });
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = server.requests().len();
+    eventually(LIMIT, "the leader reconciling the changes", || async {
+        let status_writes = server.requests()[before..]
+            .iter()
+            .filter(|r| r.method != "GET" && r.path.ends_with("/applications/one/status"))
+            .count();
+        (status_writes >= 3).then_some(())
+    })
+    .await;
 
     // Another replica takes the lease, as one that saw it expire would.
     let mut lease = leases.get(LEASE_NAME).await.unwrap();

@@ -97,21 +97,8 @@ async fn health_metrics_status_and_the_page() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readiness_is_503_until_every_streamlet_has_connected() {
-    use std::sync::Arc;
     // A board whose instances never started: nothing marks it ready.
-    let backend = Arc::new(runnel_backend::MemoryBackend::new());
-    let board = Arc::new(runnel_runtime::StatusBoard::new(
-        "idle",
-        Vec::new(),
-        Vec::new(),
-        backend,
-    ));
-    let listener = runnel_web::bind("127.0.0.1:0".parse().unwrap(), false)
-        .await
-        .unwrap();
-    let address = listener.local_addr().unwrap().to_string();
-    let shutdown = tokio_util::sync::CancellationToken::new();
-    tokio::spawn(runnel_web::serve(listener, board, shutdown.clone()));
+    let (_board, address, shutdown) = served_board("idle").await;
     assert_eq!(
         get(&address, "/health/ready").await,
         (503, "not ready\nstreamlets are still starting\n".to_owned())
@@ -124,19 +111,7 @@ async fn readiness_is_503_until_every_streamlet_has_connected() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn liveness_fails_once_an_inlet_is_stuck_without_partitions_past_the_bound() {
-    let backend = Arc::new(runnel_backend::MemoryBackend::new());
-    let board = Arc::new(runnel_runtime::StatusBoard::new(
-        "stuck",
-        Vec::new(),
-        Vec::new(),
-        backend,
-    ));
-    let listener = runnel_web::bind("127.0.0.1:0".parse().unwrap(), false)
-        .await
-        .unwrap();
-    let address = listener.local_addr().unwrap().to_string();
-    let shutdown = tokio_util::sync::CancellationToken::new();
-    tokio::spawn(runnel_web::serve(listener, board.clone(), shutdown.clone()));
+    let (board, address, shutdown) = served_board("stuck").await;
     let unassigned_for = |for_seconds| {
         let mut instance: InstanceSnapshot = serde_json::from_value(serde_json::json!({
             "name": "count", "type": "counter", "state": "stalled", "restarts": 0,
@@ -183,4 +158,29 @@ async fn liveness_fails_once_an_inlet_is_stuck_without_partitions_past_the_bound
         )
     );
     shutdown.cancel();
+}
+
+/// A board with no instances for `app`, served on a free port: the board, the address and
+/// what stops the server.
+async fn served_board(
+    app: &str,
+) -> (
+    Arc<runnel_runtime::StatusBoard>,
+    String,
+    tokio_util::sync::CancellationToken,
+) {
+    let backend = Arc::new(runnel_backend::MemoryBackend::new());
+    let board = Arc::new(runnel_runtime::StatusBoard::new(
+        app,
+        Vec::new(),
+        Vec::new(),
+        backend,
+    ));
+    let listener = runnel_web::bind("127.0.0.1:0".parse().unwrap(), false)
+        .await
+        .unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    tokio::spawn(runnel_web::serve(listener, board.clone(), shutdown.clone()));
+    (board, address, shutdown)
 }
