@@ -64,6 +64,13 @@ pub(crate) fn run(
 
 /// A client of the cluster the arguments name, and the namespace to use.
 pub(crate) async fn connect(args: &ClusterArgs) -> anyhow::Result<(Client, String)> {
+    let (config, namespace) = cluster_config(args).await?;
+    let client = Client::try_from(config).context("making a Kubernetes client")?;
+    Ok((client, namespace))
+}
+
+/// The client configuration of the cluster the arguments name, and the namespace to use.
+pub(crate) async fn cluster_config(args: &ClusterArgs) -> anyhow::Result<(Config, String)> {
     let options = KubeConfigOptions {
         context: args.context.clone(),
         cluster: None,
@@ -88,8 +95,7 @@ pub(crate) async fn connect(args: &ClusterArgs) -> anyhow::Result<(Client, Strin
         .namespace
         .clone()
         .unwrap_or_else(|| config.default_namespace.clone());
-    let client = Client::try_from(config).context("making a Kubernetes client")?;
-    Ok((client, namespace))
+    Ok((config, namespace))
 }
 
 /// The Application `name`, or an error saying it is not deployed there.

@@ -32,8 +32,9 @@ pub enum Problem {
         /// The topic.
         topic: String,
     },
-    /// An inlet's consumer holds none of its topic's partitions, although some of them are
-    /// held by no member of its consumer group.
+    /// An inlet's consumer holds none of its topic's partitions, while records on some of
+    /// them wait with no commit from its consumer group: nobody reads them (a coordinator
+    /// that never assigned this member, or a member that holds them and does not read).
     NoPartitionsAssigned {
         /// The inlet.
         inlet: String,
@@ -87,7 +88,7 @@ impl fmt::Display for Problem {
                 for_seconds,
             } => write!(
                 f,
-                "inlet '{inlet}' has held none of the {partitions} partitions of topic '{topic}' for {for_seconds} s, and some are held by no member of its group"
+                "inlet '{inlet}' has held none of the {partitions} partitions of topic '{topic}' for {for_seconds} s while records on some wait uncommitted"
             ),
             Problem::RestartLoop {
                 restarts,

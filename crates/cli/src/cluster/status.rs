@@ -14,7 +14,7 @@ use runnel_operator::is_ready;
 use runnel_operator::names::{STREAMLET_LABEL, app_selector};
 use serde::{Deserialize, Serialize};
 
-use super::{application, connect, first_line, print, table};
+use super::{application, cluster_config, first_line, print, table};
 use crate::Outcome;
 use crate::args::{AppStatusArgs, Output};
 
@@ -36,10 +36,16 @@ struct Report {
 
 pub(crate) async fn run(args: &AppStatusArgs, out: &mut dyn Write) -> anyhow::Result<Outcome> {
     let name = args.app.as_deref().expect("only called with an app");
-    let (client, namespace) = connect(&args.cluster).await?;
+    let (config, namespace) = cluster_config(&args.cluster).await?;
+    let client = Client::try_from(config.clone()).context("making a Kubernetes client")?;
+    // The pod proxy passes a pod's own answers through, and a pod that is not ready answers
+    // 503, which the default retry policy would retry for minutes: ask pods once.
+    let mut once = config;
+    once.default_retry = false;
+    let pods_client = Client::try_from(once).context("making a Kubernetes client")?;
     loop {
         let app = application(&client, &namespace, name).await?;
-        let pods = from_pods(&client, &namespace, name).await?;
+        let pods = from_pods(&pods_client, &namespace, name).await?;
         let report = Report {
             name: name.to_owned(),
             namespace: namespace.clone(),
@@ -304,7 +310,7 @@ mod tests {
     fn a_pod_that_is_not_ready_shows_why_in_place_of_a_last_error() {
         let mut report = failing();
         report.status.streamlets[0].last_error = None;
-        let answer = "not ready\nscorer: inlet 'in' has held none of the 2 partitions of topic 'tx' for 45 s, and some are held by no member of its group\n";
+        let answer = "not ready\nscorer: inlet 'in' has held none of the 2 partitions of topic 'tx' for 45 s while records on some wait uncommitted\n";
         report.not_ready.insert(
             "scorer".into(),
             readiness_reasons("fraud-scorer-7d9-x2", answer),
@@ -315,7 +321,7 @@ mod tests {
             .find(|line| line.starts_with("scorer"))
             .unwrap();
         assert!(
-            row.ends_with("not ready: fraud-scorer-7d9-x2: scorer: inlet 'in' has held none of the 2 partitions of topic 'tx' for 45 s, and some are held by no member of its group"),
+            row.ends_with("not ready: fraud-scorer-7d9-x2: scorer: inlet 'in' has held none of the 2 partitions of topic 'tx' for 45 s while records on some wait uncommitted"),
             "{text}"
         );
         assert!(readiness_reasons("p", "ready\n").is_empty());

@@ -153,7 +153,7 @@ async fn liveness_fails_once_an_inlet_is_stuck_without_partitions_past_the_bound
         (
             503,
             format!(
-                "not live\ncount: inlet 'in' has held none of the 2 partitions of topic 'words' for {bound} s, and some are held by no member of its group\n"
+                "not live\ncount: inlet 'in' has held none of the 2 partitions of topic 'words' for {bound} s while records on some wait uncommitted\n"
             )
         )
     );

@@ -216,20 +216,19 @@ const STREAMLETS: [&str; 5] = [
     "invalid-logger",
 ];
 
-#[test]
-fn an_app_runs_on_the_process_backed_cluster_from_build_to_undeploy() {
-    let broker = Tansu::start();
-    let work = tempfile::tempdir().unwrap();
-    let build = work.path().join("build");
+/// Builds the image, starts the cluster and deploys the app with tansu's consumer settings,
+/// quiet loggers and `settings`; returns once every streamlet has a ready pod and the app
+/// is Running.
+fn deployed(work: &Path, broker: &Tansu, settings: &[&str]) -> Cluster {
+    let build = work.join("build");
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_sensor-data"));
     command
         .args(["build", BLUEPRINT, "--image", IMAGE, "--output"])
         .arg(&build);
     let built = run_to_end(command, Duration::from_secs(300));
     assert!(built.status.success(), "{}", stderr_of(&built));
-    let cluster = Cluster::start(work.path(), &build.join("image"), &broker);
+    let cluster = Cluster::start(work, &build.join("image"), broker);
 
-    // Deploy, with tansu's consumer settings and quiet loggers.
     let yaml = build.join("sensor-data.yaml");
     let mut args = vec![
         "deploy".to_owned(),
@@ -242,11 +241,12 @@ fn an_app_runs_on_the_process_backed_cluster_from_build_to_undeploy() {
     }
     args.extend(
         [
-            "generator.records-per-second=40",
             "valid-logger.log-every=100000",
             "invalid-logger.log-every=100000",
         ]
-        .map(str::to_owned),
+        .iter()
+        .chain(settings)
+        .map(|setting| (*setting).to_owned()),
     );
     let (code, printed) = cluster.runnel(&args.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(code, 0, "{printed}");
@@ -266,6 +266,14 @@ fn an_app_runs_on_the_process_backed_cluster_from_build_to_undeploy() {
         let status = cluster.application()?.status?;
         (status.phase == runnel_application::Phase::Running).then_some(())
     });
+    cluster
+}
+
+#[test]
+fn an_app_runs_on_the_process_backed_cluster_from_build_to_undeploy() {
+    let broker = Tansu::start();
+    let work = tempfile::tempdir().unwrap();
+    let cluster = deployed(work.path(), &broker, &["generator.records-per-second=40"]);
     // Records flow end to end: readings become metrics, validated, to valid-metrics.
     let valid = read_topic(
         &broker,
@@ -458,6 +466,141 @@ fn an_app_runs_on_the_process_backed_cluster_from_build_to_undeploy() {
         crate::kafka_support::at_least(1),
     );
     assert!(!still.is_empty(), "topics are never deleted");
+}
+
+/// Consumers that join `group` on `topic` and hold what they are given without reading or
+/// committing, as a stuck member would. Their client ids sort before `runnel`'s, so the
+/// range assignor hands them the partitions first. They leave the group when dropped.
+struct Squatters {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Squatters {
+    fn join(broker: &Tansu, group: &str, topic: &str, count: usize) -> Squatters {
+        use rdkafka::consumer::{BaseConsumer, Consumer as _};
+        let consumers: Vec<BaseConsumer> = (0..count)
+            .map(|n| {
+                let mut config = rdkafka::ClientConfig::new();
+                config
+                    .set("bootstrap.servers", broker.bootstrap_servers())
+                    .set("group.id", group)
+                    .set("client.id", format!("0-squatter-{n}"))
+                    .set("enable.auto.commit", "false");
+                for (key, value) in TANSU_SETTINGS {
+                    config.set(*key, *value);
+                }
+                let consumer: BaseConsumer = config.create().unwrap();
+                consumer.subscribe(&[topic]).unwrap();
+                consumer
+            })
+            .collect();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            // Polling keeps them in the group; what they are given they never read on.
+            while !stopped.load(std::sync::atomic::Ordering::Relaxed) {
+                for consumer in &consumers {
+                    let _ = consumer.poll(Duration::from_millis(50));
+                }
+            }
+            for consumer in &consumers {
+                consumer.unsubscribe();
+            }
+        });
+        Squatters {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Squatters {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A member that holds none of its partitions while they wait unread: `runnel status`
+/// shows why its pod is not ready (what the pod's `/health/ready` says), and its liveness
+/// check fails after `STUCK_WITHOUT_PARTITIONS`, so the kubelet restarts it.
+#[test]
+fn a_member_stuck_without_partitions_shows_why_and_is_restarted() {
+    let broker = Tansu::start();
+    let work = tempfile::tempdir().unwrap();
+    let cluster = deployed(work.path(), &broker, &["generator.records-per-second=20"]);
+    let [pod] = cluster.ready_pods("valid-logger").try_into().unwrap();
+    let squatters = Squatters::join(&broker, "sensor-data.valid-logger.in", "valid-metrics", 2);
+
+    // After the grace period the pod is not ready, and status says why, from the pod.
+    let bound = runnel_runtime::STUCK_WITHOUT_PARTITIONS;
+    let deadline = Instant::now() + LIMIT;
+    let printed = loop {
+        let (code, printed) = cluster.runnel(&["status", "sensor-data", "-n", NAMESPACE]);
+        assert_eq!(code, 0, "{printed}");
+        if printed.lines().any(|line| {
+            line.split_whitespace().take(2).eq(["valid-logger", "0/1"])
+                && line.contains("not ready: ")
+        }) {
+            break printed;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "status did not show why valid-logger is not ready within {LIMIT:?}:\n{printed}\n{}",
+            cluster.describe("valid-logger")
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    let row = printed
+        .lines()
+        .find(|line| line.starts_with("valid-logger"))
+        .unwrap();
+    assert!(
+        row.contains(&format!(
+            "not ready: {pod}: valid-logger: inlet 'in' has held none of the 1 partitions of topic 'valid-metrics'"
+        )),
+        "{printed}"
+    );
+
+    let container = |pod: &str| {
+        cluster
+            .pods("valid-logger")
+            .into_iter()
+            .find(|p| p.name_any() == pod)?
+            .status?
+            .container_statuses?
+            .into_iter()
+            .next()
+    };
+    assert_eq!(container(&pod).unwrap().restart_count, 0, "{printed}");
+
+    // Past the bound, liveness fails and the kubelet kills the process (it never exits by
+    // itself) and starts it again.
+    let noticed = Instant::now();
+    let restarted = wait_until("the stuck pod restarted", bound + LIMIT, || {
+        container(&pod).filter(|status| status.restart_count >= 1)
+    });
+    let killed = restarted
+        .last_state
+        .and_then(|last| last.terminated)
+        .unwrap();
+    assert_eq!(killed.exit_code, 137, "{killed:?}");
+    // The grace period had passed when status showed the problem; the rest of the bound
+    // had to pass before the kill.
+    assert!(
+        noticed.elapsed() >= bound - Duration::from_secs(30),
+        "restarted {:?} after the problem showed",
+        noticed.elapsed()
+    );
+
+    // Once the squatters leave, the restarted member gets its partition and is ready.
+    drop(squatters);
+    wait_until("valid-logger ready again", LIMIT, || {
+        (cluster.ready_pods("valid-logger") == [pod.clone()]).then_some(())
+    });
 }
 
 /// The app binary is lean: building images and Applications needs no Kubernetes client.
