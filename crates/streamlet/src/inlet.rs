@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use runnel_backend::{Backend, ConsumedRecord, Consumer, TopicPartition};
 use runnel_blueprint::descriptor::BadDataPolicy;
+use runnel_codec::{Codec, SCHEMA_HEADER};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::acknowledgement::Acknowledgements;
-use crate::codec::{Codec, SCHEMA_HEADER};
 use crate::dead_letter::DeadLetters;
 use crate::message::{CommitToken, PROCESSING_LATENCY_SAMPLE};
 use crate::metrics::PortMetrics;

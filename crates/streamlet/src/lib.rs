@@ -47,11 +47,8 @@
 #![deny(missing_docs)]
 
 mod acknowledgement;
-mod avro_decode;
-mod avro_encode;
 pub mod checkpoint;
 mod clock;
-mod codec;
 mod config;
 mod context;
 pub mod dead_letter;
@@ -79,7 +76,6 @@ pub mod window;
 
 pub use checkpoint::{Checkpoints, checkpoint_topic};
 pub use clock::{Clock, SystemClock};
-pub use codec::{CodecError, Data, SCHEMA_HEADER};
 pub use config::{ParameterError, resolve_parameters};
 pub use context::Context;
 pub use details::StatusDetails;
@@ -94,6 +90,7 @@ pub use outlet::{Outgoing, OutletSender};
 pub use parameter::{MemorySize, Parameter, ParameterType};
 pub use port::{Inlet, KeyFunction, Outlet};
 pub use rejection::{FailedAttempts, RejectedRecord};
+pub use runnel_codec::{CodecError, Data, SCHEMA_HEADER};
 pub use shape::Shape;
 pub use streamlet::{DynStreamlet, Streamlet};
 

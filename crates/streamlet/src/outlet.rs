@@ -5,11 +5,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use bytes::Bytes;
 use runnel_backend::{Headers, Producer, Receipt, Record, TrySend, partition_for_key};
+use runnel_codec::{Codec, SCHEMA_HEADER};
 use tokio::sync::OwnedSemaphorePermit;
 
 use crate::acknowledgement::Acknowledgements;
 use crate::clock::Clock;
-use crate::codec::{Codec, SCHEMA_HEADER};
 use crate::metrics::PortMetrics;
 use crate::port::KeyFunction;
 use crate::{CommitToken, Data, Error, Result};

@@ -238,7 +238,7 @@ impl PortSpec {
             keyed: false,
             type_id: TypeId::of::<T>(),
             type_name: std::any::type_name::<T>(),
-            schema: crate::codec::schema_descriptor::<T>,
+            schema: runnel_codec::schema_descriptor::<T>,
         }
     }
 
@@ -251,7 +251,7 @@ impl PortSpec {
             keyed: outlet.key.is_some(),
             type_id: TypeId::of::<T>(),
             type_name: std::any::type_name::<T>(),
-            schema: crate::codec::schema_descriptor::<T>,
+            schema: runnel_codec::schema_descriptor::<T>,
         }
     }
 }

@@ -31,12 +31,12 @@ use bytes::Bytes;
 use runnel_backend::{Backend, Consumer, Producer};
 use runnel_blueprint::descriptor::Format;
 use runnel_blueprint::parameter::ParameterValue;
+use runnel_codec::Codec;
 use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::checkpoint::Checkpoints;
 use crate::clock::Clock;
-use crate::codec::Codec;
 use crate::dead_letter::DeadLetters;
 use crate::inlet::InletParts;
 use crate::outlet::OutletParts;

@@ -361,8 +361,8 @@ impl<K: AvroSchemaComponent, V: AvroSchemaComponent> AvroSchemaComponent for Pan
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::Codec;
     use runnel_blueprint::descriptor::Format;
+    use runnel_codec::Codec;
 
     fn pane(on_time_index: Option<u32>) -> Pane<String, f64> {
         Pane {

@@ -27,7 +27,9 @@ pub const SCHEMA_HEADER: &str = "runnel.schema";
 /// Implemented for every type that derives `Serialize`, `Deserialize` and `AvroSchema`:
 ///
 /// ```
-/// use runnel_streamlet::prelude::*;
+/// use apache_avro::AvroSchema;
+/// use runnel_codec::Data;
+/// use serde::{Deserialize, Serialize};
 ///
 /// /// A temperature reading.
 /// #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
@@ -73,8 +75,17 @@ fn foreign_format(bytes: &[u8]) -> Option<&'static str> {
 }
 
 /// Encodes and decodes the values of one port.
+///
+/// ```
+/// use runnel_blueprint::descriptor::Format;
+/// use runnel_codec::Codec;
+///
+/// let codec = Codec::<String>::new(Format::Avro);
+/// let bytes = codec.encode(&"hello".to_owned()).unwrap();
+/// assert_eq!(codec.decode(&bytes, None).unwrap(), "hello");
+/// ```
 #[derive(Debug)]
-pub(crate) struct Codec<T> {
+pub struct Codec<T> {
     format: Format,
     schema: Schema,
     fingerprint: Bytes,
@@ -89,7 +100,9 @@ pub(crate) struct Codec<T> {
 }
 
 impl<T: Data> Codec<T> {
-    pub(crate) fn new(format: Format) -> Self {
+    /// A codec of `T` in `format`, reading records as written with `T`'s own schema until
+    /// told of others.
+    pub fn new(format: Format) -> Self {
         let schema = T::get_schema();
         let fingerprint = Bytes::from(schema.fingerprint::<Rabin>().to_string());
         let names = crate::avro_decode::names(&schema);
@@ -105,7 +118,7 @@ impl<T: Data> Codec<T> {
     }
 
     /// Adds a schema that some producer of the topic writes with, so its records resolve.
-    pub(crate) fn with_writer_schema(mut self, definition: &serde_json::Value) -> Self {
+    pub fn with_writer_schema(mut self, definition: &serde_json::Value) -> Self {
         if let Ok(schema) = Schema::parse(definition) {
             let fingerprint = Bytes::from(schema.fingerprint::<Rabin>().to_string());
             if !self.writers.iter().any(|(known, _)| *known == fingerprint) {
@@ -116,7 +129,7 @@ impl<T: Data> Codec<T> {
     }
 
     /// Adds the topic's base schema: records without a schema header were written with it.
-    pub(crate) fn with_base_schema(mut self, definition: &serde_json::Value) -> Self {
+    pub fn with_base_schema(mut self, definition: &serde_json::Value) -> Self {
         if let Ok(schema) = Schema::parse(definition) {
             let fingerprint = Bytes::from(schema.fingerprint::<Rabin>().to_string());
             self.base = Some(fingerprint);
@@ -125,16 +138,22 @@ impl<T: Data> Codec<T> {
         self
     }
 
-    pub(crate) fn format(&self) -> Format {
+    /// The format values are encoded in.
+    pub fn format(&self) -> Format {
         self.format
     }
 
     /// The fingerprint to put in [`SCHEMA_HEADER`] when tagging, for Avro values.
-    pub(crate) fn fingerprint(&self) -> Option<&Bytes> {
+    pub fn fingerprint(&self) -> Option<&Bytes> {
         (self.format == Format::Avro).then_some(&self.fingerprint)
     }
 
-    pub(crate) fn encode(&self, value: &T) -> Result<Vec<u8>, CodecError> {
+    /// Encodes `value`.
+    ///
+    /// # Errors
+    ///
+    /// When the value does not fit the schema (a derived schema always fits its type).
+    pub fn encode(&self, value: &T) -> Result<Vec<u8>, CodecError> {
         match self.format {
             Format::Avro => {
                 let mut buffer = Vec::with_capacity(64);
@@ -155,7 +174,11 @@ impl<T: Data> Codec<T> {
     /// Encodes `value` into bytes of exactly its length: written into a buffer the thread
     /// keeps, then copied into one allocation. (A `Bytes` made from a `Vec` with room to
     /// spare allocates a second time, for its reference count.)
-    pub(crate) fn encode_bytes(&self, value: &T) -> Result<Bytes, CodecError> {
+    ///
+    /// # Errors
+    ///
+    /// As [`encode`](Codec::encode).
+    pub fn encode_bytes(&self, value: &T) -> Result<Bytes, CodecError> {
         /// A buffer grown past this by a large value is not kept.
         const KEPT_CAPACITY: usize = 64 * 1024;
         thread_local! {
@@ -185,7 +208,11 @@ impl<T: Data> Codec<T> {
 
     /// Decodes a record's value; a null value (a tombstone) holds no `T`, so it is an error
     /// that says so (the record is then handled as any undecodable one).
-    pub(crate) fn decode_value(
+    ///
+    /// # Errors
+    ///
+    /// A null value, or bytes that do not decode (see [`decode`](Codec::decode)).
+    pub fn decode_value(
         &self,
         value: Option<&[u8]>,
         writer: Option<&[u8]>,
@@ -200,7 +227,15 @@ impl<T: Data> Codec<T> {
         }
     }
 
-    pub(crate) fn decode(&self, bytes: &[u8], writer: Option<&[u8]>) -> Result<T, CodecError> {
+    /// Decodes `bytes`, written with the schema whose fingerprint is `writer` (from the
+    /// record's [`SCHEMA_HEADER`]), or else with the topic's base or only writer schema.
+    ///
+    /// # Errors
+    ///
+    /// Bytes that are not a value of the writer's schema, or a writer schema the codec was
+    /// not told of on a topic whose schemas are kept; the error says what the bytes look
+    /// like (JSON, text) when they are not Avro.
+    pub fn decode(&self, bytes: &[u8], writer: Option<&[u8]>) -> Result<T, CodecError> {
         match self.format {
             Format::Avro => self.decode_avro(bytes, writer),
             Format::Json => serde_json::from_slice(bytes)
@@ -286,7 +321,7 @@ impl<T: Data> Codec<T> {
 }
 
 /// The descriptor entry for values of `T` in `format`.
-pub(crate) fn schema_descriptor<T: Data>(format: Format) -> SchemaDescriptor {
+pub fn schema_descriptor<T: Data>(format: Format) -> SchemaDescriptor {
     let schema = T::get_schema();
     SchemaDescriptor {
         format,

@@ -1,0 +1,19 @@
+//! How Runnel encodes record values: what [`Data`] a port carries, and the [`Codec`] that
+//! turns values into bytes and back.
+//!
+//! Avro is the default: the schema is derived from the Rust type (`#[derive(AvroSchema)]`),
+//! values are encoded straight from serde without building an `apache_avro::Value`
+//! (`avro_encode`, `avro_decode`), and a record written with another compatible schema is
+//! resolved to the reader's own. A record whose writer schema is not its topic's base schema
+//! names it in the [`SCHEMA_HEADER`] header. JSON is the other format a port can choose.
+//!
+//! Where to begin: [`Codec::new`], then [`Codec::encode`] and [`Codec::decode`]. Streamlet
+//! authors meet only [`Data`] and [`CodecError`] (re-exported by `runnel-streamlet` and
+//! `runnel`); the host and the tools use the codec itself.
+#![deny(missing_docs)]
+
+mod avro_decode;
+mod avro_encode;
+mod codec;
+
+pub use codec::{Codec, CodecError, Data, SCHEMA_HEADER, schema_descriptor};
