@@ -105,10 +105,7 @@ impl ChangelogRange {
 /// The header naming the writer of a changelog record (hexadecimal).
 pub const CHANGELOG_WRITER_HEADER: &str = "runnel.changelog.writer";
 
-/// The header of a changelog record that holds many entries (where the changelog is not
-/// compacted), with their count in decimal. Without it, a record is one entry: the key is
-/// the entry's key and the value its value (null: deleted).
-pub const CHANGELOG_ENTRIES_HEADER: &str = "runnel.changelog.entries";
+pub use runnel_event_time::changelog_entries::CHANGELOG_ENTRIES_HEADER;
 
 /// The entries a changelog record holds, in order, each a key and its value (`None`:
 /// deleted): the record's own key and value for a record of one entry (a compacted

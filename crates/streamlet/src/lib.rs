@@ -71,8 +71,8 @@ mod shape;
 pub mod state;
 mod streamlet;
 mod throttled_warning;
-pub mod watermark;
-pub mod window;
+pub use runnel_event_time::watermark;
+pub use runnel_event_time::window;
 
 pub use checkpoint::{Checkpoints, checkpoint_topic};
 pub use clock::{Clock, SystemClock};

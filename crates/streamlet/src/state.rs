@@ -25,7 +25,7 @@
 //! Start at [`KeyedState`]; `docs/state.md` is the guide.
 
 pub(crate) mod changelog;
-pub(crate) mod changelog_entries;
+pub(crate) use runnel_event_time::changelog_entries;
 mod declared;
 mod decoders;
 mod entry;

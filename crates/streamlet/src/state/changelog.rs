@@ -3,7 +3,7 @@
 use bytes::Bytes;
 use runnel_backend::ReaderConfig;
 
-use super::changelog_entries::read_entries;
+use super::changelog_entries::{ReplayTarget, read_entries};
 use super::store::PartitionStore;
 use crate::checkpoint::{CHANGELOG_WRITER_HEADER, ChangelogRange, CheckpointSource, read_to};
 use crate::{Error, Result};
@@ -11,21 +11,6 @@ use crate::{Error, Result};
 /// After this many owners since the last snapshot (ranges in the checkpoint), the next
 /// checkpoint is a snapshot, so checkpoint records stay small.
 pub(crate) const MAX_RANGES: usize = 8;
-
-/// What a changelog replays into: a keyed state's [`PartitionStore`], or a window
-/// operator's windows of each key.
-pub(crate) trait ReplayTarget {
-    /// Applies an entry read back: `value` is `None` for a deletion. Returns whether `value`
-    /// is an entry this target encoded (nothing is applied if not).
-    fn apply(&mut self, key: &[u8], value: Option<&[u8]>) -> bool;
-
-    /// Marks `key` changed, so the next checkpoint writes it as it is now (a value, or a
-    /// deletion): for records in the changelog that are not part of the state.
-    fn mark_changed(&mut self, key: &[u8]);
-
-    /// How many entries it holds (keys, for windows), for the state size.
-    fn held_entries(&self) -> u64;
-}
 
 impl ReplayTarget for PartitionStore {
     fn held_entries(&self) -> u64 {

@@ -16,7 +16,8 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 
-use super::changelog::{self, Reading, ReplayTarget};
+use super::changelog::{self, Reading};
+use super::changelog_entries::ReplayTarget;
 use super::freeing;
 use super::query::StateQueries;
 use crate::checkpoint::{ChangelogRange, CheckpointSource, read_last};

@@ -12,12 +12,12 @@ use super::{Accumulation, ClosingBehavior, OnTimeBehavior, Trigger, Windows, tri
 /// on-time and final panes fire.
 ///
 /// Declare it as a constant, like a port. [`checked`](Self::checked) makes a mistake in it
-/// a compile error; [`WindowedAggregate::new`](crate::WindowedAggregate::new) checks it
+/// a compile error; `WindowedAggregate::new` (in `runnel-streamlet`) checks it
 /// when the streamlet is built in any case.
 ///
 /// ```
 /// use std::time::Duration;
-/// use runnel_streamlet::window::{Accumulation, Trigger, WindowSpec};
+/// use runnel_event_time::window::{Accumulation, Trigger, WindowSpec};
 ///
 /// /// Two-minute windows, a speculative pane a minute after the first element of each,
 /// /// late corrections for ten minutes.
@@ -46,7 +46,7 @@ pub struct WindowSpec {
 ///
 /// ```
 /// use std::time::Duration;
-/// use runnel_streamlet::window::{SpecError, Trigger, WindowSpec};
+/// use runnel_event_time::window::{SpecError, Trigger, WindowSpec};
 ///
 /// let spec = WindowSpec::tumbling(Duration::from_secs(60)).trigger(Trigger::element_count(100));
 /// let error = spec.check().unwrap_err();
@@ -311,7 +311,7 @@ impl WindowSpec {
     ///
     /// ```compile_fail,E0080
     /// use std::time::Duration;
-    /// use runnel_streamlet::window::{Trigger, WindowSpec};
+    /// use runnel_event_time::window::{Trigger, WindowSpec};
     /// // error: invalid window spec: the trigger can finish before its window expires
     /// const ONCE: WindowSpec = WindowSpec::tumbling(Duration::from_secs(60))
     ///     .trigger(Trigger::element_count(10))

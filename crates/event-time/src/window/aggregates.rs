@@ -55,7 +55,7 @@ integer!(i32, i64, u32);
 /// Counts elements.
 ///
 /// ```
-/// use runnel_streamlet::window::{Aggregate, Count};
+/// use runnel_event_time::window::{Aggregate, Count};
 /// let count = Count::<String>::new();
 /// let mut acc = count.create();
 /// count.add(&mut acc, &"a".to_owned());
@@ -107,7 +107,7 @@ impl<T: 'static> Aggregate for Count<T> {
 /// Sums a number taken from each element.
 ///
 /// ```
-/// use runnel_streamlet::window::{Aggregate, Sum};
+/// use runnel_event_time::window::{Aggregate, Sum};
 /// let sum = Sum::of(|points: &i64| *points);
 /// let mut acc = sum.create();
 /// sum.add(&mut acc, &5);
@@ -157,7 +157,7 @@ impl<T: 'static, N: Number> Aggregate for Sum<T, N> {
 /// The smallest value of a number taken from each element.
 ///
 /// ```
-/// use runnel_streamlet::window::{Aggregate, Min};
+/// use runnel_event_time::window::{Aggregate, Min};
 /// let min = Min::of(|celsius: &f64| *celsius);
 /// let mut acc = min.create();
 /// min.add(&mut acc, &21.5);
@@ -200,7 +200,7 @@ impl<T: 'static, N: Number> Aggregate for Min<T, N> {
 /// The largest value of a number taken from each element.
 ///
 /// ```
-/// use runnel_streamlet::window::{Aggregate, Max};
+/// use runnel_event_time::window::{Aggregate, Max};
 /// let max = Max::of(|celsius: &f64| *celsius);
 /// let mut acc = max.create();
 /// max.add(&mut acc, &21.5);
@@ -243,7 +243,7 @@ impl<T: 'static, N: Number> Aggregate for Max<T, N> {
 /// The mean of a number taken from each element, as `f64`.
 ///
 /// ```
-/// use runnel_streamlet::window::{Aggregate, Average};
+/// use runnel_event_time::window::{Aggregate, Average};
 /// let average = Average::of(|celsius: &f64| *celsius);
 /// let mut acc = average.create();
 /// average.add(&mut acc, &20.0);
@@ -293,7 +293,7 @@ impl<T: 'static, N: Number> Aggregate for Average<T, N> {
 /// [`Aggregate`] where one exists.
 ///
 /// ```
-/// use runnel_streamlet::window::{Aggregate, ProcessWindow};
+/// use runnel_event_time::window::{Aggregate, ProcessWindow};
 /// let median = ProcessWindow::new(|values: &[f64]| {
 ///     let mut sorted = values.to_vec();
 ///     sorted.sort_by(f64::total_cmp);

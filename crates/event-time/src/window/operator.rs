@@ -46,7 +46,7 @@ pub enum Added {
 ///
 /// ```
 /// use std::time::Duration;
-/// use runnel_streamlet::window::{Count, Timing, Trigger, WindowOperator, WindowSpec};
+/// use runnel_event_time::window::{Count, Timing, Trigger, WindowOperator, WindowSpec};
 ///
 /// const SPEC: WindowSpec = WindowSpec::tumbling(Duration::from_secs(60))
 ///     .trigger(Trigger::on_time().early(Trigger::element_count(2)));
@@ -80,7 +80,8 @@ pub struct WindowOperator<K, A: Aggregate> {
     serialize = "K: Serialize, Acc: Serialize, Out: Serialize",
     deserialize = "K: Deserialize<'de> + Eq + Hash, Acc: Deserialize<'de>, Out: Deserialize<'de>"
 ))]
-pub(crate) struct State<K, Acc, Out> {
+#[doc(hidden)] // what the streamlet helper checkpoints; opaque outside the engine
+pub struct State<K, Acc, Out> {
     pub(crate) watermark: i64,
     #[serde(with = "pairs")]
     pub(crate) keys: HashMap<K, KeyState<Acc, Out>>,
@@ -90,10 +91,11 @@ pub(crate) struct State<K, Acc, Out> {
 
 /// The windows of one key and its live timer entries.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub(crate) struct KeyState<Acc, Out> {
+#[doc(hidden)] // what the streamlet helper's state queries show
+pub struct KeyState<Acc, Out> {
     store: Store<Acc, Out>,
-    pub(crate) event_timer: Option<i64>,
-    pub(crate) processing_timer: Option<i64>,
+    pub event_timer: Option<i64>,
+    pub processing_timer: Option<i64>,
     /// Whether the key is in [`ChangedKeys`] (changes are tracked and it changed since the
     /// last checkpoint).
     #[serde(skip)]

@@ -19,7 +19,7 @@ use super::Window;
 ///
 /// ```
 /// use std::time::Duration;
-/// use runnel_streamlet::window::{Window, Windows};
+/// use runnel_event_time::window::{Window, Windows};
 ///
 /// let minutes = Windows::sliding(Duration::from_secs(120), Duration::from_secs(60));
 /// assert_eq!(

@@ -9,12 +9,12 @@
 //! The engine is pure: [`WindowOperator`] is driven by explicit calls (an element with its
 //! event time, a new watermark, the current processing time) and returns the [`Pane`]s that
 //! fire. It knows nothing of inlets, logs or clocks, so every rule is unit-testable. The
-//! [`WindowedAggregate`](crate::WindowedAggregate) helper runs it inside a streamlet, with
+//! `WindowedAggregate` helper of `runnel-streamlet` runs it inside a streamlet, with
 //! watermarks from [`watermark`](crate::watermark), checkpoints and a late-data output.
 //!
 //! ```
 //! use std::time::Duration;
-//! use runnel_streamlet::window::{Added, Sum, WindowOperator, WindowSpec};
+//! use runnel_event_time::window::{Added, Sum, WindowOperator, WindowSpec};
 //!
 //! // Sum per key in fixed 2-minute windows, fired once when the watermark passes the end.
 //! const SPEC: WindowSpec = WindowSpec::tumbling(Duration::from_secs(120));
@@ -31,7 +31,7 @@
 //! ```
 //!
 //! Times are milliseconds since the Unix epoch (event time and processing time alike), as
-//! in [`Message::timestamp`](crate::Message::timestamp). Windows are half-open,
+//! in a message's timestamp. Windows are half-open,
 //! `[start, end)`, and aligned to the epoch. A watermark `w` says that no more elements with
 //! a timestamp below `w` are expected, so a window is complete once the watermark reaches
 //! its end.
@@ -63,8 +63,9 @@ pub use accumulation::Accumulation;
 pub use aggregate::Aggregate;
 pub use aggregates::{Average, Count, Max, Min, Number, ProcessWindow, Sum};
 pub use behavior::{ClosingBehavior, OnTimeBehavior};
-pub(crate) use operator::State;
 pub use operator::{Added, Key, WindowOperator};
+#[doc(hidden)] // for the streamlet helper that runs the engine
+pub use operator::{KeyState, State};
 pub use pane::{Pane, PaneHeaderError, PaneInfo, Timing};
 pub use snapshot::RestoreError;
 pub use spec::{SpecError, WindowSpec};
@@ -75,7 +76,7 @@ pub(crate) use windows::millis as windows_millis;
 /// A half-open interval of event time, `[start, end)`, in milliseconds.
 ///
 /// ```
-/// use runnel_streamlet::window::Window;
+/// use runnel_event_time::window::Window;
 /// let window = Window::new(0, 120_000);
 /// assert!(window.contains(0) && window.contains(119_999) && !window.contains(120_000));
 /// ```

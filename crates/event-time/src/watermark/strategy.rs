@@ -8,7 +8,7 @@ use crate::window::windows_millis;
 ///
 /// ```
 /// use std::time::Duration;
-/// use runnel_streamlet::watermark::Watermarks;
+/// use runnel_event_time::watermark::Watermarks;
 ///
 /// /// Readings arrive at most 4 s out of order; a quiet partition is ignored after a minute.
 /// pub const READINGS: Watermarks =

@@ -4,13 +4,11 @@ use tokio::sync::watch;
 
 /// Watermarks set from outside the streamlet instead of generated from its input: the
 /// test kit's `TestRun::watermark` uses them to reproduce a heuristic or perfect watermark
-/// exactly. A streamlet given them (see [`Context::scripted_watermarks`]) follows them and
+/// exactly. A streamlet given them (see `Context::scripted_watermarks` in `runnel-streamlet`) follows them and
 /// ignores its own generator; the end of a bounded input still completes every window.
 ///
-/// [`Context::scripted_watermarks`]: crate::Context::scripted_watermarks
-///
 /// ```
-/// use runnel_streamlet::watermark::ScriptedWatermarks;
+/// use runnel_event_time::watermark::ScriptedWatermarks;
 /// let (set, mut watermarks) = ScriptedWatermarks::channel();
 /// assert_eq!(watermarks.current(), i64::MIN);
 /// set.send_replace(Some(120_000));

@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 /// accumulators that saw at least one element.
 ///
 /// ```
-/// use runnel_streamlet::window::Aggregate;
+/// use runnel_event_time::window::Aggregate;
 ///
 /// /// The spread (max - min) of readings.
 /// #[derive(Debug)]

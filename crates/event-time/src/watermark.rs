@@ -8,7 +8,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use runnel_streamlet::watermark::{WatermarkHolder, Watermarks};
+//! use runnel_event_time::watermark::{WatermarkHolder, Watermarks};
 //!
 //! let strategy = Watermarks::bounded(Duration::from_secs(4)).idle_after(Duration::from_secs(60));
 //! let mut holder = WatermarkHolder::new(strategy);

@@ -63,7 +63,7 @@ impl Timing {
 /// retraction)` identifies it.
 ///
 /// ```
-/// use runnel_streamlet::window::{Pane, Timing, Window};
+/// use runnel_event_time::window::{Pane, Timing, Window};
 /// let pane = Pane {
 ///     key: "TeamX".to_owned(),
 ///     window_start: 0,
@@ -143,7 +143,7 @@ impl<K, V> Pane<K, V> {
 /// record's headers ([`PaneInfo::HEADERS`], documented in `docs/wire-format.md`):
 ///
 /// ```
-/// use runnel_streamlet::window::{PaneInfo, Timing, Window};
+/// use runnel_event_time::window::{PaneInfo, Timing, Window};
 /// let info = PaneInfo {
 ///     timing: Timing::Late,
 ///     index: 3,

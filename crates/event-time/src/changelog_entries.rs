@@ -8,23 +8,40 @@
 use bytes::{BufMut, Bytes, BytesMut};
 use runnel_backend::Record;
 
-use crate::checkpoint::CHANGELOG_ENTRIES_HEADER;
+/// The header of a changelog record that holds many entries (where the changelog is not
+/// compacted), with their count in decimal. Without it, a record is one entry: the key is
+/// the entry's key and the value its value (null: deleted).
+pub const CHANGELOG_ENTRIES_HEADER: &str = "runnel.changelog.entries";
+
+/// What a changelog replays into: a keyed state's store, or a window operator's windows
+/// of each key.
+pub trait ReplayTarget {
+    /// Applies an entry read back: `value` is `None` for a deletion. Returns whether `value`
+    /// is an entry this target encoded (nothing is applied if not).
+    fn apply(&mut self, key: &[u8], value: Option<&[u8]>) -> bool;
+
+    /// Marks `key` changed, so the next checkpoint writes it as it is now (a value, or a
+    /// deletion): for records in the changelog that are not part of the state.
+    fn mark_changed(&mut self, key: &[u8]);
+
+    /// How many entries it holds (keys, for windows), for the state size.
+    fn held_entries(&self) -> u64;
+}
 
 /// Entries written one after the other (see the module's documentation).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-#[doc(hidden)] // for the host, through `runtime`; not part of the author API
 pub struct ChangelogEntries {
     encoded: Bytes,
     count: usize,
 }
 
 /// One entry: its key, and its value (`None`: deleted).
-pub(crate) type Entry<'a> = (&'a [u8], Option<&'a [u8]>);
+pub type Entry<'a> = (&'a [u8], Option<&'a [u8]>);
 
 impl ChangelogEntries {
     /// Entries encoded by [`ChangelogEntriesBuilder`] or read from a record holding
     /// `count` of them.
-    pub(crate) fn from_encoded(encoded: Bytes, count: usize) -> Self {
+    pub fn from_encoded(encoded: Bytes, count: usize) -> Self {
         ChangelogEntries { encoded, count }
     }
 
@@ -39,7 +56,7 @@ impl ChangelogEntries {
     }
 
     /// The entries in order, or `Err` with the byte position where the encoding breaks.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = Result<Entry<'_>, usize>> {
+    pub fn iter(&self) -> impl Iterator<Item = Result<Entry<'_>, usize>> {
         let mut at = 0;
         std::iter::from_fn(move || {
             if at >= self.encoded.len() {
@@ -91,7 +108,7 @@ impl ChangelogEntries {
 /// Calls `entry` with each entry `record` holds, in order: its key and value for a record of
 /// one entry, or those of a record holding many ([`CHANGELOG_ENTRIES_HEADER`]). `entry`
 /// returns whether the value is one it takes. `Err` says what is wrong with the record.
-pub(crate) fn read_entries(
+pub fn read_entries(
     record: &Record,
     mut entry: impl FnMut(&[u8], Option<&[u8]>) -> bool,
 ) -> Result<(), String> {
@@ -168,14 +185,14 @@ fn put_varint(buffer: &mut BytesMut, mut value: usize) {
 
 /// Builds [`ChangelogEntries`].
 #[derive(Debug, Default)]
-pub(crate) struct ChangelogEntriesBuilder {
+pub struct ChangelogEntriesBuilder {
     buffer: BytesMut,
     count: usize,
 }
 
 impl ChangelogEntriesBuilder {
     /// A builder with room for about `bytes` of entries.
-    pub(crate) fn with_capacity(bytes: usize) -> Self {
+    pub fn with_capacity(bytes: usize) -> Self {
         ChangelogEntriesBuilder {
             buffer: BytesMut::with_capacity(bytes),
             count: 0,
@@ -183,7 +200,7 @@ impl ChangelogEntriesBuilder {
     }
 
     /// Appends a deletion of `key`.
-    pub(crate) fn deleted(&mut self, key: &[u8]) {
+    pub fn deleted(&mut self, key: &[u8]) {
         put_varint(&mut self.buffer, key.len());
         self.buffer.put_slice(key);
         self.buffer.put_u8(0);
@@ -191,12 +208,7 @@ impl ChangelogEntriesBuilder {
     }
 
     /// Appends `key` with the value `write` encodes, `value_len` bytes long.
-    pub(crate) fn value(
-        &mut self,
-        key: &[u8],
-        value_len: usize,
-        write: impl FnOnce(&mut BytesMut),
-    ) {
+    pub fn value(&mut self, key: &[u8], value_len: usize, write: impl FnOnce(&mut BytesMut)) {
         put_varint(&mut self.buffer, key.len());
         self.buffer.put_slice(key);
         self.buffer.put_u8(1);
@@ -208,7 +220,7 @@ impl ChangelogEntriesBuilder {
     }
 
     /// The entries appended.
-    pub(crate) fn finish(self) -> ChangelogEntries {
+    pub fn finish(self) -> ChangelogEntries {
         ChangelogEntries::from_encoded(self.buffer.freeze(), self.count)
     }
 }

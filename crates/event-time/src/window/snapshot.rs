@@ -22,7 +22,7 @@ where
     ///
     /// ```
     /// use std::time::Duration;
-    /// use runnel_streamlet::window::{Count, WindowOperator, WindowSpec};
+    /// use runnel_event_time::window::{Count, WindowOperator, WindowSpec};
     /// const MINUTE: WindowSpec = WindowSpec::tumbling(Duration::from_secs(60));
     /// let mut counts = WindowOperator::new(MINUTE, Count::<()>::new());
     /// counts.add("a".to_owned(), 1_000, &(), 0, &mut Vec::new());
@@ -51,13 +51,15 @@ where
         Ok(())
     }
 
-    pub(crate) fn state(&self) -> &State<K, A::Accumulator, A::Output> {
+    #[doc(hidden)]
+    pub fn state(&self) -> &State<K, A::Accumulator, A::Output> {
         &self.state
     }
 
     /// Replaces the state with one restored from a checkpoint, filling in what a
     /// checkpoint from an earlier version lacks.
-    pub(crate) fn set_state(&mut self, mut state: State<K, A::Accumulator, A::Output>) {
+    #[doc(hidden)]
+    pub fn set_state(&mut self, mut state: State<K, A::Accumulator, A::Output>) {
         state.upgrade(&self.spec);
         self.state = state;
     }

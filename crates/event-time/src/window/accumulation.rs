@@ -3,7 +3,7 @@
 /// How successive panes of one window relate.
 ///
 /// ```
-/// use runnel_streamlet::window::Accumulation;
+/// use runnel_event_time::window::Accumulation;
 /// assert_eq!(Accumulation::default(), Accumulation::Accumulating);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

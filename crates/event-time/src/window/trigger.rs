@@ -95,7 +95,7 @@ pub(crate) enum Fault {
 ///
 /// ```
 /// use std::time::Duration;
-/// use runnel_streamlet::window::{Trigger, WindowSpec};
+/// use runnel_event_time::window::{Trigger, WindowSpec};
 ///
 /// // Beam's classic: speculative panes a minute after the first element of each, the
 /// // on-time pane, then a pane for every late element.
@@ -137,7 +137,7 @@ pub struct Trigger {
 ///
 /// ```
 /// use std::time::Duration;
-/// use runnel_streamlet::window::{Firing, Trigger};
+/// use runnel_event_time::window::{Firing, Trigger};
 /// const TRIGGER: Trigger = Trigger::on_time()
 ///     .early(Firing::after_delay(Duration::from_secs(30)).or_every(100));
 /// assert_eq!(

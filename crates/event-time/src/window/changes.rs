@@ -13,8 +13,7 @@ use serde::de::DeserializeOwned;
 
 use super::operator::KeyState;
 use super::{Aggregate, Key, WindowOperator};
-use crate::state::changelog::ReplayTarget;
-use crate::state::changelog_entries::{ChangelogEntries, ChangelogEntriesBuilder};
+use crate::changelog_entries::{ChangelogEntries, ChangelogEntriesBuilder, ReplayTarget};
 
 /// Written entries since the last snapshot beyond twice the keys held, plus this, make the
 /// next checkpoint a snapshot, so a restore reads at most a few times the state.
@@ -56,7 +55,8 @@ where
 {
     /// Notes from now on which keys' windows change, for
     /// [`take_changes`](Self::take_changes).
-    pub(crate) fn track_changes(&mut self) {
+    #[doc(hidden)]
+    pub fn track_changes(&mut self) {
         self.changes.get_or_insert_with(|| ChangedKeys {
             keys: Vec::new(),
             since_snapshot: 0,
@@ -66,7 +66,8 @@ where
     }
 
     /// Makes the next [`take_changes`](Self::take_changes) write every key.
-    pub(crate) fn snapshot_next(&mut self) {
+    #[doc(hidden)]
+    pub fn snapshot_next(&mut self) {
         self.track_changes();
         if let Some(changes) = &mut self.changes {
             changes.snapshot_next = true;
@@ -74,25 +75,29 @@ where
     }
 
     /// Whether a key changed since the last checkpoint (or the next is a snapshot).
-    pub(crate) fn has_changes(&self) -> bool {
+    #[doc(hidden)]
+    pub fn has_changes(&self) -> bool {
         self.changes
             .as_ref()
             .is_some_and(|changes| changes.snapshot_next || !changes.keys.is_empty())
     }
 
     /// The windows of `key`, if it has any.
-    pub(crate) fn key_state(&self, key: &K) -> Option<&KeyState<A::Accumulator, A::Output>> {
+    #[doc(hidden)]
+    pub fn key_state(&self, key: &K) -> Option<&KeyState<A::Accumulator, A::Output>> {
         self.state.keys.get(key)
     }
 
     /// The bytes of every key's last changelog entry (0 when changes are not tracked).
-    pub(crate) fn state_bytes(&self) -> u64 {
+    #[doc(hidden)]
+    pub fn state_bytes(&self) -> u64 {
         self.changes.as_ref().map_or(0, |changes| changes.bytes)
     }
 
     /// The entries of the keys that changed since the last call (every key when a snapshot
     /// is due), and whether they are a snapshot.
-    pub(crate) fn take_changes(&mut self) -> (ChangelogEntries, bool) {
+    #[doc(hidden)]
+    pub fn take_changes(&mut self) -> (ChangelogEntries, bool) {
         self.track_changes();
         let changes = self.changes.as_mut().expect("tracked above");
         let keys = &mut self.state.keys;
@@ -145,12 +150,14 @@ where
 
     /// Moves the watermark to `watermark` without firing anything: the watermark of a
     /// restored state, whose timers fired before its checkpoint.
-    pub(crate) fn set_watermark(&mut self, watermark: i64) {
+    #[doc(hidden)]
+    pub fn set_watermark(&mut self, watermark: i64) {
         self.state.watermark = watermark;
     }
 
     /// Registers every key's live timers: after its state was rebuilt from entries.
-    pub(crate) fn rebuild_timers(&mut self) {
+    #[doc(hidden)]
+    pub fn rebuild_timers(&mut self) {
         let state = &mut self.state;
         for (key, windows) in &state.keys {
             if let Some(time) = windows.event_timer {

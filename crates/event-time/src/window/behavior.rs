@@ -12,7 +12,7 @@
 /// indices match Beam's.
 ///
 /// ```
-/// use runnel_streamlet::window::OnTimeBehavior;
+/// use runnel_event_time::window::OnTimeBehavior;
 /// assert_eq!(OnTimeBehavior::default(), OnTimeBehavior::FireAlways);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -37,7 +37,7 @@ pub enum OnTimeBehavior {
 /// `is_last`.
 ///
 /// ```
-/// use runnel_streamlet::window::ClosingBehavior;
+/// use runnel_event_time::window::ClosingBehavior;
 /// assert_eq!(ClosingBehavior::default(), ClosingBehavior::FireIfNonEmpty);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

@@ -18,7 +18,7 @@ use super::Watermarks;
 ///
 /// ```
 /// use std::time::Duration;
-/// use runnel_streamlet::watermark::{WatermarkHolder, Watermarks};
+/// use runnel_event_time::watermark::{WatermarkHolder, Watermarks};
 /// let mut holder = WatermarkHolder::new(Watermarks::bounded(Duration::from_secs(1)));
 /// assert_eq!(holder.observe(0, 5_000, 0), Some(4_000));
 /// assert_eq!(holder.observe(0, 4_500, 0), None); // out of order, within the bound
