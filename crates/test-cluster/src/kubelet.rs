@@ -65,7 +65,6 @@ struct PodState {
 #[derive(Debug, Default)]
 struct Shared {
     pods: HashMap<String, PodState>,
-    next_ip: u32,
 }
 
 /// The stand-in; dropping it does not stop the pods: cancel the token given to
@@ -548,12 +547,7 @@ impl Kubelet {
                 std::fs::write(target.join(&file), content).map_err(|e| failure(e.to_string()))?;
             }
         }
-        let ip = {
-            let mut shared = self.shared.lock().expect("not poisoned");
-            shared.next_ip += 1;
-            let n = shared.next_ip;
-            format!("127.0.{}.{}", 1 + n / 250, 1 + n % 250)
-        };
+        let ip = pod_ip();
         // The environment: the image's, then the container's, in order, with references.
         let mut env: Vec<(String, String)> = config
             .config
@@ -757,6 +751,17 @@ fn status_of(pod: &Pod, state: &PodState) -> serde_json::Value {
         ],
         "containerStatuses": [status],
     })
+}
+
+/// A loopback address no other pod has: unique among every kubelet of this process (tests
+/// run several clusters side by side, and pods listen on fixed ports such as the admin
+/// endpoint's), and apart from other test processes' by its second byte, taken from the
+/// process id.
+fn pod_ip() -> String {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let process = 1 + std::process::id() % 254;
+    format!("127.{process}.{}.{}", (n / 250) % 256, 1 + n % 250)
 }
 
 /// An HTTP GET probe: 200-399 within the probe's timeout is a success.
