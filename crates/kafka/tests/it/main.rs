@@ -1,6 +1,7 @@
 //! Integration tests of the Kafka backplane against real brokers the tests start
 //! themselves.
 
+mod apache_kafka; // real Apache Kafka: aborted transactions hidden, a three-node cluster
 mod client_lag; // the lag from librdkafka statistics
 mod conformance; // the backplane conformance suite against tansu
 mod copied_records; // consumed records copied in chunks, split batches, cached topic facts
