@@ -59,19 +59,15 @@ impl Tansu {
         let log = std::env::temp_dir().join(format!("runnel-tansu-{port}.log"));
         let pid_file = std::env::temp_dir().join(format!("runnel-tansu-{port}.pid"));
         let output = std::fs::File::create(&log).expect("creating the tansu log file");
-        // The shell stops tansu when asked (SIGTERM) and when the test process is gone.
-        let watchdog = Command::new("sh")
-            .arg("-c")
-            .arg(concat!(
-                "\"$0\" \"$@\" & child=$!; echo $child > \"$RUNNEL_TANSU_PID_FILE\"; ",
-                "trap 'kill $child 2>/dev/null; exit 0' TERM INT; ",
-                "while kill -0 $PPID 2>/dev/null && kill -0 $child 2>/dev/null; do sleep 0.3; done; ",
-                "kill $child 2>/dev/null"
-            ))
-            .arg(&binary)
-            .args(["broker", "--listener-url", &url, "--advertised-listener-url", &url])
+        let watchdog = watched(&binary, "TERM", Some(&pid_file))
+            .args([
+                "broker",
+                "--listener-url",
+                &url,
+                "--advertised-listener-url",
+                &url,
+            ])
             .args(["--storage-engine", "memory://tansu/"])
-            .env("RUNNEL_TANSU_PID_FILE", &pid_file)
             .stdin(Stdio::null())
             .stdout(output.try_clone().expect("sharing the tansu log file"))
             .stderr(output)
@@ -192,6 +188,27 @@ fn tansu_binary() -> PathBuf {
         binary.display()
     );
     binary
+}
+
+/// `program` run by a shell that sends it `signal` and waits for it when the shell gets
+/// SIGTERM or SIGINT, and when the test process that started it is gone (even by a crash),
+/// so no broker outlives its test. With `pid_file`, the shell writes the program's process
+/// id there. The caller adds the program's arguments and output.
+fn watched(program: &Path, signal: &str, pid_file: Option<&Path>) -> Command {
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg(concat!(
+            "\"$0\" \"$@\" & child=$!; ",
+            "[ -z \"$RUNNEL_WATCHED_PID_FILE\" ] || echo $child > \"$RUNNEL_WATCHED_PID_FILE\"; ",
+            "trap 'kill -$RUNNEL_WATCHED_SIGNAL $child 2>/dev/null; wait $child; exit 0' TERM INT; ",
+            "while kill -0 $PPID 2>/dev/null && kill -0 $child 2>/dev/null; do sleep 0.3; done; ",
+            "kill -$RUNNEL_WATCHED_SIGNAL $child 2>/dev/null; wait $child"
+        ))
+        .arg(program)
+        .env("RUNNEL_WATCHED_SIGNAL", signal)
+        .env("RUNNEL_WATCHED_PID_FILE", pid_file.unwrap_or(Path::new("")));
+    command
 }
 
 fn free_port() -> u16 {
@@ -455,16 +472,7 @@ impl ApacheKafka {
             .open(&stdout)
             .unwrap_or_else(|error| panic!("opening {}: {error}", stdout.display()));
         let script = kafka_dev();
-        // The shell kills the JVM when asked (SIGTERM) and when the test process is gone.
-        let watchdog = Command::new("sh")
-            .arg("-c")
-            .arg(concat!(
-                "\"$0\" \"$@\" & child=$!; ",
-                "trap 'kill -9 $child 2>/dev/null; wait $child; exit 0' TERM INT; ",
-                "while kill -0 $PPID 2>/dev/null && kill -0 $child 2>/dev/null; do sleep 0.3; done; ",
-                "kill -9 $child 2>/dev/null; wait $child"
-            ))
-            .arg(&script)
+        let watchdog = watched(&script, "KILL", None)
             .args(["run-node", &node.id.to_string(), "--dir"])
             .arg(&self.dir)
             .stdin(Stdio::null())

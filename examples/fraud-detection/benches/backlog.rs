@@ -10,7 +10,6 @@
 
 use std::time::{Duration, Instant};
 
-use fraud_detection::model::Transaction;
 use runnel_embedded_log::LogInspector;
 
 // The binary on free ports and its ingresses, as the end-to-end tests drive it; the bench
@@ -19,7 +18,7 @@ use runnel_embedded_log::LogInspector;
 #[path = "../tests/it/support.rs"]
 mod support;
 
-use support::{App, model_body, post, post_lines, scenario, stop};
+use support::{App, backlog, committed_by_scorer, model_body, post, post_lines, records_in, stop};
 
 /// Transactions queued before the score streamlet works them off (the size of the backlog
 /// in the user trial that found the scorer holding its offsets).
@@ -30,39 +29,14 @@ fn main() {
     let app = App::start(data.path());
     assert_eq!(post(&app.models, &model_body("1", "gbt.onnx")).0, 200);
     let inspector = LogInspector::new(data.path()).unwrap();
-    let total = |topic: &str| -> u64 {
-        inspector
-            .offsets(topic)
-            .unwrap_or_default()
-            .iter()
-            .map(|partition| partition.end - partition.start)
-            .sum()
-    };
-    let committed = || -> u64 {
-        inspector
-            .committed("fraud-detection.score.in", "enriched")
-            .unwrap_or_default()
-            .into_iter()
-            .flatten()
-            .sum()
-    };
+    let committed = || committed_by_scorer(&inspector);
     let deadline = Instant::now() + Duration::from_secs(60);
-    while total("model-events") < 1 {
+    while records_in(&inspector, "model-events") < 1 {
         assert!(Instant::now() < deadline, "the model was not published");
         std::thread::sleep(Duration::from_millis(50));
     }
 
-    let transactions: Vec<Transaction> = scenario()
-        .into_iter()
-        .cycle()
-        .take(BACKLOG)
-        .enumerate()
-        .map(|(number, mut transaction)| {
-            transaction.id = format!("{}-{number}", transaction.id);
-            transaction
-        })
-        .collect();
-    let (status, answer) = post_lines(&app.lines, &transactions);
+    let (status, answer) = post_lines(&app.lines, &backlog(BACKLOG));
     assert_eq!(status, 200, "{answer}");
 
     // (seconds since the backlog was accepted, records scored, input offsets committed)
@@ -71,7 +45,7 @@ fn main() {
     loop {
         let sample = (
             started.elapsed().as_secs_f64(),
-            total("scored"),
+            records_in(&inspector, "scored"),
             committed(),
         );
         samples.push(sample);

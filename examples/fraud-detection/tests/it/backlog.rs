@@ -4,10 +4,11 @@
 
 use std::time::{Duration, Instant};
 
-use fraud_detection::model::Transaction;
 use runnel_embedded_log::LogInspector;
 
-use crate::support::{App, model_body, post, post_lines, scenario, stop};
+use crate::support::{
+    App, backlog, committed_by_scorer, model_body, post, post_lines, records_in, stop,
+};
 use runnel_app_test::wait_until;
 
 /// Transactions queued before the score streamlet works them off.
@@ -19,30 +20,13 @@ async fn a_scored_backlog_commits_as_it_goes_and_its_lag_moves() {
     let app = App::start(data.path());
     assert_eq!(post(&app.models, &model_body("1", "gbt.onnx")).0, 200);
     let inspector = LogInspector::new(data.path()).unwrap();
-    let scored = || total(&inspector.offsets("scored").unwrap_or_default());
-    let committed = || {
-        inspector
-            .committed("fraud-detection.score.in", "enriched")
-            .unwrap_or_default()
-            .into_iter()
-            .flatten()
-            .sum::<u64>()
-    };
+    let scored = || records_in(&inspector, "scored");
+    let committed = || committed_by_scorer(&inspector);
     wait_until(Duration::from_secs(60), "the model serves", || {
-        total(&inspector.offsets("model-events").unwrap_or_default()) == 1
+        records_in(&inspector, "model-events") == 1
     });
 
-    let transactions: Vec<Transaction> = scenario()
-        .into_iter()
-        .cycle()
-        .take(BACKLOG)
-        .enumerate()
-        .map(|(number, mut transaction)| {
-            transaction.id = format!("{}-{number}", transaction.id);
-            transaction
-        })
-        .collect();
-    let (status, answer) = post_lines(&app.lines, &transactions);
+    let (status, answer) = post_lines(&app.lines, &backlog(BACKLOG));
     assert_eq!(status, 200, "{answer}");
 
     // (seconds since the backlog arrived, records scored, input offsets committed)
@@ -92,11 +76,4 @@ async fn a_scored_backlog_commits_as_it_goes_and_its_lag_moves() {
         halfway.2 > 0,
         "half the backlog was scored with nothing committed: {samples:?}"
     );
-}
-
-fn total(offsets: &[runnel_backend::PartitionOffsets]) -> u64 {
-    offsets
-        .iter()
-        .map(|partition| partition.end - partition.start)
-        .sum()
 }

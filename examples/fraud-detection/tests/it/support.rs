@@ -42,6 +42,40 @@ pub(crate) fn scenario() -> Vec<Transaction> {
         .collect()
 }
 
+/// `count` transactions for a backlog: the scenario's, repeated, each id made unique.
+pub(crate) fn backlog(count: usize) -> Vec<Transaction> {
+    scenario()
+        .into_iter()
+        .cycle()
+        .take(count)
+        .enumerate()
+        .map(|(number, mut transaction)| {
+            transaction.id = format!("{}-{number}", transaction.id);
+            transaction
+        })
+        .collect()
+}
+
+/// How many records `topic` holds in the log, over its partitions.
+pub(crate) fn records_in(inspector: &LogInspector, topic: &str) -> u64 {
+    inspector
+        .offsets(topic)
+        .unwrap_or_default()
+        .iter()
+        .map(|partition| partition.end - partition.start)
+        .sum()
+}
+
+/// The input offsets the score streamlet has committed, over its partitions.
+pub(crate) fn committed_by_scorer(inspector: &LogInspector) -> u64 {
+    inspector
+        .committed("fraud-detection.score.in", "enriched")
+        .unwrap_or_default()
+        .into_iter()
+        .flatten()
+        .sum()
+}
+
 /// A model record of a committed model file.
 pub(crate) fn model_record(file: &str, version: &str) -> ModelRecord {
     ModelRecord {

@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -472,7 +473,7 @@ fn an_app_runs_on_the_process_backed_cluster_from_build_to_undeploy() {
 /// committing, as a stuck member would. Their client ids sort before `runnel`'s, so the
 /// range assignor hands them the partitions first. They leave the group when dropped.
 struct Squatters {
-    stop: Arc<std::sync::atomic::AtomicBool>,
+    stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -495,11 +496,11 @@ impl Squatters {
                 consumer
             })
             .collect();
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
         let stopped = Arc::clone(&stop);
         let thread = std::thread::spawn(move || {
             // Polling keeps them in the group; what they are given they never read on.
-            while !stopped.load(std::sync::atomic::Ordering::Relaxed) {
+            while !stopped.load(Ordering::Relaxed) {
                 for consumer in &consumers {
                     let _ = consumer.poll(Duration::from_millis(50));
                 }
@@ -517,7 +518,7 @@ impl Squatters {
 
 impl Drop for Squatters {
     fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.stop.store(true, Ordering::Relaxed);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
