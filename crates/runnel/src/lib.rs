@@ -17,7 +17,8 @@
 //! use runnel::prelude::*;
 //!
 //! /// A temperature reading.
-//! #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+//! #[record]
+//! #[derive(Debug, Clone, PartialEq)]
 //! pub struct Reading { pub sensor: String, pub celsius: f64 }
 //!
 //! pub const IN: Inlet<Reading> = Inlet::new("in");
@@ -28,6 +29,33 @@
 //!         .streamlet("plausible", || Processor::new(IN, OUT, |r: Reading| (r.celsius < 150.0).then_some(r)))
 //!         .main()
 //! }
+//! ```
+//!
+//! Record types take `#[record]` (serde's `Serialize` and `Deserialize` and the Avro schema,
+//! derived through this crate's re-exports), other saved types `#[serializable]`, and async
+//! tests `#[runnel::test]` (tokio's test attribute), so an app's `[dependencies]` hold
+//! `runnel` alone:
+//!
+//! ```
+//! use runnel::prelude::*;
+//!
+//! /// An order, as it travels on a port.
+//! #[record]
+//! #[derive(Debug, Clone, PartialEq)]
+//! pub struct Order { pub id: String, pub cents: i64 }
+//!
+//! /// What a streamlet keeps in its checkpoint.
+//! #[serializable]
+//! #[derive(Debug, Default)]
+//! pub struct Totals { pub per_customer: std::collections::HashMap<String, u64> }
+//!
+//! #[runnel::test]
+//! async fn waits_on_the_runtime_streamlets_run_on() {
+//!     runnel::tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+//! }
+//! # let order = Order { id: "o-1".into(), cents: 250 };
+//! # assert_eq!(serde_json::to_string(&order).unwrap(), r#"{"id":"o-1","cents":250}"#);
+//! # assert_eq!(Order::get_schema().canonical_form(), r#"{"name":"Order","type":"record","fields":[{"name":"id","type":"string"},{"name":"cents","type":"long"}]}"#);
 //! ```
 //!
 //! Where to begin: the sensor-data example (`examples/sensor-data`), then
@@ -55,10 +83,18 @@ pub use runnel_host::testkit;
 /// request to an outlet and answers once the log has it, and an egress that POSTs records.
 #[cfg(feature = "http")]
 pub use runnel_http as http;
+pub use runnel_macros::{record, serializable, test};
 /// Model serving (with the `onnx` feature): a streamlet that scores records with ONNX
 /// models, swapped live from a model topic.
 #[cfg(feature = "onnx")]
 pub use runnel_onnx as onnx;
+/// Avro schemas and values; [`record`] derives a type's schema through it.
+pub use runnel_streamlet::prelude::apache_avro;
+/// Serialization: what [`record`] and [`serializable`] derive through, so an app needs no
+/// serde dependency of its own.
+pub use runnel_streamlet::prelude::serde;
+/// JSON values, for JSON ports and checkpoints.
+pub use runnel_streamlet::prelude::serde_json;
 /// Keyed state: values, maps and timers per key, checkpointed with the input offsets.
 pub use runnel_streamlet::state;
 pub use runnel_streamlet::{
@@ -67,11 +103,15 @@ pub use runnel_streamlet::{
     RejectedRecord, Result, Shape, Splitter, StatusDetails, Streamlet, SystemClock,
     WindowedAggregate, checkpoint, dead_letter, watermark, window,
 };
+/// The async runtime streamlets run on, for timers, `select!` and the like
+/// (`runnel::tokio::time::sleep`), so an app needs no tokio dependency of its own.
+pub use tokio;
 /// Logging, as streamlets and the runtime use it (`runnel::tracing::info!`).
 pub use tracing;
 
 /// Everything a streamlet file needs, in one import.
 pub mod prelude {
+    pub use runnel_macros::{record, serializable};
     pub use runnel_streamlet::prelude::*;
 }
 
