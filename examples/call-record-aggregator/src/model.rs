@@ -3,7 +3,8 @@
 use runnel::prelude::*;
 
 /// One call, as a phone network's billing system records it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+#[record]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CallRecord {
     /// The subscriber.
     pub user: String,
@@ -18,7 +19,8 @@ pub struct CallRecord {
 }
 
 /// A call record that failed validation, with the reason.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+#[record]
+#[derive(Debug, Clone, PartialEq)]
 pub struct InvalidRecord {
     /// The record, as JSON.
     pub record: String,
@@ -27,7 +29,8 @@ pub struct InvalidRecord {
 }
 
 /// The calls of one window of event time.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+#[record]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CallStats {
     /// Calls in the window.
     pub calls: i64,

@@ -3,7 +3,8 @@
 use runnel::prelude::*;
 
 /// One power reading of one device, stamped with the time it was measured.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+#[record]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Reading {
     /// The device that measured it.
     pub device: String,
@@ -16,7 +17,8 @@ pub struct Reading {
 }
 
 /// Statistics of a device's readings in one window.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+#[record]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PowerStats {
     /// How many readings.
     pub readings: i64,

@@ -4,8 +4,6 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
 use crate::model::{CardFeatures, Transaction};
 
 /// The gap a card's first transaction counts as: 30 days, in seconds.
@@ -15,7 +13,8 @@ pub const RISKY: [&str; 3] = ["electronics", "jewelry", "cash"];
 const HOUR_MILLIS: i64 = 3_600_000;
 
 /// What the app remembers about one card.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[runnel::serializable]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct CardHistory {
     /// Transactions so far.
     pub count: u64,

@@ -3,7 +3,8 @@
 use runnel::prelude::*;
 
 /// A card payment, as POSTed to the ingress.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+#[record]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Transaction {
     /// Unique per transaction.
     pub id: String,
@@ -22,7 +23,8 @@ pub struct Transaction {
 
 /// What a card's history says about one of its transactions, computed before the
 /// transaction joins the history. The model's seven features, in this order.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+#[record]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CardFeatures {
     /// `ln(1 + amount)`.
     pub amount_log: f64,
@@ -58,7 +60,8 @@ impl CardFeatures {
 }
 
 /// A transaction with its card's features.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+#[record]
+#[derive(Debug, Clone, PartialEq)]
 pub struct EnrichedTransaction {
     /// The transaction.
     pub transaction: Transaction,
@@ -67,7 +70,8 @@ pub struct EnrichedTransaction {
 }
 
 /// A transaction with the model's verdict.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+#[record]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ScoredTransaction {
     /// The transaction.
     pub transaction: Transaction,
@@ -84,7 +88,8 @@ pub struct ScoredTransaction {
 }
 
 /// One merchant's transactions in one window of event time.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+#[record]
+#[derive(Debug, Clone, PartialEq)]
 pub struct MerchantReport {
     /// Transactions scored.
     pub transactions: i64,

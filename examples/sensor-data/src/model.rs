@@ -3,7 +3,8 @@
 use runnel::prelude::*;
 
 /// What a wind turbine measures.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+#[record]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Measurements {
     /// Power output in kW.
     pub power: f64,
@@ -14,7 +15,8 @@ pub struct Measurements {
 }
 
 /// One reading of one device.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+#[record]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SensorData {
     /// The device's id, a UUID.
     pub device_id: String,
@@ -27,7 +29,8 @@ pub struct SensorData {
 }
 
 /// One named measurement of one reading.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+#[record]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Metric {
     /// The device.
     pub device_id: String,
@@ -42,7 +45,8 @@ pub struct Metric {
 }
 
 /// A metric that failed validation, with the reason.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+#[record]
+#[derive(Debug, Clone, PartialEq)]
 pub struct InvalidMetric {
     /// The metric.
     pub metric: Metric,

@@ -4,7 +4,8 @@
 use runnel::prelude::*;
 
 /// A taxi ride starting or ending.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+#[record]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TaxiRide {
     /// The ride; its fare has the same id.
     pub ride_id: i64,
@@ -31,7 +32,8 @@ pub struct TaxiRide {
 }
 
 /// What a ride cost.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+#[record]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TaxiFare {
     /// The ride.
     pub ride_id: i64,
@@ -52,7 +54,8 @@ pub struct TaxiFare {
 }
 
 /// A ride's start joined with its fare.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+#[record]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TaxiRideFare {
     /// The ride.
     pub ride_id: i64,

@@ -3,12 +3,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::{Deserialize, Serialize};
-
 use crate::model::{TaxiFare, TaxiRide, TaxiRideFare};
 
 /// What arrived of one ride so far.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[runnel::serializable]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Half {
     /// The ride's start, waiting for its fare.
     Ride(TaxiRide),
@@ -17,7 +16,8 @@ pub enum Half {
 }
 
 /// A half and when it is given up on (processing time, milliseconds since the Unix epoch).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[runnel::serializable]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Waiting {
     /// The half.
     pub half: Half,
@@ -26,7 +26,8 @@ pub struct Waiting {
 }
 
 /// The halves waiting for their other half. Serializes as the map of halves by ride id.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[runnel::serializable]
+#[derive(Clone, Debug, Default)]
 #[serde(from = "BTreeMap<i64, Waiting>", into = "BTreeMap<i64, Waiting>")]
 pub struct Pending {
     waiting: BTreeMap<i64, Waiting>,
@@ -144,8 +145,8 @@ mod tests {
         pending.arrive(4, Half::Ride(ride(4)), 20);
         pending.arrive(5, Half::Fare(fare(5)), 15);
         assert_eq!(pending.len(), 2);
-        let saved = serde_json::to_vec(&pending).unwrap();
-        let mut restored: Pending = serde_json::from_slice(&saved).unwrap();
+        let saved = runnel::serde_json::to_vec(&pending).unwrap();
+        let mut restored: Pending = runnel::serde_json::from_slice(&saved).unwrap();
         assert_eq!(restored.next_deadline(), Some(15));
         assert_eq!(restored.drain(), [Half::Fare(fare(5)), Half::Ride(ride(4))]);
     }

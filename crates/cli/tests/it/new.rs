@@ -25,6 +25,12 @@ fn a_new_app_builds_and_passes_its_test_as_generated() {
     );
     let manifest = std::fs::read_to_string(project.join("Cargo.toml")).unwrap();
     assert!(manifest.contains("runnel = { path = \""), "{manifest}");
+    // An app depends on runnel alone, for its code and for its tests.
+    let table: toml::Table = manifest.parse().unwrap();
+    for section in ["dependencies", "dev-dependencies"] {
+        let names: Vec<&String> = table[section].as_table().unwrap().keys().collect();
+        assert_eq!(names, ["runnel"], "[{section}] of\n{manifest}");
+    }
 
     // The workspace's lock file pins the same versions, so the dependencies built for the
     // workspace are reused and nothing needs the network.

@@ -107,7 +107,7 @@ mod tests {
     use crate::streamlets::generator::record;
     use runnel::testkit::TestRun;
 
-    #[tokio::test]
+    #[runnel::test]
     async fn the_window_size_comes_from_its_parameter() -> anyhow::Result<()> {
         let calls = [
             record(0, "u", 5, 0, 1_000),

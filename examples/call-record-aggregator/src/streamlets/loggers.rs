@@ -46,7 +46,7 @@ impl Streamlet for Errors {
         let (mut invalid, mut late) = (ctx.inlet(INVALID), ctx.inlet(LATE));
         let (mut invalid_open, mut late_open) = (true, true);
         while invalid_open || late_open {
-            tokio::select! {
+            runnel::tokio::select! {
                 message = invalid.next(), if invalid_open => match message? {
                     Some(message) => {
                         let record = message.value();

@@ -52,7 +52,7 @@ mod tests {
     use crate::streamlets::generator::record;
     use runnel::testkit::TestRun;
 
-    #[tokio::test]
+    #[runnel::test]
     async fn records_with_a_negative_duration_or_an_unknown_direction_go_aside()
     -> anyhow::Result<()> {
         let mut sideways = record(1, "u", 5, 0, 1_000);

@@ -3,6 +3,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use call_record_aggregator::model::{CallRecord, CallStats, InvalidRecord};
+use runnel::serde_json;
 use runnel::window::Pane;
 use runnel_app_test::wait_until;
 use runnel_app_test::{Running, open, read_values};

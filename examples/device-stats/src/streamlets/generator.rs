@@ -84,9 +84,9 @@ impl Streamlet for Generator {
                 sequence += 1;
             }
             if rate > 0 {
-                tokio::select! {
+                runnel::tokio::select! {
                     () = ctx.stopped() => break,
-                    () = tokio::time::sleep(Duration::from_millis(5)) => {}
+                    () = runnel::tokio::time::sleep(Duration::from_millis(5)) => {}
                 }
             }
         }

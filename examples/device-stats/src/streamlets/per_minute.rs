@@ -92,7 +92,7 @@ mod tests {
         })
     }
 
-    #[tokio::test]
+    #[runnel::test]
     async fn a_minute_fires_when_the_watermark_passes_its_end_and_late_readings_go_aside()
     -> anyhow::Result<()> {
         let run = TestRun::new(streamlet())

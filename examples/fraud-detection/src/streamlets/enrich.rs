@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use runnel::prelude::*;
-use tokio::time::Instant;
+use runnel::tokio::time::Instant;
 
 use crate::history::CardHistory;
 use crate::model::{EnrichedTransaction, Transaction};
@@ -60,11 +60,11 @@ impl Streamlet for Enrich {
         loop {
             let checkpoint_due = async {
                 match next_checkpoint {
-                    Some(at) => tokio::time::sleep_until(at).await,
+                    Some(at) => runnel::tokio::time::sleep_until(at).await,
                     None => std::future::pending().await,
                 }
             };
-            tokio::select! {
+            runnel::tokio::select! {
                 biased;
                 () = checkpoint_due => {
                     checkpoints.save(serde_json::to_vec(&cards)?);

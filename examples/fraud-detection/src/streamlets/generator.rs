@@ -123,9 +123,9 @@ impl Streamlet for Generator {
                 out.send(&transaction).await?;
                 sequence += 1;
             }
-            tokio::select! {
+            runnel::tokio::select! {
                 () = ctx.stopped() => break,
-                () = tokio::time::sleep(Duration::from_millis(20)) => {}
+                () = runnel::tokio::time::sleep(Duration::from_millis(20)) => {}
             }
         }
         Ok(())

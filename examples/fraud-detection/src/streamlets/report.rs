@@ -104,7 +104,7 @@ mod tests {
         }
     }
 
-    #[tokio::test]
+    #[runnel::test]
     async fn each_merchant_hour_counts_its_flagged_transactions() -> anyhow::Result<()> {
         let run = TestRun::new(streamlet())
             .input(

@@ -8,16 +8,18 @@ use std::time::Duration;
 use fraud_detection::model::Transaction;
 use runnel::Data;
 use runnel::onnx::ModelRecord;
+use runnel::serde::Serialize;
+use runnel::serde_json;
 use runnel_app_test::{Running, decode};
 use runnel_embedded_log::LogInspector;
-use serde::{Deserialize, Serialize};
 
 pub(crate) const MODEL_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/model");
 pub(crate) const BLUEPRINT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/blueprint.toml");
 
 /// `model/reference.json`, written by `model/train.py`: the scenario's ids, features, the
 /// scores of both models from onnxruntime, and the ids of its frauds.
-#[derive(Debug, Deserialize)]
+#[runnel::serializable]
+#[derive(Debug)]
 pub(crate) struct Reference {
     pub(crate) ids: Vec<String>,
     pub(crate) features: Vec<Vec<f64>>,

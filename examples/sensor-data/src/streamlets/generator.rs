@@ -119,9 +119,9 @@ impl Streamlet for Generator {
                 sequence += 1;
             }
             if rate > 0 {
-                tokio::select! {
+                runnel::tokio::select! {
                     () = ctx.stopped() => break,
-                    () = tokio::time::sleep(Duration::from_millis(5)) => {}
+                    () = runnel::tokio::time::sleep(Duration::from_millis(5)) => {}
                 }
             }
         }
@@ -147,7 +147,7 @@ mod tests {
         assert_eq!(device_id(3).len(), 36);
     }
 
-    #[tokio::test]
+    #[runnel::test]
     async fn generates_the_configured_count_with_faulty_readings_at_the_interval()
     -> anyhow::Result<()> {
         let run = TestRun::new(Generator)

@@ -78,7 +78,7 @@ impl<T: Data + std::fmt::Debug> Streamlet for Logger<T> {
             }
             seen += 1;
             if !delay.is_zero() {
-                tokio::time::sleep(delay).await;
+                runnel::tokio::time::sleep(delay).await;
             }
             message.commit();
         }

@@ -37,7 +37,7 @@ mod tests {
     use crate::streamlets::generator::reading;
     use runnel::testkit::TestRun;
 
-    #[tokio::test]
+    #[runnel::test]
     async fn every_reading_becomes_three_metrics() -> anyhow::Result<()> {
         let run = TestRun::new(streamlet())
             .input(IN, [reading(0, 4, 0, 1_000)])

@@ -49,7 +49,7 @@ mod tests {
         }
     }
 
-    #[tokio::test]
+    #[runnel::test]
     async fn negative_and_non_numbers_are_invalid() -> anyhow::Result<()> {
         let run = TestRun::new(streamlet())
             .input(IN, [metric(1.0), metric(-2.0), metric(f64::NAN)])

@@ -103,7 +103,7 @@ fn streamlet<'a>(status: &'a serde_json::Value, name: &str) -> &'a serde_json::V
         .unwrap_or(&NULL)
 }
 
-fn avro<T: serde::Serialize + AvroSchema>(value: &T) -> Vec<u8> {
+fn avro<T: runnel::serde::Serialize + AvroSchema>(value: &T) -> Vec<u8> {
     let value = apache_avro::to_value(value).unwrap();
     apache_avro::to_avro_datum(&T::get_schema(), value).unwrap()
 }

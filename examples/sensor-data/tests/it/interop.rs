@@ -4,7 +4,6 @@ use std::time::Duration;
 use runnel_backend::{Backend, TopicSpec};
 use runnel_kafka::KafkaBackend;
 use runnel_kafka::test_broker::Tansu;
-use serde::Deserialize;
 
 use crate::kafka_support::app_on;
 use crate::support::Running;
@@ -12,20 +11,20 @@ use crate::support::Running;
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop.py");
 const READINGS: usize = 60;
 
-#[derive(Deserialize)]
+#[runnel::serializable]
 struct Metric {
     sequence: i64,
     name: String,
     value: f64,
 }
 
-#[derive(Deserialize)]
+#[runnel::serializable]
 struct Invalid {
     metric: Metric,
     error: String,
 }
 
-#[derive(Deserialize)]
+#[runnel::serializable]
 struct Summary {
     valid: Vec<Metric>,
     invalid: Vec<Invalid>,

@@ -64,7 +64,7 @@ pub fn ride_lines() -> String {
     (1..=100)
         .filter(|id| !WITHOUT_START.contains(id))
         .flat_map(|id| [ride(id), ride_end(id)])
-        .map(|ride| serde_json::to_string(&ride).expect("rides serialize") + "\n")
+        .map(|ride| runnel::serde_json::to_string(&ride).expect("rides serialize") + "\n")
         .collect()
 }
 
@@ -72,7 +72,7 @@ pub fn ride_lines() -> String {
 pub fn fare_lines() -> String {
     (1..=100)
         .filter(|id| !WITHOUT_FARE.contains(id))
-        .map(|id| serde_json::to_string(&fare(id)).expect("fares serialize") + "\n")
+        .map(|id| runnel::serde_json::to_string(&fare(id)).expect("fares serialize") + "\n")
         .collect()
 }
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use runnel::OutletSender;
 use runnel::prelude::*;
-use tokio::time::Instant;
+use runnel::tokio::time::Instant;
 
 use crate::model::{TaxiFare, TaxiRide, TaxiRideFare};
 use crate::pending::{Half, Pending};
@@ -83,11 +83,11 @@ impl Streamlet for Join {
             };
             let checkpoint_due = async {
                 match next_checkpoint {
-                    Some(at) => tokio::time::sleep_until(at).await,
+                    Some(at) => runnel::tokio::time::sleep_until(at).await,
                     None => std::future::pending().await,
                 }
             };
-            tokio::select! {
+            runnel::tokio::select! {
                 biased;
                 () = checkpoint_due => {
                     checkpoints.save(serde_json::to_vec(&pending)?);
@@ -171,7 +171,7 @@ mod tests {
     use crate::streamlets::data::{fare, ride, ride_end};
     use runnel::testkit::TestRun;
 
-    #[tokio::test]
+    #[runnel::test]
     async fn halves_join_in_either_order_and_unmatched_ones_go_aside_after_the_timeout()
     -> anyhow::Result<()> {
         let run = TestRun::new(Join)

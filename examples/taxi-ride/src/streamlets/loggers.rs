@@ -43,7 +43,7 @@ impl Streamlet for Unmatched {
         let (mut rides, mut fares) = (ctx.inlet(RIDES), ctx.inlet(FARES));
         let (mut rides_open, mut fares_open) = (true, true);
         while rides_open || fares_open {
-            tokio::select! {
+            runnel::tokio::select! {
                 message = rides.next(), if rides_open => match message? {
                     Some(message) => {
                         tracing::warn!("unmatched ride {}", message.value().ride_id);
