@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Headers as _, Message};
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
-use runnel_kafka::test_broker::Tansu;
+use runnel_kafka::test_broker::TestBroker;
 
 /// One record as a plain Kafka consumer sees it.
 #[derive(Debug, Clone)]
@@ -40,7 +40,7 @@ impl Seen {
 ///
 /// If the broker cannot be reached or the topic does not exist.
 pub fn read_topic(
-    broker: &Tansu,
+    broker: &impl TestBroker,
     topic: &str,
     limit: Duration,
     mut enough: impl FnMut(&Seen) -> bool,

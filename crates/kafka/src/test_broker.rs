@@ -21,6 +21,55 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 
 use crate::KafkaConfig;
 
+/// What tests need of a running broker, whichever it is: where it listens, a configuration
+/// for Runnel's Kafka backplane, and the arguments an app binary needs to run on it. Tests
+/// written against this trait run on [`ApacheKafka`] (the reference) or [`Tansu`] alike.
+///
+/// ```no_run
+/// use runnel_kafka::test_broker::{ApacheKafka, TestBroker};
+///
+/// fn bootstrap(broker: &impl TestBroker) -> String {
+///     broker.bootstrap_servers()
+/// }
+/// assert!(bootstrap(&ApacheKafka::start()).starts_with("127.0.0.1:"));
+/// ```
+pub trait TestBroker {
+    /// The bootstrap servers: `127.0.0.1:<port>[,...]`.
+    fn bootstrap_servers(&self) -> String;
+    /// A configuration for Runnel's Kafka backplane with the settings this broker needs.
+    fn config(&self) -> KafkaConfig;
+    /// The `--kafka` (and `--kafka-setting`) arguments an app needs to run on this broker.
+    fn app_arguments(&self) -> Vec<String>;
+}
+
+impl TestBroker for Tansu {
+    fn bootstrap_servers(&self) -> String {
+        Tansu::bootstrap_servers(self)
+    }
+
+    fn config(&self) -> KafkaConfig {
+        Tansu::config(self)
+    }
+
+    fn app_arguments(&self) -> Vec<String> {
+        Tansu::app_arguments(self)
+    }
+}
+
+impl TestBroker for ApacheKafka {
+    fn bootstrap_servers(&self) -> String {
+        ApacheKafka::bootstrap_servers(self)
+    }
+
+    fn config(&self) -> KafkaConfig {
+        ApacheKafka::config(self)
+    }
+
+    fn app_arguments(&self) -> Vec<String> {
+        ApacheKafka::app_arguments(self)
+    }
+}
+
 /// Settings tansu needs for consumer groups to form promptly.
 pub const TANSU_SETTINGS: &[(&str, &str)] = &[
     ("session.timeout.ms", "6000"),

@@ -1,4 +1,4 @@
-//! The per-record shortcuts of the Kafka backplane, against tansu: consumed records are
+//! The per-record shortcuts of the Kafka backplane, on Apache Kafka: consumed records are
 //! copied into shared chunks and handed over in batches that a small `poll` splits, and a
 //! producer keeps its topics' facts itself. Every record must still arrive whole, once, in
 //! order per partition, with positions and receipts that say exactly how far it got.

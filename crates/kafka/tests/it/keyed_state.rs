@@ -1,4 +1,4 @@
-//! Keyed state on tansu: a member's checkpoints write many changelog entries at once (one
+//! Keyed state on Apache Kafka: a member's checkpoints write many changelog entries at once (one
 //! record per entry, in one produce batch), and a member taking the partition over after a
 //! kill restores every key from them.
 

@@ -12,7 +12,7 @@ use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer as _, Threa
 use rdkafka::{Offset, TopicPartitionList};
 use runnel_backend::{Backend, ConsumerConfig, ProducerConfig, Record, StartFrom, TopicSpec};
 
-use crate::support::{backend, tansu};
+use crate::support::{backend, kafka};
 
 /// What a plain client reads: `(key, payload)` with the payload as librdkafka gives it.
 type Plain = (Option<Vec<u8>>, Option<Vec<u8>>);
@@ -20,7 +20,7 @@ type Plain = (Option<Vec<u8>>, Option<Vec<u8>>);
 /// Reads `count` messages of partition 0 of `topic` from the start with a plain consumer.
 fn read_plain(topic: &str, count: usize) -> Vec<Plain> {
     let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", tansu().bootstrap_servers())
+        .set("bootstrap.servers", kafka().bootstrap_servers())
         .set("group.id", "plain-reader")
         .set("enable.auto.commit", "false")
         .create()
@@ -54,7 +54,7 @@ async fn a_message_without_a_payload_reads_as_a_null_value() {
         .await
         .unwrap();
     let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
-        .set("bootstrap.servers", tansu().bootstrap_servers())
+        .set("bootstrap.servers", kafka().bootstrap_servers())
         .create()
         .unwrap();
     producer

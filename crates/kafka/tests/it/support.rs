@@ -3,20 +3,32 @@ use std::sync::{Arc, OnceLock};
 
 use runnel_host::{HostSettings, InletWiring, OutletWiring, Wiring};
 use runnel_kafka::KafkaBackend;
-use runnel_kafka::test_broker::Tansu;
+use runnel_kafka::test_broker::{ApacheKafka, Tansu};
 use runnel_streamlet::prelude::*;
 use runnel_streamlet::{InstanceMetrics, SystemClock};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-/// The tansu broker shared by this test binary (every case uses names of its own).
+/// The Apache Kafka node shared by this test binary (every case uses names of its own): the
+/// reference broker.
+pub(crate) fn kafka() -> &'static ApacheKafka {
+    static BROKER: OnceLock<ApacheKafka> = OnceLock::new();
+    BROKER.get_or_init(ApacheKafka::start)
+}
+
+/// The tansu broker shared by this test binary: a second implementation of the protocol.
 pub(crate) fn tansu() -> &'static Tansu {
     static BROKER: OnceLock<Tansu> = OnceLock::new();
     BROKER.get_or_init(Tansu::start)
 }
 
-/// A fresh backend on the shared broker.
+/// A fresh backend on the shared Apache Kafka node.
 pub(crate) async fn backend() -> KafkaBackend {
+    KafkaBackend::connect(kafka().config()).await.unwrap()
+}
+
+/// A fresh backend on the shared tansu broker.
+pub(crate) async fn tansu_backend() -> KafkaBackend {
     KafkaBackend::connect(tansu().config()).await.unwrap()
 }
 

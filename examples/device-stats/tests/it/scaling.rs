@@ -13,7 +13,7 @@ use device_stats::model::{PowerStats, Reading};
 use runnel::window::Pane;
 use runnel_app_test::kafka::{at_least, read_topic};
 use runnel_app_test::{GroupMember, decode, run_to_end, stderr_of, wait_until};
-use runnel_kafka::test_broker::Tansu;
+use runnel_kafka::test_broker::{Tansu, TestBroker};
 
 use crate::support::{BLUEPRINT, Minute, assert_same, batch, by_minute};
 
@@ -22,7 +22,7 @@ const READINGS: i64 = 12_000;
 const OUT_OF_ORDER_MS: i64 = 5_000;
 
 /// The app binary on `broker`, with plain output and quiet loggers.
-fn app_on(broker: &Tansu, args: &[&str]) -> Command {
+fn app_on(broker: &impl TestBroker, args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_device-stats"));
     command
         .args(args)

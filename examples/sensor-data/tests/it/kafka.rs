@@ -1,6 +1,6 @@
 use std::time::Duration;
 
-use runnel_kafka::test_broker::Tansu;
+use runnel_kafka::test_broker::ApacheKafka;
 use sensor_data::model::{InvalidMetric, Metric};
 
 use crate::kafka_support::{app_on, arrivals, at_least, read_topic};
@@ -8,11 +8,11 @@ use crate::support::{BLUEPRINT, decode, run_to_end, stderr_of, stdout_of};
 
 const READINGS: i64 = 700;
 
-/// `run --kafka`: the whole graph in one process on a real Kafka-protocol broker; a plain
+/// `run --kafka`: the whole graph in one process on Apache Kafka; a plain
 /// Kafka consumer then finds every metric routed exactly where the app says.
 #[test]
 fn a_bounded_run_on_kafka_routes_every_metric() {
-    let broker = Tansu::start();
+    let broker = ApacheKafka::start();
     let mut command = app_on(&broker, &["run", BLUEPRINT]);
     command.args([
         "--set",

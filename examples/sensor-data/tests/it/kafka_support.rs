@@ -1,12 +1,13 @@
-//! Running the app on a tansu broker and reading its topics with a plain Kafka consumer.
+//! Running the app on a test broker (Apache Kafka or tansu) and reading its topics with a
+//! plain Kafka consumer.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 
-use runnel_kafka::test_broker::Tansu;
+use runnel_kafka::test_broker::TestBroker;
 
 /// The app binary on `broker`, with plain output and quiet loggers.
-pub(crate) fn app_on(broker: &Tansu, args: &[&str]) -> Command {
+pub(crate) fn app_on(broker: &impl TestBroker, args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_sensor-data"));
     command
         .args(args)

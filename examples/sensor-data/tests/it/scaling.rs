@@ -1,7 +1,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use runnel_kafka::test_broker::Tansu;
+use runnel_kafka::test_broker::ApacheKafka;
 use sensor_data::model::Metric;
 
 use crate::kafka_support::{app_on, arrivals, at_least, distinct_metrics, read_topic};
@@ -12,10 +12,11 @@ const READINGS: i64 = 6_000;
 
 /// Two `run-streamlet to-metrics` processes share the two partitions of `sensor-data`;
 /// `kill -9` one of them mid-stream; the other takes both partitions over, and in the end
-/// every reading has all three metrics in `metrics` at least once.
+/// every reading has all three metrics in `metrics` at least once. On Apache Kafka with the
+/// consumer settings' defaults: no group timeouts tuned for the test.
 #[test]
 fn two_processes_share_partitions_and_one_survives_a_kill() {
-    let broker = Tansu::start();
+    let broker = ApacheKafka::start();
     let member = || app_on(&broker, &["run-streamlet", "to-metrics", BLUEPRINT]);
     let mut first = GroupMember::start("first", member());
     wait_until(
