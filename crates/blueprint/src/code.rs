@@ -6,7 +6,29 @@
 
 use serde::Serialize;
 
-use crate::diagnostic::Severity;
+/// How serious a problem is.
+///
+/// ```
+/// use runnel_blueprint::Severity;
+/// assert_eq!(Severity::Warning.to_string(), "warning");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// The blueprint cannot run.
+    Error,
+    /// The blueprint can run, but probably not as meant.
+    Warning,
+}
+
+impl std::fmt::Display for Severity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        })
+    }
+}
 
 macro_rules! codes {
     ($( $(#[doc = $doc:literal])* $name:ident => $severity:ident, )*) => {

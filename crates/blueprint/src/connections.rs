@@ -10,8 +10,7 @@ use toml::de::{DeTable, DeValue};
 
 use crate::code::Code;
 use crate::facts::Facts;
-use crate::file::{ConnectionsSection, Located};
-use crate::parse::in_file_order;
+use crate::file::{ConnectionsSection, Located, in_file_order};
 use crate::report::Report;
 
 /// Reads what it can of a Cloudflow 1.x `[connections]` table: `outlet = [inlets]` entries,

@@ -5,32 +5,8 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::code::Code;
+use crate::code::{Code, Severity};
 use crate::facts::Facts;
-
-/// How serious a problem is.
-///
-/// ```
-/// use runnel_blueprint::Severity;
-/// assert_eq!(Severity::Warning.to_string(), "warning");
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// The blueprint cannot run.
-    Error,
-    /// The blueprint can run, but probably not as meant.
-    Warning,
-}
-
-impl std::fmt::Display for Severity {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-        })
-    }
-}
 
 /// Where a problem is: the file, the 1-based line and column of the start of the offending
 /// text, and its byte span in the file's text.

@@ -2,10 +2,14 @@
 //! and value, before any check against the descriptor.
 //!
 //! [`parse`](crate::parse::parse_file) builds it from the text; the rules read it and the
-//! checked [`Blueprint`](crate::Blueprint) is built from it.
+//! checked [`Blueprint`](crate::Blueprint) is built from it. [`in_file_order`] lists a TOML
+//! table's entries in the order they were written, which is the order of these lists.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
+
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
 
 /// A value and the byte span of the text it was read from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -99,4 +103,16 @@ impl TopicFile {
     pub(crate) fn effective_name(&self) -> &Located<String> {
         self.name.as_ref().unwrap_or(&self.id)
     }
+}
+
+/// The entries of a table sorted by where their key appears (the map itself is sorted by key).
+pub(crate) fn in_file_order<'t, 'i>(
+    table: &'t DeTable<'i>,
+) -> Vec<(
+    &'t Spanned<std::borrow::Cow<'i, str>>,
+    &'t Spanned<DeValue<'i>>,
+)> {
+    let mut entries: Vec<_> = table.iter().collect();
+    entries.sort_by_key(|(key, _)| key.span().start);
+    entries
 }

@@ -83,8 +83,8 @@ mod units;
 mod verify;
 
 pub use blueprint::{Blueprint, PortPath, StreamletInstance, Topic};
-pub use code::{Code, UnknownCode};
-pub use diagnostic::{Diagnostic, Location, Severity};
+pub use code::{Code, Severity, UnknownCode};
+pub use diagnostic::{Diagnostic, Location};
 pub use error::{Error, Result};
 pub use facts::{Facts, PortKind, Role};
 pub use render::{render_human, render_json};

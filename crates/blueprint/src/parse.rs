@@ -10,7 +10,9 @@ use toml::de::{DeTable, DeValue};
 use crate::code::Code;
 use crate::connections;
 use crate::facts::Facts;
-use crate::file::{BlueprintFile, Located, StreamletEntry, StreamletsSection, TopicFile};
+use crate::file::{
+    BlueprintFile, Located, StreamletEntry, StreamletsSection, TopicFile, in_file_order,
+};
 use crate::report::Report;
 use crate::suggest::closest;
 
@@ -241,18 +243,6 @@ fn parse_topic(
         );
     }
     topic
-}
-
-/// The entries of a table sorted by where their key appears (the map itself is sorted by key).
-pub(crate) fn in_file_order<'t, 'i>(
-    table: &'t DeTable<'i>,
-) -> Vec<(
-    &'t Spanned<std::borrow::Cow<'i, str>>,
-    &'t Spanned<DeValue<'i>>,
-)> {
-    let mut entries: Vec<_> = table.iter().collect();
-    entries.sort_by_key(|(key, _)| key.span().start);
-    entries
 }
 
 /// After a syntax error the parser may fill in an empty placeholder value; it has no text.

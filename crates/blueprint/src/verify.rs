@@ -5,8 +5,9 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::blueprint::{Blueprint, PortPath, StreamletInstance, Topic};
+use crate::code::Severity;
 use crate::descriptor::AppDescriptor;
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::diagnostic::Diagnostic;
 use crate::parse::parse_file;
 use crate::report::Report;
 use crate::rules::{self, Context};

@@ -7,9 +7,9 @@ use async_trait::async_trait;
 use runnel_backend::{ConsumedRecord, ReaderConfig, TopicPartition};
 use tokio::sync::watch;
 
-use crate::backend::Shared;
 use crate::partition::lock;
 use crate::reader::PartitionReader;
+use crate::shared::Shared;
 
 /// How many records a poll makes room for up front.
 const INITIAL_CAPACITY: usize = 4096;

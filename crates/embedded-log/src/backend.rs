@@ -2,28 +2,27 @@
 //! [`runnel_backend::Backend`].
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::path::Path;
+use std::sync::{Arc, PoisonError};
 
 use async_trait::async_trait;
-use runnel_backend::group::GroupCoordinator;
 use runnel_backend::{
     Backend, Consumer, ConsumerConfig, PartitionOffsets, PartitionReader, Producer, ProducerConfig,
     ReaderConfig, TopicCreation, TopicInfo, TopicSchema, TopicSpec, TransactionConfig,
     TransactionalProducer,
 };
-use tokio::sync::watch;
 
 use crate::assigned::AssignedReader;
 use crate::config::LogConfig;
 use crate::consumer::EmbeddedConsumer;
 use crate::coordinator::Coordinator;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::files;
 use crate::lock::DirectoryLock;
 use crate::offset_store::OffsetStore;
-use crate::partition::{Partition, PartitionLimits, PartitionStatus, lock};
+use crate::partition::{PartitionStatus, lock};
 use crate::producer::EmbeddedProducer;
+use crate::shared::{Shared, open_topic};
 use crate::topic_schemas;
 use crate::topic_settings::{METADATA_FILE, TopicMetadata};
 use crate::transactional_producer::{self, EmbeddedTransactionalProducer};
@@ -55,32 +54,6 @@ pub struct EmbeddedBackend {
     shared: Arc<Shared>,
 }
 
-/// Everything the backend, its producers and its consumers share.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    pub(crate) directory: PathBuf,
-    config: LogConfig,
-    topics: RwLock<HashMap<String, Arc<TopicLog>>>,
-    /// Serializes topic creation.
-    creating: Mutex<()>,
-    /// Serializes schema registrations.
-    registering: Mutex<()>,
-    pub(crate) offsets: OffsetStore,
-    pub(crate) groups: GroupCoordinator,
-    pub(crate) coordinator: Coordinator,
-    /// Dropped last, after the writers stopped.
-    _lock: DirectoryLock,
-}
-
-/// A topic's partitions.
-#[derive(Debug)]
-pub(crate) struct TopicLog {
-    pub(crate) partitions: Vec<Arc<Partition>>,
-    /// Bumped whenever records of this topic become visible; its consumers wait on it, so
-    /// an append wakes only the readers of its own topic.
-    pub(crate) appended: Arc<watch::Sender<u64>>,
-}
-
 impl EmbeddedBackend {
     /// Opens the log in `directory`, creating it if needed, and locks it for this process.
     ///
@@ -90,9 +63,10 @@ impl EmbeddedBackend {
     ///
     /// # Errors
     ///
-    /// [`Error::DirectoryLocked`] when another process (or another open backend in this one)
-    /// has the directory; [`Error::CorruptBatch`] naming the file and byte position of
-    /// corruption recovery must not repair; I/O errors naming the file.
+    /// [`Error::DirectoryLocked`](crate::Error::DirectoryLocked) when another process (or
+    /// another open backend in this one) has the directory;
+    /// [`Error::CorruptBatch`](crate::Error::CorruptBatch) naming the file and byte position
+    /// of corruption recovery must not repair; I/O errors naming the file.
     ///
     /// ```
     /// use runnel_embedded_log::{EmbeddedBackend, Error, LogConfig};
@@ -124,27 +98,17 @@ impl EmbeddedBackend {
         }
         let offsets = OffsetStore::open(directory.join("groups"))?;
         let coordinator = Coordinator::open(&directory)?;
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(Shared::new(
             directory,
             config,
-            topics: RwLock::new(topics),
-            creating: Mutex::new(()),
-            registering: Mutex::new(()),
+            topics,
             offsets,
-            groups: GroupCoordinator::default(),
             coordinator,
-            _lock: directory_lock,
-        });
+            directory_lock,
+        ));
         // Writers start only once everything opened, so a failed open leaves none running.
-        for topic in shared
-            .topics
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .values()
-        {
-            for partition in &topic.partitions {
-                writer::start(partition)?;
-            }
+        for partition in shared.all_partitions() {
+            writer::start(&partition)?;
         }
         recover_transactions(&shared)?;
         transaction_timeouts::start(&shared)?;
@@ -204,107 +168,6 @@ impl EmbeddedBackend {
     }
 }
 
-impl Shared {
-    /// The topic called `name`.
-    /// The directory of topic `name`.
-    pub(crate) fn topic_directory(&self, name: &str) -> PathBuf {
-        self.directory.join("topics").join(name)
-    }
-
-    pub(crate) fn topic(&self, name: &str) -> runnel_backend::Result<Arc<TopicLog>> {
-        self.topics
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(name)
-            .cloned()
-            .ok_or_else(|| runnel_backend::Error::TopicNotFound {
-                topic: name.to_owned(),
-            })
-    }
-
-    /// One partition of a topic.
-    pub(crate) fn partition(
-        &self,
-        topic: &str,
-        partition: u32,
-    ) -> runnel_backend::Result<Arc<Partition>> {
-        let log = self.topic(topic)?;
-        log.partitions
-            .get(partition as usize)
-            .cloned()
-            .ok_or_else(|| runnel_backend::Error::PartitionNotFound {
-                topic: topic.to_owned(),
-                partition,
-                partitions: log.partitions.len() as u32,
-            })
-    }
-
-    /// The number of partitions of a topic, 0 when it does not exist.
-    pub(crate) fn partitions_of(&self, topic: &str) -> u32 {
-        self.topic(topic)
-            .map_or(0, |log| log.partitions.len() as u32)
-    }
-
-    /// Every partition of every topic.
-    pub(crate) fn all_partitions(&self) -> Vec<Arc<Partition>> {
-        let topics = self.topics.read().unwrap_or_else(PoisonError::into_inner);
-        topics
-            .values()
-            .flat_map(|topic| topic.partitions.iter().cloned())
-            .collect()
-    }
-
-    /// Creates a topic on disk and starts its writers. Blocks on disk I/O.
-    fn create_topic(
-        &self,
-        spec: &TopicSpec,
-        metadata: TopicMetadata,
-    ) -> runnel_backend::Result<TopicCreation> {
-        let _creating = lock(&self.creating);
-        if let Ok(existing) = self.topic(&spec.name) {
-            let existing = existing.partitions.len() as u32;
-            return if existing == spec.partitions {
-                Ok(TopicCreation::AlreadyExists)
-            } else {
-                Err(runnel_backend::Error::PartitionCountMismatch {
-                    topic: spec.name.clone(),
-                    requested: spec.partitions,
-                    existing,
-                })
-            };
-        }
-        let operation = || format!("creating topic '{}'", spec.name);
-        let path = self.directory.join("topics").join(&spec.name);
-        let created = (|| {
-            if path.exists() {
-                // Left by an interrupted creation: no records were ever acknowledged in it.
-                std::fs::remove_dir_all(&path).map_err(|source| Error::Remove {
-                    path: path.clone(),
-                    source,
-                })?;
-            }
-            files::create_directory(&path)?;
-            let topic = open_topic(&path, &spec.name, &metadata, &self.config)?;
-            // The metadata file is written last: its presence marks the topic as complete.
-            metadata.store(&path)?;
-            if let Err(error) = topic.partitions.iter().try_for_each(writer::start) {
-                topic
-                    .partitions
-                    .iter()
-                    .for_each(|partition| partition.shut_down());
-                return Err(error);
-            }
-            Ok::<_, Error>(topic)
-        })()
-        .map_err(|error| error.into_admin(operation()))?;
-        self.topics
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(spec.name.clone(), Arc::new(created));
-        Ok(TopicCreation::Created)
-    }
-}
-
 /// Seeds the partitions with the aborted ranges of past transactions, then finishes every
 /// transaction the previous process left unfinished: those that reached their commit point
 /// commit, the others abort. No producer of that process is alive (the directory lock says
@@ -330,35 +193,6 @@ fn recover_transactions(shared: &Arc<Shared>) -> Result<()> {
         ))?;
     }
     Ok(())
-}
-
-fn open_topic(
-    path: &Path,
-    name: &str,
-    metadata: &TopicMetadata,
-    config: &LogConfig,
-) -> Result<TopicLog> {
-    let appended = Arc::new(watch::Sender::new(0));
-    let limits = PartitionLimits::new(metadata.settings(config), config);
-    let name: Arc<str> = Arc::from(name);
-    let partitions = (0..metadata.partitions)
-        .map(|number| {
-            let directory = path.join(number.to_string());
-            Partition::open(directory, name.clone(), number, limits, appended.clone()).map(Arc::new)
-        })
-        .collect::<Result<_>>()?;
-    Ok(TopicLog {
-        partitions,
-        appended,
-    })
-}
-
-impl Drop for Shared {
-    fn drop(&mut self) {
-        for partition in self.all_partitions() {
-            partition.shut_down();
-        }
-    }
 }
 
 #[async_trait]

@@ -11,9 +11,9 @@ use runnel_backend::{
 };
 use tokio::sync::watch;
 
-use crate::backend::Shared;
 use crate::partition::{Partition, lock};
 use crate::reader::PartitionReader;
+use crate::shared::Shared;
 
 /// How many records a poll makes room for up front.
 const INITIAL_CAPACITY: usize = 4096;

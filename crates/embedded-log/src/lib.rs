@@ -119,6 +119,7 @@ mod reader;
 mod recovery;
 mod retention;
 mod segment;
+mod shared;
 mod topic_schemas;
 mod topic_settings;
 mod transaction_index;

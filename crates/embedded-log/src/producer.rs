@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use async_trait::async_trait;
 use runnel_backend::{Producer, Receipt, Record, TrySend};
 
-use crate::backend::{Shared, TopicLog};
 use crate::partition::lock;
+use crate::shared::{Shared, TopicLog};
 
 /// Appends to any topic of an [`EmbeddedBackend`](crate::EmbeddedBackend).
 ///

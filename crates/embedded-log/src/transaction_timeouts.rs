@@ -11,8 +11,8 @@
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use crate::backend::Shared;
 use crate::error::{Error, Result};
+use crate::shared::Shared;
 use crate::transactional_producer::{self, Context};
 
 /// How often the thread looks for expired transactions.

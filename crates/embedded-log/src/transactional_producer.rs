@@ -13,13 +13,13 @@ use runnel_backend::{
     TransactionConfig, TransactionalProducer,
 };
 
-use crate::backend::Shared;
 use crate::batch::{Control, TransactionFields};
 use crate::consumer::EmbeddedConsumer;
 use crate::coordinator::{Decided, StepError};
 use crate::error::Error;
 use crate::partition::lock;
 use crate::pending::Completion;
+use crate::shared::Shared;
 use crate::transaction_index::AbortedRange;
 
 /// A topic name and a partition number.

@@ -1,4 +1,5 @@
-//! Decoding request bodies into the outlet's value type, and saying which field is wrong.
+//! Decoding request bodies into the outlet's value type, and saying which field is wrong;
+//! [`Validation`], the user's check of a decoded value, says it with the same [`Invalid`].
 
 use std::fmt;
 
@@ -60,6 +61,9 @@ impl fmt::Display for Invalid {
 }
 
 impl std::error::Error for Invalid {}
+
+/// A check of a decoded value beyond its type; an [`Invalid`] refuses the request.
+pub type Validation<T> = fn(&T) -> std::result::Result<(), Invalid>;
 
 /// Decodes one JSON value of type `T` from `bytes`; nothing but whitespace may follow it.
 pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Invalid> {

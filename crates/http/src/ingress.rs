@@ -13,8 +13,9 @@ use runnel_streamlet::{
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
+use crate::HttpError;
+use crate::decode::Validation;
 use crate::routes::{Admission, accept_lines, accept_one};
-use crate::{HttpError, Invalid};
 
 /// The TCP port to serve on; `0` lets the system pick a free one (the log line
 /// `listening on ADDRESS` says which).
@@ -36,9 +37,6 @@ pub const MAX_IN_FLIGHT: Parameter<i64> = Parameter::int("max-in-flight")
 pub const RETRY_AFTER: Parameter<Duration> = Parameter::duration("retry-after")
     .describe("the Retry-After of a 503 answer (rounded up to whole seconds)")
     .default("1s");
-
-/// A check of a decoded value beyond its type; an [`Invalid`] refuses the request.
-pub type Validation<T> = fn(&T) -> std::result::Result<(), Invalid>;
 
 /// How an ingress reads request bodies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

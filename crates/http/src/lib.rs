@@ -34,9 +34,7 @@ mod error;
 mod ingress;
 mod routes;
 
-pub use decode::Invalid;
+pub use decode::{Invalid, Validation};
 pub use egress::{HttpEgress, MAX_RETRIES, RETRY_BACKOFF, TIMEOUT, URL};
 pub use error::HttpError;
-pub use ingress::{
-    BIND_ADDRESS, HttpIngress, MAX_BODY_SIZE, MAX_IN_FLIGHT, PORT, RETRY_AFTER, Validation,
-};
+pub use ingress::{BIND_ADDRESS, HttpIngress, MAX_BODY_SIZE, MAX_IN_FLIGHT, PORT, RETRY_AFTER};

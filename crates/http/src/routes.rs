@@ -18,8 +18,7 @@ use serde::Serialize;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::Invalid;
-use crate::decode::decode;
-use crate::ingress::Validation;
+use crate::decode::{Validation, decode};
 
 /// What every request of one ingress shares.
 pub(crate) struct Admission<T> {

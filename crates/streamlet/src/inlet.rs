@@ -11,9 +11,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::acknowledgement::Acknowledgements;
 use crate::dead_letter::DeadLetters;
-use crate::message::{CommitToken, PROCESSING_LATENCY_SAMPLE};
+use crate::message::{CommitToken, InletHandle, PROCESSING_LATENCY_SAMPLE};
 use crate::metrics::PortMetrics;
-use crate::rejection::{FailedAttempts, InletHandle};
+use crate::rejection::FailedAttempts;
 use crate::{Data, Error, InstanceMetrics, Message, Result};
 
 /// Everything an inlet needs except its value type; the host prepares it.

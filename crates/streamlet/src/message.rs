@@ -1,15 +1,18 @@
-//! [`Message`]: a decoded input record with where it came from and how to commit it.
+//! [`Message`]: a decoded input record with where it came from and how to commit it; its
+//! [`CommitToken`], and the `InletHandle` the tokens of one inlet share.
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
 use runnel_backend::{Headers, Record};
+use runnel_blueprint::descriptor::BadDataPolicy;
 use tokio::sync::OwnedSemaphorePermit;
 
-use crate::Result;
+use crate::acknowledgement::Acknowledgements;
+use crate::dead_letter::DeadLetters;
 use crate::gate::HandedOut;
-use crate::rejection::InletHandle;
+use crate::{InstanceMetrics, Result};
 
 /// A value read from an inlet, with its key, headers, event timestamp and origin.
 ///
@@ -262,4 +265,17 @@ impl fmt::Debug for CommitToken {
             .field("offset", &self.offset)
             .finish_non_exhaustive()
     }
+}
+
+/// What every message of one inlet shares: where it came from, how to commit it, and how to
+/// reject it (its bad-data `policy`, which `rejection.rs` applies).
+#[derive(Debug)]
+pub(crate) struct InletHandle {
+    pub(crate) index: usize,
+    pub(crate) port: &'static str,
+    pub(crate) topic: Arc<str>,
+    pub(crate) policy: BadDataPolicy,
+    pub(crate) acknowledgements: Acknowledgements,
+    pub(crate) dead_letters: Arc<DeadLetters>,
+    pub(crate) metrics: Arc<InstanceMetrics>,
 }

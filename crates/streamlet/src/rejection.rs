@@ -6,15 +6,17 @@
 //! output too large for its topic; see [`CommitToken::settle`]), or when the streamlet
 //! failed several times in a row while it was the last record handed out
 //! ([`FailedAttempts`]).
+//!
+//! The policy itself is applied here, by `InletHandle::apply_policy`; the handle is defined
+//! beside the [`CommitToken`] that holds it, in `message.rs`.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
 use runnel_blueprint::descriptor::BadDataPolicy;
 
-use crate::acknowledgement::Acknowledgements;
-use crate::dead_letter::{DeadLetters, Origin};
-use crate::message::CommitToken;
-use crate::{Error, InstanceMetrics, Result};
+use crate::dead_letter::Origin;
+use crate::message::{CommitToken, InletHandle};
+use crate::{Error, Result};
 
 /// A record rejected under the `fail` policy: the error the streamlet fails with.
 #[derive(Debug, thiserror::Error)]
@@ -31,19 +33,6 @@ pub struct RejectedRecord {
     /// What happened to it, as a predicate: `does not decode: ...`,
     /// `was rejected by the streamlet: ...`.
     pub reason: String,
-}
-
-/// What every message of one inlet shares: where it came from, how to commit it, and how to
-/// reject it.
-#[derive(Debug)]
-pub(crate) struct InletHandle {
-    pub(crate) index: usize,
-    pub(crate) port: &'static str,
-    pub(crate) topic: Arc<str>,
-    pub(crate) policy: BadDataPolicy,
-    pub(crate) acknowledgements: Acknowledgements,
-    pub(crate) dead_letters: Arc<DeadLetters>,
-    pub(crate) metrics: Arc<InstanceMetrics>,
 }
 
 impl InletHandle {

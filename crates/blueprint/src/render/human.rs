@@ -4,7 +4,8 @@ use std::fmt::Write as _;
 
 use unicode_width::UnicodeWidthChar;
 
-use crate::diagnostic::{Diagnostic, LineIndex, Location, Severity};
+use crate::code::Severity;
+use crate::diagnostic::{Diagnostic, LineIndex, Location};
 
 /// Renders diagnostics for a terminal, like rustc: a header `error[Code]: message`, the
 /// location ` --> file:line:column`, the quoted source line with the offending text

@@ -3,7 +3,8 @@
 use serde::Serialize;
 
 use crate::code::Code;
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::code::Severity;
+use crate::diagnostic::Diagnostic;
 use crate::facts::Facts;
 
 /// One entry of the JSON report.
