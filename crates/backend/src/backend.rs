@@ -282,6 +282,16 @@ pub trait Consumer: fmt::Debug + Send + Sync {
         Vec::new()
     }
 
+    /// How many times a rebalance has taken partitions from this member. A partition taken
+    /// away and given back (Kafka's eager rebalance takes every partition and assigns them
+    /// anew) starts again at the group's committed offset, not where this member had read to,
+    /// so whatever is kept per partition (windows, keyed state) must be restored again once
+    /// this count moves. The default stays 0: for backplanes whose rebalances never take
+    /// partitions away.
+    fn revocations(&self) -> u64 {
+        0
+    }
+
     /// Leaves the group so its partitions move to the remaining members.
     async fn close(&self) -> Result<()>;
 }

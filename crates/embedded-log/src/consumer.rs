@@ -1,7 +1,7 @@
 //! The embedded log's [`Consumer`]: a member of a consumer group, reading its assigned
 //! partitions with one [`PartitionReader`] each.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -29,6 +29,8 @@ pub(crate) struct EmbeddedConsumer {
     member: MemberId,
     membership: Mutex<watch::Receiver<u64>>,
     assignment: Mutex<Assignment>,
+    /// How many rebalances took partitions from this member.
+    revocations: AtomicU64,
     closed: AtomicBool,
 }
 
@@ -57,6 +59,7 @@ impl EmbeddedConsumer {
                 generation: None,
                 readers: Vec::new(),
             }),
+            revocations: AtomicU64::new(0),
             closed: AtomicBool::new(false),
         }
     }
@@ -101,6 +104,11 @@ impl EmbeddedConsumer {
                 topic_partition,
                 PartitionReader::new(partition, position, self.isolation),
             ));
+        }
+        if !previous.is_empty() {
+            // Partitions left this member: one given back later starts at the committed
+            // offset, not where this member had read to.
+            self.revocations.fetch_add(1, Ordering::SeqCst);
         }
         assignment.generation = Some(generation);
     }
@@ -241,6 +249,10 @@ impl Consumer for EmbeddedConsumer {
             .iter()
             .find(|(owned, _)| &*owned.topic == topic && owned.partition == partition)
             .map_or(next, |(_, reader)| reader.committable(next))
+    }
+
+    fn revocations(&self) -> u64 {
+        self.revocations.load(Ordering::SeqCst)
     }
 
     fn positions(&self) -> Vec<(TopicPartition, u64)> {

@@ -13,7 +13,7 @@
 //!   [`positions`](runnel_backend::Consumer::positions) is exact from the first moment.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -85,6 +85,8 @@ pub(crate) struct Shared {
     pending_seeks: Mutex<BTreeMap<TopicPartition, u64>>,
     /// Lag per assigned partition from librdkafka's latest statistics.
     client_lag: Mutex<BTreeMap<TopicPartition, u64>>,
+    /// How many rebalances took partitions from this member.
+    revocations: AtomicU64,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -109,6 +111,7 @@ impl Shared {
             timeout,
             positions: Mutex::default(),
             staged: Mutex::default(),
+            revocations: AtomicU64::new(0),
             pending_seeks: Mutex::default(),
             client_lag: Mutex::default(),
         }
@@ -157,6 +160,9 @@ impl Shared {
                 .collect()
         };
         lock(&self.positions).retain(|tp, _| !revoked.contains(tp));
+        if !revoked.is_empty() {
+            self.revocations.fetch_add(1, Ordering::SeqCst);
+        }
         tracing::info!(group = %self.group, "partitions revoked: {}", list(&revoked));
         if self.transactional || staged.is_empty() {
             return;
@@ -589,6 +595,10 @@ impl Consumer for KafkaConsumer {
             .iter()
             .map(|(tp, offset)| (tp.clone(), *offset))
             .collect()
+    }
+
+    fn revocations(&self) -> u64 {
+        self.shared.revocations.load(Ordering::SeqCst)
     }
 
     fn client_lag(&self) -> Vec<(TopicPartition, u64)> {

@@ -47,6 +47,11 @@ pub(crate) enum Next<T> {
     Message(Message<T>),
     /// The next record is of this partition, which is not restored yet.
     Unrestored(u32),
+    /// A rebalance took partitions from this member since the last call. One given back
+    /// starts again at the group's committed offset, not where this member had read to, so
+    /// whatever the caller holds per partition must be saved and dropped now, and restored
+    /// when the partition's records come again.
+    Revoked,
 }
 
 /// The records arriving on one inlet, decoded.
@@ -69,6 +74,9 @@ pub struct InletStream<T> {
     known_ends: Vec<u64>,
     /// Messages handed out, to time one in [`PROCESSING_LATENCY_SAMPLE`].
     handed_out: u64,
+    /// The consumer's [`revocations`](runnel_backend::Consumer::revocations) when last
+    /// looked at.
+    revocations: u64,
 }
 
 impl<T: Data> InletStream<T> {
@@ -100,6 +108,7 @@ impl<T: Data> InletStream<T> {
             input_may_end: true,
             known_ends: Vec::new(),
             handed_out: 0,
+            revocations: 0,
         }
     }
 
@@ -113,10 +122,15 @@ impl<T: Data> InletStream<T> {
     /// When the log cannot be read, or a record does not decode and the inlet's policy is
     /// [`BadDataPolicy::Fail`].
     pub async fn next(&mut self) -> Result<Option<Message<T>>> {
-        match self.next_restored(|_| true).await? {
-            Some(Next::Message(message)) => Ok(Some(message)),
-            Some(Next::Unrestored(_)) => unreachable!("every partition counts as restored"),
-            None => Ok(None),
+        loop {
+            return match self.next_restored(|_| true).await? {
+                Some(Next::Message(message)) => Ok(Some(message)),
+                Some(Next::Unrestored(_)) => unreachable!("every partition counts as restored"),
+                // Nothing is held per partition here: records read again are delivered
+                // again, as at-least-once allows.
+                Some(Next::Revoked) => continue,
+                None => Ok(None),
+            };
         }
     }
 
@@ -124,12 +138,22 @@ impl<T: Data> InletStream<T> {
     /// not decoded: its partition comes back instead, for the caller (a streamlet that
     /// keeps state by partition) to restore the partition and [`rewind`](Self::rewind) the
     /// inlet to the offset its state reflects. So records a checkpoint covers are never
-    /// decoded again (nor, failing that, rejected as bad data).
+    /// decoded again (nor, failing that, rejected as bad data). When a rebalance took
+    /// partitions away since the last call, [`Next::Revoked`] comes first.
     pub(crate) async fn next_restored(
         &mut self,
         restored: impl Fn(u32) -> bool,
     ) -> Result<Option<Next<T>>> {
         loop {
+            let revocations = self.parts.consumer.revocations();
+            if revocations != self.revocations {
+                self.revocations = revocations;
+                // Records read ahead from partitions now another member's are its to read.
+                let assigned = self.partitions();
+                self.buffer
+                    .retain(|consumed| assigned.contains(&consumed.partition));
+                return Ok(Some(Next::Revoked));
+            }
             while let Some(front) = self.buffer.front() {
                 if !restored(front.partition) {
                     return Ok(Some(Next::Unrestored(front.partition)));
@@ -155,7 +179,13 @@ impl<T: Data> InletStream<T> {
                 biased;
                 () = self.parts.shutdown.cancelled() => return Ok(None),
                 polled = self.parts.consumer.poll(self.parts.poll_batch) => {
-                    let polled = polled.map_err(Error::external)?;
+                    let mut polled = polled.map_err(Error::external)?;
+                    if self.revocations > 0 {
+                        // A batch fetched before a revocation may still hold records of
+                        // partitions this member lost.
+                        let assigned = self.partitions();
+                        polled.retain(|consumed| assigned.contains(&consumed.partition));
+                    }
                     if self.parts.resume.is_empty() {
                         self.buffer.extend(polled);
                     } else {

@@ -476,6 +476,14 @@ impl KeyedState {
             };
             let message = match next {
                 Next::Message(message) => message,
+                Next::Revoked => {
+                    // Partitions were taken away, perhaps only for a moment: one given back
+                    // starts again at the committed offset, behind this state. Every
+                    // partition gets a last checkpoint and is dropped, and is restored (and
+                    // read from its checkpoint's offset) when its records come again.
+                    self.save(&[], false)?;
+                    continue;
+                }
                 Next::Unrestored(partition) => {
                     // Read the partition from where its state stands (the records before
                     // that are never decoded again), once its state is restored.

@@ -1,9 +1,11 @@
-//! The per-minute statistics, which keep their state by input partition, scaled on a tansu
-//! broker under continuous input: one `run-streamlet per-minute` process holding all three
-//! partitions of `readings`, then three sharing them, then one of those killed with
-//! SIGKILL mid-window, leaving two. Every device-minute that the event time has passed has
-//! one result equal to the batch computation over the readings, and a result sent twice
-//! (replayed after a handover) is sent identical.
+//! The per-minute statistics, which keep their state by input partition, scaled on Apache
+//! Kafka (with the consumer settings' defaults, so eager rebalances) under continuous input:
+//! one `run-streamlet per-minute` process holding all three partitions of `readings`, then
+//! three sharing them, then one of those killed with SIGKILL mid-window, leaving two. Every
+//! device-minute that the event time has passed has one result equal to the batch
+//! computation over the readings, and a result sent twice (replayed after a handover) is sent
+//! identical. (Before consumers counted revocations, a member given back a partition counted
+//! its records twice here.)
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
@@ -13,7 +15,7 @@ use device_stats::model::{PowerStats, Reading};
 use runnel::window::Pane;
 use runnel_app_test::kafka::{at_least, read_topic};
 use runnel_app_test::{GroupMember, decode, run_to_end, stderr_of, wait_until};
-use runnel_kafka::test_broker::{Tansu, TestBroker};
+use runnel_kafka::test_broker::{ApacheKafka, TestBroker};
 
 use crate::support::{BLUEPRINT, Minute, assert_same, batch, by_minute};
 
@@ -46,7 +48,7 @@ fn shared_by_all(owned: &[BTreeSet<String>]) -> bool {
 
 #[test]
 fn per_minute_scales_from_one_process_to_three_and_back_to_two_through_a_kill() {
-    let broker = Tansu::start();
+    let broker = ApacheKafka::start();
     let member = || app_on(&broker, &["run-streamlet", "per-minute", BLUEPRINT]);
     let mut first = GroupMember::start("first", member());
     wait_until(

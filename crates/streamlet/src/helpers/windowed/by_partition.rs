@@ -126,6 +126,19 @@ where
                 let message = match next? {
                     None => break,
                     Some(Next::Message(message)) => message,
+                    Some(Next::Revoked) => {
+                        // Partitions were taken away, perhaps only for a moment: one given
+                        // back starts again at the committed offset, behind these windows.
+                        // Every partition gets a last checkpoint and is dropped, and is
+                        // restored (and read from its checkpoint's offset) when it comes back.
+                        let held_partitions: BTreeSet<u32> = held.partitions.keys().copied().collect();
+                        let listed: Vec<u32> = held_partitions.iter().copied().collect();
+                        held.checkpoints.check_revoked(&listed)?;
+                        held.save(false, &held_partitions);
+                        held.release(&held_partitions);
+                        next_checkpoint = None;
+                        continue;
+                    }
                     Some(Next::Unrestored(partition)) => {
                         let current = scripted.as_mut().map(ScriptedWatermarks::current);
                         let now = clock.now_millis();
