@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
 use rdkafka::types::RDKafkaErrorCode;
@@ -12,6 +12,9 @@ use runnel_backend::{Error, PartitionOffsets, Result};
 
 use crate::context::LogContext;
 use crate::error::Redactor;
+
+/// How long reading a partition's offsets waits for the partition to have a leader.
+const LEADER_WAIT: Duration = Duration::from_secs(5);
 
 /// Reads topic metadata; shared by the backend and its producers.
 pub(crate) struct Metadata {
@@ -191,13 +194,32 @@ impl Metadata {
         topic: &str,
         partition: u32,
     ) -> Result<PartitionOffsets> {
-        let (low, high) = self
-            .client
-            .fetch_watermarks(topic, partition as i32, self.timeout)
-            .map_err(|error| Error::Admin {
-                operation: format!("reading the offsets of topic '{topic}' partition {partition}"),
-                source: self.redactor.boxed(&error),
-            })?;
+        // A partition's leader is known a moment after its topic is created (Apache Kafka
+        // answers NotLeaderForPartition until then), or after it moved: ask again briefly.
+        let deadline = Instant::now() + LEADER_WAIT;
+        let (low, high) = loop {
+            match self
+                .client
+                .fetch_watermarks(topic, partition as i32, self.timeout)
+            {
+                Err(error)
+                    if matches!(
+                        error.rdkafka_error_code(),
+                        Some(
+                            RDKafkaErrorCode::NotLeaderForPartition
+                                | RDKafkaErrorCode::LeaderNotAvailable
+                        )
+                    ) && Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                watermarks => break watermarks,
+            }
+        }
+        .map_err(|error| Error::Admin {
+            operation: format!("reading the offsets of topic '{topic}' partition {partition}"),
+            source: self.redactor.boxed(&error),
+        })?;
         let delivered = self
             .written
             .lock()
