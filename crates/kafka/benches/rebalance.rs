@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 use runnel_backend::{
     Backend, CommitOffset, Consumer, ConsumerConfig, ProducerConfig, Record, TopicSpec,
 };
-use runnel_kafka::test_broker::ApacheKafka;
 use runnel_kafka::KafkaBackend;
+use runnel_kafka::test_broker::ApacheKafka;
 
 const PARTITIONS: u32 = 6;
 /// Records written per second, spread over the partitions.
@@ -45,12 +45,9 @@ const PROTOCOLS: [(&str, &[(&str, &str)]); 3] = [
     ("consumer (KIP-848)", &[("group.protocol", "consumer")]),
 ];
 
-/// What one member saw: when each record arrived, and how long after it was sent.
-#[derive(Default)]
-struct Received {
-    /// (arrival, delay) per record, arrival measured from the run's start.
-    records: Vec<(Duration, Duration)>,
-}
+/// What one member saw: (arrival, delay) per record, the arrival measured from the run's
+/// start and the delay from the record's sending.
+type Received = Vec<(Duration, Duration)>;
 
 /// The figures of one run.
 struct Figures {
@@ -132,7 +129,6 @@ async fn scale_out(kafka: &ApacheKafka, settings: &[(&str, &str)]) -> Figures {
                 && received
                     .lock()
                     .unwrap()
-                    .records
                     .iter()
                     .any(|(at, _)| *at > joined_at)
         });
@@ -152,7 +148,7 @@ async fn scale_out(kafka: &ApacheKafka, settings: &[(&str, &str)]) -> Figures {
     for (consumer, received, polling) in members {
         polling.abort();
         consumer.close().await.unwrap();
-        for (at, delay) in &received.lock().unwrap().records {
+        for (at, delay) in received.lock().unwrap().iter() {
             if *at > joined_at {
                 arrivals.push(*at);
                 worst_delay = worst_delay.max(*delay);
@@ -219,7 +215,7 @@ async fn member(
                         let value = record.record.value.as_deref().unwrap_or_default();
                         let sent = u64::from_be_bytes(value.try_into().unwrap_or_default());
                         let delay = at.saturating_sub(Duration::from_nanos(sent));
-                        received.records.push((at, delay));
+                        received.push((at, delay));
                         next.insert((record.topic.clone(), record.partition), record.offset + 1);
                     }
                 }

@@ -123,14 +123,14 @@ impl<T: Data> InletStream<T> {
     /// [`BadDataPolicy::Fail`].
     pub async fn next(&mut self) -> Result<Option<Message<T>>> {
         loop {
-            return match self.next_restored(|_| true).await? {
-                Some(Next::Message(message)) => Ok(Some(message)),
+            match self.next_restored(|_| true).await? {
+                Some(Next::Message(message)) => return Ok(Some(message)),
                 Some(Next::Unrestored(_)) => unreachable!("every partition counts as restored"),
                 // Nothing is held per partition here: records read again are delivered
                 // again, as at-least-once allows.
-                Some(Next::Revoked) => continue,
-                None => Ok(None),
-            };
+                Some(Next::Revoked) => {}
+                None => return Ok(None),
+            }
         }
     }
 
