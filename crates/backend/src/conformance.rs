@@ -693,13 +693,20 @@ pub async fn closing_a_member_hands_its_partitions_over(backend: &impl Backend) 
         wait_for_assignment_keeping(&*leaves, 1, &mut left)
     );
     let partition = *owned.iter().next().unwrap();
-    let read = if left.is_empty() {
-        consume(&*leaves, 1).await
-    } else {
-        left
+    // A member may own both partitions for a moment before the other joins (Apache Kafka
+    // assigns everything to the first member to join), and read records of both, some again
+    // after the rebalance: what counts is the first record of the partition it ends up with.
+    left.retain(|record| record.partition == partition);
+    let first = match left.into_iter().min_by_key(|record| record.offset) {
+        Some(first) => first,
+        None => {
+            let read = consume(&*leaves, 1).await;
+            assert_eq!(read.len(), 1, "one poll of one record");
+            read.into_iter().next().unwrap()
+        }
     };
-    assert_eq!(read.len(), 1, "one poll of one record");
-    assert_eq!(read[0].partition, partition);
+    assert_eq!(first.partition, partition);
+    assert_eq!(first.offset, 0, "the partition's first record");
     let commit = CommitOffset {
         topic: name.as_str().into(),
         partition,
@@ -709,6 +716,10 @@ pub async fn closing_a_member_hands_its_partitions_over(backend: &impl Backend) 
     leaves.close().await.unwrap();
     drop(leaves);
 
+    // What the member that stays read of the leaving member's partition while it owned
+    // both for a moment does not count: after the handover that partition resumes at the
+    // committed offset.
+    kept.retain(|record| record.partition != partition);
     wait_for_assignment_keeping(&*stays, 2, &mut kept).await;
     // Every record but the committed one, at least once: what the member that stays read
     // before the handover without committing may come again.

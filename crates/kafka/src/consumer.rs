@@ -409,8 +409,9 @@ impl KafkaConsumer {
         self.advance(records)
     }
 
-    /// Moves the positions past `records`, which the runtime receives now.
-    fn advance(&self, records: Vec<ConsumedRecord>) -> Vec<ConsumedRecord> {
+    /// Moves the positions past `records`, which the runtime receives now, leaving out the
+    /// records of partitions taken away since they were fetched.
+    fn advance(&self, mut records: Vec<ConsumedRecord>) -> Vec<ConsumedRecord> {
         // The next position of each partition in the batch, found first, so the shared map
         // (hashed by topic name) is looked up once per partition rather than per record.
         let mut nexts: Vec<(&ConsumedRecord, u64)> = Vec::new();
@@ -425,13 +426,23 @@ impl KafkaConsumer {
             }
         }
         let mut positions = lock(&self.shared.positions);
+        let mut revoked = Vec::new();
         for (record, next) in nexts {
             let tp = TopicPartition::new(record.topic.clone(), record.partition);
-            if let Some(position) = positions.get_mut(&tp) {
-                *position = (*position).max(next);
+            match positions.get_mut(&tp) {
+                Some(position) => *position = (*position).max(next),
+                // Taken away since it was fetched: its records are the next owner's to read.
+                None => revoked.push(tp),
             }
         }
         drop(positions);
+        if !revoked.is_empty() {
+            records.retain(|record| {
+                !revoked
+                    .iter()
+                    .any(|tp| tp.partition == record.partition && tp.topic == record.topic)
+            });
+        }
         records
     }
 

@@ -179,13 +179,7 @@ impl<T: Data> InletStream<T> {
                 biased;
                 () = self.parts.shutdown.cancelled() => return Ok(None),
                 polled = self.parts.consumer.poll(self.parts.poll_batch) => {
-                    let mut polled = polled.map_err(Error::external)?;
-                    if self.revocations > 0 {
-                        // A batch fetched before a revocation may still hold records of
-                        // partitions this member lost.
-                        let assigned = self.partitions();
-                        polled.retain(|consumed| assigned.contains(&consumed.partition));
-                    }
+                    let polled = polled.map_err(Error::external)?;
                     if self.parts.resume.is_empty() {
                         self.buffer.extend(polled);
                     } else {
