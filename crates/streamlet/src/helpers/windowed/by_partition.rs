@@ -90,10 +90,7 @@ where
                     .filter(|partition| !assigned.contains(partition))
                     .copied()
                     .collect();
-                let listed: Vec<u32> = revoked.iter().copied().collect();
-                held.checkpoints.check_revoked(&listed)?;
-                held.save(false, &revoked);
-                held.release(&revoked);
+                held.hand_over(&revoked)?;
                 next_checkpoint = None;
             }
             Some(asked) = asked.recv() => {
@@ -132,10 +129,7 @@ where
                         // Every partition gets a last checkpoint and is dropped, and is
                         // restored (and read from its checkpoint's offset) when it comes back.
                         let held_partitions: BTreeSet<u32> = held.partitions.keys().copied().collect();
-                        let listed: Vec<u32> = held_partitions.iter().copied().collect();
-                        held.checkpoints.check_revoked(&listed)?;
-                        held.save(false, &held_partitions);
-                        held.release(&held_partitions);
+                        held.hand_over(&held_partitions)?;
                         next_checkpoint = None;
                         continue;
                     }

@@ -293,6 +293,22 @@ where
         ));
     }
 
+    /// Gives `partitions`, which a rebalance took away, a last checkpoint and forgets them:
+    /// whoever holds them next (this member again, perhaps) restores them from it or from an
+    /// earlier one.
+    ///
+    /// # Errors
+    ///
+    /// Exactly once, when they hold uncommitted work
+    /// ([`Checkpoints::check_revoked`](crate::Checkpoints::check_revoked)).
+    pub(super) fn hand_over(&mut self, partitions: &BTreeSet<u32>) -> Result<()> {
+        let listed: Vec<u32> = partitions.iter().copied().collect();
+        self.checkpoints.check_revoked(&listed)?;
+        self.save(false, partitions);
+        self.release(partitions);
+        Ok(())
+    }
+
     /// Forgets `partitions`, which this member no longer holds (a warm copy is kept of them
     /// again, if asked for).
     pub(super) fn release(&mut self, partitions: &BTreeSet<u32>) {
