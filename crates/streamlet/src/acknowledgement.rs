@@ -16,8 +16,8 @@ use std::time::Duration;
 use runnel_backend::Receipt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::checkpoint::{ChangelogRange, InletOffset, SavedState};
 use crate::gate::{Gate, HandedOut};
+use runnel_state::checkpoint::{ChangelogRange, InletOffset, SavedState};
 
 pub(crate) mod queue;
 

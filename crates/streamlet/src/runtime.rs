@@ -51,7 +51,7 @@ pub use crate::checkpoint::{
     record as checkpoint_record,
 };
 pub use crate::gate::Gate;
-pub use crate::state::changelog_entries::ChangelogEntries;
+pub use runnel_event_time::changelog_entries::ChangelogEntries;
 
 /// What every port of one instance shares, for [`InstanceParts::new`].
 #[derive(Debug)]

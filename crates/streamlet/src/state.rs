@@ -22,30 +22,15 @@
 //! the instance's [`StateQueries`], and [`KeyedState::next`] answers between messages with
 //! a [`KeyState`] (the admin endpoint's `/api/state/{instance}`, `runnel state get`).
 //!
-//! Start at [`KeyedState`]; `docs/state.md` is the guide.
+//! The store, its changelog, queries and standbys are `runnel-state`; this module adds
+//! [`KeyedState`], which reads an inlet through them. Start at [`KeyedState`];
+//! `docs/state.md` is the guide.
 
-pub(crate) mod changelog;
-pub(crate) use runnel_event_time::changelog_entries;
-mod declared;
-mod decoders;
-mod entry;
-pub(crate) mod freeing;
 mod keyed;
-mod list;
-mod map;
-pub(crate) mod query;
-pub(crate) mod standby;
-mod store;
-mod stored_key;
-mod stored_value;
-mod timers;
-mod value;
 
-pub use decoders::{DeclaredState, StateDeclaration};
-pub use entry::KeyedEntry;
 pub use keyed::{Keyed, KeyedState};
-pub use list::{ListRef, ListState};
-pub use map::{MapRef, MapState};
-pub use query::{KeyState, PendingTimer, QueryError, StateEntry, StateQueries, StateSize};
-pub use timers::{TimeDomain, Timer};
-pub use value::{ValueRef, ValueState};
+pub use runnel_state::{
+    DeclaredState, KeyState, KeyedEntry, ListRef, ListState, MapRef, MapState, PendingTimer,
+    QueryError, StateDeclaration, StateEntry, StateError, StateQueries, StateSize, TimeDomain,
+    Timer, ValueRef, ValueState,
+};

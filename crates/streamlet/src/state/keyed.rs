@@ -11,18 +11,17 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::changelog::{self, MAX_RANGES, Reading};
-use super::decoders::{DeclaredState, StateDecoders};
-use super::freeing;
-use super::query::{self, Query, StateQueries};
-use super::standby::{MIN_STANDBY_INTERVAL, Standbys};
-use super::store::PartitionStore;
-use super::timers::{self, TimeDomain, Timer};
-use super::{KeyState, KeyedEntry};
-use crate::checkpoint::{ChangelogBatch, PartitionSave, unique_id};
 use crate::inlet::Next;
 use crate::watermark::{ScriptedWatermarks, WatermarkHolder, Watermarks};
 use crate::{Checkpoints, Clock, Data, Error, InletStream, InstanceMetrics, Message, Result};
+use runnel_state::changelog::{self, MAX_RANGES, Reading};
+use runnel_state::checkpoint::{ChangelogBatch, PartitionSave, unique_id};
+use runnel_state::freeing;
+use runnel_state::query::{self, Query};
+use runnel_state::standby::{MIN_STANDBY_INTERVAL, Standbys};
+use runnel_state::store::PartitionStore;
+use runnel_state::timers::{self, TimeDomain, Timer};
+use runnel_state::{DeclaredState, KeyState, KeyedEntry, StateDecoders, StateQueries};
 
 /// What [`KeyedState::next`] hands the streamlet: a message, or a timer that fired.
 #[derive(Debug)]
@@ -217,7 +216,7 @@ impl KeyedState {
     /// }
     /// ```
     pub fn declare(mut self, state: impl DeclaredState) -> Self {
-        self.decoders.declare(state.declaration().0);
+        self.decoders.declare(state.declaration());
         self
     }
 
@@ -242,13 +241,13 @@ impl KeyedState {
                 "keyed state of input partition {partition} is not held here: use the partition of a message or timer `next` returned"
             )
         };
-        KeyedEntry {
-            store: &mut state.store,
+        KeyedEntry::new(
+            &mut state.store,
             partition,
-            key: key.into(),
+            key.into(),
             now,
-            decoders: &mut self.decoders,
-        }
+            &mut self.decoders,
+        )
     }
 
     /// Answers a query for `key` from the partitions `input` holds now (its consumer's

@@ -18,15 +18,16 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::Template;
-use crate::checkpoint::{ChangelogBatch, PartitionCheckpoint, PartitionSave, unique_id};
-use crate::state::changelog::{self, MAX_RANGES, Reading};
-use crate::state::freeing;
-use crate::state::query::{self, PendingTimer, StateEntry};
-use crate::state::standby::{MIN_STANDBY_INTERVAL, Standbys};
-use crate::state::{StateQueries, StateSize};
+use crate::checkpoint::PartitionCheckpoint;
 use crate::watermark::{WatermarkHolder, Watermarks};
 use crate::window::{Aggregate, Key, Pane, State, WindowOperator, WindowSpec};
 use crate::{Checkpoints, Error, Result};
+use runnel_state::changelog::{self, MAX_RANGES, Reading};
+use runnel_state::checkpoint::{ChangelogBatch, PartitionSave, unique_id};
+use runnel_state::freeing;
+use runnel_state::query::{self, PendingTimer, StateEntry};
+use runnel_state::standby::{MIN_STANDBY_INTERVAL, Standbys};
+use runnel_state::{StateQueries, StateSize};
 
 /// The windows and the watermark of one input partition.
 pub(super) struct PartitionWindows<K, A: Aggregate> {

@@ -8,11 +8,11 @@ use super::decoders::StateDecoders;
 use super::store::PartitionStore;
 use super::timers::{TimeDomain, timer_key};
 use super::{ListRef, ListState, MapRef, MapState, ValueRef, ValueState};
-use crate::{Error, Result};
+use crate::{Result, StateError};
 
 /// The state of one key on one input partition: its values, lists, maps and timers.
 ///
-/// Get it from [`KeyedState::entry`](super::KeyedState::entry) with the partition of the
+/// Get it from `KeyedState::entry` with the partition of the
 /// message (or timer) being handled and the key the state is kept by.
 #[derive(Debug)]
 pub struct KeyedEntry<'a> {
@@ -26,6 +26,26 @@ pub struct KeyedEntry<'a> {
 }
 
 impl<'a> KeyedEntry<'a> {
+    /// The state of `key` on input `partition`, held in `store`, at processing time `now`
+    /// (milliseconds since the epoch, for time to live); the states it uses are noted in
+    /// `decoders` for queries. For what drives keyed state (`KeyedState::entry` in
+    /// `runnel::state`); a streamlet gets its entries from there.
+    pub fn new(
+        store: &'a mut PartitionStore,
+        partition: u32,
+        key: Vec<u8>,
+        now: i64,
+        decoders: &'a mut StateDecoders,
+    ) -> Self {
+        KeyedEntry {
+            store,
+            partition,
+            key,
+            now,
+            decoders,
+        }
+    }
+
     /// The key.
     pub fn key(&self) -> &[u8] {
         &self.key
@@ -68,7 +88,7 @@ impl<'a> KeyedEntry<'a> {
     }
 
     /// Sets a timer for the key at `time`: it fires (as
-    /// [`Keyed::Timer`](super::Keyed::Timer) from [`KeyedState::next`](super::KeyedState::next))
+    /// `Keyed::Timer` from `KeyedState::next`)
     /// once the partition's watermark (event time) or the clock (processing time) reaches
     /// `time`. A key has at most one timer per domain and time; setting it again does
     /// nothing more.
@@ -99,23 +119,21 @@ impl<'a> KeyedEntry<'a> {
 
     /// Encodes a value of state `name`.
     pub(super) fn encode<T: Serialize>(&self, name: &str, value: &T) -> Result<Vec<u8>> {
-        postcard::to_allocvec(value).map_err(|error| {
-            Error::msg(format!(
-                "encoding state '{name}' for key {} on input partition {} failed: {error}",
-                describe_key(&self.key),
-                self.partition
-            ))
+        postcard::to_allocvec(value).map_err(|source| StateError::Encode {
+            state: name.to_owned(),
+            key: describe_key(&self.key),
+            partition: self.partition,
+            source,
         })
     }
 
     /// Decodes a value of state `name`.
     pub(super) fn decode<T: DeserializeOwned>(&self, name: &str, bytes: &[u8]) -> Result<T> {
-        postcard::from_bytes(bytes).map_err(|error| {
-            Error::msg(format!(
-                "state '{name}' for key {} on input partition {} does not decode as the type the streamlet asks for (was the type changed without a new state name?): {error}",
-                describe_key(&self.key),
-                self.partition
-            ))
+        postcard::from_bytes(bytes).map_err(|source| StateError::Decode {
+            state: name.to_owned(),
+            key: describe_key(&self.key),
+            partition: self.partition,
+            source,
         })
     }
 }

@@ -9,13 +9,13 @@ use serde::de::DeserializeOwned;
 use super::KeyedEntry;
 use super::declared::Declared;
 use super::decoders::{DeclaredState, StateDeclaration, StateDecoder};
-use crate::{Error, Result};
+use crate::{Result, StateError};
 
 /// A map per key, declared once as a constant. Each map entry is a store entry of its own,
 /// so changing one writes only that entry to the changelog, however large the map.
 ///
 /// ```
-/// use runnel_streamlet::state::MapState;
+/// use runnel_state::MapState;
 /// /// Per card: how often each merchant was paid.
 /// const MERCHANTS: MapState<String, u32> = MapState::new("merchants");
 /// assert_eq!(MERCHANTS.name(), "merchants");
@@ -142,12 +142,11 @@ where
     pub fn entries(&self) -> Result<Vec<(K, V)>> {
         let mut entries = Vec::new();
         for (key, value) in self.entry.store.scan(&self.prefix, self.entry.now) {
-            let key_bytes = key.get(self.prefix.len()..).ok_or_else(|| {
-                Error::msg(format!(
-                    "state '{}' holds a truncated map key",
-                    self.state.declared.name
-                ))
-            })?;
+            let key_bytes =
+                key.get(self.prefix.len()..)
+                    .ok_or_else(|| StateError::TruncatedMapKey {
+                        state: self.state.declared.name.to_owned(),
+                    })?;
             entries.push((
                 self.entry.decode(self.state.declared.name, key_bytes)?,
                 self.entry.decode(self.state.declared.name, value)?,

@@ -15,7 +15,7 @@ use crate::Result;
 /// form of their serde representation.
 ///
 /// ```
-/// use runnel_streamlet::state::ValueState;
+/// use runnel_state::ValueState;
 /// use std::time::Duration;
 ///
 /// /// Running count per card, forgotten an hour after its last update.

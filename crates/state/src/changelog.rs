@@ -6,11 +6,11 @@ use runnel_backend::ReaderConfig;
 use super::changelog_entries::{ReplayTarget, read_entries};
 use super::store::PartitionStore;
 use crate::checkpoint::{CHANGELOG_WRITER_HEADER, ChangelogRange, CheckpointSource, read_to};
-use crate::{Error, Result};
+use crate::{Result, StateError};
 
 /// After this many owners since the last snapshot (ranges in the checkpoint), the next
 /// checkpoint is a snapshot, so checkpoint records stay small.
-pub(crate) const MAX_RANGES: usize = 8;
+pub const MAX_RANGES: usize = 8;
 
 impl ReplayTarget for PartitionStore {
     fn held_entries(&self) -> u64 {
@@ -28,25 +28,25 @@ impl ReplayTarget for PartitionStore {
 
 /// What a restore read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Replayed {
+pub struct Replayed {
     /// Entries applied to the state.
-    pub(crate) applied: u64,
+    pub applied: u64,
     /// Entries of records outside the state's ranges (written after an owner's last
     /// checkpoint, or by an owner a rebalance replaced); their keys are written again at the
     /// next checkpoint.
-    pub(crate) skipped: u64,
+    pub skipped: u64,
     /// The offset after the last record read: where reading the partition would go on.
-    pub(crate) position: u64,
+    pub position: u64,
 }
 
 /// Which records of a changelog partition a replay reads: from the start of the state's
 /// first range to the partition's end, unless told otherwise.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Reading {
+pub struct Reading {
     /// Go on from here: a warm copy of the state has read the records before.
-    pub(crate) from: Option<u64>,
+    pub from: Option<u64>,
     /// Stop here (exclusive), if before the partition's end.
-    pub(crate) to: Option<u64>,
+    pub to: Option<u64>,
 }
 
 /// Replays the records of changelog partition `partition` that `ranges` name into `store`,
@@ -54,19 +54,21 @@ pub(crate) struct Reading {
 /// owner's changes after its last checkpoint) are skipped, and their keys marked changed:
 /// the next checkpoint writes them again as the state has them, so the last record of every
 /// key is the state's (which is what a compacted changelog keeps).
-pub(crate) async fn replay(
+pub async fn replay(
     source: &CheckpointSource,
     partition: u32,
     ranges: &[ChangelogRange],
     store: &mut impl ReplayTarget,
     reading: Reading,
 ) -> Result<Replayed> {
-    let topic = source
-        .changelog
-        .as_deref()
-        .ok_or_else(|| Error::msg("a streamlet with keyed state has a changelog topic"))?;
+    let topic = source.changelog.as_deref().ok_or(StateError::NoChangelog)?;
+    let failed = |source| StateError::Read {
+        topic: topic.to_owned(),
+        partition,
+        source,
+    };
     let backend = &*source.backend;
-    let ends = backend.offsets(topic).await.map_err(Error::external)?;
+    let ends = backend.offsets(topic).await.map_err(failed)?;
     let Some(bounds) = ends.get(partition as usize) else {
         return Ok(Replayed::default());
     };
@@ -75,10 +77,12 @@ pub(crate) async fn replay(
         .or(ranges.first().map(|range| range.from))
         .unwrap_or(bounds.start);
     if from < bounds.start {
-        return Err(Error::msg(format!(
-            "partition {partition} of the changelog topic '{topic}' starts at offset {}, but the last checkpoint's state needs its records from offset {from}: they were deleted (by retention set on the topic, or by hand), so the state cannot be restored; delete the checkpoint and changelog topics to start from empty state",
-            bounds.start
-        )));
+        return Err(StateError::Deleted {
+            topic: topic.to_owned(),
+            partition,
+            start: bounds.start,
+            needed: from,
+        });
     }
     // The ranges end at offsets the log acknowledged: read at least to the last of them,
     // whatever end the log reports (tansu reports the first offset of its last batch plus
@@ -100,7 +104,7 @@ pub(crate) async fn replay(
     let reader = backend
         .partition_reader(&ReaderConfig::new(topic, partition, from))
         .await
-        .map_err(Error::external)?;
+        .map_err(failed)?;
     let mut replayed = Replayed {
         position: end,
         ..Replayed::default()
@@ -135,11 +139,14 @@ pub(crate) async fn replay(
     })
     .await;
     drop(reader);
-    read.map_err(Error::external)?;
+    read.map_err(failed)?;
     if let Some((offset, reason)) = invalid {
-        return Err(Error::msg(format!(
-            "the record at offset {offset} of partition {partition} of the changelog topic '{topic}' is not a changelog entry: {reason}"
-        )));
+        return Err(StateError::NotAnEntry {
+            topic: topic.to_owned(),
+            partition,
+            offset,
+            reason: reason.to_string(),
+        });
     }
     for key in skipped_keys {
         store.mark_changed(&key);

@@ -8,7 +8,7 @@ use super::store::PartitionStore;
 pub enum TimeDomain {
     /// Fires when the partition's watermark reaches the timer's time.
     EventTime,
-    /// Fires when the wall clock (the streamlet's [`Clock`](crate::Clock)) reaches it.
+    /// Fires when the wall clock (the streamlet's `Clock`) reaches it.
     ProcessingTime,
 }
 
@@ -21,7 +21,7 @@ impl TimeDomain {
     }
 }
 
-/// A timer that fired, from [`KeyedState::next`](super::KeyedState::next). It is deleted
+/// A timer that fired, from `KeyedState::next`. It is deleted
 /// from the state as it fires.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Timer {
@@ -42,7 +42,7 @@ fn prefix(domain: TimeDomain) -> [u8; 2] {
 
 /// The store key of a timer: the prefix, the time (big-endian with the sign flipped, so
 /// byte order is time order), then the key.
-pub(super) fn timer_key(domain: TimeDomain, time: i64, key: &[u8]) -> Vec<u8> {
+pub fn timer_key(domain: TimeDomain, time: i64, key: &[u8]) -> Vec<u8> {
     let mut stored = Vec::with_capacity(10 + key.len());
     stored.extend_from_slice(&prefix(domain));
     stored.extend_from_slice(&((time as u64) ^ (1 << 63)).to_be_bytes());
@@ -51,7 +51,7 @@ pub(super) fn timer_key(domain: TimeDomain, time: i64, key: &[u8]) -> Vec<u8> {
 }
 
 /// The time of the next timer of `domain` on the partition, if any.
-pub(super) fn next_time(store: &PartitionStore, domain: TimeDomain) -> Option<i64> {
+pub fn next_time(store: &PartitionStore, domain: TimeDomain) -> Option<i64> {
     let first = store.first_key(&prefix(domain))?;
     let time: [u8; 8] = first.get(2..10)?.try_into().ok()?;
     Some((u64::from_be_bytes(time) ^ (1 << 63)) as i64)
@@ -59,7 +59,7 @@ pub(super) fn next_time(store: &PartitionStore, domain: TimeDomain) -> Option<i6
 
 /// The pending timers of `key` in the store: a scan of every timer of the partition, in
 /// time order (for queries, not for each message).
-pub(super) fn pending(store: &PartitionStore, key: &[u8]) -> Vec<(TimeDomain, i64)> {
+pub fn pending(store: &PartitionStore, key: &[u8]) -> Vec<(TimeDomain, i64)> {
     let mut found = Vec::new();
     for domain in [TimeDomain::EventTime, TimeDomain::ProcessingTime] {
         for (stored, _) in store.scan(&prefix(domain), i64::MIN) {
@@ -80,7 +80,7 @@ pub(super) fn pending(store: &PartitionStore, key: &[u8]) -> Vec<(TimeDomain, i6
 
 /// Takes the next timer of `domain` due at `now` (a watermark or a clock reading) out of
 /// the store.
-pub(super) fn take_due(
+pub fn take_due(
     store: &mut PartitionStore,
     partition: u32,
     domain: TimeDomain,

@@ -94,7 +94,7 @@ type Hasher = foldhash::fast::RandomState;
 /// The keyed state of one input partition: encoded keys to encoded values, with the set of
 /// keys changed (written or deleted) since the last checkpoint.
 #[derive(Debug, Default)]
-pub(crate) struct PartitionStore {
+pub struct PartitionStore {
     entries: HashMap<Key, Stored, Hasher>,
     /// The keys of map entries and timers, in order, for scans.
     ordered: BTreeSet<Key>,
@@ -111,7 +111,7 @@ pub(crate) struct PartitionStore {
 
 impl PartitionStore {
     /// The value of `key`, unless it expired by `now`.
-    pub(crate) fn get(&self, key: &[u8], now: i64) -> Option<&[u8]> {
+    pub fn get(&self, key: &[u8], now: i64) -> Option<&[u8]> {
         let stored = self.entries.get(key)?;
         match stored.expires() {
             Some(expires) if expires <= now => None,
@@ -120,7 +120,7 @@ impl PartitionStore {
     }
 
     /// Sets `key` to `value`, to expire at `expires` if given.
-    pub(crate) fn put(&mut self, key: &[u8], value: Vec<u8>, expires: Option<i64>) {
+    pub fn put(&mut self, key: &[u8], value: Vec<u8>, expires: Option<i64>) {
         let stored = Stored::new(StoredValue::from_vec(value), expires);
         let key = self.insert(key, stored);
         self.changed.insert(key);
@@ -158,7 +158,7 @@ impl PartitionStore {
     }
 
     /// Deletes `key`.
-    pub(crate) fn delete(&mut self, key: &[u8]) {
+    pub fn delete(&mut self, key: &[u8]) {
         if let Some(held) = self.remove(key) {
             self.changed.insert(held);
         }
@@ -179,7 +179,7 @@ impl PartitionStore {
 
     /// The entries whose keys start with `prefix` (a map's or the timers'), in key order,
     /// without those expired by `now`.
-    pub(crate) fn scan<'a>(
+    pub fn scan<'a>(
         &'a self,
         prefix: &'a [u8],
         now: i64,
@@ -202,7 +202,7 @@ impl PartitionStore {
     }
 
     /// The first key starting with `prefix` (a map's or the timers').
-    pub(crate) fn first_key(&self, prefix: &[u8]) -> Option<&[u8]> {
+    pub fn first_key(&self, prefix: &[u8]) -> Option<&[u8]> {
         self.ordered
             .range::<[u8], _>((
                 std::ops::Bound::Included(prefix),
@@ -214,7 +214,7 @@ impl PartitionStore {
     }
 
     /// Deletes every entry whose keys start with `prefix`.
-    pub(crate) fn delete_prefix(&mut self, prefix: &[u8]) {
+    pub fn delete_prefix(&mut self, prefix: &[u8]) {
         let keys: Vec<Key> = self
             .scan(prefix, i64::MIN)
             .map(|(key, _)| key.into())
@@ -225,7 +225,7 @@ impl PartitionStore {
     }
 
     /// Deletes the entries expired by `now`; returns how many.
-    pub(crate) fn expire(&mut self, now: i64) -> usize {
+    pub fn expire(&mut self, now: i64) -> usize {
         let mut expired = 0;
         while let Some((expires, _)) = self.expiries.first() {
             if *expires > now {
@@ -241,12 +241,12 @@ impl PartitionStore {
     }
 
     /// Whether anything changed since the last checkpoint (or the next is a snapshot).
-    pub(crate) fn has_changes(&self) -> bool {
+    pub fn has_changes(&self) -> bool {
         !self.changed.is_empty() || self.snapshot_next
     }
 
     /// Makes the next checkpoint write the whole state.
-    pub(crate) fn snapshot_next(&mut self) {
+    pub fn snapshot_next(&mut self) {
         self.snapshot_next = true;
     }
 
@@ -254,7 +254,7 @@ impl PartitionStore {
     /// snapshot (when one is due), otherwise the entries changed since the last checkpoint,
     /// deleted ones as `None`.
     /// Returns whether they are a snapshot.
-    pub(crate) fn take_changes(&mut self) -> (ChangelogEntries, bool) {
+    pub fn take_changes(&mut self) -> (ChangelogEntries, bool) {
         let snapshot =
             self.snapshot_next || self.since_snapshot > 2 * self.live_bytes + SNAPSHOT_SLACK_BYTES;
         // Room for the entries taken, at the state's average size, plus their framing.
@@ -299,7 +299,7 @@ impl PartitionStore {
 
     /// Applies a changelog record read back: `value` is `None` for a deletion. Returns
     /// whether `value` is an encoded entry (nothing is applied if not).
-    pub(crate) fn apply(&mut self, key: &[u8], value: Option<&[u8]>) -> bool {
+    pub fn apply(&mut self, key: &[u8], value: Option<&[u8]>) -> bool {
         let Some(value) = value else {
             self.remove(key);
             return true;
@@ -313,7 +313,7 @@ impl PartitionStore {
 
     /// Marks `key` changed, so the next checkpoint writes it as it is now (a value, or a
     /// deletion): for records in the changelog that are not part of the state.
-    pub(crate) fn mark_changed(&mut self, key: &[u8]) {
+    pub fn mark_changed(&mut self, key: &[u8]) {
         let held = self
             .entries
             .get_key_value(key)
@@ -322,17 +322,22 @@ impl PartitionStore {
     }
 
     /// Every key held, in no particular order.
-    pub(crate) fn keys(&self) -> impl Iterator<Item = &[u8]> {
+    pub fn keys(&self) -> impl Iterator<Item = &[u8]> {
         self.entries.keys().map(|key| &**key)
     }
 
     /// How many entries the store holds.
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.entries.len()
     }
 
+    /// Whether the store holds no entry.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Bytes of keys and values held.
-    pub(crate) fn live_bytes(&self) -> u64 {
+    pub fn live_bytes(&self) -> u64 {
         self.live_bytes
     }
 }

@@ -11,7 +11,7 @@ const THREAD_NAME: &str = "runnel-freeing";
 
 /// Drops `state`, which holds `entries` entries: on a thread of its own when it is large
 /// (inline if the thread cannot be started).
-pub(crate) fn free<T: Send + 'static>(state: T, entries: usize) {
+pub fn free<T: Send + 'static>(state: T, entries: usize) {
     if entries < BACKGROUND_ENTRIES {
         drop(state);
         return;

@@ -23,16 +23,17 @@ use super::query::StateQueries;
 use crate::checkpoint::{ChangelogRange, CheckpointSource, read_last};
 
 /// How often warm standbys read the other partitions' checkpoints at most.
-pub(crate) const MIN_STANDBY_INTERVAL: Duration = Duration::from_millis(100);
+pub const MIN_STANDBY_INTERVAL: Duration = Duration::from_millis(100);
 
 /// A copy of one partition's state: a keyed state's store, or a window operator.
 #[derive(Debug)]
-pub(crate) struct WarmCopy<T> {
-    pub(crate) store: T,
+pub struct WarmCopy<T> {
+    /// The copy.
+    pub store: T,
     /// Where the ranges it follows begin (a snapshot's start).
     generation: u64,
     /// The next changelog offset to read.
-    pub(crate) position: u64,
+    pub position: u64,
     /// The end of the partition of the checkpoint topic when the copy last read its last
     /// checkpoint: while it stays there, there is nothing new to read.
     checkpoint_end: u64,
@@ -40,7 +41,7 @@ pub(crate) struct WarmCopy<T> {
 
 impl<T> WarmCopy<T> {
     /// Whether this copy follows the generation `ranges` belong to.
-    pub(crate) fn follows(&self, ranges: &[ChangelogRange]) -> bool {
+    pub fn follows(&self, ranges: &[ChangelogRange]) -> bool {
         ranges
             .first()
             .is_some_and(|first| first.from == self.generation)
@@ -56,7 +57,7 @@ struct Shared<T> {
 
 /// The warm copies of one instance's other partitions, and the task keeping them.
 #[derive(Debug)]
-pub(crate) struct Standbys<T: ReplayTarget + Send + 'static> {
+pub struct Standbys<T: ReplayTarget + Send + 'static> {
     shared: Arc<Mutex<Shared<T>>>,
     task: JoinHandle<()>,
 }
@@ -66,7 +67,7 @@ impl<T: ReplayTarget + Send + 'static> Standbys<T> {
     /// hold, reading each partition's checkpoint and changelog every `interval`; `empty`
     /// makes a copy with nothing in it. The copies' size goes to `queries` after every
     /// round.
-    pub(crate) fn start(
+    pub fn start(
         source: Arc<CheckpointSource>,
         partitions: u32,
         interval: Duration,
@@ -89,19 +90,19 @@ impl<T: ReplayTarget + Send + 'static> Standbys<T> {
     }
 
     /// This member holds `partition` from now on: returns its copy, if there is one.
-    pub(crate) fn take(&self, partition: u32) -> Option<WarmCopy<T>> {
+    pub fn take(&self, partition: u32) -> Option<WarmCopy<T>> {
         let mut shared = lock(&self.shared);
         shared.held.insert(partition);
         shared.copies.remove(&partition)
     }
 
     /// This member no longer holds `partition`: a copy is kept again.
-    pub(crate) fn release(&self, partition: u32) {
+    pub fn release(&self, partition: u32) {
         lock(&self.shared).held.remove(&partition);
     }
 
     /// The partitions with a copy here, and the entries the copies hold.
-    pub(crate) fn size(&self) -> (Vec<u32>, u64) {
+    pub fn size(&self) -> (Vec<u32>, u64) {
         lock(&self.shared).size()
     }
 }
@@ -202,9 +203,7 @@ async fn follow<T: ReplayTarget>(
     empty: T,
     checkpoint_end: u64,
 ) -> crate::Result<Option<WarmCopy<T>>> {
-    let last = read_last(&*source.backend, &source.topic, partition)
-        .await
-        .map_err(crate::Error::external)?;
+    let last = read_last(&*source.backend, &source.topic, partition).await?;
     let Some(ranges) = last.map(|last| last.changelog) else {
         return Ok(None);
     };

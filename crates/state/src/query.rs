@@ -1,7 +1,7 @@
 //! Interactive queries of keyed state: [`StateQueries`], through which the runtime asks a
 //! running streamlet for the state of a key, and [`KeyState`], the answer.
 //!
-//! The streamlet answers between messages, in [`KeyedState::next`](super::KeyedState::next):
+//! The streamlet answers between messages, in `KeyedState::next`:
 //! a query waits in a channel until the streamlet asks for its next message, so reading
 //! and changing state per message takes no lock.
 
@@ -22,18 +22,15 @@ const WAITING_QUERIES: usize = 16;
 
 /// The handle through which the runtime (the admin endpoint) asks a running streamlet with
 /// keyed state for the state of a key, and reads how large the state is. One per instance,
-/// kept across restarts in its [`InstanceMetrics`](crate::InstanceMetrics); clones share it.
+/// kept across restarts in its `InstanceMetrics`; clones share it.
 ///
 /// ```
-/// use runnel_streamlet::InstanceMetrics;
-/// use runnel_streamlet::prelude::*;
-/// # #[derive(Serialize, Deserialize, AvroSchema)] struct Payment { card: String }
-/// const IN: Inlet<Payment> = Inlet::new("in");
+/// use runnel_state::StateQueries;
 ///
-/// let metrics = InstanceMetrics::for_shape(&Shape::new().inlet(IN).keyed_state());
-/// assert!(metrics.state_queries().is_keyed());
+/// let queries = StateQueries::new(true, false); // keyed state, not checkpointed whole
+/// assert!(queries.is_keyed());
 /// // Nothing is running: there is nobody to answer yet.
-/// assert_eq!(metrics.state_queries().size(), None);
+/// assert_eq!(queries.size(), None);
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct StateQueries {
@@ -54,9 +51,11 @@ struct Shared {
 
 /// A question for the running keyed state: the state of `key`.
 #[derive(Debug)]
-pub(crate) struct Query {
-    pub(crate) key: Vec<u8>,
-    pub(crate) reply: oneshot::Sender<KeyState>,
+pub struct Query {
+    /// The key asked about.
+    pub key: Vec<u8>,
+    /// Where the answer goes.
+    pub reply: oneshot::Sender<KeyState>,
 }
 
 /// Why a query was not answered.
@@ -99,7 +98,7 @@ pub struct StateSize {
     /// Bytes of keys and values across them.
     pub bytes: u64,
     /// The input partitions other members hold of which this one keeps a warm copy
-    /// ([`KeyedState::warm_standby`](super::KeyedState::warm_standby)).
+    /// (`KeyedState::warm_standby`).
     #[serde(default)]
     pub standby_partitions: Vec<u32>,
     /// Store entries across the warm copies.
@@ -169,7 +168,7 @@ pub struct PendingTimer {
 impl StateQueries {
     /// A handle for an instance that keeps keyed state when `keyed`, or checkpoints its
     /// state whole when `checkpointed_whole`.
-    pub(crate) fn new(keyed: bool, checkpointed_whole: bool) -> Self {
+    pub fn new(keyed: bool, checkpointed_whole: bool) -> Self {
         let queries = StateQueries::default();
         queries.inner.keyed.store(keyed, Ordering::Relaxed);
         queries
@@ -230,18 +229,19 @@ impl StateQueries {
     }
 
     /// Tells queries the partition count of the input (for the partition of a key).
-    pub(crate) fn set_input_partitions(&self, partitions: u32) {
+    pub fn set_input_partitions(&self, partitions: u32) {
         self.inner
             .input_partitions
             .store(partitions, Ordering::Relaxed);
     }
 
-    pub(crate) fn input_partitions(&self) -> u32 {
+    /// The partition count of the input, as last told (0 before).
+    pub fn input_partitions(&self) -> u32 {
         self.inner.input_partitions.load(Ordering::Relaxed)
     }
 
     /// Makes the caller (a starting keyed state) the one that answers from now on.
-    pub(crate) fn connect(&self) -> mpsc::Receiver<Query> {
+    pub fn connect(&self) -> mpsc::Receiver<Query> {
         let (sender, receiver) = mpsc::channel(WAITING_QUERIES);
         self.inner.keyed.store(true, Ordering::Relaxed);
         *self
@@ -252,7 +252,8 @@ impl StateQueries {
         receiver
     }
 
-    pub(crate) fn publish_size(&self, size: StateSize) {
+    /// Publishes the state's size for the status the runtime samples.
+    pub fn publish_size(&self, size: StateSize) {
         *self
             .inner
             .size
@@ -262,7 +263,7 @@ impl StateQueries {
 
     /// Updates the size of the warm copies only (their task keeps them between the
     /// streamlet's checkpoints).
-    pub(super) fn publish_standby_size(&self, partitions: Vec<u32>, entries: u64) {
+    pub fn publish_standby_size(&self, partitions: Vec<u32>, entries: u64) {
         let mut size = self
             .inner
             .size
@@ -277,7 +278,7 @@ impl StateQueries {
 /// The answer to a query for `key` from the `stores` of the input partitions this member
 /// holds (`held`: its assignment), showing the states in `decoders`; `partitions` is the
 /// input's partition count (0 when unknown), `now` the processing time for expiry.
-pub(super) fn answer<'a>(
+pub fn answer<'a>(
     stores: impl Iterator<Item = (u32, &'a PartitionStore)>,
     held: &[u32],
     decoders: &StateDecoders,
@@ -372,7 +373,7 @@ pub(super) fn answer<'a>(
 
 /// The answer for `key` of a member holding input partitions `held` of `partitions` (0
 /// when unknown), with the `states` and `timers` of the key found there.
-pub(crate) fn key_state(
+pub fn key_state(
     key: &[u8],
     partitions: u32,
     held: &[u32],
@@ -428,7 +429,7 @@ fn list(partitions: &[u32]) -> String {
 }
 
 /// The size of the `stores` held, by input partition.
-pub(super) fn size<'a>(stores: impl Iterator<Item = (u32, &'a PartitionStore)>) -> StateSize {
+pub fn size<'a>(stores: impl Iterator<Item = (u32, &'a PartitionStore)>) -> StateSize {
     let mut size = StateSize::default();
     for (partition, store) in stores {
         size.partitions.push(partition);
@@ -443,7 +444,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::state::timers::timer_key;
+    use crate::timers::timer_key;
 
     fn stores_of(
         stores: &BTreeMap<u32, PartitionStore>,

@@ -16,7 +16,7 @@ use crate::Result;
 /// values, not a history.
 ///
 /// ```
-/// use runnel_streamlet::state::ListState;
+/// use runnel_state::ListState;
 /// /// The last amounts seen per card.
 /// const RECENT: ListState<f64> = ListState::new("recent");
 /// assert_eq!(RECENT.name(), "recent");

@@ -12,11 +12,11 @@ type Decode = fn(&[u8]) -> Result<serde_json::Value, String>;
 /// The kind of a state, as its store keys begin.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum StateKind {
-    /// A [`ValueState`](super::ValueState): `v`.
+    /// A [`ValueState`](crate::ValueState): `v`.
     Value,
-    /// A [`ListState`](super::ListState): `l`.
+    /// A [`ListState`](crate::ListState): `l`.
     List,
-    /// A [`MapState`](super::MapState): `m`.
+    /// A [`MapState`](crate::MapState): `m`.
     Map,
 }
 
@@ -52,12 +52,12 @@ pub(super) struct StateDecoder {
 }
 
 /// How a query shows the values of a state: its kind, name and decoders. Made by
-/// [`DeclaredState::declaration`] for [`KeyedState::declare`](super::KeyedState::declare).
+/// [`DeclaredState::declaration`] for `KeyedState::declare` (in `runnel::state`).
 #[derive(Clone, Copy, Debug)]
 pub struct StateDeclaration(pub(super) StateDecoder);
 
-/// A state constant whose values queries can show: [`ValueState`](super::ValueState),
-/// [`ListState`](super::ListState) or [`MapState`](super::MapState).
+/// A state constant whose values queries can show: [`ValueState`](crate::ValueState),
+/// [`ListState`](crate::ListState) or [`MapState`](crate::MapState).
 pub trait DeclaredState {
     /// The state's kind, name and how to decode its values.
     fn declaration(&self) -> StateDeclaration;
@@ -101,7 +101,7 @@ impl StateDecoder {
 /// short scan comparing names by address first, so it costs next to nothing on each
 /// state access.
 #[derive(Debug, Default)]
-pub(super) struct StateDecoders {
+pub struct StateDecoders {
     known: Vec<StateDecoder>,
     /// States found in restored stores, by kind and name.
     stored: Vec<(StateKind, String)>,
@@ -133,15 +133,16 @@ impl StateDecoders {
         }
     }
 
-    /// Remembers a declared state.
-    pub(super) fn declare(&mut self, decoder: StateDecoder) {
+    /// Remembers a declared state, so queries show its values before it is used.
+    pub fn declare(&mut self, declaration: StateDeclaration) {
+        let decoder = declaration.0;
         if !self.knows(decoder.kind, decoder.name) {
             self.known.push(decoder);
         }
     }
 
     /// Notes the states `store` holds entries of (one pass over a restored store).
-    pub(super) fn note_stored(&mut self, store: &PartitionStore) {
+    pub fn note_stored(&mut self, store: &PartitionStore) {
         let mut seen: Vec<(StateKind, &[u8])> = Vec::new();
         for key in store.keys() {
             let Some((kind, name)) = state_of(key) else {
@@ -262,7 +263,7 @@ mod tests {
             vec![(StateKind::Map, "texts"), (StateKind::Value, "total")]
         );
         decoders.value::<i64>("total");
-        decoders.declare(StateDecoder::map::<String, i64>("texts"));
+        decoders.declare(StateDeclaration(StateDecoder::map::<String, i64>("texts")));
         assert_eq!(decoders.unknown().count(), 0);
         assert_eq!(decoders.all().len(), 2);
     }
