@@ -1,10 +1,11 @@
-//! Kubernetes without Kubernetes, for tests: an in-process API server
-//! ([`FakeApiServer`]), a Deployment controller that turns Deployments into Pods, and a
-//! kubelet that runs each Pod's container as a local process.
+//! Kubernetes for tests: a real control plane ([`ControlPlane`]: etcd, kube-apiserver and
+//! kube-controller-manager built from Go modules by `scripts/kube-dev`), and stand-ins that
+//! start in milliseconds: an in-process API server ([`FakeApiServer`]), a Deployment
+//! controller that turns Deployments into Pods, and a kubelet that runs each Pod's container
+//! as a local process.
 //!
-//! No API server can run on the machines Runnel is developed and tested on, so the operator
-//! and the CLI are tested against this one; `docs/kubernetes.md` says what it does and does
-//! not do like a real cluster.
+//! `docs/kubernetes.md` says which tests run against which, and what the fake server does
+//! and does not do like a real one.
 //!
 //! ```no_run
 //! # async fn demo() {
@@ -19,6 +20,7 @@
 //! `fields.rs` for server-side apply; `deployments.rs` and `kubelet.rs` for the
 //! process-backed cluster ([`DeploymentController`], [`Kubelet`]).
 
+mod control_plane;
 mod deployments;
 mod fields;
 mod kinds;
@@ -28,6 +30,7 @@ mod server;
 mod store;
 
 pub use axum::http::Method;
+pub use control_plane::ControlPlane;
 pub use deployments::{DeploymentController, TEMPLATE_HASH};
 pub use kubelet::Kubelet;
 pub use server::{FakeApiServer, Fault, Request};

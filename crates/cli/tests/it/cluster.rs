@@ -147,7 +147,7 @@ impl Drop for Cluster {
 }
 
 /// `app build`'s YAML for the demo app, version `version`.
-fn application_file(dir: &Path, version: &str) -> PathBuf {
+pub(crate) fn application_file(dir: &Path, version: &str) -> PathBuf {
     let descriptor = AppDescriptor::from_json(DESCRIPTOR).unwrap();
     let blueprint = runnel_blueprint::verify(Path::new("blueprint.toml"), BLUEPRINT, &descriptor)
         .blueprint

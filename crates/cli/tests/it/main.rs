@@ -10,6 +10,9 @@ mod evolve;
 mod graph;
 /// `runnel new`: the generated app builds and passes its test.
 mod new;
+/// The CRD, install manifests, operator and CLI against a real kube-apiserver and
+/// kube-controller-manager (`scripts/kube-dev`).
+mod real_cluster;
 /// `runnel state get`: the owner's answer among several endpoints, refusals, hex keys.
 mod state;
 /// `runnel status`: table, JSON and YAML from an admin endpoint.
