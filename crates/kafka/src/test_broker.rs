@@ -261,10 +261,40 @@ fn watched(program: &Path, signal: &str, pid_file: Option<&Path>) -> Command {
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|address| address.port())
-        .expect("finding a free local port")
+    free_ports(1)
+}
+
+/// The first of `count` consecutive free ports on `127.0.0.1`, below the kernel's range of
+/// ephemeral ports. A port from that range (what binding port 0 gives) can be taken by an
+/// outgoing connection between this choice and the broker's bind: a node connecting to a
+/// peer's controller port that is not listening yet can even connect to itself when the
+/// kernel picks that same port as the source (seen: a three-node start failed with "Address
+/// already in use").
+fn free_ports(count: u16) -> u16 {
+    use std::hash::{BuildHasher, Hasher};
+    static CALLS: AtomicU32 = AtomicU32::new(0);
+    let ephemeral_start = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32_768);
+    let lowest: u16 = 10_000;
+    let span = ephemeral_start
+        .saturating_sub(lowest)
+        .saturating_sub(count)
+        .max(1);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    hasher.write_u32(CALLS.fetch_add(1, Ordering::Relaxed));
+    let seed = hasher.finish();
+    for attempt in 0..1_000u64 {
+        let start = lowest + ((seed + attempt * u64::from(count)) % u64::from(span)) as u16;
+        let free =
+            (start..start + count).all(|port| TcpListener::bind(("127.0.0.1", port)).is_ok());
+        if free {
+            return start;
+        }
+    }
+    panic!("no {count} consecutive free ports between {lowest} and {ephemeral_start}")
 }
 
 /// How long [`ApacheKafka`] waits for its nodes to listen and answer metadata requests.
@@ -360,7 +390,7 @@ impl ApacheKafka {
         let output = Command::new(&script)
             .arg("configure")
             .args(["--brokers", &nodes.to_string()])
-            .args(["--port", &free_port().to_string()])
+            .args(["--port", &free_ports(2 * nodes as u16).to_string()])
             .arg("--dir")
             .arg(&dir)
             .stdin(Stdio::null())
