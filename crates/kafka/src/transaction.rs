@@ -5,6 +5,7 @@
 //! transaction is aborted.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -29,7 +30,19 @@ pub(crate) struct KafkaTransactionalProducer {
     backend: KafkaBackend,
     consumers: Mutex<HashMap<String, Arc<KafkaConsumer>>>,
     timeout: Duration,
+    /// A call into librdkafka did not return in time (see [`STUCK_MARGIN`]): the producer is
+    /// given up, and every later call fails at once.
+    stuck: Arc<AtomicBool>,
 }
+
+/// How long a transaction call may block past the timeouts it was given before the
+/// producer is given up. librdkafka's `send_offsets_to_transaction` can block forever while
+/// the group coordinator moves to another node: it never checks its coordinator request's
+/// timeout (librdkafka issues 5456 and 5511, open). Met on Apache Kafka by killing the node
+/// of the transaction and group coordinators under an exactly-once copy
+/// (`crates/kafka/tests/it/faults.rs`). The call's thread stays blocked; the instance fails
+/// and restarts with a new producer of the same transactional id, which fences this one.
+const STUCK_MARGIN: Duration = Duration::from_secs(10);
 
 impl std::fmt::Debug for KafkaTransactionalProducer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -68,7 +81,56 @@ impl KafkaTransactionalProducer {
             backend,
             consumers: Mutex::default(),
             timeout,
+            stuck: Arc::default(),
         })
+    }
+
+    /// Runs `call` (librdkafka calls each bounded by the producer's timeout) on a thread of
+    /// its own, and fails if it has not returned within that timeout and [`STUCK_MARGIN`]: a
+    /// commit that slow is given up even if it would have finished, which costs a restart,
+    /// never a duplicate.
+    async fn bounded(
+        &self,
+        operation: &'static str,
+        call: impl FnOnce() -> Result<()> + Send + 'static,
+    ) -> Result<()> {
+        let stuck = |text: String| Error::Transaction {
+            operation,
+            id: self.id.clone(),
+            source: crate::error::message(text),
+        };
+        if self.stuck.load(Ordering::Relaxed) {
+            return Err(stuck(
+                "an earlier call of this transactional producer never returned; it is given up"
+                    .to_owned(),
+            ));
+        }
+        let limit = self.timeout + STUCK_MARGIN;
+        // A thread of its own, not tokio's blocking pool: a runtime waits for its blocking
+        // tasks when it shuts down, and this one may never return.
+        let (sender, receiver) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
+            .name("runnel-kafka-transaction".to_owned())
+            .spawn(move || {
+                let _ = sender.send(call());
+            })
+            .map_err(|error| stuck(format!("starting a thread failed: {error}")))?;
+        match tokio::time::timeout(limit, receiver).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(_)) => Err(stuck("the transaction call panicked".to_owned())),
+            Err(_) => {
+                self.stuck.store(true, Ordering::Relaxed);
+                tracing::error!(
+                    id = %self.id,
+                    "{operation}: librdkafka did not return within {} s; the transactional producer is given up",
+                    limit.as_secs()
+                );
+                Err(stuck(format!(
+                    "librdkafka did not return within {} s (it can block forever while a coordinator moves to another node, librdkafka issues 5456 and 5511); the producer is given up and a new one fences it",
+                    limit.as_secs()
+                )))
+            }
+        }
     }
 }
 
@@ -164,7 +226,7 @@ impl TransactionalProducer for KafkaTransactionalProducer {
             self.id.clone(),
             self.timeout,
         );
-        blocking(move || {
+        self.bounded("committing the transaction", move || {
             for (list, metadata) in &sends {
                 client
                     .send_offsets_to_transaction(list, metadata, timeout)
@@ -189,7 +251,7 @@ impl TransactionalProducer for KafkaTransactionalProducer {
             self.id.clone(),
             self.timeout,
         );
-        blocking(move || {
+        self.bounded("aborting the transaction", move || {
             client
                 .abort_transaction(timeout)
                 .map_err(|e| transaction_error("aborting the transaction", &id, &e, &redactor))?;
