@@ -74,6 +74,9 @@ pub(crate) fn deployment(streamlet: &Streamlet<'_>) -> Deployment {
                     volumes: Some(volumes(streamlet)),
                     image_pull_secrets: (!pull_secrets.is_empty()).then_some(pull_secrets),
                     termination_grace_period_seconds: Some(GRACE_SECONDS),
+                    // A streamlet never calls the Kubernetes API: no token in its pod (least
+                    // privilege; a real API server would otherwise mount one).
+                    automount_service_account_token: Some(false),
                     security_context: Some(PodSecurityContext {
                         run_as_non_root: Some(true),
                         run_as_user: Some(APP_USER),

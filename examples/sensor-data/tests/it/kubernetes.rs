@@ -2,7 +2,9 @@
 //! against the fake API server with the operator creating topics on a tansu broker, the
 //! Deployment and kubelet stand-ins running every pod as a chrooted process from the
 //! built image, records flowing end to end, `runnel status`, `runnel scale`, `runnel
-//! configure`, a killed pod restarted without losing anything, and `runnel undeploy`.
+//! configure`, a killed pod restarted without losing anything, and `runnel undeploy`; and
+//! the same app on a real kube-apiserver and kube-controller-manager, the kubelet stand-in
+//! running the Pods of the real ReplicaSets.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -11,14 +13,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{ListParams, PostParams};
 use kube::{Api, ResourceExt as _};
 use runnel_kafka::test_broker::{TANSU_SETTINGS, Tansu};
 use runnel_operator::leader::{LEASE_NAME, LeaderConfig};
 use runnel_operator::{Application, KafkaBackplanes, OperatorConfig};
-use runnel_test_cluster::{DeploymentController, FakeApiServer, Kubelet};
+use runnel_test_cluster::{ControlPlane, DeploymentController, FakeApiServer, Kubelet};
 use sensor_data::model::{Metric, SensorData};
 use tokio_util::sync::CancellationToken;
 
@@ -29,32 +31,92 @@ const NAMESPACE: &str = "sensors";
 const IMAGE: &str = "registry.test/sensor-data:0.1.0";
 const LIMIT: Duration = Duration::from_secs(120);
 
+/// Which API server a [`Cluster`] runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Server {
+    /// The in-process fake, with the Deployment controller stand-in.
+    Fake,
+    /// A real kube-apiserver and kube-controller-manager (`scripts/kube-dev`).
+    Real,
+}
+
+/// The API server a [`Cluster`] holds: stopped when dropped.
+#[allow(dead_code)] // held for its `Drop`
+enum ApiServer {
+    Fake(FakeApiServer),
+    Real(ControlPlane),
+}
+
 /// The cluster: API server, Deployment controller, kubelet and operator, on a runtime of
 /// their own (the CLI runs its own).
 struct Cluster {
     runtime: tokio::runtime::Runtime,
-    server: FakeApiServer,
+    client: kube::Client,
     kubelet: Kubelet,
     stop: CancellationToken,
     kubeconfig: PathBuf,
+    _server: ApiServer,
 }
 
 impl Cluster {
-    fn start(work: &Path, layout: &Path, broker: &Tansu) -> Cluster {
+    fn start(work: &Path, layout: &Path, broker: &Tansu, server: Server) -> Cluster {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .unwrap();
         let stop = CancellationToken::new();
-        let (server, kubelet) = runtime.block_on(async {
-            let server = FakeApiServer::start().await;
-            let client = server.client(NAMESPACE);
+        let kubeconfig = work.join("kubeconfig");
+        let (api_server, client, kubelet) = runtime.block_on(async {
+            let (api_server, client) = match server {
+                Server::Fake => {
+                    let fake = FakeApiServer::start().await;
+                    let client = fake.client(NAMESPACE);
+                    std::fs::write(&kubeconfig, fake.kubeconfig(NAMESPACE)).unwrap();
+                    DeploymentController::start(client.clone(), NAMESPACE, stop.clone());
+                    (ApiServer::Fake(fake), client)
+                }
+                Server::Real => {
+                    let plane = ControlPlane::start();
+                    std::fs::copy(plane.kubeconfig(), &kubeconfig).unwrap();
+                    let client = ControlPlane::client(plane.kubeconfig()).await;
+                    let namespace = Namespace {
+                        metadata: kube::api::ObjectMeta {
+                            name: Some(NAMESPACE.to_owned()),
+                            ..Default::default()
+                        },
+                        ..Default::default()
+                    };
+                    Api::<Namespace>::all(client.clone())
+                        .create(&PostParams::default(), &namespace)
+                        .await
+                        .unwrap();
+                    (ApiServer::Real(plane), client)
+                }
+            };
             let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
             crds.create(&PostParams::default(), &runnel_operator::crd())
                 .await
                 .unwrap();
-            DeploymentController::start(client.clone(), NAMESPACE, stop.clone());
+            // A real server serves the kind once the CRD is established (the fake one at
+            // once, without conditions).
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while server == Server::Real
+                && !crds
+                    .get("applications.runnel.dev")
+                    .await
+                    .unwrap()
+                    .status
+                    .and_then(|status| status.conditions)
+                    .is_some_and(|conditions| {
+                        conditions
+                            .iter()
+                            .any(|c| c.type_ == "Established" && c.status == "True")
+                    })
+            {
+                assert!(Instant::now() < deadline, "the CRD was not established");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
             let images = BTreeMap::from([(IMAGE.to_owned(), layout.to_owned())]);
             let kubelet = Kubelet::start(client.clone(), NAMESPACE, images, work, stop.clone());
             let config = OperatorConfig {
@@ -75,21 +137,20 @@ impl Cluster {
                 version: "0.1.0".to_owned(),
             };
             tokio::spawn(runnel_operator::run(
-                client,
+                client.clone(),
                 config,
                 Arc::new(KafkaBackplanes::default()),
                 stop.clone(),
             ));
-            (server, kubelet)
+            (api_server, client, kubelet)
         });
-        let kubeconfig = work.join("kubeconfig");
-        std::fs::write(&kubeconfig, server.kubeconfig(NAMESPACE)).unwrap();
         Cluster {
             runtime,
-            server,
+            client,
             kubelet,
             stop,
             kubeconfig,
+            _server: api_server,
         }
     }
 
@@ -120,7 +181,7 @@ impl Cluster {
         K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>,
     {
         let _inside = self.runtime.enter();
-        Api::namespaced(self.server.client(NAMESPACE), NAMESPACE)
+        Api::namespaced(self.client.clone(), NAMESPACE)
     }
 
     fn pods(&self, streamlet: &str) -> Vec<Pod> {
@@ -220,7 +281,7 @@ const STREAMLETS: [&str; 5] = [
 /// Builds the image, starts the cluster and deploys the app with tansu's consumer settings,
 /// quiet loggers and `settings`; returns once every streamlet has a ready pod and the app
 /// is Running.
-fn deployed(work: &Path, broker: &Tansu, settings: &[&str]) -> Cluster {
+fn deployed(work: &Path, broker: &Tansu, settings: &[&str], server: Server) -> Cluster {
     let build = work.join("build");
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_sensor-data"));
     command
@@ -228,7 +289,7 @@ fn deployed(work: &Path, broker: &Tansu, settings: &[&str]) -> Cluster {
         .arg(&build);
     let built = run_to_end(command, Duration::from_secs(300));
     assert!(built.status.success(), "{}", stderr_of(&built));
-    let cluster = Cluster::start(work, &build.join("image"), broker);
+    let cluster = Cluster::start(work, &build.join("image"), broker, server);
 
     let yaml = build.join("sensor-data.yaml");
     let mut args = vec![
@@ -257,12 +318,14 @@ fn deployed(work: &Path, broker: &Tansu, settings: &[&str]) -> Cluster {
     );
 
     // Every streamlet gets a ready pod, started from the image, and the app is Running.
-    wait_until("every streamlet ready", LIMIT, || {
-        STREAMLETS
-            .iter()
-            .all(|s| cluster.ready_pods(s).len() == 1)
-            .then_some(())
-    });
+    let deadline = Instant::now() + LIMIT;
+    while !STREAMLETS.iter().all(|s| cluster.ready_pods(s).len() == 1) {
+        if Instant::now() > deadline {
+            let pods: String = STREAMLETS.iter().map(|s| cluster.describe(s)).collect();
+            panic!("every streamlet ready did not happen within {LIMIT:?}:\n{pods}");
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
     wait_until("phase Running", LIMIT, || {
         let status = cluster.application()?.status?;
         (status.phase == runnel_application::Phase::Running).then_some(())
@@ -274,7 +337,12 @@ fn deployed(work: &Path, broker: &Tansu, settings: &[&str]) -> Cluster {
 fn an_app_runs_on_the_process_backed_cluster_from_build_to_undeploy() {
     let broker = Tansu::start();
     let work = tempfile::tempdir().unwrap();
-    let cluster = deployed(work.path(), &broker, &["generator.records-per-second=40"]);
+    let cluster = deployed(
+        work.path(),
+        &broker,
+        &["generator.records-per-second=40"],
+        Server::Fake,
+    );
     // Records flow end to end: readings become metrics, validated, to valid-metrics.
     let valid = read_topic(
         &broker,
@@ -532,7 +600,12 @@ impl Drop for Squatters {
 fn a_member_stuck_without_partitions_shows_why_and_is_restarted() {
     let broker = Tansu::start();
     let work = tempfile::tempdir().unwrap();
-    let cluster = deployed(work.path(), &broker, &["generator.records-per-second=20"]);
+    let cluster = deployed(
+        work.path(),
+        &broker,
+        &["generator.records-per-second=20"],
+        Server::Fake,
+    );
     let [pod] = cluster.ready_pods("valid-logger").try_into().unwrap();
     let squatters = Squatters::join(&broker, "sensor-data.valid-logger.in", "valid-metrics", 2);
 
@@ -605,6 +678,73 @@ fn a_member_stuck_without_partitions_shows_why_and_is_restarted() {
 }
 
 /// The app binary is lean: building images and Applications needs no Kubernetes client.
+/// The app on a real kube-apiserver and kube-controller-manager: the operator's Deployments
+/// become real ReplicaSets and Pods, which the kubelet stand-in runs from the built image;
+/// records flow, the Application turns Running, a scaled streamlet gets a second pod whose
+/// process takes a partition, a killed process is restarted and counted, and undeploy
+/// leaves the garbage collector to remove the Pods, whose processes stop.
+///
+/// Pods stay unscheduled (no scheduler), so the API server deletes them at once and the
+/// stand-in kills their processes without a grace period; `runnel status` is not asked, as
+/// the API server refuses to proxy to the stand-in's loopback pod addresses.
+#[test]
+fn an_app_runs_on_a_real_api_server_from_build_to_undeploy() {
+    let broker = Tansu::start();
+    let work = tempfile::tempdir().unwrap();
+    let cluster = deployed(
+        work.path(),
+        &broker,
+        &["generator.records-per-second=40"],
+        Server::Real,
+    );
+    let valid = read_topic(
+        &broker,
+        "valid-metrics",
+        LIMIT,
+        crate::kafka_support::at_least(20),
+    );
+    assert!(valid.len() >= 20, "{} valid metrics", valid.len());
+    let owners: Vec<String> = cluster
+        .pods("to-metrics")
+        .iter()
+        .flat_map(|pod| pod.metadata.owner_references.clone().unwrap_or_default())
+        .map(|owner| owner.kind)
+        .collect();
+    assert_eq!(
+        owners,
+        ["ReplicaSet"],
+        "the controller-manager made the pod"
+    );
+
+    let (code, printed) =
+        cluster.runnel(&["scale", "sensor-data", "to-metrics=2", "-n", NAMESPACE]);
+    assert_eq!(code, 0, "{printed}");
+    let pair = wait_until("two ready to-metrics pods", LIMIT, || {
+        let ready = cluster.ready_pods("to-metrics");
+        (ready.len() == 2).then_some(ready)
+    });
+
+    let victim = pair[0].clone();
+    assert!(cluster.kubelet.kill(&victim));
+    wait_until("the restart in the application's status", LIMIT, || {
+        let status = cluster.application()?.status?;
+        let restarts = status
+            .streamlets
+            .iter()
+            .find(|s| s.name == "to-metrics")?
+            .restarts;
+        (restarts >= 1).then_some(())
+    });
+
+    let (code, printed) = cluster.runnel(&["undeploy", "sensor-data", "-n", NAMESPACE]);
+    assert_eq!(code, 0, "{printed}");
+    // The garbage collector learns a new CRD's kind at its next resync (up to 30 s).
+    wait_until("every pod gone and its process stopped", LIMIT, || {
+        let left: usize = STREAMLETS.iter().map(|s| cluster.pods(s).len()).sum();
+        (left == 0 && cluster.kubelet.running().is_empty()).then_some(())
+    });
+}
+
 #[test]
 fn the_app_binary_does_not_link_kube() {
     let binary = std::fs::read(env!("CARGO_BIN_EXE_sensor-data")).unwrap();
