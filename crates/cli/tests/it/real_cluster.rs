@@ -116,7 +116,15 @@ fn the_operator_and_the_cli_run_an_app_on_a_real_api_server() {
         ],
         None,
     );
-    let explained = kubectl_ok(&plane, &admin, &["explain", "applications.spec"], None);
+    // The server publishes the CRD's OpenAPI, which `explain` reads, a moment after it is
+    // established.
+    let explained = eventually(60, "kubectl explain applications.spec", || {
+        let output = plane.kubectl(&["explain", "applications.spec"]);
+        output
+            .status
+            .success()
+            .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
+    });
     assert!(explained.contains("streamlets"), "{explained}");
 
     // The install manifests: RBAC the server lets an administrator grant.
