@@ -28,7 +28,9 @@ pub(crate) struct KafkaTransactionalProducer {
     producer: KafkaProducer,
     id: String,
     backend: KafkaBackend,
-    consumers: Mutex<HashMap<String, Arc<KafkaConsumer>>>,
+    /// The consumers whose offsets this producer commits, by group, each with its count of
+    /// revocations when the open transaction began.
+    consumers: Mutex<HashMap<String, (Arc<KafkaConsumer>, u64)>>,
     timeout: Duration,
     /// A call into librdkafka did not return in time (see [`STUCK_MARGIN`]): the producer is
     /// given up, and every later call fails at once.
@@ -186,12 +188,16 @@ impl TransactionalProducer for KafkaTransactionalProducer {
         self.consumers
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(config.group.clone(), consumer.clone());
+            .insert(
+                config.group.clone(),
+                (consumer.clone(), consumer.revocations()),
+            );
         Ok(consumer)
     }
 
     async fn commit(&self, offsets: &[GroupOffsets]) -> Result<()> {
         let mut sends = Vec::new();
+        let mut revocations = Vec::new();
         {
             let consumers = self
                 .consumers
@@ -200,7 +206,7 @@ impl TransactionalProducer for KafkaTransactionalProducer {
             for group in offsets.iter().filter(|g| !g.offsets.is_empty()) {
                 let metadata = consumers
                     .get(&group.group)
-                    .and_then(|consumer| consumer.group_metadata())
+                    .and_then(|(consumer, _)| consumer.group_metadata())
                     .ok_or_else(|| Error::Transaction {
                         operation: "committing the transaction",
                         id: self.id.clone(),
@@ -218,6 +224,25 @@ impl TransactionalProducer for KafkaTransactionalProducer {
                     );
                 }
                 sends.push((list, metadata));
+            }
+            // After the group metadata: a rebalance that revokes partitions from here on gives
+            // the group a new generation, and the broker refuses the offsets.
+            for (group, (consumer, at_begin)) in consumers.iter() {
+                let now = consumer.revocations();
+                if now != *at_begin {
+                    // Records of partitions now another member's may be in this transaction,
+                    // and with the new generation the broker would take its offsets: their
+                    // new owner reads them again from the last commit, so committing would
+                    // write their outputs twice.
+                    return Err(Error::Transaction {
+                        operation: "committing the transaction",
+                        id: self.id.clone(),
+                        source: crate::error::message(format!(
+                            "input partitions of group '{group}' were revoked while the transaction was open (a rebalance); it is dropped, not committed, so their next owner's outputs are the only ones"
+                        )),
+                    });
+                }
+                revocations.push((group.clone(), now));
             }
         }
         let (client, redactor, id, timeout) = (
@@ -241,7 +266,19 @@ impl TransactionalProducer for KafkaTransactionalProducer {
                 .begin_transaction()
                 .map_err(|e| transaction_error("beginning a transaction", &id, &e, &redactor))
         })
-        .await
+        .await?;
+        // The next transaction begins with the counts checked above: a revocation since
+        // then, even during this commit, drops it.
+        let mut consumers = self
+            .consumers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for (group, count) in revocations {
+            if let Some((_, at_begin)) = consumers.get_mut(&group) {
+                *at_begin = count;
+            }
+        }
+        Ok(())
     }
 
     async fn abort(&self) -> Result<()> {
@@ -259,6 +296,15 @@ impl TransactionalProducer for KafkaTransactionalProducer {
                 .begin_transaction()
                 .map_err(|e| transaction_error("beginning a transaction", &id, &e, &redactor))
         })
-        .await
+        .await?;
+        for (consumer, at_begin) in self
+            .consumers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values_mut()
+        {
+            *at_begin = consumer.revocations();
+        }
+        Ok(())
     }
 }
