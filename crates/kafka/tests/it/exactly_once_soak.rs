@@ -19,7 +19,7 @@ use runnel_kafka::{KafkaBackend, KafkaConfig};
 use runnel_streamlet::prelude::*;
 use tokio::sync::watch;
 
-use crate::support::{self, Topics};
+use crate::support::{self, ExactlyOnceCopy, Topics};
 
 const INPUTS: usize = 200_000;
 const KILLS: usize = 20;
@@ -30,35 +30,6 @@ const KEYS: usize = 101;
 /// the input, output and dead-letter topics and the member's replica name, one per line.
 const MEMBER: &str = "RUNNEL_KAFKA_SOAK_MEMBER";
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/read_committed.py");
-
-const IN: Inlet<String> = Inlet::new("in").json();
-const OUT: Outlet<String> = Outlet::new("out")
-    .json()
-    .keyed_by(|value| value.split('-').next().unwrap_or_default().to_owned());
-
-/// Copies values exactly once, pausing a millisecond every 16 so that kills land mid-stream.
-struct SlowCopy;
-
-impl Streamlet for SlowCopy {
-    fn shape(&self) -> Shape {
-        Shape::new().inlet(IN).outlet(OUT).exactly_once()
-    }
-
-    async fn run(self, mut ctx: Context) -> Result<()> {
-        let mut input = ctx.inlet(IN);
-        let output = ctx.outlet(OUT);
-        let mut copied = 0u64;
-        while let Some(message) = input.next().await? {
-            if copied.is_multiple_of(16) {
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-            output.send(message.value()).await?;
-            message.commit();
-            copied += 1;
-        }
-        Ok(())
-    }
-}
 
 /// The backplane's settings for the members: a member gone is noticed after 6 s (Kafka's
 /// default is 45 s, which would make every kill wait that long for a rebalance).
@@ -103,7 +74,11 @@ fn member() {
         };
         let transactional_id = format!("{}.copy.{replica}", topics.input);
         let (runtime, running) = support::start(
-            SlowCopy,
+            // A millisecond's pause every 16 values, so kills land mid-stream.
+            ExactlyOnceCopy {
+                every: 16,
+                pause: Duration::from_millis(1),
+            },
             &backend,
             &topics,
             "copy",

@@ -22,36 +22,12 @@ use runnel_kafka::test_broker::ApacheKafka;
 use runnel_streamlet::prelude::*;
 use tokio::sync::watch;
 
-use crate::support::{self, Topics};
+use crate::support::{self, ExactlyOnceCopy, Topics};
 
 const PARTITIONS: u32 = 3;
 const NODES: u32 = 3;
 /// librdkafka's default `transaction.timeout.ms`, which Runnel keeps.
 const TRANSACTION_TIMEOUT: Duration = Duration::from_secs(60);
-
-const IN: Inlet<String> = Inlet::new("in").json();
-const OUT: Outlet<String> = Outlet::new("out")
-    .json()
-    .keyed_by(|value| value.split('-').next().unwrap_or_default().to_owned());
-
-/// Copies values exactly once.
-struct Copy;
-
-impl Streamlet for Copy {
-    fn shape(&self) -> Shape {
-        Shape::new().inlet(IN).outlet(OUT).exactly_once()
-    }
-
-    async fn run(self, mut ctx: Context) -> Result<()> {
-        let mut input = ctx.inlet(IN);
-        let output = ctx.outlet(OUT);
-        while let Some(message) = input.next().await? {
-            output.send(message.value()).await?;
-            message.commit();
-        }
-        Ok(())
-    }
-}
 
 /// What the test shares with its threads: when each input was acknowledged, when each
 /// output was read, and the copy's failures.
@@ -108,7 +84,10 @@ fn run_copy(backend: KafkaBackend, topics: Topics, seen: Arc<Seen>) {
             ..HostSettings::default()
         };
         let (runtime, running) = support::start(
-            Copy,
+            ExactlyOnceCopy {
+                every: 0,
+                pause: Duration::ZERO,
+            },
             &backend,
             &topics,
             "copy",

@@ -1,5 +1,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use runnel_host::{HostSettings, InletWiring, OutletWiring, Wiring};
 use runnel_kafka::KafkaBackend;
@@ -107,4 +108,40 @@ pub(crate) fn start(
         CancellationToken::new(),
     ));
     (runtime, running)
+}
+
+/// The input of the copies: JSON strings `<key>-<n>`.
+pub(crate) const IN: Inlet<String> = Inlet::new("in").json();
+/// The output of the copies, keyed by the part of the value before the dash.
+pub(crate) const OUT: Outlet<String> = Outlet::new("out")
+    .json()
+    .keyed_by(|value| value.split('-').next().unwrap_or_default().to_owned());
+
+/// Copies values exactly once, sleeping `pause` after every `every` values (slowly enough
+/// to be killed mid-stream), or never when `every` is 0.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ExactlyOnceCopy {
+    pub(crate) every: u64,
+    pub(crate) pause: Duration,
+}
+
+impl Streamlet for ExactlyOnceCopy {
+    fn shape(&self) -> Shape {
+        Shape::new().inlet(IN).outlet(OUT).exactly_once()
+    }
+
+    async fn run(self, mut ctx: Context) -> Result<()> {
+        let mut input = ctx.inlet(IN);
+        let output = ctx.outlet(OUT);
+        let mut copied = 0u64;
+        while let Some(message) = input.next().await? {
+            if self.every > 0 && copied.is_multiple_of(self.every) {
+                tokio::time::sleep(self.pause).await;
+            }
+            output.send(message.value()).await?;
+            message.commit();
+            copied += 1;
+        }
+        Ok(())
+    }
 }

@@ -16,32 +16,7 @@ use runnel_kafka::{KafkaBackend, KafkaConfig, test_broker};
 use runnel_streamlet::prelude::*;
 use tokio::sync::watch;
 
-use crate::support::{self, Topics};
-
-const IN: Inlet<String> = Inlet::new("in").json();
-const OUT: Outlet<String> = Outlet::new("out")
-    .json()
-    .keyed_by(|value| value.split('-').next().unwrap_or_default().to_owned());
-
-/// Copies values one by one, slowly enough to be killed mid-stream.
-struct Copy;
-
-impl Streamlet for Copy {
-    fn shape(&self) -> Shape {
-        Shape::new().inlet(IN).outlet(OUT).exactly_once()
-    }
-
-    async fn run(self, mut ctx: Context) -> Result<()> {
-        let mut input = ctx.inlet(IN);
-        let output = ctx.outlet(OUT);
-        while let Some(message) = input.next().await? {
-            tokio::time::sleep(Duration::from_micros(200)).await;
-            output.send(message.value()).await?;
-            message.commit();
-        }
-        Ok(())
-    }
-}
+use crate::support::{self, ExactlyOnceCopy, Topics};
 
 /// Runs the copy on a runtime of its own (shut down to kill it).
 fn start(
@@ -56,7 +31,10 @@ fn start(
     // The app is named after the input topic, and the id follows the input's group.
     let transactional_id = format!("{}.copy.0", topics.input);
     support::start(
-        Copy,
+        ExactlyOnceCopy {
+            every: 1,
+            pause: Duration::from_micros(200),
+        },
         backend,
         topics,
         "copy",
