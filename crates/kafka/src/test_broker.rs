@@ -380,6 +380,7 @@ impl ApacheKafka {
         );
         static CLUSTERS: AtomicU32 = AtomicU32::new(0);
         remove_abandoned_clusters();
+        remove_abandoned_cut_offs();
         let dir = std::env::temp_dir().join(format!(
             "{KAFKA_DIR_PREFIX}{}-{}",
             std::process::id(),
@@ -390,7 +391,7 @@ impl ApacheKafka {
         let output = Command::new(&script)
             .arg("configure")
             .args(["--brokers", &nodes.to_string()])
-            .args(["--port", &free_ports(2 * nodes as u16).to_string()])
+            .args(["--port", &free_ports(3 * nodes as u16).to_string()])
             .arg("--dir")
             .arg(&dir)
             .stdin(Stdio::null())
@@ -514,6 +515,54 @@ impl ApacheKafka {
         );
         self.launch(node);
         self.wait_until_ready();
+    }
+
+    /// The node leading `topic`'s partition `partition` now, from the cluster's metadata;
+    /// `None` while it has no leader.
+    ///
+    /// # Panics
+    ///
+    /// When the cluster does not answer the metadata request within 10 seconds, or the
+    /// topic has no such partition.
+    pub fn leader(&self, topic: &str, partition: i32) -> Option<u32> {
+        let client: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", self.bootstrap_servers())
+            .create()
+            .expect("a metadata client");
+        let metadata = client
+            .fetch_metadata(Some(topic), Duration::from_secs(10))
+            .unwrap_or_else(|error| panic!("reading the metadata of topic '{topic}': {error}"));
+        let partitions = metadata
+            .topics()
+            .first()
+            .map(|topic| topic.partitions())
+            .unwrap_or_default();
+        let found = partitions
+            .iter()
+            .find(|candidate| candidate.id() == partition)
+            .unwrap_or_else(|| panic!("topic '{topic}' has no partition {partition}"));
+        u32::try_from(found.leader()).ok()
+    }
+
+    /// Cuts node `node` off from its clients, as a network partition between the apps and
+    /// one broker would, until the returned guard is dropped: packets to its client listener
+    /// are dropped by an `iptables` rule on the loopback interface. The node replicates and
+    /// talks to the controllers on listeners of their own, so it stays in the cluster, in
+    /// sync, and the leader of its partitions: clients' requests to it go unanswered, none
+    /// fail fast. A rule left by a test process that died is removed by the next cluster
+    /// started.
+    ///
+    /// # Panics
+    ///
+    /// When the cluster has no node `node` (ids go from 1), or `iptables` refuses the rule
+    /// (it needs root, or `CAP_NET_ADMIN`).
+    pub fn cut_off_clients(&self, node: u32) -> ClientsCutOff {
+        let port = self.node(node).port;
+        let rule = cut_off_rule(std::process::id(), port);
+        iptables("-I", &rule).unwrap_or_else(|error| {
+            panic!("cutting node {node} (port {port}) off from its clients failed: {error}")
+        });
+        ClientsCutOff { rule }
     }
 
     /// The log file node `node` writes at level WARN (`RUNNEL_KAFKA_LOG_LEVEL` changes it).
@@ -672,6 +721,102 @@ impl Drop for ApacheKafka {
             );
         } else {
             let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// A node cut off from its clients ([`ApacheKafka::cut_off_clients`]); dropping it heals
+/// the partition.
+#[derive(Debug)]
+#[must_use = "the partition heals when this is dropped"]
+pub struct ClientsCutOff {
+    rule: Vec<String>,
+}
+
+impl ClientsCutOff {
+    /// Ends the partition: the node's clients reach it again.
+    pub fn heal(self) {}
+}
+
+impl Drop for ClientsCutOff {
+    fn drop(&mut self) {
+        if let Err(error) = iptables("-D", &self.rule) {
+            eprintln!("healing a partition of the kafka test cluster failed: {error}");
+        }
+    }
+}
+
+/// What marks the `iptables` rules of [`ApacheKafka::cut_off_clients`], followed by
+/// `pid=<test process> port=<client port>`.
+const CUT_OFF_MARK: &str = "runnel-kafka-test";
+
+/// The rule (without the command) that drops packets to `port` on the loopback interface,
+/// marked as made by process `pid`.
+fn cut_off_rule(pid: u32, port: u16) -> Vec<String> {
+    [
+        "OUTPUT",
+        "-o",
+        "lo",
+        "-p",
+        "tcp",
+        "--dport",
+        &port.to_string(),
+        "-m",
+        "comment",
+        "--comment",
+        &format!("{CUT_OFF_MARK} pid={pid} port={port}"),
+        "-j",
+        "DROP",
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+/// Runs `iptables -w <command> <rule>`.
+fn iptables(command: &str, rule: &[String]) -> Result<(), String> {
+    let output = Command::new("iptables")
+        .args(["-w", command])
+        .args(rule)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|error| format!("running iptables: {error}"))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "iptables {command} {}: {}",
+            rule.join(" "),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ))
+    }
+}
+
+/// Removes the rules of [`ApacheKafka::cut_off_clients`] whose test process is gone (it died
+/// before healing): they would cut off whatever listens on their port next.
+fn remove_abandoned_cut_offs() {
+    let Ok(output) = Command::new("iptables")
+        .args(["-w", "-S", "OUTPUT"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+    else {
+        return; // no iptables here, so no rules either
+    };
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        let Some((_, marked)) = line.split_once(&format!("{CUT_OFF_MARK} pid=")) else {
+            continue;
+        };
+        let mut fields = marked
+            .trim_end_matches(|c: char| !c.is_ascii_digit())
+            .split(" port=");
+        let (Some(Ok(pid)), Some(Ok(port))) = (
+            fields.next().map(str::parse::<u32>),
+            fields.next().map(str::parse::<u16>),
+        ) else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = iptables("-D", &cut_off_rule(pid, port));
         }
     }
 }

@@ -339,8 +339,11 @@ impl StatusBoard {
                     break;
                 }
                 Err(_) => {
-                    observed.unreachable =
-                        Some(format!("no answer within {} s", REQUEST_TIMEOUT.as_secs()));
+                    observed.unreachable = Some(format!(
+                        "no answer within {} s to reading the offsets of topic '{}'",
+                        REQUEST_TIMEOUT.as_secs(),
+                        topic.name
+                    ));
                     break;
                 }
             }

@@ -1,8 +1,9 @@
 //! Node faults on a three-node Apache Kafka cluster (replication factor 3,
 //! `min.insync.replicas` 2) while an exactly-once copy runs under steady input: SIGKILL of the
 //! leader of a partition the copy reads, of the active KRaft controller and (twice) of the
-//! node holding the copy's transaction coordinator, and a node stopped for longer than the
-//! transaction timeout. After each, every input acknowledged before the fault reaches the
+//! node holding the copy's transaction coordinator, a node stopped for longer than the
+//! transaction timeout, and a network partition cutting that coordinator's node off from its
+//! clients (but not from the other nodes) for 30 s. After each, every input acknowledged before the fault reaches the
 //! output; at the end, read committed, the output holds every acknowledged input exactly
 //! once, in input order per partition. Prints the recovery times (docs/benchmarks.md, "Node
 //! faults on three Kafka nodes").
@@ -260,9 +261,26 @@ fn transaction_state_partition(transactional_id: &str, partitions: i32) -> i32 {
 struct Fault {
     name: &'static str,
     node: u32,
-    stop_gracefully: bool,
+    how: Disruption,
     down_for: Duration,
 }
+
+/// What happens to the node.
+#[derive(Clone, Copy, PartialEq)]
+enum Disruption {
+    /// SIGKILL, restarted once every input before the fault is through.
+    Kill,
+    /// SIGTERM, a controlled shutdown, restarted after `down_for`.
+    Stop,
+    /// Cut off from its clients (a network partition: it stays in the cluster, leading its
+    /// partitions) for `down_for`, then healed.
+    CutOff,
+}
+
+/// How long the node holding the transaction coordinator stays cut off from its clients:
+/// shorter than the transaction timeout, longer than the copy's commit timeout, so that
+/// commits fail while open transactions stay alive on the broker.
+const CUT_OFF_FOR: Duration = Duration::from_secs(30);
 
 #[test]
 fn an_exactly_once_copy_rides_out_node_faults_on_three_nodes() {
@@ -335,34 +353,41 @@ fn an_exactly_once_copy_rides_out_node_faults_on_three_nodes() {
     let transactional_id = format!("{}.copy.0", topics.input);
     let coordinator_partition = transaction_state_partition(&transactional_id, 3);
     let mut rows = Vec::new();
-    for kind in [0, 1, 2, 2, 3] {
+    for kind in [0, 1, 2, 2, 3, 4] {
         wait_until_healthy(&bootstrap, &[&topics.input, &topics.output]);
         std::thread::sleep(Duration::from_secs(3)); // steady before the fault
         let fault = match kind {
             0 => Fault {
                 name: "SIGKILL the leader of an input partition",
                 node: leader_and_isr(&bootstrap, &topics.input, 0).0 as u32,
-                stop_gracefully: false,
+                how: Disruption::Kill,
                 down_for: Duration::ZERO,
             },
             1 => Fault {
                 name: "SIGKILL the active controller",
                 node: active_controller(&kafka),
-                stop_gracefully: false,
+                how: Disruption::Kill,
                 down_for: Duration::ZERO,
             },
             2 => Fault {
                 name: "SIGKILL the node holding the copy's transaction coordinator",
                 node: leader_and_isr(&bootstrap, "__transaction_state", coordinator_partition).0
                     as u32,
-                stop_gracefully: false,
+                how: Disruption::Kill,
                 down_for: Duration::ZERO,
             },
-            _ => Fault {
+            3 => Fault {
                 name: "stop (SIGTERM) the leader of an output partition for 70 s, past the transaction timeout",
                 node: leader_and_isr(&bootstrap, &topics.output, 0).0 as u32,
-                stop_gracefully: true,
+                how: Disruption::Stop,
                 down_for: TRANSACTION_TIMEOUT + Duration::from_secs(10),
+            },
+            _ => Fault {
+                name: "cut the node holding the copy's transaction coordinator off from its clients for 30 s (network partition)",
+                node: leader_and_isr(&bootstrap, "__transaction_state", coordinator_partition).0
+                    as u32,
+                how: Disruption::CutOff,
+                down_for: CUT_OFF_FOR,
             },
         };
         let before: Vec<String> = seen
@@ -374,10 +399,16 @@ fn an_exactly_once_copy_rides_out_node_faults_on_three_nodes() {
             .collect();
         let failures_before = seen.failures.lock().unwrap().len();
         let faulted = Instant::now();
-        if fault.stop_gracefully {
-            kafka.stop(fault.node);
-        } else {
-            kafka.kill(fault.node);
+        match fault.how {
+            Disruption::Kill => kafka.kill(fault.node),
+            Disruption::Stop => kafka.stop(fault.node),
+            Disruption::CutOff => {
+                // The node stays the leader of its partitions and the coordinator of the
+                // copy's transactions: nothing moves until the partition heals.
+                let cut_off = kafka.cut_off_clients(fault.node);
+                std::thread::sleep(fault.down_for);
+                cut_off.heal();
+            }
         }
         let recovery = seen.wait_for(&before, faulted).unwrap_or_else(|missing| {
             stuck(&runtime, &backend, &topics, &seen, &missing, fault.name)
@@ -410,17 +441,27 @@ fn an_exactly_once_copy_rides_out_node_faults_on_three_nodes() {
             .map(|(value, acknowledged)| arrivals[value].duration_since(*acknowledged))
             .max()
             .unwrap_or_default();
-        std::thread::sleep(fault.down_for.saturating_sub(faulted.elapsed()));
-        kafka.restart(fault.node);
+        if fault.how != Disruption::CutOff {
+            std::thread::sleep(fault.down_for.saturating_sub(faulted.elapsed()));
+            kafka.restart(fault.node);
+        }
         let failures: Vec<String> = seen.failures.lock().unwrap()[failures_before..]
             .iter()
             .map(|(_, failure)| failure.clone())
             .collect();
+        let recovery = if fault.how == Disruption::CutOff {
+            format!(
+                "{} ms ({} ms after it healed)",
+                recovery.as_millis(),
+                recovery.saturating_sub(fault.down_for).as_millis()
+            )
+        } else {
+            format!("{} ms", recovery.as_millis())
+        };
         rows.push(format!(
-            "| {} | {} | {} ms | {} ms | {} | {} |",
+            "| {} | {} | {recovery} | {} ms | {} | {} |",
             fault.name,
             fault.node,
-            recovery.as_millis(),
             worst.as_millis(),
             failures.len(),
             failures.first().map_or("-", String::as_str),

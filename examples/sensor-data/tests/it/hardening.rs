@@ -1,5 +1,5 @@
-//! Operating the app on Kafka when things go wrong: poison records of every size, and a
-//! broker that stops answering.
+//! Operating the app on Kafka when things go wrong: poison records of every size, a broker
+//! that stops answering, and one of three Apache Kafka nodes cut off from the app.
 //!
 //! A topic deleted under the running app is tested on the in-memory backplane
 //! (`crates/runtime/tests/it/health.rs`): on tansu, librdkafka 2.12.1 crashes (SIGSEGV in
@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use rdkafka::ClientConfig;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use runnel::prelude::apache_avro::{self, AvroSchema};
-use runnel_kafka::test_broker::Tansu;
+use runnel_kafka::test_broker::{ApacheKafka, Tansu, TestBroker};
 use sensor_data::model::{Metric, SensorData};
 use sensor_data::streamlets::generator::reading;
 
@@ -227,9 +227,38 @@ fn poison_records_are_dead_lettered_once_and_every_good_record_arrives() {
 
 #[test]
 fn a_paused_broker_shows_as_an_outage_and_nothing_is_lost() {
-    const READINGS: i64 = 2_500;
     let broker = Tansu::start();
-    let mut command = app_on(&broker, &["run", BLUEPRINT]);
+    an_outage_shows_and_nothing_is_lost(&broker, || {
+        broker.pause();
+        Box::new(|| broker.resume())
+    });
+}
+
+/// A network partition between the app and one of three Apache Kafka nodes (the leader of
+/// the topic the generator writes): the node stays in the cluster and keeps leading its
+/// partitions, so nothing fails over; the app's requests to it go unanswered.
+#[test]
+fn a_node_cut_off_from_the_app_shows_as_an_outage_and_nothing_is_lost() {
+    let kafka = ApacheKafka::start_cluster(3);
+    an_outage_shows_and_nothing_is_lost(&kafka, || {
+        let leader = kafka
+            .leader("sensor-data", 0)
+            .expect("the generator's topic has a leader");
+        let cut_off = kafka.cut_off_clients(leader);
+        Box::new(move || cut_off.heal())
+    });
+}
+
+/// Runs the app on `broker` and, once records flow, starts an outage with `outage` (which
+/// returns how to end it): the status must show it within 10 s (every streamlet stalled
+/// with the backplane unreachable, `/health/ready` 503, `status` saying so), and once it
+/// ends after 20 s the run recovers, ends by itself, and every valid metric arrives.
+fn an_outage_shows_and_nothing_is_lost<'a>(
+    broker: &impl TestBroker,
+    outage: impl FnOnce() -> Box<dyn FnOnce() + 'a>,
+) {
+    const READINGS: i64 = 2_500;
+    let mut command = app_on(broker, &["run", BLUEPRINT]);
     command.args([
         "--set",
         &format!("generator.count={READINGS}"),
@@ -244,9 +273,9 @@ fn a_paused_broker_shows_as_an_outage_and_nothing_is_lost() {
         |s| s["ready"] == true && streamlet(s, "validation")["records_in"].as_u64() > Some(30),
     );
 
-    broker.pause();
-    let paused = Instant::now();
-    let outage = status_until(&admin, Duration::from_secs(10), "the outage shows", |s| {
+    let end_outage = outage();
+    let started = Instant::now();
+    let shown = status_until(&admin, Duration::from_secs(10), "the outage shows", |s| {
         s["ready"] == false
             && s["streamlets"]
                 .as_array()
@@ -258,7 +287,7 @@ fn a_paused_broker_shows_as_an_outage_and_nothing_is_lost() {
                         .is_some_and(|e| e.starts_with("backplane unreachable"))
             })
     });
-    assert_eq!(streamlet(&outage, "to-metrics")["state"], "stalled");
+    assert_eq!(streamlet(&shown, "to-metrics")["state"], "stalled");
     let (code, body) = get(&admin, "/health/ready");
     assert_eq!(code, 503, "{body}");
     assert!(
@@ -283,10 +312,12 @@ fn a_paused_broker_shows_as_an_outage_and_nothing_is_lost() {
         table.contains("! to-metrics: backplane unreachable for "),
         "{table}"
     );
+    eprintln!("status during the outage:\n{table}");
 
     // Twenty seconds of outage, then the broker answers again.
-    std::thread::sleep(Duration::from_secs(20).saturating_sub(paused.elapsed()));
-    broker.resume();
+    std::thread::sleep(Duration::from_secs(20).saturating_sub(started.elapsed()));
+    end_outage();
+    let ended = Instant::now();
     status_until(&admin, Duration::from_secs(90), "the run recovers", |s| {
         s["streamlets"]
             .as_array()
@@ -294,6 +325,10 @@ fn a_paused_broker_shows_as_an_outage_and_nothing_is_lost() {
             .iter()
             .all(|s| s["problems"].as_array().is_none_or(Vec::is_empty))
     });
+    eprintln!(
+        "the status showed no problem {} ms after the outage ended",
+        ended.elapsed().as_millis()
+    );
 
     let mut running = running;
     let exit = running.child.wait().unwrap();
@@ -304,7 +339,7 @@ fn a_paused_broker_shows_as_an_outage_and_nothing_is_lost() {
     let faulty = (0..READINGS).filter(|sequence| sequence % 7 == 6).count();
     let expected = 3 * READINGS as usize - faulty;
     let valid: Vec<Metric> = read_topic(
-        &broker,
+        broker,
         "valid-metrics",
         Duration::from_secs(60),
         distinct_metrics(expected),
