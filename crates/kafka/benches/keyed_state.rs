@@ -1,8 +1,8 @@
-//! Keyed state restores and failovers through Kafka, on one tansu broker started by the
-//! benchmark: the restore and failover phases of `runnel-host`'s `keyed_state` bench
-//! (which runs on the embedded log), with the same streamlet (a count and a sum per key,
-//! `ValueState<(u64, i64)>`, 16-byte keys, 4 input partitions) hosted by `run_instance`
-//! on the Kafka backplane.
+//! Keyed state restores and failovers through Kafka, on one Apache Kafka node started by the
+//! benchmark (one tansu broker with `--tansu`): the restore and failover phases of
+//! `runnel-host`'s `keyed_state` bench (which runs on the embedded log), with the same
+//! streamlet (a count and a sum per key, `ValueState<(u64, i64)>`, 16-byte keys, 4 input
+//! partitions) hosted by `run_instance` on the Kafka backplane.
 //!
 //! 1. **Restore**: the state of `keys` keys built and checkpointed by one instance, which
 //!    stops; then, `runs` times, one record per partition and a new instance: the time from
@@ -14,7 +14,7 @@
 //!    has restored them and handled a record of each, with the second member keeping warm
 //!    standbys and without, alternating. That includes the group's rebalance.
 //!
-//! `cargo bench -p runnel-kafka --bench keyed_state -- [keys] [runs] [restore|failover]`
+//! `cargo bench -p runnel-kafka --bench keyed_state -- [keys] [runs] [restore|failover] [--tansu]`
 //! (defaults 100,000 and 3; `restore` or `failover` runs that phase alone).
 
 use std::collections::BTreeMap;
@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use runnel_backend::{Backend, TopicSpec};
 use runnel_kafka::KafkaBackend;
-use runnel_kafka::test_broker::Tansu;
+use runnel_kafka::test_broker::{ApacheKafka, Tansu, TestBroker};
 
 // The streamlet and what drives it, as the embedded log's bench runs them.
 #[path = "../../host/benches/support/tally.rs"]
@@ -80,16 +80,26 @@ async fn wait_for_commits(backend: &KafkaBackend, app: &str, keys: u64, member: 
 async fn main() {
     let arguments: Vec<String> = std::env::args()
         .skip(1)
-        .filter(|a| a != "--bench")
+        .filter(|a| a != "--bench" && a != "--tansu")
         .collect();
+    let on_tansu = std::env::args().any(|a| a == "--tansu");
     let keys: u64 = arguments
         .first()
         .map_or(100_000, |keys| keys.parse().unwrap());
     let runs: usize = arguments.get(1).map_or(3, |runs| runs.parse().unwrap());
     let only = arguments.get(2).map(String::as_str);
-    let broker = Tansu::start();
+    let broker: Box<dyn TestBroker> = if on_tansu {
+        Box::new(Tansu::start())
+    } else {
+        Box::new(ApacheKafka::start())
+    };
     let backend = KafkaBackend::connect(broker.config()).await.unwrap();
-    println!("keyed state on tansu: {keys} keys, {PARTITIONS} partitions, {runs} runs of each");
+    let on = if on_tansu {
+        "tansu"
+    } else {
+        "Apache Kafka, one node"
+    };
+    println!("keyed state on {on}: {keys} keys, {PARTITIONS} partitions, {runs} runs of each");
     if only.is_none_or(|only| only == "restore") {
         restore(&backend, keys, runs).await;
     }
@@ -126,7 +136,7 @@ async fn restore(backend: &KafkaBackend, keys: u64, runs: usize) {
     println!("restore median: {:.2} s", median(restores));
 }
 
-/// Phase 2: as the embedded log's failover phase, on tansu.
+/// Phase 2: as the embedded log's failover phase, on Kafka.
 async fn failover(backend: &KafkaBackend, keys: u64, runs: usize) {
     let mut times: BTreeMap<bool, Vec<f64>> = BTreeMap::new();
     for run_index in 0..runs {

@@ -1,9 +1,9 @@
 //! Records per second of a one-streamlet relay (consume, map, produce) on Runnel's Kafka
 //! backplane, against bare librdkafka relays with the same client settings, side by side
-//! against one tansu broker started by the benchmark.
+//! against one Apache Kafka node started by the benchmark (one tansu broker with `--tansu`).
 //!
 //! ```text
-//! cargo bench -p runnel-kafka --bench relay -- [RECORDS] [RUNS] [ONLY]
+//! cargo bench -p runnel-kafka --bench relay -- [RECORDS] [RUNS] [ONLY] [--tansu]
 //! ```
 //!
 //! (defaults 300,000 and 5; `ONLY` runs the relays whose name contains it, such as `runnel`,
@@ -18,8 +18,8 @@
 //! waiting for deliveries; one copies payloads, one decodes, maps and encodes them with a
 //! direct serde codec (`serde_avro_fast`), and one through `apache_avro::Value` (the slow path
 //! Runnel itself replaced). Runs take turns.
-//! Rates count from each relay's first record, so the consumer group join (seconds on tansu)
-//! is left out; the medians and the ratios are printed, with the process's CPU time per
+//! Rates count from each relay's first record, so the consumer group join (seconds on tansu,
+//! less on Apache Kafka) is left out; the medians and the ratios are printed, with the process's CPU time per
 //! record.
 
 use std::collections::{BTreeMap, HashMap};
@@ -32,7 +32,7 @@ use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedPr
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 use runnel_backend::{Backend, ProducerConfig, Record, TopicSpec, partition_for_key};
 use runnel_host::{HostSettings, InletWiring, OutletWiring, Wiring};
-use runnel_kafka::test_broker::Tansu;
+use runnel_kafka::test_broker::{ApacheKafka, Tansu, TestBroker};
 use runnel_kafka::{KafkaBackend, KafkaConfig};
 use runnel_streamlet::prelude::*;
 use runnel_streamlet::{InstanceMetrics, SystemClock};
@@ -301,7 +301,7 @@ impl Mark {
 }
 
 /// How long a relay took and the CPU it used, in all and from its first record on (after
-/// the group join, which costs every relay the same few seconds on tansu).
+/// the group join, which costs every relay the same time).
 struct Timing {
     started: Mark,
     first_record: Mark,
@@ -356,7 +356,18 @@ fn main() {
     let records: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(300_000);
     let runs: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(5);
     let only = args.next().unwrap_or_default();
-    let broker = Tansu::start();
+    let on_tansu = std::env::args().any(|a| a == "--tansu");
+    let broker: Box<dyn TestBroker> = if on_tansu {
+        Box::new(Tansu::start())
+    } else {
+        Box::new(ApacheKafka::start())
+    };
+    let on = if on_tansu {
+        "tansu"
+    } else {
+        "Apache Kafka, one node"
+    };
+    println!("relays on {on}");
     let config = broker.config();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let backend = runtime
