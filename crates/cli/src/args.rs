@@ -195,8 +195,9 @@ pub(crate) struct CrdArgs {
 pub(crate) enum OperatorCommand {
     /// Run the operator until SIGTERM or SIGINT.
     Run(OperatorRunArgs),
-    /// Print the objects that install the operator (ServiceAccount, RBAC, Deployment) and
-    /// a Role for people who deploy apps, as YAML; apply them after the CRD.
+    /// Print the objects that install the operator (ServiceAccount, RBAC, Deployment), a
+    /// Role for people who deploy apps and the validating admission webhook (with a new
+    /// certificate), as YAML; apply them after the CRD.
     Manifests(ManifestsArgs),
     /// Build an OCI image of this `runnel` binary, for the operator's Deployment.
     Image(OperatorImageArgs),
@@ -233,6 +234,16 @@ pub(crate) struct OperatorRunArgs {
     /// The kubeconfig context.
     #[arg(long, value_name = "NAME")]
     pub(crate) context: Option<String>,
+    /// Serve the validating admission webhook on this address (`0.0.0.0:8443`), over TLS
+    /// with --webhook-certificate and --webhook-key.
+    #[arg(long, value_name = "ADDRESS", requires_all = ["webhook_certificate", "webhook_key"])]
+    pub(crate) webhook_listen: Option<String>,
+    /// The webhook's certificate, PEM (`tls.crt` of the Secret `runnel-operator-webhook`).
+    #[arg(long, value_name = "FILE", requires = "webhook_listen")]
+    pub(crate) webhook_certificate: Option<PathBuf>,
+    /// The webhook's private key, PEM (`tls.key`).
+    #[arg(long, value_name = "FILE", requires = "webhook_listen")]
+    pub(crate) webhook_key: Option<PathBuf>,
 }
 
 /// `runnel operator manifests`.
@@ -250,6 +261,15 @@ pub(crate) struct ManifestsArgs {
     /// Manage every namespace: a ClusterRole instead of a Role.
     #[arg(long)]
     pub(crate) cluster_wide: bool,
+    /// Install no validating admission webhook: Applications the operator cannot run are
+    /// stored, and fail in their status.
+    #[arg(long)]
+    pub(crate) no_webhook: bool,
+    /// Where the API server calls the webhook, for an operator run outside the cluster
+    /// (`https://HOST:PORT/validate`, with `runnel operator run --webhook-listen`); by
+    /// default the operator's pods, through the Service `runnel-operator-webhook`.
+    #[arg(long, value_name = "URL", conflicts_with = "no_webhook")]
+    pub(crate) webhook_url: Option<String>,
 }
 
 /// `runnel operator image`.

@@ -10,6 +10,7 @@ mod state;
 mod status;
 mod undeploy;
 mod version;
+mod webhook_certificate;
 
 use std::io::Write;
 

@@ -83,6 +83,17 @@ pub enum Error {
         /// Who holds it now.
         holder: String,
     },
+    /// The admission webhook's certificate or key could not be loaded.
+    #[error("loading the webhook's {what} from {path} failed")]
+    WebhookTls {
+        /// `certificate` or `key`.
+        what: &'static str,
+        /// The PEM file.
+        path: std::path::PathBuf,
+        /// The cause.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 impl Error {
@@ -97,6 +108,7 @@ impl Error {
             Error::Lease { .. } => "lease",
             Error::LostLease { .. } => "lost_lease",
             Error::Deposed { .. } => "deposed",
+            Error::WebhookTls { .. } => "webhook_tls",
         }
     }
 }

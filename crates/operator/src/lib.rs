@@ -29,6 +29,7 @@
 //!   *and* owner reference, and undeploy is Kubernetes' garbage collection of the
 //!   Application's dependents.
 
+pub mod admission;
 mod autoscale;
 mod backplane;
 mod controller;
@@ -46,6 +47,8 @@ mod plan;
 mod reconcile;
 mod resource;
 mod status;
+mod verify;
+pub mod webhook;
 
 #[cfg(feature = "kafka")]
 pub use backplane::KafkaBackplanes;

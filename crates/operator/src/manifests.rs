@@ -1,26 +1,41 @@
 //! The objects that install the operator: a ServiceAccount, least-privilege RBAC (namespaced
-//! by default), the operator's Deployment (two replicas with leader election), and a Role
-//! for the people who deploy apps with `runnel`.
+//! by default), the operator's Deployment (two replicas with leader election), a Role for
+//! the people who deploy apps with `runnel`, and the validating admission webhook that
+//! refuses Applications the operator could not run.
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::ByteString;
+use k8s_openapi::api::admissionregistration::v1::{
+    RuleWithOperations, ServiceReference, ValidatingWebhook, ValidatingWebhookConfiguration,
+    WebhookClientConfig,
+};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, EnvVar, EnvVarSource, ObjectFieldSelector, PodSecurityContext,
-    PodSpec, PodTemplateSpec, ResourceRequirements, SeccompProfile, SecurityContext,
-    ServiceAccount,
+    Capabilities, Container, ContainerPort, EnvVar, EnvVarSource, ObjectFieldSelector,
+    PodSecurityContext, PodSpec, PodTemplateSpec, ResourceRequirements, SeccompProfile, Secret,
+    SecretVolumeSource, SecurityContext, Service, ServiceAccount, ServicePort, ServiceSpec, Volume,
+    VolumeMount,
 };
 use k8s_openapi::api::rbac::v1::{
     ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::Value;
+use sha2::{Digest as _, Sha256};
 
 /// The name of the operator's ServiceAccount, Role, binding and Deployment.
 pub const OPERATOR: &str = "runnel-operator";
 /// The name of the Role for people who deploy apps.
 pub const DEPLOYER: &str = "runnel-deployer";
+/// The name of the webhook's Secret (its TLS certificate and key) and Service.
+pub const WEBHOOK: &str = "runnel-operator-webhook";
+/// The port the operator's pods serve the webhook on.
+pub const WEBHOOK_PORT: u16 = 8443;
+/// Where the webhook's Secret is mounted in the operator's pods.
+const WEBHOOK_MOUNT: &str = "/etc/runnel/webhook";
 
 /// What to install.
 #[derive(Clone, Debug)]
@@ -33,6 +48,41 @@ pub struct Install {
     pub kafka: Option<String>,
     /// Manage every namespace (a ClusterRole) instead of its own (a Role).
     pub cluster_wide: bool,
+    /// The validating admission webhook, or `None` for none.
+    pub webhook: Option<Webhook>,
+}
+
+/// The admission webhook's TLS material, PEM, and where the API server calls it.
+#[derive(Clone, Debug)]
+pub struct Webhook {
+    /// The certificate the operator serves (`tls.crt`), for the names of
+    /// [`service_names`] (and the host of `url`).
+    pub certificate: String,
+    /// Its private key (`tls.key`).
+    pub key: String,
+    /// The certificate authority that signed it, which the API server trusts for this
+    /// webhook alone (`caBundle`).
+    pub certificate_authority: String,
+    /// `None`: the API server calls the operator's pods through the Service
+    /// `runnel-operator-webhook` (port 443). A URL (`https://host:port/validate`): an
+    /// operator run elsewhere, with `runnel operator run --webhook-listen`.
+    pub url: Option<String>,
+}
+
+/// The DNS names the API server may call the webhook's Service by, in `namespace`: what its
+/// certificate must hold.
+///
+/// ```
+/// let names = runnel_operator::manifests::service_names("ops");
+/// assert!(names.contains(&"runnel-operator-webhook.ops.svc".to_owned()));
+/// ```
+pub fn service_names(namespace: &str) -> Vec<String> {
+    vec![
+        WEBHOOK.to_owned(),
+        format!("{WEBHOOK}.{namespace}"),
+        format!("{WEBHOOK}.{namespace}.svc"),
+        format!("{WEBHOOK}.{namespace}.svc.cluster.local"),
+    ]
 }
 
 /// Every object, in the order to apply them, as JSON values (one YAML document each).
@@ -106,8 +156,95 @@ pub fn install(install: &Install) -> Vec<Value> {
         metadata: meta(DEPLOYER, true),
         rules: Some(deployer_rules()),
     }));
+    if let Some(webhook) = &install.webhook {
+        objects.push(to_value(&Secret {
+            metadata: meta(WEBHOOK, true),
+            type_: Some("kubernetes.io/tls".to_owned()),
+            data: Some(BTreeMap::from([
+                (
+                    "tls.crt".to_owned(),
+                    ByteString(webhook.certificate.clone().into_bytes()),
+                ),
+                (
+                    "tls.key".to_owned(),
+                    ByteString(webhook.key.clone().into_bytes()),
+                ),
+            ])),
+            ..Secret::default()
+        }));
+        objects.push(to_value(&Service {
+            metadata: meta(WEBHOOK, true),
+            spec: Some(ServiceSpec {
+                selector: Some(labels.clone()),
+                ports: Some(vec![ServicePort {
+                    name: Some("webhook".to_owned()),
+                    port: 443,
+                    target_port: Some(IntOrString::String("webhook".to_owned())),
+                    ..ServicePort::default()
+                }]),
+                ..ServiceSpec::default()
+            }),
+            status: None,
+        }));
+    }
     objects.push(to_value(&deployment(install, &labels)));
+    if let Some(webhook) = &install.webhook {
+        objects.push(to_value(&webhook_configuration(install, webhook, &labels)));
+    }
     objects
+}
+
+/// Asks the API server to let the operator judge every Application created or updated (in
+/// the operator's namespace, or every namespace when cluster-wide) before storing it. It
+/// fails closed: while no operator answers, Applications cannot be written.
+fn webhook_configuration(
+    install: &Install,
+    webhook: &Webhook,
+    labels: &BTreeMap<String, String>,
+) -> ValidatingWebhookConfiguration {
+    let client_config = WebhookClientConfig {
+        ca_bundle: Some(ByteString(
+            webhook.certificate_authority.clone().into_bytes(),
+        )),
+        service: webhook.url.is_none().then(|| ServiceReference {
+            name: WEBHOOK.to_owned(),
+            namespace: install.namespace.clone(),
+            path: Some(crate::webhook::PATH.to_owned()),
+            port: Some(443),
+        }),
+        url: webhook.url.clone(),
+    };
+    ValidatingWebhookConfiguration {
+        metadata: ObjectMeta {
+            // Cluster-scoped: one per installation, named after its namespace.
+            name: Some(format!("{OPERATOR}.{}", install.namespace)),
+            labels: Some(labels.clone()),
+            ..ObjectMeta::default()
+        },
+        webhooks: Some(vec![ValidatingWebhook {
+            name: "applications.runnel.dev".to_owned(),
+            admission_review_versions: vec!["v1".to_owned()],
+            client_config,
+            failure_policy: Some("Fail".to_owned()),
+            side_effects: "None".to_owned(),
+            timeout_seconds: Some(10),
+            namespace_selector: (!install.cluster_wide).then(|| LabelSelector {
+                match_labels: Some(BTreeMap::from([(
+                    "kubernetes.io/metadata.name".to_owned(),
+                    install.namespace.clone(),
+                )])),
+                match_expressions: None,
+            }),
+            rules: Some(vec![RuleWithOperations {
+                api_groups: Some(vec![runnel_application::GROUP.to_owned()]),
+                api_versions: Some(vec![runnel_application::VERSION.to_owned()]),
+                operations: Some(vec!["CREATE".to_owned(), "UPDATE".to_owned()]),
+                resources: Some(vec![runnel_application::PLURAL.to_owned()]),
+                scope: Some("Namespaced".to_owned()),
+            }]),
+            ..ValidatingWebhook::default()
+        }]),
+    }
 }
 
 /// What the operator may do: read Applications, write their status and block their deletion
@@ -214,6 +351,25 @@ fn deployment(install: &Install, labels: &BTreeMap<String, String>) -> Deploymen
     if let Some(kafka) = &install.kafka {
         args.extend(["--kafka".to_owned(), kafka.clone()]);
     }
+    if install.webhook.is_some() {
+        args.extend([
+            "--webhook-listen".to_owned(),
+            format!("0.0.0.0:{WEBHOOK_PORT}"),
+            "--webhook-certificate".to_owned(),
+            format!("{WEBHOOK_MOUNT}/tls.crt"),
+            "--webhook-key".to_owned(),
+            format!("{WEBHOOK_MOUNT}/tls.key"),
+        ]);
+    }
+    // A new certificate rolls the pods, which load it once.
+    let annotations = install.webhook.as_ref().map(|webhook| {
+        let digest = Sha256::digest(webhook.certificate.as_bytes());
+        let hex: String = digest[..8]
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
+        BTreeMap::from([("runnel.dev/webhook-certificate".to_owned(), hex)])
+    });
     let quantity = |cpu: &str, memory: &str| {
         BTreeMap::from([
             ("cpu".to_owned(), Quantity(cpu.to_owned())),
@@ -236,10 +392,21 @@ fn deployment(install: &Install, labels: &BTreeMap<String, String>) -> Deploymen
             template: PodTemplateSpec {
                 metadata: Some(ObjectMeta {
                     labels: Some(labels.clone()),
+                    annotations,
                     ..ObjectMeta::default()
                 }),
                 spec: Some(PodSpec {
                     service_account_name: Some(OPERATOR.to_owned()),
+                    volumes: install.webhook.is_some().then(|| {
+                        vec![Volume {
+                            name: "webhook".to_owned(),
+                            secret: Some(SecretVolumeSource {
+                                secret_name: Some(WEBHOOK.to_owned()),
+                                ..SecretVolumeSource::default()
+                            }),
+                            ..Volume::default()
+                        }]
+                    }),
                     containers: vec![Container {
                         name: "operator".to_owned(),
                         image: Some(install.image.clone()),
@@ -248,6 +415,21 @@ fn deployment(install: &Install, labels: &BTreeMap<String, String>) -> Deploymen
                             field("POD_NAME", "metadata.name"),
                             field("POD_NAMESPACE", "metadata.namespace"),
                         ]),
+                        ports: install.webhook.is_some().then(|| {
+                            vec![ContainerPort {
+                                name: Some("webhook".to_owned()),
+                                container_port: i32::from(WEBHOOK_PORT),
+                                ..ContainerPort::default()
+                            }]
+                        }),
+                        volume_mounts: install.webhook.is_some().then(|| {
+                            vec![VolumeMount {
+                                name: "webhook".to_owned(),
+                                mount_path: WEBHOOK_MOUNT.to_owned(),
+                                read_only: Some(true),
+                                ..VolumeMount::default()
+                            }]
+                        }),
                         resources: Some(ResourceRequirements {
                             requests: Some(quantity("50m", "64Mi")),
                             limits: Some(BTreeMap::from([(

@@ -6,10 +6,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::ResourceExt as _;
-use runnel_application::{
-    Configuration, PROTOCOL_VERSION, ResolvedStreamlet, StreamletStatus, TopicSpec,
-};
-use runnel_blueprint::Blueprint;
+use runnel_application::{ResolvedStreamlet, StreamletStatus, TopicSpec};
 use runnel_blueprint::descriptor::StateScope;
 
 use crate::Application;
@@ -19,6 +16,7 @@ use crate::names::CONFIG_HASH_ANNOTATION;
 use crate::observed::{Observed, ReconcileContext};
 use crate::plan::{Desired, Event, Outcome, Plan, Stale};
 use crate::status::{Failure, application_status, streamlet_status};
+use crate::verify::{Secrets, Verified, verify};
 
 /// The waiting reasons of a container whose image the kubelet cannot pull.
 const IMAGE_PULL_FAILURES: [&str; 3] = ["ErrImagePull", "ImagePullBackOff", "InvalidImageName"];
@@ -123,67 +121,24 @@ pub fn reconcile(app: &Application, observed: &Observed, context: &ReconcileCont
     converge(app, observed, &accepted, topics, context)
 }
 
-/// What a spec that can be carried out resolves to.
-struct Accepted {
-    blueprint: Blueprint,
-    configuration: Configuration,
-    bootstrap_servers: String,
-}
-
-/// Checks everything that can make the spec impossible, in the order a user fixes them.
+/// Checks everything that can make the spec impossible ([`verify`]), with the secret
+/// configuration's values.
 fn accept(
     app: &Application,
     observed: &Observed,
     context: &ReconcileContext,
-) -> Result<Accepted, (&'static str, String)> {
-    let spec = &app.spec;
-    if spec.protocol_version != PROTOCOL_VERSION {
-        let upgrade = if spec.protocol_version > PROTOCOL_VERSION {
-            "upgrade the operator"
-        } else {
-            "deploy it again with the runnel CLI that matches this operator"
-        };
-        return Err((
-            "ProtocolMismatch",
-            format!(
-                "the application was written with protocol {}, this operator (runnel {}) speaks protocol {PROTOCOL_VERSION}: {upgrade}",
-                spec.protocol_version, context.operator_version
-            ),
-        ));
-    }
-    let blueprint = spec
-        .verify(app.name())
-        .map_err(|error| ("InvalidBlueprint", error.to_string()))?;
+) -> Result<Verified, (&'static str, String)> {
     let secret = observed
         .secret_configuration
         .clone()
         .map_err(|message| ("SecretConfiguration", message))?;
-    let mut configuration = spec.effective_configuration();
-    configuration.overlay(&secret);
-    let mut problems = configuration.check(&blueprint, &spec.descriptor);
-    problems.extend(configuration.check_complete(&blueprint, &spec.descriptor));
-    if !problems.is_empty() {
-        let listed: Vec<String> = problems.iter().map(ToString::to_string).collect();
-        return Err((
-            "InvalidConfiguration",
-            format!("invalid configuration: {}", listed.join("; ")),
-        ));
-    }
-    let bootstrap_servers = spec
-        .kafka
-        .bootstrap_servers
-        .clone()
-        .or_else(|| context.default_bootstrap_servers.clone())
-        .ok_or((
-            "NoKafkaCluster",
-            "no Kafka cluster: deploy with --kafka BOOTSTRAP or start the operator with --kafka"
-                .to_owned(),
-        ))?;
-    Ok(Accepted {
-        blueprint,
-        configuration,
-        bootstrap_servers,
-    })
+    verify(
+        app,
+        Secrets::Known(&secret),
+        &context.operator_version,
+        context.default_bootstrap_servers.as_deref(),
+    )
+    .map_err(|refusal| (refusal.reason, refusal.message))
 }
 
 /// The managed topics of the blueprint and the app's dead-letter topic, as `app run`
@@ -236,7 +191,7 @@ fn failed(
 fn converge(
     app: &Application,
     observed: &Observed,
-    accepted: &Accepted,
+    accepted: &Verified,
     topics: Vec<TopicSpec>,
     context: &ReconcileContext,
 ) -> Plan {

@@ -6,12 +6,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use runnel_operator::admission::AdmissionContext;
 use runnel_operator::leader::{LEASE_NAME, LeaderConfig};
-use runnel_operator::manifests::{Install, install};
+use runnel_operator::manifests::{Install, install, service_names};
+use runnel_operator::webhook::WebhookTls;
 use runnel_operator::{KafkaBackplanes, OperatorConfig};
 use tokio_util::sync::CancellationToken;
 
-use super::connect;
+use super::{connect, webhook_certificate};
 use crate::Outcome;
 use crate::args::{
     ClusterArgs, ManifestsArgs, OperatorCommand, OperatorImageArgs, OperatorRunArgs,
@@ -103,16 +105,86 @@ async fn operate(args: &OperatorRunArgs, err: &mut dyn Write) -> anyhow::Result<
         }
         stopping.cancel();
     });
+    if let Some(address) = &args.webhook_listen {
+        let tls = WebhookTls {
+            certificate: args
+                .webhook_certificate
+                .clone()
+                .context("--webhook-certificate")?,
+            key: args.webhook_key.clone().context("--webhook-key")?,
+        };
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .with_context(|| format!("listening for the admission webhook on {address}"))?;
+        writeln!(
+            err,
+            "admission webhook on https://{}{}",
+            listener.local_addr()?,
+            runnel_operator::webhook::PATH
+        )?;
+        let context = AdmissionContext {
+            operator_version: config.version.clone(),
+            default_bootstrap_servers: config.default_bootstrap_servers.clone(),
+        };
+        let serving = runnel_operator::webhook::serve(listener, &tls, context, stop.clone());
+        let operating = runnel_operator::run(
+            client,
+            config,
+            Arc::new(KafkaBackplanes::default()),
+            stop.clone(),
+        );
+        // Both end on SIGTERM; either failing stops the other.
+        let (served, operated) = tokio::join!(
+            async {
+                let served = serving.await;
+                stop.cancel();
+                served
+            },
+            async {
+                let operated = operating.await;
+                stop.cancel();
+                operated
+            }
+        );
+        served?;
+        operated?;
+        return Ok(Outcome::Passed);
+    }
     runnel_operator::run(client, config, Arc::new(KafkaBackplanes::default()), stop).await?;
     Ok(Outcome::Passed)
 }
 
 fn manifests(args: &ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<Outcome> {
+    let webhook = if args.no_webhook {
+        None
+    } else {
+        let mut names = service_names(&args.namespace);
+        if let Some(url) = &args.webhook_url {
+            let parsed: http::Uri = url
+                .parse()
+                .with_context(|| format!("--webhook-url '{url}' is not a URL"))?;
+            anyhow::ensure!(
+                parsed.scheme_str() == Some("https") && parsed.host().is_some(),
+                "--webhook-url '{url}' must be https://HOST[:PORT]/PATH: the API server calls webhooks over TLS only"
+            );
+            let host = parsed.host().unwrap_or_default();
+            names.push(
+                host.trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .to_owned(),
+            );
+        }
+        Some(
+            webhook_certificate::webhook(names, args.webhook_url.clone())
+                .context("making the webhook's certificates")?,
+        )
+    };
     let objects = install(&Install {
         namespace: args.namespace.clone(),
         image: args.image.clone(),
         kafka: args.kafka.clone(),
         cluster_wide: args.cluster_wide,
+        webhook,
     });
     for object in objects {
         writeln!(out, "---")?;

@@ -12,7 +12,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use k8s_openapi::jiff::Timestamp;
 use runnel_application::{ApplicationDocument, Configuration};
 use runnel_blueprint::descriptor::AppDescriptor;
-use runnel_operator::manifests::{Install, install};
+use runnel_operator::manifests::{Install, Webhook, install};
 use runnel_operator::{Desired, Observed, ObservedTopic, ReconcileContext, reconcile};
 use serde::de::DeserializeOwned;
 
@@ -231,7 +231,30 @@ fn the_install_manifests_and_the_crd_are_valid_kubernetes_objects() {
             image: "registry.example.com/runnel:0.1.0".to_owned(),
             kafka: Some("kafka:9092".to_owned()),
             cluster_wide,
+            // Fixed stand-ins for the PEM files `runnel operator manifests` makes afresh.
+            webhook: Some(Webhook {
+                certificate: "-----BEGIN CERTIFICATE-----\nserving\n-----END CERTIFICATE-----\n"
+                    .to_owned(),
+                key: "-----BEGIN PRIVATE KEY-----\nkey\n-----END PRIVATE KEY-----\n".to_owned(),
+                certificate_authority:
+                    "-----BEGIN CERTIFICATE-----\nauthority\n-----END CERTIFICATE-----\n".to_owned(),
+                url: None,
+            }),
         });
+        // The webhook judges Applications in the operator's namespace, or in every one.
+        let webhook = objects
+            .iter()
+            .find(|object| object["kind"] == "ValidatingWebhookConfiguration")
+            .expect("a webhook configuration");
+        let selector = &webhook["webhooks"][0]["namespaceSelector"];
+        if cluster_wide {
+            assert!(selector.is_null(), "{name}: {selector}");
+        } else {
+            assert_eq!(
+                selector["matchLabels"]["kubernetes.io/metadata.name"], "runnel-system",
+                "{name}"
+            );
+        }
         // The operator's objects set blockOwnerDeletion, which needs update on finalizers.
         let finalizers = objects.iter().any(|object| {
             object["kind"]
