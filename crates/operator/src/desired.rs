@@ -4,6 +4,7 @@
 
 mod configuration;
 mod deployment;
+mod scheduling;
 mod service;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};

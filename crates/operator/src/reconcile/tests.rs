@@ -370,6 +370,79 @@ fn a_configuration_change_rolls_only_the_affected_streamlet() {
 }
 
 #[test]
+fn where_and_as_whom_pods_run_goes_into_the_pod_spec_and_rolls_only_that_streamlet() {
+    let mut app = application();
+    let before = reconcile_fully(&app, Observed::default());
+    let cluster = cluster_after(&before);
+    let pod_spec = |plan: &Plan, name: &str| {
+        deployment(plan, name)
+            .spec
+            .clone()
+            .unwrap()
+            .template
+            .spec
+            .unwrap()
+    };
+    assert_eq!(
+        pod_spec(&before, "demo-log").automount_service_account_token,
+        Some(false),
+        "no identity asked for, no token"
+    );
+    for assignment in [
+        "pods.log.service-account-name=log-reader",
+        "pods.log.node-selector.disktype=ssd",
+        r#"pods.log.tolerations=[{"key": "dedicated", "operator": "Equal", "value": "streaming", "effect": "NoSchedule"}]"#,
+        r#"pods.log.affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"runnel.dev/streamlet": "log"}}}]}}"#,
+    ] {
+        app.spec.configuration.assign(assignment).unwrap();
+    }
+    let after = reconcile(&app, &cluster, &context());
+    let log = pod_spec(&after, "demo-log");
+    assert_eq!(log.service_account_name.as_deref(), Some("log-reader"));
+    assert_eq!(log.automount_service_account_token, Some(true));
+    assert_eq!(log.node_selector.unwrap()["disktype"], "ssd");
+    let tolerations = log.tolerations.unwrap();
+    assert_eq!(
+        (
+            tolerations[0].key.as_deref(),
+            tolerations[0].value.as_deref(),
+            tolerations[0].effect.as_deref()
+        ),
+        (Some("dedicated"), Some("streaming"), Some("NoSchedule"))
+    );
+    let anti = log.affinity.unwrap().pod_anti_affinity.unwrap();
+    assert_eq!(
+        anti.required_during_scheduling_ignored_during_execution
+            .unwrap()[0]
+            .topology_key,
+        "kubernetes.io/hostname"
+    );
+    assert_eq!(
+        notes(&after),
+        ["Updated: streamlet log: configuration changed, rolling its pods"]
+    );
+    for name in ["demo-gen", "demo-twice"] {
+        assert_eq!(
+            pod_spec(&after, name),
+            pod_spec(&before, name),
+            "{name} is untouched"
+        );
+    }
+
+    // A bad value fails the app and names the key; nothing is applied.
+    app.spec
+        .configuration
+        .assign(r#"pods.log.tolerations=[{"key": "dedicated", "operator": "Equal", "value": "streaming", "effect": "NoScheduleNow"}]"#)
+        .unwrap();
+    let refused = reconcile(&app, &cluster, &context());
+    assert!(refused.apply.is_empty());
+    assert_eq!(
+        refused.status.message,
+        "invalid configuration: pods.log.tolerations[0].effect: 'NoScheduleNow' is not a taint effect (NoSchedule, PreferNoSchedule, NoExecute)"
+    );
+}
+
+#[test]
 fn secret_values_go_to_the_secret_only_and_roll_their_streamlet() {
     let app = application();
     let mut observed = Observed::default();
