@@ -38,8 +38,9 @@ const LATER: Duration = Duration::from_secs(300);
 ///   nothing in the cluster: phase `Failed`, the reason in the status and a Warning Event,
 ///   and [`Outcome::Failed`] for the controller's backoff.
 /// - With `observed.topics` still `None`, the plan only lists the topics to make sure of.
-/// - Otherwise: a ConfigMap, a Secret and a Deployment per streamlet (and a Service for
-///   those with an HTTP port), the objects of streamlets that left the blueprint deleted,
+/// - Otherwise: a ConfigMap, a Secret, a Deployment and a PodDisruptionBudget per
+///   streamlet (and a Service for those with an HTTP port), the objects of streamlets that
+///   left the blueprint deleted,
 ///   replicas from the spec or the autoscaler, and Events for what changes.
 pub fn reconcile(app: &Application, observed: &Observed, context: &ReconcileContext) -> Plan {
     let planned: Vec<(String, i32)> = app
@@ -322,6 +323,9 @@ fn converge(
             apply.push(Desired::Service(service));
         }
         apply.push(Desired::Deployment(deployment));
+        apply.push(Desired::PodDisruptionBudget(
+            desired::pod_disruption_budget(&streamlet),
+        ));
         let mut status = streamlet_status(observed, name, replicas, current);
         status.autoscaling = autoscaling_status;
         if let Some(error) = status.last_error.as_deref().filter(|error| {
@@ -454,6 +458,7 @@ fn stale(observed: &Observed, apply: &[Desired]) -> Vec<Stale> {
             Desired::Secret(o) => ("Secret", o.name_any()),
             Desired::Deployment(o) => ("Deployment", o.name_any()),
             Desired::Service(o) => ("Service", o.name_any()),
+            Desired::PodDisruptionBudget(o) => ("PodDisruptionBudget", o.name_any()),
         })
         .collect();
     let mut stale = Vec::new();
@@ -473,6 +478,9 @@ fn stale(observed: &Observed, apply: &[Desired]) -> Vec<Stale> {
     }
     for object in &observed.deployments {
         check("Deployment", object.name_any());
+    }
+    for object in &observed.pod_disruption_budgets {
+        check("PodDisruptionBudget", object.name_any());
     }
     stale.sort();
     stale

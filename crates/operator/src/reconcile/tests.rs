@@ -109,6 +109,7 @@ fn cluster_after(plan: &Plan) -> Observed {
             Desired::ConfigMap(o) => observed.config_maps.push(o),
             Desired::Secret(o) => observed.secrets.push(o),
             Desired::Service(o) => observed.services.push(o),
+            Desired::PodDisruptionBudget(o) => observed.pod_disruption_budgets.push(o),
             Desired::Deployment(o) => {
                 let replicas = o.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
                 for index in 0..replicas {
@@ -214,13 +215,45 @@ fn first_deploy_lists_topics_then_creates_every_object_and_waits_for_pods() {
             "ConfigMap demo-gen",
             "Secret demo-gen",
             "Deployment demo-gen",
+            "PodDisruptionBudget demo-gen",
             "ConfigMap demo-twice",
             "Secret demo-twice",
             "Deployment demo-twice",
+            "PodDisruptionBudget demo-twice",
             "ConfigMap demo-log",
             "Secret demo-log",
             "Deployment demo-log",
+            "PodDisruptionBudget demo-log",
         ]
+    );
+    let budget = plan
+        .apply
+        .iter()
+        .find_map(|d| match d {
+            Desired::PodDisruptionBudget(o) if o.name_any() == "demo-twice" => Some(o),
+            _ => None,
+        })
+        .unwrap();
+    let spec = budget.spec.as_ref().unwrap();
+    assert_eq!(
+        spec.max_unavailable,
+        Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(1))
+    );
+    assert_eq!(
+        spec.selector.as_ref().unwrap().match_labels,
+        deployment(&plan, "demo-twice")
+            .spec
+            .as_ref()
+            .unwrap()
+            .selector
+            .match_labels,
+        "the budget selects the Deployment's pods"
+    );
+    assert_eq!(budget.owner_references()[0].name, "demo");
+    assert_eq!(
+        budget.labels(),
+        deployment(&plan, "demo-twice").labels(),
+        "the same labels as the streamlet's other objects"
     );
     assert!(plan.delete.is_empty());
     assert_eq!(plan.status.phase, Phase::Pending);
@@ -477,6 +510,7 @@ fn json_of(desired: &Desired) -> serde_json::Value {
         Desired::Secret(o) => serde_json::to_value(o),
         Desired::Deployment(o) => serde_json::to_value(o),
         Desired::Service(o) => serde_json::to_value(o),
+        Desired::PodDisruptionBudget(o) => serde_json::to_value(o),
     }
     .unwrap()
 }
@@ -498,6 +532,10 @@ fn a_streamlet_removed_from_the_blueprint_has_its_objects_deleted() {
             },
             Stale {
                 kind: "Deployment",
+                name: "demo-twice".to_owned()
+            },
+            Stale {
+                kind: "PodDisruptionBudget",
                 name: "demo-twice".to_owned()
             },
             Stale {
