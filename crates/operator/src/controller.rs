@@ -221,7 +221,10 @@ async fn reconcile_application(
         }
         Ok(backend) => {
             observed.topics = Some(ensure_topics(&*backend, &first.topics).await);
-            observed.lag = sample_lag(&context, &app, &configuration, &*backend).await;
+            // A suspended app's autoscalers rest: nothing to sample.
+            if !app.spec.suspended {
+                observed.lag = sample_lag(&context, &app, &configuration, &*backend).await;
+            }
         }
     }
     let plan = reconcile(&app, &observed, &now);

@@ -908,3 +908,196 @@ fn a_streamlet_with_one_state_for_the_instance_runs_one_replica_however_many_are
         ]
     );
 }
+
+/// An app whose `twice` is autoscaled on lag and whose `log` an HPA scales, running with
+/// two generators, and the cluster once it runs.
+fn scaled_three_ways() -> (Application, Observed) {
+    let mut app = application();
+    for assignment in [
+        "scaling.twice.max-replicas=4",
+        "scaling.twice.target-lag=100",
+        "scaling.log.external=true",
+    ] {
+        app.spec.configuration.assign(assignment).unwrap();
+    }
+    app.spec.streamlets[0].replicas = 2;
+    let plan = reconcile_fully(&app, Observed::default());
+    let mut cluster = cluster_after(&plan);
+    cluster.lag.insert(
+        "twice".to_owned(),
+        crate::LagSample {
+            lag: 300,
+            rate: None,
+            partitions: 4,
+        },
+    );
+    let running = reconcile(&app, &cluster, &context());
+    app.status = Some(running.status.clone());
+    let mut cluster = cluster_after(&running);
+    // The API server defaults the replicas the operator leaves out to 1; the HPA keeps them.
+    cluster
+        .deployments
+        .iter_mut()
+        .find(|d| d.name_any() == "demo-log")
+        .unwrap()
+        .spec
+        .as_mut()
+        .unwrap()
+        .replicas = Some(1);
+    cluster.lag = BTreeMap::from([(
+        "twice".to_owned(),
+        crate::LagSample {
+            lag: 300,
+            rate: None,
+            partitions: 4,
+        },
+    )]);
+    (app, cluster)
+}
+
+#[test]
+fn suspending_keeps_every_object_and_scales_every_streamlet_to_zero() {
+    let (mut app, cluster) = scaled_three_ways();
+    assert_eq!(
+        [
+            replicas(&reconcile(&app, &cluster, &context()), "demo-gen"),
+            cluster
+                .deployment("twice")
+                .unwrap()
+                .spec
+                .as_ref()
+                .unwrap()
+                .replicas,
+            cluster
+                .deployment("log")
+                .unwrap()
+                .spec
+                .as_ref()
+                .unwrap()
+                .replicas,
+        ],
+        [Some(2), Some(3), Some(1)],
+        "running: the spec's replicas, the autoscaler's, the HPA's"
+    );
+    let applied_before: Vec<String> = reconcile(&app, &cluster, &context())
+        .apply
+        .iter()
+        .map(Desired::describe)
+        .collect();
+
+    app.spec.suspended = true;
+    let plan = reconcile(&app, &cluster, &context());
+    for name in ["demo-gen", "demo-twice", "demo-log"] {
+        assert_eq!(replicas(&plan, name), Some(0), "{name}");
+    }
+    let applied: Vec<String> = plan.apply.iter().map(Desired::describe).collect();
+    assert_eq!(applied, applied_before, "every object is kept");
+    assert!(plan.delete.is_empty());
+    assert_eq!(plan.status.phase, Phase::Suspended);
+    assert_eq!(
+        plan.status.message,
+        "suspended: 3 streamlets scaled to 0 replicas, 6 pods still ready"
+    );
+    let condition = plan.status.condition("Suspended").unwrap();
+    assert_eq!(
+        (condition.status.as_str(), condition.reason.as_str()),
+        ("True", "Suspended")
+    );
+    assert_eq!(plan.status.condition("Ready").unwrap().status, "False");
+    assert_eq!(
+        notes(&plan),
+        [
+            "Updated: streamlet gen: replicas 2 -> 0",
+            "Updated: streamlet log: replicas 1 -> 0",
+            "Suspended: suspended: every streamlet's Deployment scaled to 0 replicas; the objects, topics and consumer offsets stay",
+        ]
+    );
+    let twice = &plan.status.streamlets[1];
+    assert_eq!(twice.desired_replicas, 0);
+    assert_eq!(
+        twice.autoscaling.as_ref().map(|a| a.replicas),
+        Some(3),
+        "the autoscaler's last decision stays"
+    );
+    assert_eq!(
+        template_hash(deployment(&plan, "demo-gen")),
+        template_hash(cluster.deployment("gen").unwrap()),
+        "suspending rolls nothing"
+    );
+    assert_eq!(plan.outcome, Outcome::Converging(SOON), "pods are stopping");
+
+    // Once the pods are gone it is settled, and says so once.
+    app.status = Some(plan.status.clone());
+    let settled = reconcile(&app, &cluster_after(&plan), &context());
+    assert_eq!(
+        settled.status.message,
+        "suspended: 3 streamlets scaled to 0 replicas"
+    );
+    assert!(settled.events.is_empty(), "{:?}", notes(&settled));
+    assert_eq!(settled.outcome, Outcome::Converging(LATER));
+}
+
+#[test]
+fn resuming_restores_the_spec_replicas() {
+    let (mut app, cluster) = scaled_three_ways();
+    app.spec.suspended = true;
+    let suspended = reconcile(&app, &cluster, &context());
+    app.status = Some(suspended.status.clone());
+    let mut cluster = cluster_after(&suspended);
+    cluster.lag.insert(
+        "twice".to_owned(),
+        crate::LagSample {
+            lag: 0,
+            rate: None,
+            partitions: 4,
+        },
+    );
+
+    app.spec.suspended = false;
+    let resumed = reconcile(&app, &cluster, &context());
+    assert_eq!(
+        replicas(&resumed, "demo-gen"),
+        Some(2),
+        "the spec's replicas"
+    );
+    assert_eq!(
+        replicas(&resumed, "demo-twice"),
+        Some(1),
+        "the autoscaler starts again from the spec's replicas (1), not from 0"
+    );
+    assert_eq!(
+        replicas(&resumed, "demo-log"),
+        None,
+        "left to the HPA again"
+    );
+    assert_eq!(resumed.status.phase, Phase::Pending);
+    assert_eq!(
+        resumed.status.condition("Suspended").unwrap().status,
+        "False"
+    );
+    assert!(
+        notes(&resumed).contains(
+            &"Resumed: resumed with replicas gen 2, twice 1, log as its autoscaler says".to_owned()
+        ),
+        "{:?}",
+        notes(&resumed)
+    );
+    assert_eq!(resumed.outcome, Outcome::Converging(SOON));
+}
+
+#[test]
+fn a_suspended_app_with_a_bad_spec_fails_and_keeps_its_suspended_condition() {
+    let (mut app, cluster) = scaled_three_ways();
+    app.spec.suspended = true;
+    let suspended = reconcile(&app, &cluster, &context());
+    app.status = Some(suspended.status.clone());
+    app.spec.configuration.assign("gen.rate=fast").unwrap();
+    let plan = reconcile(&app, &cluster_after(&suspended), &context());
+    assert_eq!(plan.status.phase, Phase::Failed);
+    assert!(plan.apply.is_empty());
+    assert_eq!(
+        plan.status.condition("Suspended").unwrap(),
+        suspended.status.condition("Suspended").unwrap(),
+        "nothing was applied, so the cluster is still suspended"
+    );
+}
