@@ -22,10 +22,10 @@
 //! node-selector = { "kubernetes.io/arch" = "amd64" }
 //! tolerations = [{ key = "dedicated", operator = "Equal", value = "streaming", effect = "NoSchedule" }]
 //! service-account-name = "generator"
-//! [pods.generator.affinity.podAntiAffinity]  # Kubernetes' Affinity, with its field names
-//! preferredDuringSchedulingIgnoredDuringExecution = [{ weight = 100, podAffinityTerm = {
-//!     topologyKey = "kubernetes.io/hostname",
-//!     labelSelector = { matchLabels = { "runnel.dev/streamlet" = "generator" } } } }]
+//! # Kubernetes' Affinity, with its field names
+//! [[pods.generator.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution]]
+//! weight = 100
+//! podAffinityTerm = { topologyKey = "kubernetes.io/hostname", labelSelector = { matchLabels = { "runnel.dev/streamlet" = "generator" } } }
 //!
 //! [scaling.to-metrics]
 //! min-replicas = 1
@@ -468,8 +468,9 @@ http-port = 8080
 node-selector = { "kubernetes.io/arch" = "amd64" }
 tolerations = [{ key = "dedicated", operator = "Equal", value = "streaming", effect = "NoSchedule" }]
 service-account-name = "generator"
-[pods.generator.affinity.podAntiAffinity]
-preferredDuringSchedulingIgnoredDuringExecution = [{ weight = 100, podAffinityTerm = { topologyKey = "kubernetes.io/hostname", labelSelector = { matchLabels = { "runnel.dev/streamlet" = "generator" } } } }]
+[[pods.generator.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution]]
+weight = 100
+podAffinityTerm = { topologyKey = "kubernetes.io/hostname", labelSelector = { matchLabels = { "runnel.dev/streamlet" = "generator" } } }
 
 [scaling.to-metrics]
 max-replicas = 4
