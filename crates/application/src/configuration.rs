@@ -12,6 +12,7 @@ mod assignment;
 mod check;
 mod file;
 mod resolve;
+mod scheduling;
 
 use std::collections::BTreeMap;
 
@@ -20,6 +21,11 @@ use serde::{Deserialize, Serialize};
 
 pub use check::Problem;
 pub use resolve::{Autoscaling, DEFAULT_COOLDOWN, ResolvedStreamlet};
+pub use scheduling::{
+    Affinity, LabelSelector, NodeAffinity, NodeSelector, NodeSelectorTerm, PodAffinity,
+    PodAffinityTerm, PreferredSchedulingTerm, SelectorRequirement, Toleration,
+    WeightedPodAffinityTerm,
+};
 
 use crate::secret::is_secret;
 
@@ -96,6 +102,21 @@ pub struct PodSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 65535))]
     pub http_port: Option<u16>,
+    /// Taints of nodes the pods tolerate. A layer that sets them replaces the earlier
+    /// layers' list whole (an empty list clears it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerations: Option<Vec<Toleration>>,
+    /// Node labels a node must have for the pods to run on it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_selector: BTreeMap<String, String>,
+    /// Node and pod affinity and anti-affinity. A layer that sets it replaces the earlier
+    /// layers' whole (an empty object clears it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Affinity>,
+    /// The service account the pods run as; its token is then mounted (without one the
+    /// pods get no token: a streamlet needs no Kubernetes API).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_account_name: Option<String>,
 }
 
 /// Requests and limits, as Kubernetes quantities (`250m`, `64Mi`).
@@ -255,6 +276,10 @@ impl StreamletConfiguration {
         pod.env.extend(theirs.env.clone());
         pod.volumes.extend(theirs.volumes.clone());
         overlay_option(&mut pod.http_port, &theirs.http_port);
+        overlay_option(&mut pod.tolerations, &theirs.tolerations);
+        pod.node_selector.extend(theirs.node_selector.clone());
+        overlay_option(&mut pod.affinity, &theirs.affinity);
+        overlay_option(&mut pod.service_account_name, &theirs.service_account_name);
         let (scaling, theirs) = (&mut self.scaling, &other.scaling);
         overlay_option(&mut scaling.min_replicas, &theirs.min_replicas);
         overlay_option(&mut scaling.max_replicas, &theirs.max_replicas);

@@ -5,7 +5,8 @@
 //!   serde and schemars (the operator crate, `runnel-operator`, turns them into the kube
 //!   `Application` type and the CustomResourceDefinition).
 //! - [`Configuration`]: per-streamlet parameters, runtime settings (Kafka client settings,
-//!   log level) and pod settings (resources, labels, annotations, env, volumes), read from
+//!   log level) and pod settings (resources, labels, annotations, env, volumes, where the
+//!   pods may run, their service account), read from
 //!   configuration files and `key=value` arguments, stacked in layers and checked against the
 //!   blueprint and the descriptor.
 //! - [`ApplicationDocument`]: the resource as a YAML document.
@@ -41,8 +42,11 @@ mod spec;
 mod status;
 
 pub use configuration::{
-    Autoscaling, Configuration, DEFAULT_COOLDOWN, PodSettings, Problem, Quantities,
-    ResolvedStreamlet, ResourceSettings, ScalingSettings, StreamletConfiguration,
+    Affinity, Autoscaling, Configuration, DEFAULT_COOLDOWN, LabelSelector, NodeAffinity,
+    NodeSelector, NodeSelectorTerm, PodAffinity, PodAffinityTerm, PodSettings,
+    PreferredSchedulingTerm, Problem, Quantities, ResolvedStreamlet, ResourceSettings,
+    ScalingSettings, SelectorRequirement, StreamletConfiguration, Toleration,
+    WeightedPodAffinityTerm,
 };
 pub use document::{ApplicationDocument, DocumentError, DocumentMetadata};
 pub use secret::{MASK, is_secret};

@@ -80,6 +80,15 @@ pub struct ApplicationSpec {
     /// user's configuration, as a configuration file under the key `configuration.toml`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_configuration: Option<String>,
+    /// Whether the app is suspended (`runnel suspend`): the operator keeps every object
+    /// and runs every streamlet with 0 replicas, autoscaled ones included; set back to
+    /// false (`runnel resume`), the streamlets run their replicas again.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub suspended: bool,
+}
+
+fn is_false(flag: &bool) -> bool {
+    !*flag
 }
 
 impl ApplicationSpec {

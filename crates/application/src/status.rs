@@ -22,7 +22,8 @@ pub struct ApplicationStatus {
     /// The `metadata.generation` of the spec this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    /// `Ready`, `Reconciled` and `TopicsReady`, in Kubernetes' condition format.
+    /// `Ready`, `Reconciled`, `TopicsReady`, `IdleReplicas` and `Suspended`, in Kubernetes'
+    /// condition format.
     #[serde(default)]
     pub conditions: Vec<Condition>,
     /// One entry per streamlet instance.
@@ -58,6 +59,8 @@ pub enum Phase {
     Failed,
     /// The Application is being deleted.
     Undeploying,
+    /// The spec says suspended: every streamlet's Deployment is kept with 0 replicas.
+    Suspended,
 }
 
 impl Phase {
@@ -69,6 +72,7 @@ impl Phase {
             Phase::Degraded => "Degraded",
             Phase::Failed => "Failed",
             Phase::Undeploying => "Undeploying",
+            Phase::Suspended => "Suspended",
         }
     }
 }
@@ -83,7 +87,7 @@ impl std::fmt::Display for Phase {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Condition {
-    /// `Ready`, `Reconciled` or `TopicsReady`.
+    /// `Ready`, `Reconciled`, `TopicsReady`, `IdleReplicas` or `Suspended`.
     #[serde(rename = "type")]
     pub type_: String,
     /// `True`, `False` or `Unknown`.

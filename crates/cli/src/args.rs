@@ -61,6 +61,18 @@ pub(crate) enum Command {
     List(ListArgs),
     /// Set the replicas of streamlets: `scale APP STREAMLET=N...`.
     Scale(ScaleArgs),
+    /// Suspend an app: the operator keeps its objects, topics and offsets and scales every
+    /// streamlet to 0 replicas (autoscaled ones too) until `resume`.
+    ///
+    /// Waits until the operator reports the app Suspended (exit 1 when it reports the app
+    /// Failed).
+    Suspend(SuspendArgs),
+    /// Resume a suspended app: every streamlet runs its replicas again (autoscaled ones
+    /// from the spec's replicas, externally scaled ones as their autoscaler says).
+    ///
+    /// Waits until the operator reports the app no longer suspended (exit 1 when it
+    /// reports the app Failed).
+    Resume(SuspendArgs),
     /// Change the configuration of a deployed app; only the streamlets it affects restart.
     Configure(ConfigureArgs),
     /// Print the configuration of a deployed app (secret values masked).
@@ -346,6 +358,22 @@ pub(crate) struct ScaleArgs {
     /// STREAMLET=N, one or more.
     #[arg(value_name = "STREAMLET=N", required = true)]
     pub(crate) replicas: Vec<String>,
+    #[command(flatten)]
+    pub(crate) cluster: ClusterArgs,
+}
+
+/// `runnel suspend` and `runnel resume`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct SuspendArgs {
+    /// The app.
+    #[arg(value_name = "APP")]
+    pub(crate) app: String,
+    /// Return once the Application is written, without waiting for the operator.
+    #[arg(long)]
+    pub(crate) no_wait: bool,
+    /// How long to wait for the operator.
+    #[arg(long, default_value = "2m", value_parser = parse_duration)]
+    pub(crate) timeout: std::time::Duration,
     #[command(flatten)]
     pub(crate) cluster: ClusterArgs,
 }

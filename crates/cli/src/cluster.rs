@@ -8,6 +8,7 @@ mod operator;
 mod scale;
 mod state;
 mod status;
+mod suspend;
 mod undeploy;
 mod version;
 mod webhook_certificate;
@@ -53,6 +54,8 @@ pub(crate) fn run(
                 state::run(&args, out, err).await
             }
             Command::Scale(args) => scale::run(&args, out).await,
+            Command::Suspend(args) => suspend::run(&args, true, out, err).await,
+            Command::Resume(args) => suspend::run(&args, false, out, err).await,
             Command::Configure(args) => configure::run(&args, out, err).await,
             Command::Configuration(args) => configure::show(&args, out).await,
             Command::Version(args) => version::run(&args, out, err).await,

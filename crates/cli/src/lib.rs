@@ -9,13 +9,15 @@
 //! runnel topics | tail TOPIC | produce TOPIC | dead-letters | groups | reset-offsets GROUP
 //!        [--blueprint FILE] [--descriptor app.json] [--data-dir DIR | --kafka BOOTSTRAP]
 //! runnel crd | operator run|manifests|image | deploy APP.yaml | undeploy APP | list
-//! runnel scale APP S=N... | configure APP [K=V]... | configuration APP | version
+//! runnel scale APP S=N... | suspend APP | resume APP | configure APP [K=V]...
+//!        | configuration APP | version
 //! ```
 //!
 //! Exit codes: 0 when all is well, 1 when the blueprint or the configuration has errors
 //! (or warnings under `--deny-warnings`, or the CLI and the operator speak different
 //! protocols), or a local `status` reached no process, or `state get` no process holding
-//! the key's partition, 2 for usage errors such as a file that
+//! the key's partition, or the operator reports an app `suspend` or `resume` changed
+//! Failed, 2 for usage errors such as a file that
 //! cannot be read or a cluster that cannot be reached.
 //!
 //! The binary recognises its name: called as `kubectl-runnel` (a copy or a link on the

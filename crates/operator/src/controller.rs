@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt as _;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
@@ -109,7 +110,8 @@ pub async fn run(
     )
     .owns(scoped::<Deployment>(&client, &config), ours.clone())
     .owns(scoped::<ConfigMap>(&client, &config), ours.clone())
-    .owns(scoped::<Service>(&client, &config), ours)
+    .owns(scoped::<Service>(&client, &config), ours.clone())
+    .owns(scoped::<PodDisruptionBudget>(&client, &config), ours)
     .watches(
         scoped::<Secret>(&client, &config),
         labelled.clone(),
@@ -219,7 +221,10 @@ async fn reconcile_application(
         }
         Ok(backend) => {
             observed.topics = Some(ensure_topics(&*backend, &first.topics).await);
-            observed.lag = sample_lag(&context, &app, &configuration, &*backend).await;
+            // A suspended app's autoscalers rest: nothing to sample.
+            if !app.spec.suspended {
+                observed.lag = sample_lag(&context, &app, &configuration, &*backend).await;
+            }
         }
     }
     let plan = reconcile(&app, &observed, &now);

@@ -1,9 +1,11 @@
 //! The objects one streamlet instance needs: a ConfigMap and a Secret with its resolved
-//! configuration, a Deployment that runs `app run-streamlet`, and a Service when it serves
-//! HTTP. Pure builders: same input, same object.
+//! configuration, a Deployment that runs `app run-streamlet`, a PodDisruptionBudget for its
+//! pods, and a Service when it serves HTTP. Pure builders: same input, same object.
 
 mod configuration;
 mod deployment;
+mod disruption_budget;
+mod scheduling;
 mod service;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
@@ -12,6 +14,7 @@ use runnel_blueprint::descriptor::StreamletDescriptor;
 
 pub(crate) use configuration::{config_hash, config_map, secret};
 pub(crate) use deployment::deployment;
+pub(crate) use disruption_budget::pod_disruption_budget;
 pub(crate) use service::service;
 
 use crate::Application;

@@ -3,6 +3,7 @@
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Api, Client, Resource, ResourceExt as _};
 use runnel_application::ApplicationStatus;
@@ -36,6 +37,7 @@ pub(crate) async fn execute(
             Desired::Secret(object) => apply(client, &namespace, object).await,
             Desired::Deployment(object) => apply(client, &namespace, object).await,
             Desired::Service(object) => apply(client, &namespace, object).await,
+            Desired::PodDisruptionBudget(object) => apply(client, &namespace, object).await,
         };
         if let Err(source) = result {
             let error = Error::Apply {
@@ -60,6 +62,9 @@ pub(crate) async fn execute(
             "ConfigMap" => delete::<ConfigMap>(client, &namespace, &stale.name).await,
             "Secret" => delete::<Secret>(client, &namespace, &stale.name).await,
             "Service" => delete::<Service>(client, &namespace, &stale.name).await,
+            "PodDisruptionBudget" => {
+                delete::<PodDisruptionBudget>(client, &namespace, &stale.name).await
+            }
             _ => delete::<Deployment>(client, &namespace, &stale.name).await,
         };
         result.map_err(|source| Error::Delete {

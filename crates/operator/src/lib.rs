@@ -3,8 +3,9 @@
 //!
 //! For every Application the operator creates the app's Kafka topics (never deleting
 //! any), one ConfigMap and one Secret per streamlet with its resolved configuration, one
-//! Deployment per streamlet running `app run-streamlet`, and a Service for streamlets that
-//! serve HTTP; it writes the Application's status from what it observes.
+//! Deployment per streamlet running `app run-streamlet` with a PodDisruptionBudget for its
+//! pods, and a Service for streamlets that serve HTTP; it writes the Application's status
+//! from what it observes.
 //!
 //! ```
 //! let crd = runnel_operator::crd();

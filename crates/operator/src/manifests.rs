@@ -248,9 +248,8 @@ fn webhook_configuration(
 }
 
 /// What the operator may do: read Applications, write their status and block their deletion
-/// by what they own; manage the
-/// ConfigMaps, Secrets, Services and Deployments of streamlets; read pods; hold its lease;
-/// publish Events.
+/// by what they own; manage the ConfigMaps, Secrets, Services, Deployments and
+/// PodDisruptionBudgets of streamlets; read pods; hold its lease; publish Events.
 fn operator_rules() -> Vec<PolicyRule> {
     vec![
         rule("runnel.dev", &["applications"], &["get", "list", "watch"]),
@@ -272,6 +271,13 @@ fn operator_rules() -> Vec<PolicyRule> {
         rule(
             "",
             &["configmaps", "secrets", "services"],
+            &[
+                "get", "list", "watch", "create", "patch", "update", "delete",
+            ],
+        ),
+        rule(
+            "policy",
+            &["poddisruptionbudgets"],
             &[
                 "get", "list", "watch", "create", "patch", "update", "delete",
             ],

@@ -4,6 +4,7 @@
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::ListParams;
 use kube::{Api, Client, Resource, ResourceExt as _};
 use runnel_application::Configuration;
@@ -61,6 +62,15 @@ pub(crate) async fn observe(client: &Client, app: &Application) -> Result<Observ
     let secrets: Vec<Secret> = owned(client, &namespace, &selector, &uid, &key, "secrets").await?;
     let services: Vec<Service> =
         owned(client, &namespace, &selector, &uid, &key, "services").await?;
+    let pod_disruption_budgets: Vec<PodDisruptionBudget> = owned(
+        client,
+        &namespace,
+        &selector,
+        &uid,
+        &key,
+        "pod disruption budgets",
+    )
+    .await?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
     let pods = pods
         .list(&pod_selector)
@@ -80,6 +90,7 @@ pub(crate) async fn observe(client: &Client, app: &Application) -> Result<Observ
         config_maps,
         secrets,
         services,
+        pod_disruption_budgets,
         pods,
         secret_configuration,
         topics: None,

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt as _;
 use runnel_application::Configuration;
@@ -23,6 +24,8 @@ pub struct Observed {
     pub secrets: Vec<Secret>,
     /// Services owned by the Application.
     pub services: Vec<Service>,
+    /// PodDisruptionBudgets owned by the Application.
+    pub pod_disruption_budgets: Vec<PodDisruptionBudget>,
     /// Pods labelled with the app.
     pub pods: Vec<Pod>,
     /// The user's secret configuration (`spec.secretConfiguration`), read from its Secret;
@@ -84,6 +87,7 @@ impl Default for Observed {
             config_maps: Vec::new(),
             secrets: Vec::new(),
             services: Vec::new(),
+            pod_disruption_budgets: Vec::new(),
             pods: Vec::new(),
             secret_configuration: Ok(Configuration::default()),
             topics: None,

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use runnel_application::{ApplicationStatus, TopicSpec};
 
 /// What the cluster should hold for one Application, and what to tell about it.
@@ -51,6 +52,8 @@ pub enum Desired {
     Deployment(Deployment),
     /// A streamlet's HTTP endpoint.
     Service(Service),
+    /// How many of a streamlet's pods evictions may take at once.
+    PodDisruptionBudget(PodDisruptionBudget),
 }
 
 impl Desired {
@@ -61,6 +64,9 @@ impl Desired {
             Desired::Secret(object) => ("Secret", object.metadata.name.as_deref()),
             Desired::Deployment(object) => ("Deployment", object.metadata.name.as_deref()),
             Desired::Service(object) => ("Service", object.metadata.name.as_deref()),
+            Desired::PodDisruptionBudget(object) => {
+                ("PodDisruptionBudget", object.metadata.name.as_deref())
+            }
         };
         format!("{kind} {}", name.unwrap_or_default())
     }
@@ -69,7 +75,7 @@ impl Desired {
 /// An object to delete.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Stale {
-    /// `ConfigMap`, `Secret`, `Deployment` or `Service`.
+    /// `ConfigMap`, `Secret`, `Deployment`, `Service` or `PodDisruptionBudget`.
     pub kind: &'static str,
     /// The name.
     pub name: String,

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::ResourceExt as _;
-use runnel_application::{ResolvedStreamlet, StreamletStatus, TopicSpec};
+use runnel_application::{Phase, ResolvedStreamlet, StreamletStatus, TopicSpec};
 use runnel_blueprint::descriptor::StateScope;
 
 use crate::Application;
@@ -36,9 +36,16 @@ const LATER: Duration = Duration::from_secs(300);
 ///   nothing in the cluster: phase `Failed`, the reason in the status and a Warning Event,
 ///   and [`Outcome::Failed`] for the controller's backoff.
 /// - With `observed.topics` still `None`, the plan only lists the topics to make sure of.
-/// - Otherwise: a ConfigMap, a Secret and a Deployment per streamlet (and a Service for
-///   those with an HTTP port), the objects of streamlets that left the blueprint deleted,
+/// - Otherwise: a ConfigMap, a Secret, a Deployment and a PodDisruptionBudget per
+///   streamlet (and a Service for those with an HTTP port), the objects of streamlets that
+///   left the blueprint deleted,
 ///   replicas from the spec or the autoscaler, and Events for what changes.
+/// - A suspended spec (`spec.suspended`) keeps every object but applies every Deployment
+///   with 0 replicas, also those whose replicas an autoscaler owns (the operator takes
+///   `spec.replicas` back; an HPA stops at a target with 0 replicas); phase `Suspended`.
+///   Resumed, the streamlets get the spec's replicas again: an autoscaled one starts from
+///   them, and an externally scaled one is left to its HPA (the API server resets the
+///   replicas it no longer gets to its default, 1).
 pub fn reconcile(app: &Application, observed: &Observed, context: &ReconcileContext) -> Plan {
     let planned: Vec<(String, i32)> = app
         .spec
@@ -199,6 +206,8 @@ fn converge(
     let mut events = Vec::new();
     let mut statuses: Vec<StreamletStatus> = Vec::new();
     let mut autoscaled = false;
+    let suspended = app.spec.suspended;
+    let mut running: Vec<String> = Vec::new();
     for instance in &accepted.blueprint.streamlets {
         let name = instance.name.as_str();
         let declared = app
@@ -219,14 +228,21 @@ fn converge(
             .and_then(|status| status.streamlets.iter().find(|s| s.name == name))
             .and_then(|s| s.autoscaling.as_ref());
         let mut autoscaling_status = None;
-        let replicas = if resolved.external_scaling {
+        let replicas = if suspended {
+            // The autoscaler rests: its last decision stays in the status.
+            autoscaling_status = previous_autoscaling.cloned();
+            Some(0)
+        } else if resolved.external_scaling {
             None
         } else if let Some(settings) = &resolved.autoscaling {
             autoscaled = true;
+            // The autoscaler never chooses 0 (min-replicas is at least 1): a Deployment at
+            // 0 was suspended (or scaled by hand), and starts again from the spec's replicas.
+            let from = if current > 0 { current } else { spec_replicas };
             let decision = autoscale::decide(
                 name,
                 settings,
-                current,
+                from,
                 observed.lag.get(name),
                 previous_autoscaling,
                 context.now,
@@ -255,6 +271,10 @@ fn converge(
             }
             other => other,
         };
+        running.push(match replicas {
+            Some(replicas) => format!("{name} {replicas}"),
+            None => format!("{name} as its autoscaler says"),
+        });
         let streamlet = Streamlet {
             app,
             instance: name,
@@ -277,6 +297,9 @@ fn converge(
             apply.push(Desired::Service(service));
         }
         apply.push(Desired::Deployment(deployment));
+        apply.push(Desired::PodDisruptionBudget(
+            desired::pod_disruption_budget(&streamlet),
+        ));
         let mut status = streamlet_status(observed, name, replicas, current);
         status.autoscaling = autoscaling_status;
         if let Some(error) = status.last_error.as_deref().filter(|error| {
@@ -319,8 +342,27 @@ fn converge(
             ),
         ));
     }
+    let previous_phase = app.status.as_ref().map(|status| status.phase);
+    if suspended && previous_phase != Some(Phase::Suspended) {
+        events.push(Event::normal(
+            "Suspended",
+            "Scale",
+            "suspended: every streamlet's Deployment scaled to 0 replicas; the objects, topics and consumer offsets stay".to_owned(),
+        ));
+    } else if !suspended && previous_phase == Some(Phase::Suspended) {
+        events.push(Event::normal(
+            "Resumed",
+            "Scale",
+            format!("resumed with replicas {}", running.join(", ")),
+        ));
+    }
     let status = application_status(app, statuses, None, context);
-    let settled = status.phase == runnel_application::Phase::Running;
+    let settled = match status.phase {
+        Phase::Running => true,
+        // Suspended and settled once no pod is left.
+        Phase::Suspended => status.streamlets.iter().all(|s| s.ready_replicas == 0),
+        _ => false,
+    };
     Plan {
         topics,
         apply,
@@ -409,6 +451,7 @@ fn stale(observed: &Observed, apply: &[Desired]) -> Vec<Stale> {
             Desired::Secret(o) => ("Secret", o.name_any()),
             Desired::Deployment(o) => ("Deployment", o.name_any()),
             Desired::Service(o) => ("Service", o.name_any()),
+            Desired::PodDisruptionBudget(o) => ("PodDisruptionBudget", o.name_any()),
         })
         .collect();
     let mut stale = Vec::new();
@@ -428,6 +471,9 @@ fn stale(observed: &Observed, apply: &[Desired]) -> Vec<Stale> {
     }
     for object in &observed.deployments {
         check("Deployment", object.name_any());
+    }
+    for object in &observed.pod_disruption_budgets {
+        check("PodDisruptionBudget", object.name_any());
     }
     stale.sort();
     stale

@@ -106,6 +106,9 @@ pub(crate) struct Failure<'a> {
 }
 
 /// The whole status: phase, message and conditions from the streamlets and any failure.
+/// A suspended spec (`spec.suspended`) that was carried out is phase `Suspended` with the
+/// condition `Suspended` true; a failure, which applies nothing, keeps the previous
+/// `Suspended` condition, since that is still what the cluster holds.
 pub(crate) fn application_status(
     app: &Application,
     streamlets: Vec<StreamletStatus>,
@@ -156,6 +159,15 @@ pub(crate) fn application_status(
         )
     } else if let Some(failure) = &failure {
         (Phase::Failed, failure.message.clone())
+    } else if app.spec.suspended {
+        let mut message = format!(
+            "suspended: {} streamlets scaled to 0 replicas",
+            streamlets.len()
+        );
+        if ready_total > 0 {
+            message.push_str(&format!(", {ready_total} pods still ready"));
+        }
+        (Phase::Suspended, message)
     } else if not_ready.is_empty() {
         (
             Phase::Running,
@@ -256,11 +268,26 @@ pub(crate) fn application_status(
             ),
         )
     };
+    let suspended = match (&failure, previous.and_then(|p| p.condition("Suspended"))) {
+        (Some(_), Some(kept)) => kept.clone(),
+        _ if app.spec.suspended && failure.is_none() => condition(
+            "Suspended",
+            true,
+            "Suspended",
+            "spec.suspended is true: every streamlet's Deployment is kept with 0 replicas; `runnel resume` runs them again".to_owned(),
+        ),
+        _ => condition(
+            "Suspended",
+            false,
+            "NotSuspended",
+            "the streamlets run the replicas of the spec (or of their autoscaler)".to_owned(),
+        ),
+    };
     ApplicationStatus {
         phase,
         message,
         observed_generation: generation,
-        conditions: vec![ready, reconciled, topics_ready, idle_replicas],
+        conditions: vec![ready, reconciled, topics_ready, idle_replicas, suspended],
         streamlets,
         operator_version: context.operator_version.clone(),
     }

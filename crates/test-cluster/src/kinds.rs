@@ -49,6 +49,14 @@ const BUILT_IN: &[(&str, &str, &str, &str, bool, bool)] = &[
     ),
     ("apps", "v1", "deployments", "Deployment", true, true),
     ("apps", "v1", "replicasets", "ReplicaSet", true, true),
+    (
+        "policy",
+        "v1",
+        "poddisruptionbudgets",
+        "PodDisruptionBudget",
+        true,
+        true,
+    ),
     ("coordination.k8s.io", "v1", "leases", "Lease", true, false),
     ("events.k8s.io", "v1", "events", "Event", true, false),
     (

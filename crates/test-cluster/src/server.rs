@@ -58,7 +58,7 @@ struct Shared {
 
 /// An in-process Kubernetes API server on `127.0.0.1`, for tests.
 ///
-/// It serves the resources clients use (core, apps, coordination, events, RBAC, CRDs and
+/// It serves the resources clients use (core, apps, policy, coordination, events, RBAC, CRDs and
 /// the custom resources they define) with Kubernetes' semantics for create, get, list (with
 /// label and field selectors), watch (from a resource version, 410 Gone after
 /// [`compact`](FakeApiServer::compact)), replace with resourceVersion conflicts, JSON merge

@@ -11,12 +11,16 @@
 //! | `pods.<instance>.resources.<requests\|limits>.<cpu\|memory>` | a resource quantity |
 //! | `pods.<instance>.<labels\|annotations\|env\|volumes>.<name>` | a label, annotation, environment variable or volume claim |
 //! | `pods.<instance>.http-port` | the port the streamlet serves HTTP on |
+//! | `pods.<instance>.node-selector.<label>` | a node label the pods' nodes must have |
+//! | `pods.<instance>.service-account-name` | the service account the pods run as |
+//! | `pods.<instance>.<tolerations\|affinity>` | the whole list or object, as JSON or a TOML inline value |
 //! | `scaling.<instance>.<min-replicas\|max-replicas\|target-lag\|target-lag-seconds\|cooldown>` | lag-based autoscaling |
 //! | `scaling.<instance>.external` | `true` when an HPA sets the replicas |
 //!
 //! The short form `<instance>.<parameter>` is the one `app run --set` takes; an instance
 //! named like one of the tables above needs the long form.
 
+use super::scheduling::read_strict;
 use super::{Configuration, Problem, StreamletConfiguration};
 
 /// The first segments that name a table rather than an instance.
@@ -32,7 +36,7 @@ impl Configuration {
     /// configuration.assign("kafka.linger.ms=5")?;
     /// assert_eq!(configuration.kafka["linger.ms"], "5");
     /// let error = configuration.assign("pods.generator.colour=red").unwrap_err();
-    /// assert_eq!(error.to_string(), "argument 'pods.generator.colour=red': unknown pod setting 'colour' (known: resources.requests.cpu, resources.requests.memory, resources.limits.cpu, resources.limits.memory, labels.NAME, annotations.NAME, env.NAME, volumes.MOUNT, http-port)");
+    /// assert_eq!(error.to_string(), "argument 'pods.generator.colour=red': unknown pod setting 'colour' (known: resources.requests.cpu, resources.requests.memory, resources.limits.cpu, resources.limits.memory, labels.NAME, annotations.NAME, env.NAME, volumes.MOUNT, http-port, node-selector.LABEL, tolerations, affinity, service-account-name)");
     /// # Ok::<(), runnel_application::Problem>(())
     /// ```
     ///
@@ -70,7 +74,7 @@ impl Configuration {
             }
             ["pods", instance, setting @ ..] => {
                 let setting = setting.join(".");
-                assign_pod(self.streamlet(instance), &setting, value).map_err(problem)?;
+                assign_pod(self.streamlet(instance), instance, &setting, value).map_err(problem)?;
             }
             ["scaling", instance, setting] => {
                 assign_scaling(self.streamlet(instance), setting, value).map_err(problem)?;
@@ -162,6 +166,18 @@ impl Configuration {
             if let Some(port) = pod.http_port {
                 entries.insert(format!("pods.{name}.http-port"), port.to_string());
             }
+            for (key, value) in &pod.node_selector {
+                entries.insert(format!("pods.{name}.node-selector.{key}"), value.clone());
+            }
+            if let Some(tolerations) = &pod.tolerations {
+                entries.insert(format!("pods.{name}.tolerations"), json_text(tolerations));
+            }
+            if let Some(affinity) = &pod.affinity {
+                entries.insert(format!("pods.{name}.affinity"), json_text(affinity));
+            }
+            if let Some(account) = &pod.service_account_name {
+                entries.insert(format!("pods.{name}.service-account-name"), account.clone());
+            }
             let scaling = &streamlet.scaling;
             let numbers = [
                 ("min-replicas", scaling.min_replicas.map(i64::from)),
@@ -191,6 +207,7 @@ impl Configuration {
 
 fn assign_pod(
     streamlet: &mut StreamletConfiguration,
+    instance: &str,
     setting: &str,
     value: String,
 ) -> Result<(), String> {
@@ -221,13 +238,63 @@ fn assign_pod(
                     .map_err(|_| format!("'{value}' is not a port number"))?,
             );
         }
+        ("node-selector", name) if !name.is_empty() => {
+            pod.node_selector.insert(name.to_owned(), value);
+        }
+        ("service-account-name", "") => pod.service_account_name = Some(value),
+        ("tolerations", "") => {
+            let place = format!("pods.{instance}.tolerations");
+            pod.tolerations = Some(read_strict(&place, inline_value(&value)?)?);
+        }
+        ("affinity", "") => {
+            let place = format!("pods.{instance}.affinity");
+            pod.affinity = Some(read_strict(&place, inline_value(&value)?)?);
+        }
+        ("tolerations" | "affinity", _) => {
+            return Err(format!(
+                "{head} is set whole: write pods.{instance}.{head}=VALUE with the {} as JSON or a TOML inline value, or use a configuration file",
+                if head == "tolerations" {
+                    "list"
+                } else {
+                    "object"
+                }
+            ));
+        }
         _ => {
             return Err(format!(
-                "unknown pod setting '{setting}' (known: resources.requests.cpu, resources.requests.memory, resources.limits.cpu, resources.limits.memory, labels.NAME, annotations.NAME, env.NAME, volumes.MOUNT, http-port)"
+                "unknown pod setting '{setting}' (known: resources.requests.cpu, resources.requests.memory, resources.limits.cpu, resources.limits.memory, labels.NAME, annotations.NAME, env.NAME, volumes.MOUNT, http-port, node-selector.LABEL, tolerations, affinity, service-account-name)"
             ));
         }
     }
     Ok(())
+}
+
+/// A structured value of a `key=value` argument: JSON (`[{"key": "a", "operator":
+/// "Exists"}]`, as kubectl prints) or a TOML inline value (`[{ key = "a", operator =
+/// "Exists" }]`, as in a configuration file).
+fn inline_value(text: &str) -> Result<serde_json::Value, String> {
+    let json = match serde_json::from_str(text) {
+        Ok(value) => return Ok(value),
+        Err(error) => error,
+    };
+    let toml = match toml::from_str::<toml::Table>(&format!("value = {text}")) {
+        Ok(mut table) => {
+            let value = table
+                .remove("value")
+                .expect("the table has the key just parsed");
+            return Ok(serde_json::to_value(value).expect("TOML values are JSON values"));
+        }
+        Err(error) => error,
+    };
+    let toml = toml.message().to_owned();
+    Err(format!(
+        "'{text}' is neither JSON ({json}) nor a TOML inline value ({toml})"
+    ))
+}
+
+/// Compact JSON, which [`inline_value`] reads back.
+fn json_text<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).expect("configuration values serialize")
 }
 
 fn assign_scaling(
@@ -289,6 +356,10 @@ mod tests {
             "pods.gen.env.RUST_BACKTRACE=1",
             "pods.gen.volumes.data=gen-claim",
             "pods.gen.http-port=8080",
+            "pods.gen.node-selector.kubernetes.io/arch=amd64",
+            "pods.gen.service-account-name=gen-reader",
+            r#"pods.gen.tolerations=[{"key": "dedicated", "operator": "Equal", "value": "streaming", "effect": "NoSchedule"}]"#,
+            r#"pods.gen.affinity={ podAntiAffinity = { preferredDuringSchedulingIgnoredDuringExecution = [{ weight = 100, podAffinityTerm = { topologyKey = "kubernetes.io/hostname" } }] } }"#,
             "scaling.gen.max-replicas=4",
             "scaling.gen.cooldown=30s",
         ] {
@@ -306,6 +377,30 @@ mod tests {
         assert_eq!(generator.pod.env["RUST_BACKTRACE"], "1");
         assert_eq!(generator.pod.volumes["data"], "gen-claim");
         assert_eq!(generator.pod.http_port, Some(8080));
+        assert_eq!(generator.pod.node_selector["kubernetes.io/arch"], "amd64");
+        assert_eq!(
+            generator.pod.service_account_name.as_deref(),
+            Some("gen-reader")
+        );
+        let tolerations = generator.pod.tolerations.as_ref().unwrap();
+        assert_eq!(
+            (
+                tolerations[0].key.as_deref(),
+                tolerations[0].effect.as_deref()
+            ),
+            (Some("dedicated"), Some("NoSchedule"))
+        );
+        let anti = generator.pod.affinity.as_ref().unwrap();
+        let preferred = &anti
+            .pod_anti_affinity
+            .as_ref()
+            .unwrap()
+            .preferred_during_scheduling_ignored_during_execution[0];
+        assert_eq!(preferred.weight, 100);
+        assert_eq!(
+            preferred.pod_affinity_term.topology_key,
+            "kubernetes.io/hostname"
+        );
         assert_eq!(generator.scaling.max_replicas, Some(4));
         assert_eq!(generator.scaling.cooldown.as_deref(), Some("30s"));
     }
@@ -322,6 +417,10 @@ mod tests {
             "pods.gen.resources.limits.memory=1Gi",
             "pods.gen.annotations.example.com/owner=ops",
             "pods.gen.http-port=8080",
+            "pods.gen.node-selector.disktype=ssd",
+            "pods.gen.service-account-name=gen",
+            r#"pods.gen.tolerations=[{ operator = "Exists" }]"#,
+            r#"pods.gen.affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "b"]}]}]}}}"#,
             "scaling.gen.max-replicas=4",
             "scaling.gen.external=false",
         ] {
@@ -359,6 +458,24 @@ mod tests {
         assert_eq!(
             message("gen..count=1", &mut configuration),
             "argument 'gen..count=1': 'gen..count' has an empty part"
+        );
+        assert_eq!(
+            message("pods.gen.affinity.nodeAffinity={}", &mut configuration),
+            "argument 'pods.gen.affinity.nodeAffinity={}': affinity is set whole: write pods.gen.affinity=VALUE with the object as JSON or a TOML inline value, or use a configuration file"
+        );
+        assert_eq!(
+            message(
+                r#"pods.gen.tolerations=[{"key": "a", "effect": "NoSchedule", "sconds": 5}]"#,
+                &mut configuration
+            ),
+            r#"argument 'pods.gen.tolerations=[{"key": "a", "effect": "NoSchedule", "sconds": 5}]': pods.gen.tolerations[0].sconds: unknown field 'sconds'"#
+        );
+        let garbled = message("pods.gen.tolerations=[{key: a}]", &mut configuration);
+        assert!(
+            garbled.starts_with(
+                "argument 'pods.gen.tolerations=[{key: a}]': '[{key: a}]' is neither JSON (key must be a string at line 1 column 3) nor a TOML inline value ("
+            ),
+            "{garbled}"
         );
     }
 }

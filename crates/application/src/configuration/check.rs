@@ -241,7 +241,7 @@ fn check_streamlet(
     for (key, value) in &pod.labels {
         let place = format!("pods.{name}.labels.{key}");
         check_key(&place, key, problems);
-        if !value.is_empty() && !LABEL_NAME.is_match(value) {
+        if !is_label_value(value) {
             problems.push(Problem::new(
                 place,
                 format!("'{value}' is not a label value (at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit)"),
@@ -280,7 +280,7 @@ fn check_streamlet(
                 ),
             ));
         }
-        if claim.len() > 253 || !DNS_SUBDOMAIN.is_match(claim) {
+        if !is_dns_subdomain(claim) {
             problems.push(Problem::new(
                 place,
                 format!("'{claim}' is not a PersistentVolumeClaim name"),
@@ -293,6 +293,15 @@ fn check_streamlet(
         problems.push(Problem::new(
             format!("pods.{name}.http-port"),
             format!("{port} is not available (the admin endpoint uses {ADMIN_PORT})"),
+        ));
+    }
+    super::scheduling::check_scheduling(name, pod, problems);
+    if let Some(account) = &pod.service_account_name
+        && !is_dns_subdomain(account)
+    {
+        problems.push(Problem::new(
+            format!("pods.{name}.service-account-name"),
+            format!("'{account}' is not a service account name (a DNS subdomain: at most 253 lowercase letters, digits, '-' and '.', starting and ending with a letter or digit)"),
         ));
     }
     let scaling = &streamlet.scaling;
@@ -367,14 +376,31 @@ fn check_log_level(place: &str, level: &str, problems: &mut Vec<Problem>) {
     }
 }
 
-/// A label or annotation key: an optional DNS-subdomain prefix and `/`, then a name.
-fn check_key(place: &str, key: &str, problems: &mut Vec<Problem>) {
+/// Whether `key` is a label key (Kubernetes' qualified name): an optional DNS-subdomain
+/// prefix and `/`, then at most 63 letters, digits, '-', '_' or '.', starting and ending
+/// with a letter or digit.
+pub(super) fn is_qualified_name(key: &str) -> bool {
     let (prefix, name) = match key.rsplit_once('/') {
         Some((prefix, name)) => (Some(prefix), name),
         None => (None, key),
     };
-    let prefix_ok = prefix.is_none_or(|p| p.len() <= 253 && DNS_SUBDOMAIN.is_match(p));
-    if !prefix_ok || !LABEL_NAME.is_match(name) {
+    prefix.is_none_or(is_dns_subdomain) && LABEL_NAME.is_match(name)
+}
+
+/// Whether `value` is a label value: empty, or what a label key's name part may be.
+pub(super) fn is_label_value(value: &str) -> bool {
+    value.is_empty() || LABEL_NAME.is_match(value)
+}
+
+/// Whether `name` is a DNS-1123 subdomain (the names of most Kubernetes objects).
+fn is_dns_subdomain(name: &str) -> bool {
+    name.len() <= 253 && DNS_SUBDOMAIN.is_match(name)
+}
+
+/// A label or annotation key: an optional DNS-subdomain prefix and `/`, then a name.
+fn check_key(place: &str, key: &str, problems: &mut Vec<Problem>) {
+    let prefix = key.rsplit_once('/').map(|(prefix, _)| prefix);
+    if !is_qualified_name(key) {
         problems.push(Problem::new(
             place,
             format!("'{key}' is not a Kubernetes label or annotation key"),
@@ -438,6 +464,9 @@ mod tests {
                     "pods.gen.volumes.data=gen-data",
                     "pods.gen.resources.limits.memory=64Mi",
                     "pods.gen.resources.requests.cpu=250m",
+                    "pods.gen.service-account-name=gen-reader",
+                    "pods.gen.node-selector.kubernetes.io/arch=amd64",
+                    r#"pods.gen.tolerations=[{"operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30}]"#,
                     "scaling.log.max-replicas=3",
                     "scaling.log.target-lag=100",
                 ],
@@ -459,6 +488,8 @@ mod tests {
                 "pods.gen.resources.limits.memory=lots",
                 "pods.gen.labels.app.kubernetes.io/name=x",
                 "pods.gen.volumes.cache=c",
+                r#"pods.gen.tolerations=[{"key": "dedicated", "operator": "Equals", "value": "x"}]"#,
+                "pods.gen.service-account-name=Streaming_Reader",
                 "pods.log.http-port=9090",
                 "scaling.log.min-replicas=3",
                 "scaling.log.max-replicas=2",
@@ -478,6 +509,8 @@ mod tests {
                 "pods.gen.resources.limits.memory: 'lots' is not a Kubernetes quantity (write it like 250m, 0.5, 64Mi or 1Gi)",
                 "pods.gen.labels.app.kubernetes.io/name: 'app.kubernetes.io/name' is set by the operator",
                 "pods.gen.volumes.cache: streamlet type 'generator' declares no volume mount 'cache' (it declares: data)",
+                "pods.gen.tolerations[0].operator: 'Equals' is not a toleration operator (Exists or Equal)",
+                "pods.gen.service-account-name: 'Streaming_Reader' is not a service account name (a DNS subdomain: at most 253 lowercase letters, digits, '-' and '.', starting and ending with a letter or digit)",
                 "pods.log.http-port: 9090 is not available (the admin endpoint uses 9090)",
                 "scaling.log.max-replicas: 2 is below min-replicas (3)",
                 "scaling.log.cooldown: 'soon' is not a duration (write it like 30s or 2m)",

@@ -19,6 +19,13 @@
 //! env = { RUST_BACKTRACE = "1" }
 //! volumes = { data = "generator-data" }   # declared volume mount -> PersistentVolumeClaim
 //! http-port = 8080
+//! node-selector = { "kubernetes.io/arch" = "amd64" }
+//! tolerations = [{ key = "dedicated", operator = "Equal", value = "streaming", effect = "NoSchedule" }]
+//! service-account-name = "generator"
+//! # Kubernetes' Affinity, with its field names
+//! [[pods.generator.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution]]
+//! weight = 100
+//! podAffinityTerm = { topologyKey = "kubernetes.io/hostname", labelSelector = { matchLabels = { "runnel.dev/streamlet" = "generator" } } }
 //!
 //! [scaling.to-metrics]
 //! min-replicas = 1
@@ -32,6 +39,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+use super::scheduling::read_strict;
 use super::{
     Configuration, PodSettings, Problem, Quantities, ResourceSettings, ScalingSettings,
     StreamletConfiguration,
@@ -82,6 +90,11 @@ struct PodFile {
     #[serde(default)]
     volumes: BTreeMap<String, String>,
     http_port: Option<u16>,
+    tolerations: Option<toml::Value>,
+    #[serde(default)]
+    node_selector: BTreeMap<String, String>,
+    affinity: Option<toml::Value>,
+    service_account_name: Option<String>,
 }
 
 #[derive(Default, Deserialize)]
@@ -179,6 +192,20 @@ impl Configuration {
                 env.insert(key.clone(), text);
             }
             let cpu = |value: &Option<toml::Value>| value.as_ref().and_then(scalar);
+            let tolerations = pod
+                .tolerations
+                .map(|value| {
+                    read_strict(&format!("pods.{name}.tolerations"), json_of(&value))
+                        .map_err(|message| Problem::new(place(), message))
+                })
+                .transpose()?;
+            let affinity = pod
+                .affinity
+                .map(|value| {
+                    read_strict(&format!("pods.{name}.affinity"), json_of(&value))
+                        .map_err(|message| Problem::new(place(), message))
+                })
+                .transpose()?;
             streamlet(&mut configuration, &name).pod = PodSettings {
                 resources: ResourceSettings {
                     requests: Quantities {
@@ -195,6 +222,10 @@ impl Configuration {
                 env,
                 volumes: pod.volumes,
                 http_port: pod.http_port,
+                tolerations,
+                node_selector: pod.node_selector,
+                affinity,
+                service_account_name: pod.service_account_name,
             };
         }
         for (name, scaling) in file.scaling {
@@ -289,6 +320,30 @@ impl Configuration {
             if let Some(port) = pod.http_port {
                 table.insert("http-port".into(), Value::Integer(i64::from(port)));
             }
+            if !pod.node_selector.is_empty() {
+                table.insert(
+                    "node-selector".into(),
+                    Value::Table(strings(&pod.node_selector)),
+                );
+            }
+            if let Some(tolerations) = &pod.tolerations {
+                table.insert(
+                    "tolerations".into(),
+                    Value::try_from(tolerations).expect("tolerations are TOML values"),
+                );
+            }
+            if let Some(affinity) = &pod.affinity {
+                table.insert(
+                    "affinity".into(),
+                    Value::try_from(affinity).expect("an affinity is a TOML value"),
+                );
+            }
+            if let Some(account) = &pod.service_account_name {
+                table.insert(
+                    "service-account-name".into(),
+                    Value::String(account.clone()),
+                );
+            }
             if !table.is_empty() {
                 pods.insert(name.clone(), Value::Table(table));
             }
@@ -333,6 +388,11 @@ impl Configuration {
 }
 
 const NOT_SCALAR: &str = "must be a string, number or boolean";
+
+/// A TOML value as the JSON value serde reads the same way.
+fn json_of(value: &toml::Value) -> serde_json::Value {
+    serde_json::to_value(value).expect("TOML values are JSON values")
+}
 
 /// A scalar TOML value as text.
 fn scalar(value: &toml::Value) -> Option<String> {
@@ -405,6 +465,12 @@ labels = { team = "sensors" }
 env = { RUST_BACKTRACE = 1 }
 volumes = { data = "generator-data" }
 http-port = 8080
+node-selector = { "kubernetes.io/arch" = "amd64" }
+tolerations = [{ key = "dedicated", operator = "Equal", value = "streaming", effect = "NoSchedule" }]
+service-account-name = "generator"
+[[pods.generator.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution]]
+weight = 100
+podAffinityTerm = { topologyKey = "kubernetes.io/hostname", labelSelector = { matchLabels = { "runnel.dev/streamlet" = "generator" } } }
 
 [scaling.to-metrics]
 max-replicas = 4
@@ -430,6 +496,10 @@ target-lag = 1000
             "pods.generator.env.RUST_BACKTRACE=1",
             "pods.generator.volumes.data=generator-data",
             "pods.generator.http-port=8080",
+            "pods.generator.node-selector.kubernetes.io/arch=amd64",
+            r#"pods.generator.tolerations=[{"key": "dedicated", "operator": "Equal", "value": "streaming", "effect": "NoSchedule"}]"#,
+            "pods.generator.service-account-name=generator",
+            r#"pods.generator.affinity={"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"runnel.dev/streamlet": "generator"}}}}]}}"#,
             "scaling.to-metrics.max-replicas=4",
             "scaling.to-metrics.target-lag=1000",
         ] {
@@ -460,5 +530,44 @@ target-lag = 1000
             "{error}"
         );
         assert!(error.contains("unknown field `memory`"), "{error}");
+    }
+
+    #[test]
+    fn structured_pod_settings_name_the_offending_field() {
+        let error = Configuration::parse_file(
+            Path::new("c.toml"),
+            "[pods.gen]\ntolerations = [{ key = \"a\", operator = \"Exists\", efect = \"NoSchedule\" }]\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            error,
+            "c.toml: pods.gen.tolerations[0].efect: unknown field 'efect'"
+        );
+        let error = Configuration::parse_file(
+            Path::new("c.toml"),
+            "[pods.gen.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution]\nnodeSelectorTerms = [{ matchExpressions = [{ key = \"zone\", values = [\"a\"] }] }]\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            error,
+            "c.toml: pods.gen.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0]: missing field `operator`"
+        );
+        // An empty list or object in a later layer clears an earlier one's.
+        let mut layered = Configuration::parse_file(Path::new("c.toml"), EXAMPLE).unwrap();
+        let clearing = Configuration::parse_file(
+            Path::new("d.toml"),
+            "[pods.generator]\ntolerations = []\naffinity = {}\n",
+        )
+        .unwrap();
+        layered.overlay(&clearing);
+        let pod = &layered.streamlets["generator"].pod;
+        assert_eq!(pod.tolerations.as_deref(), Some(&[][..]));
+        assert!(pod.affinity.as_ref().unwrap().is_empty());
+        assert_eq!(
+            Configuration::parse_file(Path::new("e.toml"), &layered.to_file()).unwrap(),
+            layered
+        );
     }
 }

@@ -56,6 +56,8 @@ pub(crate) async fn run(
     user.overlay(&change);
     let mut problems = check(&user, &document.spec, &blueprint);
     let mut spec: ApplicationSpec = document.spec.clone();
+    // A suspended app stays suspended through a redeploy, as its replicas stay.
+    spec.suspended = existing.as_ref().is_some_and(|app| app.spec.suspended);
     for streamlet in &mut spec.streamlets {
         if let Some(deployed) = existing
             .as_ref()
@@ -161,6 +163,12 @@ pub(crate) async fn run(
             }
             if old.defaults != spec.defaults {
                 writeln!(out, "  ~ the app's default configuration changed")?;
+            }
+            if spec.suspended {
+                writeln!(
+                    out,
+                    "  = suspended: it stays so, with 0 replicas, until `runnel resume {name}`"
+                )?;
             }
         }
     }

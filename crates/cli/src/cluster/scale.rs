@@ -75,6 +75,13 @@ pub(crate) async fn run(args: &ScaleArgs, out: &mut dyn Write) -> anyhow::Result
                 for line in lines {
                     writeln!(out, "{line}")?;
                 }
+                if app.spec.suspended {
+                    writeln!(
+                        out,
+                        "the application is suspended: its streamlets keep 0 replicas and get these when it resumes (`runnel resume {}`)",
+                        args.app
+                    )?;
+                }
                 return Ok(Outcome::Passed);
             }
             Err(kube::Error::Api(response)) if response.code == 409 => continue,

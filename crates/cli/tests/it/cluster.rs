@@ -434,3 +434,103 @@ fn kubectl_runs_runnel_as_a_plugin() {
     assert!(ok);
     assert!(help.contains("Usage: kubectl runnel <COMMAND>"), "{help}");
 }
+
+#[test]
+fn suspend_and_resume_through_the_cli() {
+    let cluster = Cluster::start();
+    cluster.eventually("the operator's lease", |c| {
+        c.runtime
+            .block_on(c.api::<Lease>().get_opt(LEASE_NAME))
+            .unwrap()
+    });
+    let file = application_file(cluster.dir.path(), "1.0");
+    let file = file.to_str().unwrap();
+    let (code, _, errors) = cluster.runnel(&[
+        "deploy",
+        file,
+        "scaling.log.external=true",
+        "--scale",
+        "gen=2",
+    ]);
+    assert_eq!(code, 0, "{errors}");
+    let replicas = |c: &Cluster, name: &str| c.deployment(name).map(|d| d.spec.unwrap().replicas);
+    cluster.eventually("the generators", |c| {
+        (replicas(c, "demo-gen")? == Some(2)).then_some(())
+    });
+    cluster.eventually("the logger", |c| c.deployment("demo-log"));
+
+    // suspend: every Deployment kept, at 0 replicas, the HPA-scaled one too.
+    let (code, printed, errors) = cluster.runnel(&["suspend", "demo"]);
+    assert_eq!(code, 0, "{errors}");
+    assert!(
+        printed.starts_with("application 'demo' in apps: suspending\n  ~ gen: 2 replicas -> 0 replicas\n  ~ log: its autoscaler's replicas (scaling external) -> 0 replicas\n"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("suspended: 2 streamlets scaled to 0 replicas"),
+        "it waits for the operator: {printed}"
+    );
+    assert_eq!(replicas(&cluster, "demo-gen"), Some(Some(0)));
+    assert_eq!(replicas(&cluster, "demo-log"), Some(Some(0)));
+    let budgets: Api<k8s_openapi::api::policy::v1::PodDisruptionBudget> = cluster.api();
+    assert!(
+        cluster
+            .runtime
+            .block_on(budgets.get_opt("demo-gen"))
+            .unwrap()
+            .is_some(),
+        "the objects stay"
+    );
+    let (_, printed, _) = cluster.runnel(&["status", "demo"]);
+    assert!(printed.contains("phase: Suspended"), "{printed}");
+    assert!(
+        printed.contains("condition Suspended: True (Suspended)"),
+        "{printed}"
+    );
+    let (code, printed, _) = cluster.runnel(&["suspend", "demo"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        printed,
+        "application 'demo' in apps is already suspended; nothing was written\n"
+    );
+
+    // Scaling and redeploying a suspended app keep it suspended.
+    let (code, printed, errors) = cluster.runnel(&["scale", "demo", "gen=3"]);
+    assert_eq!(code, 0, "{errors}");
+    assert!(
+        printed.contains("the application is suspended: its streamlets keep 0 replicas and get these when it resumes"),
+        "{printed}"
+    );
+    let (code, printed, errors) = cluster.runnel(&["deploy", file]);
+    assert_eq!(code, 0, "{errors}");
+    assert!(
+        printed.contains("= suspended: it stays so, with 0 replicas, until `runnel resume demo`"),
+        "{printed}"
+    );
+    let app = cluster.application().unwrap();
+    assert!(app.spec.suspended);
+    cluster.eventually("the operator's status of the redeploy", |c| {
+        let app = c.application()?;
+        let status = app.status?;
+        (status.observed_generation == app.metadata.generation).then_some(())
+    });
+    assert_eq!(replicas(&cluster, "demo-gen"), Some(Some(0)));
+
+    // resume: the spec's replicas; the HPA-scaled one is left to its autoscaler again.
+    let (code, printed, errors) = cluster.runnel(&["resume", "demo"]);
+    assert_eq!(code, 0, "{errors}");
+    assert!(
+        printed.starts_with("application 'demo' in apps: resuming\n  ~ gen: 0 -> 3 replicas\n  ~ log: 0 -> its autoscaler's replicas (scaling external)\n"),
+        "{printed}"
+    );
+    assert!(printed.contains("resumed: Pending"), "{printed}");
+    assert_eq!(replicas(&cluster, "demo-gen"), Some(Some(3)));
+    // The operator no longer applies the field; a real API server then defaults it to 1
+    // and the HPA scales from there (the fake one does not default).
+    assert_eq!(replicas(&cluster, "demo-log"), Some(None));
+    let (_, printed, _) = cluster.runnel(&["resume", "demo"]);
+    assert_eq!(
+        printed,
+        "application 'demo' in apps is already running; nothing was written\n"
+    );
+}

@@ -2,8 +2,10 @@
 //! plane (kube-apiserver with RBAC and the default admission plugins, kube-controller-manager,
 //! etcd; `runnel_test_cluster::ControlPlane`): the server validates what `runnel crd` and
 //! `runnel operator manifests` hold, refuses a bad Application itself, and the operator,
-//! holding only the RBAC the manifests grant its service account, deploys, scales and
-//! undeploys through real Deployments, ReplicaSets, Leases and garbage collection.
+//! holding only the RBAC the manifests grant its service account, deploys (with a pod
+//! template: tolerations, affinity, a node selector and a service account), scales,
+//! suspends, resumes and undeploys through real Deployments, ReplicaSets,
+//! PodDisruptionBudgets, Leases and garbage collection.
 
 use std::path::Path;
 use std::process::Command;
@@ -80,6 +82,23 @@ fn eventually<T>(seconds: u64, what: &str, mut check: impl FnMut() -> Option<T>)
         );
         std::thread::sleep(Duration::from_millis(250));
     }
+}
+
+/// `spec.replicas` of Deployment `name` (`None` when the field is unset or it is missing).
+fn replicas(plane: &ControlPlane, name: &str) -> Option<i64> {
+    get_json(plane, &["deployment", name])?["spec"]["replicas"].as_i64()
+}
+
+/// The names of the app's Pods (owned by a ReplicaSet) that start with `prefix`.
+fn pods(plane: &ControlPlane, prefix: &str) -> Vec<Value> {
+    items(plane, "pods")
+        .into_iter()
+        .filter(|pod| {
+            pod["metadata"]["name"]
+                .as_str()
+                .is_some_and(|name| name.starts_with(prefix))
+        })
+        .collect()
 }
 
 /// The names of the items of `kind` owned by an object of `owner_kind`.
@@ -225,11 +244,26 @@ fn the_operator_and_the_cli_run_an_app_on_a_real_api_server() {
     assert_eq!(lease["spec"]["holderIdentity"], "operator-0");
 
     // deploy: the operator's Deployments, the controller-manager's ReplicaSets and Pods.
+    // The generator runs as a service account of its own (which must exist: the API
+    // server's ServiceAccount admission refuses pods of a missing one), tolerates a taint,
+    // prefers nodes without another generator and needs Linux nodes; an HPA would scale the
+    // logger (none runs here).
+    kubectl_ok(
+        &plane,
+        &admin,
+        &["create", "serviceaccount", "gen-reader", "-n", NAMESPACE],
+        None,
+    );
     let deployer_arg = deployer.to_str().unwrap();
     let (code, printed, errors) = runnel(&[
         "deploy",
         file.to_str().unwrap(),
         "gen.rate=7",
+        "pods.gen.service-account-name=gen-reader",
+        r#"pods.gen.tolerations=[{"key": "dedicated", "operator": "Equal", "value": "streaming", "effect": "NoSchedule"}]"#,
+        r#"pods.gen.affinity={"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"runnel.dev/streamlet": "gen"}}}}]}}"#,
+        "pods.gen.node-selector.kubernetes.io/os=linux",
+        "scaling.log.external=true",
         "--scale",
         "gen=2",
         "--kubeconfig",
@@ -261,17 +295,114 @@ fn the_operator_and_the_cli_run_an_app_on_a_real_api_server() {
         app["status"]["phase"].as_str().map(str::to_owned)
     });
 
-    // scale, through the deployer's rights, and the ReplicaSet follows.
-    let (code, printed, errors) = runnel(&["scale", "demo", "log=3", "--kubeconfig", deployer_arg]);
-    assert_eq!(code, 0, "{printed}{errors}");
-    eventually(60, "three loggers' Pods", || {
-        let pods = owned_by(&plane, "pods", "ReplicaSet");
-        (pods
+    // The pod template as the real API server took it: the generator's pods run as its
+    // service account with its token mounted (the API server adds the projected volume),
+    // the logger's without a token.
+    let generator = pods(&plane, "demo-gen").remove(0);
+    let spec = &generator["spec"];
+    assert_eq!(spec["serviceAccountName"], "gen-reader");
+    assert_eq!(spec["automountServiceAccountToken"], true);
+    assert!(
+        spec["volumes"].as_array().unwrap().iter().any(|volume| {
+            volume["name"]
+                .as_str()
+                .is_some_and(|name| name.starts_with("kube-api-access-"))
+        }),
+        "the token is mounted: {spec}"
+    );
+    assert!(
+        spec["tolerations"]
+            .as_array()
+            .unwrap()
             .iter()
-            .filter(|pod| pod.starts_with("demo-log"))
-            .count()
-            == 3)
+            .any(|t| t["key"] == "dedicated" && t["effect"] == "NoSchedule"),
+        "{spec}"
+    );
+    assert_eq!(spec["nodeSelector"]["kubernetes.io/os"], "linux");
+    assert_eq!(
+        spec["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["weight"],
+        100
+    );
+    let logger = pods(&plane, "demo-log").remove(0);
+    assert_eq!(logger["spec"]["automountServiceAccountToken"], false);
+    assert!(
+        !logger["spec"]["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|volume| volume["name"]
+                .as_str()
+                .is_some_and(|name| name.starts_with("kube-api-access-"))),
+        "no token for the logger"
+    );
+    // The logger's replicas are left to its (absent) HPA: the server defaulted them to 1.
+    assert_eq!(replicas(&plane, "demo-log"), Some(1));
+
+    // A PodDisruptionBudget per streamlet, which the operator could create with its RBAC
+    // only, and whose selector the controller-manager's disruption controller matches to
+    // the Deployment's pods.
+    for (name, streamlet) in [("demo-gen", "gen"), ("demo-log", "log")] {
+        let budget = eventually(60, "the PodDisruptionBudget", || {
+            get_json(&plane, &["poddisruptionbudget", name])
+        });
+        assert_eq!(budget["spec"]["maxUnavailable"], 1);
+        assert_eq!(
+            budget["spec"]["selector"]["matchLabels"]["runnel.dev/streamlet"],
+            streamlet
+        );
+        assert_eq!(
+            budget["metadata"]["ownerReferences"][0]["kind"],
+            "Application"
+        );
+    }
+    eventually(
+        60,
+        "the disruption controller counting 2 generators",
+        || {
+            let budget = get_json(&plane, &["poddisruptionbudget", "demo-gen"])?;
+            (budget["status"]["expectedPods"] == 2).then_some(())
+        },
+    );
+
+    // scale, through the deployer's rights, and the ReplicaSet follows.
+    let (code, printed, errors) = runnel(&["scale", "demo", "gen=3", "--kubeconfig", deployer_arg]);
+    assert_eq!(code, 0, "{printed}{errors}");
+    eventually(60, "three generators' Pods", || {
+        (pods(&plane, "demo-gen").len() == 3).then_some(())
+    });
+
+    // suspend, through the deployer's rights: every Deployment (the HPA's too) at 0
+    // replicas, their Pods gone, every object kept.
+    let (code, printed, errors) = runnel(&["suspend", "demo", "--kubeconfig", deployer_arg]);
+    assert_eq!(code, 0, "{printed}{errors}");
+    assert!(
+        printed.contains("suspended: 2 streamlets scaled to 0 replicas"),
+        "{printed}"
+    );
+    assert_eq!(replicas(&plane, "demo-gen"), Some(0));
+    assert_eq!(replicas(&plane, "demo-log"), Some(0));
+    eventually(60, "the app's Pods gone", || {
+        pods(&plane, "demo-").is_empty().then_some(())
+    });
+    for kind in ["configmap", "secret", "poddisruptionbudget"] {
+        assert!(
+            get_json(&plane, &[kind, "demo-gen"]).is_some(),
+            "the {kind} stays"
+        );
+    }
+    let app = get_json(&plane, &["application", "demo"]).unwrap();
+    assert_eq!(app["status"]["phase"], "Suspended");
+
+    // resume: the spec's replicas again; the HPA's Deployment back to the server's default.
+    let (code, printed, errors) = runnel(&["resume", "demo", "--kubeconfig", deployer_arg]);
+    assert_eq!(code, 0, "{printed}{errors}");
+    assert!(printed.contains("resumed: Pending"), "{printed}");
+    eventually(60, "the replicas back", || {
+        (replicas(&plane, "demo-gen") == Some(3) && replicas(&plane, "demo-log") == Some(1))
             .then_some(())
+    });
+    eventually(60, "four Pods again (3 generators, 1 logger)", || {
+        (pods(&plane, "demo-gen").len() == 3 && pods(&plane, "demo-log").len() == 1).then_some(())
     });
 
     // undeploy: the Application goes, and the garbage collector takes what it owned. (The

@@ -35,13 +35,22 @@ pub(crate) fn secret(streamlet: &Streamlet<'_>) -> Secret {
     }
 }
 
-/// A hash of both, for the pod template: when it changes, the Deployment rolls.
+/// A hash of both and of where the pods run (tolerations, node selector, affinity,
+/// service account), for the pod template: when it changes, the Deployment rolls and the
+/// operator says the configuration changed.
 pub(crate) fn config_hash(streamlet: &Streamlet<'_>) -> String {
     let mut hasher = Sha256::new();
-    for (part, data) in [
+    let mut parts = vec![
         ("configmap", config_map_data(streamlet)),
         ("secret", secret_data(streamlet)),
-    ] {
+    ];
+    // Only when set, so that the hash of a streamlet without them is what it was before
+    // they existed, and upgrading the operator rolls nothing.
+    let placement = placement_data(streamlet);
+    if !placement.is_empty() {
+        parts.push(("placement", placement));
+    }
+    for (part, data) in parts {
         hasher.update(part.as_bytes());
         for (key, value) in data {
             hasher.update((key.len() as u64).to_le_bytes());
@@ -64,6 +73,28 @@ fn config_map_data(streamlet: &Streamlet<'_>) -> BTreeMap<String, String> {
             streamlet.resolved.config_file(streamlet.instance, false),
         ),
     ])
+}
+
+/// The pod settings that decide where and as whom the pods run, as JSON by setting.
+fn placement_data(streamlet: &Streamlet<'_>) -> BTreeMap<String, String> {
+    let pod = &streamlet.resolved.pod;
+    fn json<T: serde::Serialize>(value: &T) -> String {
+        serde_json::to_string(value).expect("configuration values serialize")
+    }
+    let mut data = BTreeMap::new();
+    if let Some(tolerations) = &pod.tolerations {
+        data.insert("tolerations".to_owned(), json(tolerations));
+    }
+    if !pod.node_selector.is_empty() {
+        data.insert("nodeSelector".to_owned(), json(&pod.node_selector));
+    }
+    if let Some(affinity) = &pod.affinity {
+        data.insert("affinity".to_owned(), json(affinity));
+    }
+    if let Some(account) = &pod.service_account_name {
+        data.insert("serviceAccountName".to_owned(), account.clone());
+    }
+    data
 }
 
 fn secret_data(streamlet: &Streamlet<'_>) -> BTreeMap<String, String> {

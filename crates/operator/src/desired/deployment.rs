@@ -18,6 +18,7 @@ use runnel_application::{ADMIN_PORT, Quantities};
 
 use super::Streamlet;
 use super::configuration::{ENV_PREFIX, config_hash};
+use super::scheduling::{affinity, tolerations};
 use crate::names::{
     BLUEPRINT_FILE, CONFIG_FILE, CONFIG_HASH_ANNOTATION, CONFIG_MOUNT, SECRET_MOUNT, labels,
     selector,
@@ -42,6 +43,7 @@ pub(crate) fn deployment(streamlet: &Streamlet<'_>) -> Deployment {
         ("prometheus.io/port".to_owned(), ADMIN_PORT.to_string()),
         ("prometheus.io/path".to_owned(), "/metrics".to_owned()),
     ]);
+    let pod = &streamlet.resolved.pod;
     let pull_secrets: Vec<LocalObjectReference> = app
         .spec
         .image_pull_secrets
@@ -74,9 +76,15 @@ pub(crate) fn deployment(streamlet: &Streamlet<'_>) -> Deployment {
                     volumes: Some(volumes(streamlet)),
                     image_pull_secrets: (!pull_secrets.is_empty()).then_some(pull_secrets),
                     termination_grace_period_seconds: Some(GRACE_SECONDS),
+                    node_selector: (!pod.node_selector.is_empty())
+                        .then(|| pod.node_selector.clone()),
+                    tolerations: tolerations(pod.tolerations.as_deref()),
+                    affinity: affinity(pod.affinity.as_ref()),
+                    service_account_name: pod.service_account_name.clone(),
                     // A streamlet never calls the Kubernetes API: no token in its pod (least
-                    // privilege; a real API server would otherwise mount one).
-                    automount_service_account_token: Some(false),
+                    // privilege; a real API server would otherwise mount one), unless the
+                    // user gave it a service account, that is, asked for an identity.
+                    automount_service_account_token: Some(pod.service_account_name.is_some()),
                     security_context: Some(PodSecurityContext {
                         run_as_non_root: Some(true),
                         run_as_user: Some(APP_USER),

@@ -109,6 +109,7 @@ fn cluster_after(plan: &Plan) -> Observed {
             Desired::ConfigMap(o) => observed.config_maps.push(o),
             Desired::Secret(o) => observed.secrets.push(o),
             Desired::Service(o) => observed.services.push(o),
+            Desired::PodDisruptionBudget(o) => observed.pod_disruption_budgets.push(o),
             Desired::Deployment(o) => {
                 let replicas = o.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
                 for index in 0..replicas {
@@ -214,13 +215,45 @@ fn first_deploy_lists_topics_then_creates_every_object_and_waits_for_pods() {
             "ConfigMap demo-gen",
             "Secret demo-gen",
             "Deployment demo-gen",
+            "PodDisruptionBudget demo-gen",
             "ConfigMap demo-twice",
             "Secret demo-twice",
             "Deployment demo-twice",
+            "PodDisruptionBudget demo-twice",
             "ConfigMap demo-log",
             "Secret demo-log",
             "Deployment demo-log",
+            "PodDisruptionBudget demo-log",
         ]
+    );
+    let budget = plan
+        .apply
+        .iter()
+        .find_map(|d| match d {
+            Desired::PodDisruptionBudget(o) if o.name_any() == "demo-twice" => Some(o),
+            _ => None,
+        })
+        .unwrap();
+    let spec = budget.spec.as_ref().unwrap();
+    assert_eq!(
+        spec.max_unavailable,
+        Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(1))
+    );
+    assert_eq!(
+        spec.selector.as_ref().unwrap().match_labels,
+        deployment(&plan, "demo-twice")
+            .spec
+            .as_ref()
+            .unwrap()
+            .selector
+            .match_labels,
+        "the budget selects the Deployment's pods"
+    );
+    assert_eq!(budget.owner_references()[0].name, "demo");
+    assert_eq!(
+        budget.labels(),
+        deployment(&plan, "demo-twice").labels(),
+        "the same labels as the streamlet's other objects"
     );
     assert!(plan.delete.is_empty());
     assert_eq!(plan.status.phase, Phase::Pending);
@@ -370,6 +403,79 @@ fn a_configuration_change_rolls_only_the_affected_streamlet() {
 }
 
 #[test]
+fn where_and_as_whom_pods_run_goes_into_the_pod_spec_and_rolls_only_that_streamlet() {
+    let mut app = application();
+    let before = reconcile_fully(&app, Observed::default());
+    let cluster = cluster_after(&before);
+    let pod_spec = |plan: &Plan, name: &str| {
+        deployment(plan, name)
+            .spec
+            .clone()
+            .unwrap()
+            .template
+            .spec
+            .unwrap()
+    };
+    assert_eq!(
+        pod_spec(&before, "demo-log").automount_service_account_token,
+        Some(false),
+        "no identity asked for, no token"
+    );
+    for assignment in [
+        "pods.log.service-account-name=log-reader",
+        "pods.log.node-selector.disktype=ssd",
+        r#"pods.log.tolerations=[{"key": "dedicated", "operator": "Equal", "value": "streaming", "effect": "NoSchedule"}]"#,
+        r#"pods.log.affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"runnel.dev/streamlet": "log"}}}]}}"#,
+    ] {
+        app.spec.configuration.assign(assignment).unwrap();
+    }
+    let after = reconcile(&app, &cluster, &context());
+    let log = pod_spec(&after, "demo-log");
+    assert_eq!(log.service_account_name.as_deref(), Some("log-reader"));
+    assert_eq!(log.automount_service_account_token, Some(true));
+    assert_eq!(log.node_selector.unwrap()["disktype"], "ssd");
+    let tolerations = log.tolerations.unwrap();
+    assert_eq!(
+        (
+            tolerations[0].key.as_deref(),
+            tolerations[0].value.as_deref(),
+            tolerations[0].effect.as_deref()
+        ),
+        (Some("dedicated"), Some("streaming"), Some("NoSchedule"))
+    );
+    let anti = log.affinity.unwrap().pod_anti_affinity.unwrap();
+    assert_eq!(
+        anti.required_during_scheduling_ignored_during_execution
+            .unwrap()[0]
+            .topology_key,
+        "kubernetes.io/hostname"
+    );
+    assert_eq!(
+        notes(&after),
+        ["Updated: streamlet log: configuration changed, rolling its pods"]
+    );
+    for name in ["demo-gen", "demo-twice"] {
+        assert_eq!(
+            pod_spec(&after, name),
+            pod_spec(&before, name),
+            "{name} is untouched"
+        );
+    }
+
+    // A bad value fails the app and names the key; nothing is applied.
+    app.spec
+        .configuration
+        .assign(r#"pods.log.tolerations=[{"key": "dedicated", "operator": "Equal", "value": "streaming", "effect": "NoScheduleNow"}]"#)
+        .unwrap();
+    let refused = reconcile(&app, &cluster, &context());
+    assert!(refused.apply.is_empty());
+    assert_eq!(
+        refused.status.message,
+        "invalid configuration: pods.log.tolerations[0].effect: 'NoScheduleNow' is not a taint effect (NoSchedule, PreferNoSchedule, NoExecute)"
+    );
+}
+
+#[test]
 fn secret_values_go_to_the_secret_only_and_roll_their_streamlet() {
     let app = application();
     let mut observed = Observed::default();
@@ -404,6 +510,7 @@ fn json_of(desired: &Desired) -> serde_json::Value {
         Desired::Secret(o) => serde_json::to_value(o),
         Desired::Deployment(o) => serde_json::to_value(o),
         Desired::Service(o) => serde_json::to_value(o),
+        Desired::PodDisruptionBudget(o) => serde_json::to_value(o),
     }
     .unwrap()
 }
@@ -425,6 +532,10 @@ fn a_streamlet_removed_from_the_blueprint_has_its_objects_deleted() {
             },
             Stale {
                 kind: "Deployment",
+                name: "demo-twice".to_owned()
+            },
+            Stale {
+                kind: "PodDisruptionBudget",
                 name: "demo-twice".to_owned()
             },
             Stale {
@@ -795,5 +906,198 @@ fn a_streamlet_with_one_state_for_the_instance_runs_one_replica_however_many_are
         [
             "streamlet twice keeps one state for the whole instance, so it runs with 1 replica, not 3; keep its state by input partition to scale it out"
         ]
+    );
+}
+
+/// An app whose `twice` is autoscaled on lag and whose `log` an HPA scales, running with
+/// two generators, and the cluster once it runs.
+fn scaled_three_ways() -> (Application, Observed) {
+    let mut app = application();
+    for assignment in [
+        "scaling.twice.max-replicas=4",
+        "scaling.twice.target-lag=100",
+        "scaling.log.external=true",
+    ] {
+        app.spec.configuration.assign(assignment).unwrap();
+    }
+    app.spec.streamlets[0].replicas = 2;
+    let plan = reconcile_fully(&app, Observed::default());
+    let mut cluster = cluster_after(&plan);
+    cluster.lag.insert(
+        "twice".to_owned(),
+        crate::LagSample {
+            lag: 300,
+            rate: None,
+            partitions: 4,
+        },
+    );
+    let running = reconcile(&app, &cluster, &context());
+    app.status = Some(running.status.clone());
+    let mut cluster = cluster_after(&running);
+    // The API server defaults the replicas the operator leaves out to 1; the HPA keeps them.
+    cluster
+        .deployments
+        .iter_mut()
+        .find(|d| d.name_any() == "demo-log")
+        .unwrap()
+        .spec
+        .as_mut()
+        .unwrap()
+        .replicas = Some(1);
+    cluster.lag = BTreeMap::from([(
+        "twice".to_owned(),
+        crate::LagSample {
+            lag: 300,
+            rate: None,
+            partitions: 4,
+        },
+    )]);
+    (app, cluster)
+}
+
+#[test]
+fn suspending_keeps_every_object_and_scales_every_streamlet_to_zero() {
+    let (mut app, cluster) = scaled_three_ways();
+    assert_eq!(
+        [
+            replicas(&reconcile(&app, &cluster, &context()), "demo-gen"),
+            cluster
+                .deployment("twice")
+                .unwrap()
+                .spec
+                .as_ref()
+                .unwrap()
+                .replicas,
+            cluster
+                .deployment("log")
+                .unwrap()
+                .spec
+                .as_ref()
+                .unwrap()
+                .replicas,
+        ],
+        [Some(2), Some(3), Some(1)],
+        "running: the spec's replicas, the autoscaler's, the HPA's"
+    );
+    let applied_before: Vec<String> = reconcile(&app, &cluster, &context())
+        .apply
+        .iter()
+        .map(Desired::describe)
+        .collect();
+
+    app.spec.suspended = true;
+    let plan = reconcile(&app, &cluster, &context());
+    for name in ["demo-gen", "demo-twice", "demo-log"] {
+        assert_eq!(replicas(&plan, name), Some(0), "{name}");
+    }
+    let applied: Vec<String> = plan.apply.iter().map(Desired::describe).collect();
+    assert_eq!(applied, applied_before, "every object is kept");
+    assert!(plan.delete.is_empty());
+    assert_eq!(plan.status.phase, Phase::Suspended);
+    assert_eq!(
+        plan.status.message,
+        "suspended: 3 streamlets scaled to 0 replicas, 6 pods still ready"
+    );
+    let condition = plan.status.condition("Suspended").unwrap();
+    assert_eq!(
+        (condition.status.as_str(), condition.reason.as_str()),
+        ("True", "Suspended")
+    );
+    assert_eq!(plan.status.condition("Ready").unwrap().status, "False");
+    assert_eq!(
+        notes(&plan),
+        [
+            "Updated: streamlet gen: replicas 2 -> 0",
+            "Updated: streamlet log: replicas 1 -> 0",
+            "Suspended: suspended: every streamlet's Deployment scaled to 0 replicas; the objects, topics and consumer offsets stay",
+        ]
+    );
+    let twice = &plan.status.streamlets[1];
+    assert_eq!(twice.desired_replicas, 0);
+    assert_eq!(
+        twice.autoscaling.as_ref().map(|a| a.replicas),
+        Some(3),
+        "the autoscaler's last decision stays"
+    );
+    assert_eq!(
+        template_hash(deployment(&plan, "demo-gen")),
+        template_hash(cluster.deployment("gen").unwrap()),
+        "suspending rolls nothing"
+    );
+    assert_eq!(plan.outcome, Outcome::Converging(SOON), "pods are stopping");
+
+    // Once the pods are gone it is settled, and says so once.
+    app.status = Some(plan.status.clone());
+    let settled = reconcile(&app, &cluster_after(&plan), &context());
+    assert_eq!(
+        settled.status.message,
+        "suspended: 3 streamlets scaled to 0 replicas"
+    );
+    assert!(settled.events.is_empty(), "{:?}", notes(&settled));
+    assert_eq!(settled.outcome, Outcome::Converging(LATER));
+}
+
+#[test]
+fn resuming_restores_the_spec_replicas() {
+    let (mut app, cluster) = scaled_three_ways();
+    app.spec.suspended = true;
+    let suspended = reconcile(&app, &cluster, &context());
+    app.status = Some(suspended.status.clone());
+    let mut cluster = cluster_after(&suspended);
+    cluster.lag.insert(
+        "twice".to_owned(),
+        crate::LagSample {
+            lag: 0,
+            rate: None,
+            partitions: 4,
+        },
+    );
+
+    app.spec.suspended = false;
+    let resumed = reconcile(&app, &cluster, &context());
+    assert_eq!(
+        replicas(&resumed, "demo-gen"),
+        Some(2),
+        "the spec's replicas"
+    );
+    assert_eq!(
+        replicas(&resumed, "demo-twice"),
+        Some(1),
+        "the autoscaler starts again from the spec's replicas (1), not from 0"
+    );
+    assert_eq!(
+        replicas(&resumed, "demo-log"),
+        None,
+        "left to the HPA again"
+    );
+    assert_eq!(resumed.status.phase, Phase::Pending);
+    assert_eq!(
+        resumed.status.condition("Suspended").unwrap().status,
+        "False"
+    );
+    assert!(
+        notes(&resumed).contains(
+            &"Resumed: resumed with replicas gen 2, twice 1, log as its autoscaler says".to_owned()
+        ),
+        "{:?}",
+        notes(&resumed)
+    );
+    assert_eq!(resumed.outcome, Outcome::Converging(SOON));
+}
+
+#[test]
+fn a_suspended_app_with_a_bad_spec_fails_and_keeps_its_suspended_condition() {
+    let (mut app, cluster) = scaled_three_ways();
+    app.spec.suspended = true;
+    let suspended = reconcile(&app, &cluster, &context());
+    app.status = Some(suspended.status.clone());
+    app.spec.configuration.assign("gen.rate=fast").unwrap();
+    let plan = reconcile(&app, &cluster_after(&suspended), &context());
+    assert_eq!(plan.status.phase, Phase::Failed);
+    assert!(plan.apply.is_empty());
+    assert_eq!(
+        plan.status.condition("Suspended").unwrap(),
+        suspended.status.condition("Suspended").unwrap(),
+        "nothing was applied, so the cluster is still suspended"
     );
 }

@@ -3,6 +3,7 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt as _};
 use runnel_application::Phase;
@@ -66,6 +67,16 @@ async fn a_first_deploy_creates_topics_and_objects_by_server_side_apply() {
     assert!(config_map.data.unwrap()["blueprint.toml"].contains("name = \"demo\""));
     let secrets: Api<Secret> = Api::default_namespaced(client.clone());
     secrets.get("demo-gen").await.unwrap();
+    let budgets: Api<PodDisruptionBudget> = Api::default_namespaced(client.clone());
+    let budget = eventually(LIMIT, "the logger's PodDisruptionBudget", || async {
+        budgets.get_opt("demo-log").await.unwrap()
+    })
+    .await;
+    assert_eq!(budget.owner_references()[0].name, "demo");
+    assert_eq!(
+        budget.spec.unwrap().selector.unwrap().match_labels.unwrap()["runnel.dev/streamlet"],
+        "log"
+    );
 
     // Every write of the operator is a server-side apply with its field manager.
     let writes: Vec<_> = server
@@ -274,6 +285,15 @@ async fn undeploy_deletes_what_the_operator_created_and_nothing_else() {
     .await;
     assert!(
         deployments
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    let budgets: Api<PodDisruptionBudget> = Api::default_namespaced(client.clone());
+    assert!(
+        budgets
             .list(&ListParams::default())
             .await
             .unwrap()

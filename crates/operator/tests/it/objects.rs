@@ -8,6 +8,7 @@ use std::process::Command;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::jiff::Timestamp;
 use runnel_application::{ApplicationDocument, Configuration};
@@ -54,6 +55,10 @@ fn document() -> ApplicationDocument {
         "pods.orders.labels.team=checkout",
         "pods.orders.annotations.example.com/owner=checkout",
         "pods.orders.env.RUST_BACKTRACE=1",
+        "pods.orders.node-selector.kubernetes.io/arch=amd64",
+        "pods.orders.service-account-name=orders-ingress",
+        r#"pods.orders.tolerations=[{"key": "dedicated", "operator": "Equal", "value": "streaming", "effect": "NoSchedule"}, {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 60}]"#,
+        r#"pods.orders.affinity={"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"runnel.dev/streamlet": "orders"}}}}]}, "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["eu-west-1a", "eu-west-1b"]}]}]}}}"#,
         "pods.archive.volumes.data=archive-data",
         "runtime.streamlets.archive.log-level=debug",
         "kafka.security.protocol=SASL_SSL",
@@ -147,14 +152,15 @@ fn the_streamlet_objects_are_valid_kubernetes_objects() {
         "{:?}",
         plan.outcome
     );
-    let (mut config_maps, mut secrets, mut deployments, mut services) =
-        (vec![], vec![], vec![], vec![]);
+    let (mut config_maps, mut secrets, mut deployments, mut services, mut budgets) =
+        (vec![], vec![], vec![], vec![], vec![]);
     for desired in &plan.apply {
         match desired.clone() {
             Desired::ConfigMap(o) => config_maps.push(o),
             Desired::Secret(o) => secrets.push(o),
             Desired::Deployment(o) => deployments.push(o),
             Desired::Service(o) => services.push(o),
+            Desired::PodDisruptionBudget(o) => budgets.push(o),
         }
     }
     assert_eq!(
@@ -162,9 +168,10 @@ fn the_streamlet_objects_are_valid_kubernetes_objects() {
             config_maps.len(),
             secrets.len(),
             deployments.len(),
-            services.len()
+            services.len(),
+            budgets.len()
         ),
-        (2, 2, 2, 1)
+        (2, 2, 2, 1, 2)
     );
     let json = |objects: &[serde_json::Value]| objects.to_vec();
     let files = [
@@ -204,14 +211,24 @@ fn the_streamlet_objects_are_valid_kubernetes_objects() {
                     .collect::<Vec<_>>(),
             ),
         ),
+        golden_documents(
+            "objects/poddisruptionbudgets.yaml",
+            &json(
+                &budgets
+                    .iter()
+                    .map(|o| serde_json::to_value(o).unwrap())
+                    .collect::<Vec<_>>(),
+            ),
+        ),
     ];
     parses_back::<ConfigMap>(&files[0], &config_maps);
     parses_back::<Secret>(&files[1], &secrets);
     parses_back::<Deployment>(&files[2], &deployments);
     parses_back::<Service>(&files[3], &services);
+    parses_back::<PodDisruptionBudget>(&files[4], &budgets);
     validate(&files);
     // Secret values live in Secrets only.
-    for file in [&files[0], &files[2], &files[3]] {
+    for file in [&files[0], &files[2], &files[3], &files[4]] {
         let text = std::fs::read_to_string(file).unwrap();
         for secret in ["tok-123", "hunter2", "\"pw\""] {
             assert!(!text.contains(secret), "{} holds a secret", file.display());
@@ -255,24 +272,38 @@ fn the_install_manifests_and_the_crd_are_valid_kubernetes_objects() {
                 "{name}"
             );
         }
+        let operator_may = |group: &str, resource: &str, verb: &str| {
+            objects.iter().any(|object| {
+                object["kind"]
+                    .as_str()
+                    .is_some_and(|kind| kind.ends_with("Role"))
+                    && object["metadata"]["name"] == "runnel-operator"
+                    && object["rules"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|rule| {
+                            rule["apiGroups"] == serde_json::json!([group])
+                                && rule["resources"]
+                                    .as_array()
+                                    .is_some_and(|r| r.iter().any(|r| r == resource))
+                                && rule["verbs"]
+                                    .as_array()
+                                    .is_some_and(|v| v.iter().any(|v| v == verb))
+                        })
+            })
+        };
         // The operator's objects set blockOwnerDeletion, which needs update on finalizers.
-        let finalizers = objects.iter().any(|object| {
-            object["kind"]
-                .as_str()
-                .is_some_and(|kind| kind.ends_with("Role"))
-                && object["rules"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .any(|rule| {
-                        rule["resources"] == serde_json::json!(["applications/finalizers"])
-                            && rule["verbs"] == serde_json::json!(["update"])
-                    })
-        });
         assert!(
-            finalizers,
-            "{name}: no role may update applications/finalizers"
+            operator_may("runnel.dev", "applications/finalizers", "update"),
+            "{name}: the operator may not update applications/finalizers"
         );
+        for verb in ["list", "watch", "patch", "delete"] {
+            assert!(
+                operator_may("policy", "poddisruptionbudgets", verb),
+                "{name}: the operator may not {verb} poddisruptionbudgets"
+            );
+        }
         files.push(golden_documents(name, &objects));
     }
     let crd = runnel_operator::crd();
