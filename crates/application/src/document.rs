@@ -120,9 +120,9 @@ impl ApplicationDocument {
         }
     }
 
-    /// The document as YAML.
+    /// The document as YAML that kubectl reads back as written ([`to_yaml`](crate::to_yaml)).
     pub fn to_yaml(&self) -> String {
-        serde_norway::to_string(self).expect("an application document always serializes")
+        crate::to_yaml(self).expect("an application document always serializes")
     }
 
     /// Reads a document; `path` is for messages.

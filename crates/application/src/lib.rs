@@ -40,6 +40,7 @@ mod schema;
 mod secret;
 mod spec;
 mod status;
+mod yaml;
 
 pub use configuration::{
     Affinity, Autoscaling, Configuration, DEFAULT_COOLDOWN, LabelSelector, NodeAffinity,
@@ -55,6 +56,7 @@ pub use spec::{
     TopicSpec, VERSION,
 };
 pub use status::{ApplicationStatus, AutoscalingStatus, Condition, Phase, StreamletStatus};
+pub use yaml::to_yaml;
 
 /// The port of the admin endpoint in a streamlet's pod (`/health/live`, `/health/ready`,
 /// `/metrics`, `/api/status`): the probes and Prometheus use it.

@@ -167,7 +167,7 @@ pub(crate) fn print<T: serde::Serialize>(
 ) -> anyhow::Result<()> {
     match output {
         Output::Json => writeln!(out, "{}", serde_json::to_string_pretty(value)?)?,
-        Output::Yaml | Output::Table => write!(out, "{}", serde_norway::to_string(value)?)?,
+        Output::Yaml | Output::Table => write!(out, "{}", runnel_application::to_yaml(value)?)?,
     }
     Ok(())
 }

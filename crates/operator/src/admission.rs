@@ -150,3 +150,6 @@ fn judge(
         )
     })
 }
+
+#[cfg(test)]
+mod tests;

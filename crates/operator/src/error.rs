@@ -84,16 +84,8 @@ pub enum Error {
         holder: String,
     },
     /// The admission webhook's certificate or key could not be loaded.
-    #[error("loading the webhook's {what} from {path} failed")]
-    WebhookTls {
-        /// `certificate` or `key`.
-        what: &'static str,
-        /// The PEM file.
-        path: std::path::PathBuf,
-        /// The cause.
-        #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
-    },
+    #[error(transparent)]
+    WebhookTls(#[from] crate::webhook::TlsError),
 }
 
 impl Error {
@@ -108,7 +100,7 @@ impl Error {
             Error::Lease { .. } => "lease",
             Error::LostLease { .. } => "lost_lease",
             Error::Deposed { .. } => "deposed",
-            Error::WebhookTls { .. } => "webhook_tls",
+            Error::WebhookTls(_) => "webhook_tls",
         }
     }
 }

@@ -480,4 +480,4 @@ fn stale(observed: &Observed, apply: &[Desired]) -> Vec<Stale> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -39,16 +39,25 @@ pub struct WebhookTls {
     pub key: PathBuf,
 }
 
+/// The webhook's certificate or key could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[error("loading the webhook's {what} from {path} failed")]
+pub struct TlsError {
+    /// `certificate` or `key`.
+    pub what: &'static str,
+    /// The PEM file.
+    pub path: PathBuf,
+    /// The cause.
+    #[source]
+    pub source: Box<dyn std::error::Error + Send + Sync>,
+}
+
 impl WebhookTls {
     /// The TLS acceptor for these files (HTTP/1.1).
-    fn acceptor(&self) -> Result<TlsAcceptor, Error> {
+    fn acceptor(&self) -> Result<TlsAcceptor, TlsError> {
         let failed = |what, path: &Path| {
             let path = path.to_owned();
-            move |source: Box<dyn std::error::Error + Send + Sync>| Error::WebhookTls {
-                what,
-                path,
-                source,
-            }
+            move |source: Box<dyn std::error::Error + Send + Sync>| TlsError { what, path, source }
         };
         let chain = CertificateDer::pem_file_iter(&self.certificate)
             .and_then(Iterator::collect::<Result<Vec<_>, _>>)
@@ -81,7 +90,7 @@ impl WebhookTls {
 /// handshake, a client gone) is logged and the server goes on.
 pub async fn serve(
     listener: TcpListener,
-    tls: &WebhookTls,
+    tls: WebhookTls,
     context: AdmissionContext,
     stop: CancellationToken,
 ) -> Result<(), Error> {
@@ -181,4 +190,30 @@ fn plain(status: StatusCode, message: String) -> Response<Full<Bytes>> {
         .header("content-type", "text/plain; charset=utf-8")
         .body(Full::new(Bytes::from(message)))
         .expect("a valid response")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_missing_certificate_stops_the_webhook_with_the_files_name() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let tls = WebhookTls {
+            certificate: PathBuf::from("/nonexistent/tls.crt"),
+            key: PathBuf::from("/nonexistent/tls.key"),
+        };
+        let error = serve(
+            listener,
+            tls,
+            AdmissionContext::default(),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "loading the webhook's certificate from /nonexistent/tls.crt failed"
+        );
+    }
 }

@@ -126,7 +126,7 @@ async fn operate(args: &OperatorRunArgs, err: &mut dyn Write) -> anyhow::Result<
             operator_version: config.version.clone(),
             default_bootstrap_servers: config.default_bootstrap_servers.clone(),
         };
-        let serving = runnel_operator::webhook::serve(listener, &tls, context, stop.clone());
+        let serving = runnel_operator::webhook::serve(listener, tls, context, stop.clone());
         let operating = runnel_operator::run(
             client,
             config,
@@ -188,7 +188,7 @@ fn manifests(args: &ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<Outcom
     });
     for object in objects {
         writeln!(out, "---")?;
-        write!(out, "{}", serde_norway::to_string(&object)?)?;
+        write!(out, "{}", runnel_application::to_yaml(&object)?)?;
     }
     Ok(Outcome::Passed)
 }

@@ -1,7 +1,8 @@
 //! The CRD, the install manifests, the operator and the CLI against a real Kubernetes control
 //! plane (kube-apiserver with RBAC and the default admission plugins, kube-controller-manager,
 //! etcd; `runnel_test_cluster::ControlPlane`): the server validates what `runnel crd` and
-//! `runnel operator manifests` hold, refuses a bad Application itself, and the operator,
+//! `runnel operator manifests` hold, refuses a bad Application itself, the operator's
+//! admission webhook refuses one the operator could not run, and the operator,
 //! holding only the RBAC the manifests grant its service account, deploys (with a pod
 //! template: tolerations, affinity, a node selector and a service account), scales,
 //! suspends, resumes and undeploys through real Deployments, ReplicaSets,
@@ -12,7 +13,9 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use runnel_operator::admission::AdmissionContext;
 use runnel_operator::leader::{LEASE_NAME, LeaderConfig};
+use runnel_operator::webhook::WebhookTls;
 use runnel_operator::{OperatorConfig, SingleBackplane};
 use runnel_test_cluster::ControlPlane;
 use serde_json::Value;
@@ -21,6 +24,23 @@ use tokio_util::sync::CancellationToken;
 use crate::cluster::application_file;
 
 const NAMESPACE: &str = "apps";
+
+/// The webhook's certificate and key from the Secret in `manifests`, written into `dir`.
+fn webhook_tls(manifests: &str, dir: &Path) -> WebhookTls {
+    use serde::Deserialize as _;
+    let secret = serde_norway::Deserializer::from_str(manifests)
+        .filter_map(|document| k8s_openapi::api::core::v1::Secret::deserialize(document).ok())
+        .find(|secret| secret.metadata.name.as_deref() == Some("runnel-operator-webhook"))
+        .expect("the manifests hold the webhook's Secret");
+    let data = secret.data.expect("the Secret holds data");
+    let tls = WebhookTls {
+        certificate: dir.join("tls.crt"),
+        key: dir.join("tls.key"),
+    };
+    std::fs::write(&tls.certificate, &data["tls.crt"].0).unwrap();
+    std::fs::write(&tls.key, &data["tls.key"].0).unwrap();
+    tls
+}
 
 /// Runs `runnel ARGS`; its exit code, stdout and stderr.
 fn runnel(args: &[&str]) -> (i32, String, String) {
@@ -148,6 +168,13 @@ fn the_operator_and_the_cli_run_an_app_on_a_real_api_server() {
 
     // The install manifests: RBAC the server lets an administrator grant.
     kubectl_ok(&plane, &admin, &["create", "namespace", NAMESPACE], None);
+    // The webhook: the API server calls it at a URL of this test's, where it is served as
+    // `runnel operator run --webhook-listen` serves it, with the manifests' certificate.
+    let webhook_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let webhook_url = format!(
+        "https://{}/validate",
+        webhook_listener.local_addr().unwrap()
+    );
     let (code, manifests, errors) = runnel(&[
         "operator",
         "manifests",
@@ -155,8 +182,24 @@ fn the_operator_and_the_cli_run_an_app_on_a_real_api_server() {
         "registry.example/runnel:test",
         "-n",
         NAMESPACE,
+        "--webhook-url",
+        &webhook_url,
     ]);
     assert_eq!(code, 0, "{errors}");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let stop = CancellationToken::new();
+    webhook_listener.set_nonblocking(true).unwrap();
+    let serving = runtime.spawn(runnel_operator::webhook::serve(
+        runtime
+            .block_on(async { tokio::net::TcpListener::from_std(webhook_listener) })
+            .unwrap(),
+        webhook_tls(&manifests, dir.path()),
+        AdmissionContext {
+            operator_version: "0.1.0".to_owned(),
+            default_bootstrap_servers: Some("kafka:9092".to_owned()),
+        },
+        stop.clone(),
+    ));
     kubectl_ok(
         &plane,
         &admin,
@@ -206,6 +249,30 @@ fn the_operator_and_the_cli_run_an_app_on_a_real_api_server() {
         said.contains("replicas") && said.contains("greater than or equal to 0"),
         "{said}"
     );
+    // One the schema allows but the operator could not run is refused by the webhook with
+    // the verifier's message, before it is stored.
+    let unrunnable = good.replacen(r#"["log.in"]"#, r#"["log.inn"]"#, 1);
+    assert_ne!(unrunnable, good, "the blueprint names log.in:\n{good}");
+    let refused = plane.kubectl_with(
+        &deployer,
+        &["apply", "-f", "-"],
+        Some(unrunnable.as_bytes()),
+    );
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success(),
+        "the server stored an unrunnable app"
+    );
+    assert!(
+        said.contains(r#"admission webhook "applications.runnel.dev" denied the request: application 'demo' cannot run (InvalidBlueprint)"#)
+            && said.contains("log.inn"),
+        "{said}"
+    );
+    eprintln!("kubectl apply of an unrunnable Application:\n{said}");
+    assert!(
+        get_json(&plane, &["application", "demo"]).is_none(),
+        "the refused Application was stored"
+    );
 
     // The operator, as its service account: only what the manifests grant it.
     let operator = plane.kubeconfig_with_token(
@@ -213,9 +280,7 @@ fn the_operator_and_the_cli_run_an_app_on_a_real_api_server() {
         &plane.token(NAMESPACE, "runnel-operator"),
         NAMESPACE,
     );
-    let runtime = tokio::runtime::Runtime::new().unwrap();
     let client = runtime.block_on(ControlPlane::client(&operator));
-    let stop = CancellationToken::new();
     let config = OperatorConfig {
         namespace: Some(NAMESPACE.to_owned()),
         default_bootstrap_servers: Some("kafka:9092".to_owned()),
@@ -428,6 +493,11 @@ fn the_operator_and_the_cli_run_an_app_on_a_real_api_server() {
     runtime
         .block_on(async { tokio::time::timeout(Duration::from_secs(30), operating).await })
         .expect("the operator stops")
+        .unwrap()
+        .unwrap();
+    runtime
+        .block_on(async { tokio::time::timeout(Duration::from_secs(30), serving).await })
+        .expect("the webhook stops")
         .unwrap()
         .unwrap();
 }

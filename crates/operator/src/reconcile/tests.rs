@@ -65,7 +65,7 @@ fn application_from(blueprint: &str) -> Application {
     app
 }
 
-fn application() -> Application {
+pub(crate) fn application() -> Application {
     application_from(BLUEPRINT)
 }
 

@@ -106,7 +106,7 @@ fn plan() -> runnel_operator::Plan {
 fn golden_documents(name: &str, objects: &[serde_json::Value]) -> PathBuf {
     let text: String = objects
         .iter()
-        .map(|object| format!("---\n{}", serde_norway::to_string(object).unwrap()))
+        .map(|object| format!("---\n{}", runnel_application::to_yaml(object).unwrap()))
         .collect();
     golden(name, &text);
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
