@@ -17,7 +17,9 @@
 //! `status.rs` computes the status; `autoscale.rs` decides replicas from lag. [`run`]
 //! (`controller.rs`) is the kube controller around it: `observe.rs` reads the cluster,
 //! `backplane.rs` makes sure of topics and samples lag, `execute.rs` applies the plan,
-//! `leader.rs` elects one replica.
+//! `leader.rs` elects one replica. `verify.rs` holds the spec checks that the reconcile
+//! and the validating admission webhook share ([`admission::review`] decides,
+//! [`webhook::serve`] serves it over TLS).
 //!
 //! Design decisions:
 //!

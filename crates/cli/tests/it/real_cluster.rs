@@ -6,7 +6,8 @@
 //! holding only the RBAC the manifests grant its service account, deploys (with a pod
 //! template: tolerations, affinity, a node selector and a service account), scales,
 //! suspends, resumes and undeploys through real Deployments, ReplicaSets,
-//! PodDisruptionBudgets, Leases and garbage collection.
+//! PodDisruptionBudgets, Leases and garbage collection, a second operator taking the lease
+//! over when the first stops.
 
 use std::path::Path;
 use std::process::Command;
@@ -295,13 +296,15 @@ fn the_operator_and_the_cli_run_an_app_on_a_real_api_server() {
         identity: "operator-0".to_owned(),
         version: "0.1.0".to_owned(),
     };
+    let backplane = Arc::new(SingleBackplane(Arc::new(
+        runnel_backend::MemoryBackend::new(),
+    )));
+    let leader_stop = stop.child_token();
     let operating = runtime.spawn(runnel_operator::run(
-        client,
-        config,
-        Arc::new(SingleBackplane(Arc::new(
-            runnel_backend::MemoryBackend::new(),
-        ))),
-        stop.clone(),
+        client.clone(),
+        config.clone(),
+        backplane.clone(),
+        leader_stop.clone(),
     ));
     let lease = eventually(60, "the operator's lease", || {
         get_json(&plane, &["lease", LEASE_NAME])
@@ -429,6 +432,38 @@ fn the_operator_and_the_cli_run_an_app_on_a_real_api_server() {
         },
     );
 
+    // A second replica waits as a follower on the real Lease; when the leader stops it
+    // releases the lease, and the follower takes over at once and carries out the rest.
+    let mut follower = config.clone();
+    follower.identity = "operator-1".to_owned();
+    if let Some(leader) = &mut follower.leader {
+        leader.identity = "operator-1".to_owned();
+    }
+    let following = runtime.spawn(runnel_operator::run(
+        client.clone(),
+        follower,
+        backplane.clone(),
+        stop.child_token(),
+    ));
+    std::thread::sleep(Duration::from_secs(3));
+    let lease = get_json(&plane, &["lease", LEASE_NAME]).unwrap();
+    assert_eq!(lease["spec"]["holderIdentity"], "operator-0", "{lease}");
+    leader_stop.cancel();
+    runtime
+        .block_on(async { tokio::time::timeout(Duration::from_secs(30), operating).await })
+        .expect("the leader stops")
+        .unwrap()
+        .unwrap();
+    let stopped = Instant::now();
+    eventually(30, "the follower holding the lease", || {
+        let lease = get_json(&plane, &["lease", LEASE_NAME])?;
+        (lease["spec"]["holderIdentity"] == "operator-1").then_some(())
+    });
+    eprintln!(
+        "the follower held the lease {} ms after the leader stopped",
+        stopped.elapsed().as_millis()
+    );
+
     // scale, through the deployer's rights, and the ReplicaSet follows.
     let (code, printed, errors) = runnel(&["scale", "demo", "gen=3", "--kubeconfig", deployer_arg]);
     assert_eq!(code, 0, "{printed}{errors}");
@@ -491,7 +526,7 @@ fn the_operator_and_the_cli_run_an_app_on_a_real_api_server() {
 
     stop.cancel();
     runtime
-        .block_on(async { tokio::time::timeout(Duration::from_secs(30), operating).await })
+        .block_on(async { tokio::time::timeout(Duration::from_secs(30), following).await })
         .expect("the operator stops")
         .unwrap()
         .unwrap();

@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{ListParams, PostParams};
 use kube::{Api, ResourceExt as _};
-use runnel_kafka::test_broker::{TANSU_SETTINGS, Tansu};
+use runnel_kafka::test_broker::{ApacheKafka, TANSU_SETTINGS, Tansu, TestBroker};
 use runnel_operator::leader::{LEASE_NAME, LeaderConfig};
 use runnel_operator::{Application, KafkaBackplanes, OperatorConfig};
 use runnel_test_cluster::{ControlPlane, DeploymentController, FakeApiServer, Kubelet};
@@ -59,7 +59,7 @@ struct Cluster {
 }
 
 impl Cluster {
-    fn start(work: &Path, layout: &Path, broker: &Tansu, server: Server) -> Cluster {
+    fn start(work: &Path, layout: &Path, broker: &impl TestBroker, server: Server) -> Cluster {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -122,9 +122,11 @@ impl Cluster {
             let config = OperatorConfig {
                 namespace: Some(NAMESPACE.to_owned()),
                 default_bootstrap_servers: Some(broker.bootstrap_servers()),
-                kafka_settings: TANSU_SETTINGS
+                kafka_settings: broker
+                    .config()
+                    .settings
                     .iter()
-                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
                     .collect(),
                 leader: Some(LeaderConfig {
                     namespace: NAMESPACE.to_owned(),
@@ -278,10 +280,10 @@ const STREAMLETS: [&str; 5] = [
     "invalid-logger",
 ];
 
-/// Builds the image, starts the cluster and deploys the app with tansu's consumer settings,
+/// Builds the image, starts the cluster and deploys the app with the broker's client settings,
 /// quiet loggers and `settings`; returns once every streamlet has a ready pod and the app
 /// is Running.
-fn deployed(work: &Path, broker: &Tansu, settings: &[&str], server: Server) -> Cluster {
+fn deployed(work: &Path, broker: &impl TestBroker, settings: &[&str], server: Server) -> Cluster {
     let build = work.join("build");
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_sensor-data"));
     command
@@ -298,7 +300,8 @@ fn deployed(work: &Path, broker: &Tansu, settings: &[&str], server: Server) -> C
         "-n".to_owned(),
         NAMESPACE.to_owned(),
     ];
-    for (key, value) in TANSU_SETTINGS {
+    // The client settings the broker needs (tansu's session timeouts; none for Kafka).
+    for (key, value) in broker.config().settings.iter() {
         args.push(format!("kafka.{key}={value}"));
     }
     args.extend(
@@ -677,19 +680,20 @@ fn a_member_stuck_without_partitions_shows_why_and_is_restarted() {
     });
 }
 
-/// The app binary is lean: building images and Applications needs no Kubernetes client.
-/// The app on a real kube-apiserver and kube-controller-manager: the operator's Deployments
-/// become real ReplicaSets and Pods, which the kubelet stand-in runs from the built image;
-/// records flow, the Application turns Running, a scaled streamlet gets a second pod whose
-/// process takes a partition, a killed process is restarted and counted, and undeploy
-/// leaves the garbage collector to remove the Pods, whose processes stop.
+/// The app on a real kube-apiserver and kube-controller-manager and a real Kafka broker
+/// (Apache Kafka, one node): the operator's Deployments become real ReplicaSets and Pods,
+/// which the kubelet stand-in runs from the built image; records flow, the Application
+/// turns Running, a scaled streamlet gets a second pod whose process takes a partition, a
+/// configuration change rolls only its streamlet's pod through the real Deployment
+/// controller, a killed process is restarted and counted, and undeploy leaves the garbage
+/// collector to remove the Pods, whose processes stop.
 ///
 /// Pods stay unscheduled (no scheduler), so the API server deletes them at once and the
 /// stand-in kills their processes without a grace period; `runnel status` is not asked, as
 /// the API server refuses to proxy to the stand-in's loopback pod addresses.
 #[test]
 fn an_app_runs_on_a_real_api_server_from_build_to_undeploy() {
-    let broker = Tansu::start();
+    let broker = ApacheKafka::start();
     let work = tempfile::tempdir().unwrap();
     let cluster = deployed(
         work.path(),
@@ -724,6 +728,32 @@ fn an_app_runs_on_a_real_api_server_from_build_to_undeploy() {
         (ready.len() == 2).then_some(ready)
     });
 
+    // Configure one streamlet: the real Deployment controller rolls its pod alone.
+    let before: BTreeMap<&str, Vec<String>> = STREAMLETS
+        .iter()
+        .map(|s| (*s, cluster.ready_pods(s)))
+        .collect();
+    let (code, printed) = cluster.runnel(&[
+        "configure",
+        "sensor-data",
+        "valid-logger.msg-prefix=checked",
+        "-n",
+        NAMESPACE,
+    ]);
+    assert_eq!(code, 0, "{printed}");
+    wait_until("the valid-logger rolled", LIMIT, || {
+        let now = cluster.ready_pods("valid-logger");
+        (now.len() == 1 && now != before["valid-logger"] && cluster.pods("valid-logger").len() == 1)
+            .then_some(())
+    });
+    for streamlet in STREAMLETS.iter().filter(|s| **s != "valid-logger") {
+        assert_eq!(
+            cluster.ready_pods(streamlet),
+            before[streamlet],
+            "{streamlet} was not restarted"
+        );
+    }
+
     let victim = pair[0].clone();
     assert!(cluster.kubelet.kill(&victim));
     wait_until("the restart in the application's status", LIMIT, || {
@@ -745,6 +775,7 @@ fn an_app_runs_on_a_real_api_server_from_build_to_undeploy() {
     });
 }
 
+/// The app binary is lean: building images and Applications needs no Kubernetes client.
 #[test]
 fn the_app_binary_does_not_link_kube() {
     let binary = std::fs::read(env!("CARGO_BIN_EXE_sensor-data")).unwrap();
