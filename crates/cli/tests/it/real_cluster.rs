@@ -406,6 +406,70 @@ fn the_operator_and_the_cli_run_an_app_on_a_real_api_server() {
     // The logger's replicas are left to its (absent) HPA: the server defaulted them to 1.
     assert_eq!(replicas(&plane, "demo-log"), Some(1));
 
+    // Server-side apply beside an autoscaler: another client (`kubectl scale`, through the
+    // scale subresource as an HPA does) sets the logger's replicas, and they stay, the
+    // operator's managedFields entry not holding them; the operator owns the generator's and
+    // takes them back from anyone who changes them.
+    for (deployment, count) in [("demo-log", "3"), ("demo-gen", "5")] {
+        kubectl_ok(
+            &plane,
+            &admin,
+            &[
+                "scale",
+                "deployment",
+                deployment,
+                "--replicas",
+                count,
+                "-n",
+                NAMESPACE,
+            ],
+            None,
+        );
+    }
+    eventually(
+        60,
+        "the operator taking the generator's replicas back",
+        || (replicas(&plane, "demo-gen") == Some(2)).then_some(()),
+    );
+    assert_eq!(replicas(&plane, "demo-log"), Some(3), "the logger's stay");
+    let managers = |name: &str| -> Vec<(String, bool)> {
+        get_json(&plane, &["deployment", name, "--show-managed-fields"]).unwrap()["metadata"]
+            ["managedFields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|entry| {
+                let owns_replicas = !entry["fieldsV1"]["f:spec"]["f:replicas"].is_null();
+                (entry["manager"].as_str().unwrap().to_owned(), owns_replicas)
+            })
+            .collect()
+    };
+    // (A write through the scale subresource leaves no entry of its own.)
+    let log = managers("demo-log");
+    assert!(
+        log.contains(&("runnel-operator".to_owned(), false)),
+        "demo-log's managedFields: {log:?}"
+    );
+    let gen_managers = managers("demo-gen");
+    assert!(
+        gen_managers.contains(&("runnel-operator".to_owned(), true)),
+        "demo-gen's managedFields: {gen_managers:?}"
+    );
+    kubectl_ok(
+        &plane,
+        &admin,
+        &[
+            "scale",
+            "deployment",
+            "demo-log",
+            "--replicas",
+            "1",
+            "-n",
+            NAMESPACE,
+        ],
+        None,
+    );
+
     // A PodDisruptionBudget per streamlet, which the operator could create with its RBAC
     // only, and whose selector the controller-manager's disruption controller matches to
     // the Deployment's pods.
