@@ -1,5 +1,5 @@
 //! The validating admission webhook's HTTPS server: `POST /validate` with an
-//! `AdmissionReview`, answered by [`review`](crate::admission::review).
+//! `AdmissionReview`, answered by [`crate::admission::review`].
 //!
 //! The API server calls webhooks over TLS only; the certificate and key are PEM files (in a
 //! cluster, the Secret that `runnel operator manifests` writes, mounted into the operator's
