@@ -69,8 +69,13 @@ pub async fn run(
     shutdown: CancellationToken,
 ) -> Result<(), Error> {
     let stop = shutdown.child_token();
+    // The lease is renewed by a task of its own, which must not outlive this function:
+    // returning, or being dropped by whoever runs it, releases the lease, so that no replica
+    // holds it without reconciling.
+    let leading = shutdown.child_token();
+    let _release_when_done = leading.clone().drop_guard();
     let lost = match &config.leader {
-        Some(leader) => Some(leader::lead(&client, leader, shutdown.clone()).await?),
+        Some(leader) => Some(leader::lead(&client, leader, leading).await?),
         None => None,
     };
     if shutdown.is_cancelled() {

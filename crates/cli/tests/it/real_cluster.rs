@@ -7,7 +7,7 @@
 //! template: tolerations, affinity, a node selector and a service account), scales,
 //! suspends, resumes and undeploys through real Deployments, ReplicaSets,
 //! PodDisruptionBudgets, Leases and garbage collection, a second operator taking the lease
-//! over when the first stops.
+//! over when the first stops and a third when the second's task is dropped.
 
 use std::path::Path;
 use std::process::Command;
@@ -569,6 +569,33 @@ fn the_operator_and_the_cli_run_an_app_on_a_real_api_server() {
         (pods(&plane, "demo-gen").len() == 3 && pods(&plane, "demo-log").len() == 1).then_some(())
     });
 
+    // The leader's task is dropped mid-run (as by a program embedding the operator): its
+    // lease renewal stops with it and releases the lease, and another replica takes over
+    // and does the undeploy. (A leader that dies without releasing is tested on the fake
+    // API server: the lease is taken once it has gone unrenewed for its 15 s.)
+    let mut third = config.clone();
+    third.identity = "operator-2".to_owned();
+    if let Some(leader) = &mut third.leader {
+        leader.identity = "operator-2".to_owned();
+    }
+    let replacing = runtime.spawn(runnel_operator::run(
+        client.clone(),
+        third,
+        backplane.clone(),
+        stop.child_token(),
+    ));
+    std::thread::sleep(Duration::from_secs(2));
+    following.abort();
+    let died = Instant::now();
+    eventually(60, "the new replica holding the lease", || {
+        let lease = get_json(&plane, &["lease", LEASE_NAME])?;
+        (lease["spec"]["holderIdentity"] == "operator-2").then_some(())
+    });
+    eprintln!(
+        "a new replica held the lease {} ms after the leader's task was dropped",
+        died.elapsed().as_millis()
+    );
+
     // undeploy: the Application goes, and the garbage collector takes what it owned. (The
     // controller-manager learns of a new CRD's kind at its next resync, up to 30 s.)
     let (code, printed, errors) = runnel(&["undeploy", "demo", "--kubeconfig", deployer_arg]);
@@ -590,7 +617,7 @@ fn the_operator_and_the_cli_run_an_app_on_a_real_api_server() {
 
     stop.cancel();
     runtime
-        .block_on(async { tokio::time::timeout(Duration::from_secs(30), following).await })
+        .block_on(async { tokio::time::timeout(Duration::from_secs(30), replacing).await })
         .expect("the operator stops")
         .unwrap()
         .unwrap();
