@@ -61,12 +61,17 @@ fn entry(out: &mut String, key: &str, value: &Value, indent: usize) {
             out.push('\n');
             sequence(out, items, indent);
         }
-        Value::String(text) if is_block(text) => {
-            out.push(' ');
-            block(out, text, indent + 2);
-        }
+        scalar => after_marker(out, scalar, indent + 2),
+    }
+}
+
+/// A scalar after a key's `:` or an item's `-`: a space, then a literal block whose lines
+/// are at `indent`, or the value on the line.
+fn after_marker(out: &mut String, scalar: &Value, indent: usize) {
+    out.push(' ');
+    match scalar {
+        Value::String(text) if is_block(text) => block(out, text, indent),
         scalar => {
-            out.push(' ');
             out.push_str(&inline(scalar));
             out.push('\n');
         }
@@ -94,15 +99,7 @@ fn sequence(out: &mut String, items: &[Value], indent: usize) {
                 out.push('\n');
                 sequence(out, inner, indent + 2);
             }
-            Value::String(text) if is_block(text) => {
-                out.push(' ');
-                block(out, text, indent + 2);
-            }
-            scalar => {
-                out.push(' ');
-                out.push_str(&inline(scalar));
-                out.push('\n');
-            }
+            scalar => after_marker(out, scalar, indent + 2),
         }
     }
 }

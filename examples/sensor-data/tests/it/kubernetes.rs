@@ -280,6 +280,48 @@ const STREAMLETS: [&str; 5] = [
     "invalid-logger",
 ];
 
+impl Cluster {
+    /// `runnel configure` of a valid-logger parameter: its pod alone is replaced, by a ready
+    /// one, and every other streamlet keeps its pods.
+    fn configure_rolls_only_the_valid_logger(&self) {
+        let before: BTreeMap<&str, Vec<String>> = STREAMLETS
+            .iter()
+            .map(|s| (*s, self.ready_pods(s)))
+            .collect();
+        let (code, printed) = self.runnel(&[
+            "configure",
+            "sensor-data",
+            "valid-logger.msg-prefix=checked",
+            "-n",
+            NAMESPACE,
+        ]);
+        assert_eq!(code, 0, "{printed}");
+        let deadline = Instant::now() + LIMIT;
+        loop {
+            let now = self.ready_pods("valid-logger");
+            if now.len() == 1
+                && now != before["valid-logger"]
+                && self.pods("valid-logger").len() == 1
+            {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the valid-logger did not roll within {LIMIT:?}:\n{}",
+                self.describe("valid-logger")
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        for streamlet in STREAMLETS.iter().filter(|s| **s != "valid-logger") {
+            assert_eq!(
+                self.ready_pods(streamlet),
+                before[streamlet],
+                "{streamlet} was not restarted"
+            );
+        }
+    }
+}
+
 /// Builds the image, starts the cluster and deploys the app with the broker's client settings,
 /// quiet loggers and `settings`; returns once every streamlet has a ready pod and the app
 /// is Running.
@@ -401,41 +443,7 @@ fn an_app_runs_on_the_process_backed_cluster_from_build_to_undeploy() {
     });
 
     // Configure one streamlet: only its pod is replaced.
-    let before: BTreeMap<&str, Vec<String>> = STREAMLETS
-        .iter()
-        .map(|s| (*s, cluster.ready_pods(s)))
-        .collect();
-    let (code, printed) = cluster.runnel(&[
-        "configure",
-        "sensor-data",
-        "valid-logger.msg-prefix=checked",
-        "-n",
-        NAMESPACE,
-    ]);
-    assert_eq!(code, 0, "{printed}");
-    let deadline = Instant::now() + LIMIT;
-    loop {
-        let now = cluster.ready_pods("valid-logger");
-        if now.len() == 1
-            && now != before["valid-logger"]
-            && cluster.pods("valid-logger").len() == 1
-        {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the valid-logger did not roll within {LIMIT:?}:\n{}",
-            cluster.describe("valid-logger")
-        );
-        std::thread::sleep(Duration::from_millis(250));
-    }
-    for streamlet in STREAMLETS.iter().filter(|s| **s != "valid-logger") {
-        assert_eq!(
-            cluster.ready_pods(streamlet),
-            before[streamlet],
-            "{streamlet} was not restarted"
-        );
-    }
+    cluster.configure_rolls_only_the_valid_logger();
     let config = cluster
         .runtime
         .block_on(cluster.api::<ConfigMap>().get("sensor-data-valid-logger"))
@@ -729,30 +737,7 @@ fn an_app_runs_on_a_real_api_server_from_build_to_undeploy() {
     });
 
     // Configure one streamlet: the real Deployment controller rolls its pod alone.
-    let before: BTreeMap<&str, Vec<String>> = STREAMLETS
-        .iter()
-        .map(|s| (*s, cluster.ready_pods(s)))
-        .collect();
-    let (code, printed) = cluster.runnel(&[
-        "configure",
-        "sensor-data",
-        "valid-logger.msg-prefix=checked",
-        "-n",
-        NAMESPACE,
-    ]);
-    assert_eq!(code, 0, "{printed}");
-    wait_until("the valid-logger rolled", LIMIT, || {
-        let now = cluster.ready_pods("valid-logger");
-        (now.len() == 1 && now != before["valid-logger"] && cluster.pods("valid-logger").len() == 1)
-            .then_some(())
-    });
-    for streamlet in STREAMLETS.iter().filter(|s| **s != "valid-logger") {
-        assert_eq!(
-            cluster.ready_pods(streamlet),
-            before[streamlet],
-            "{streamlet} was not restarted"
-        );
-    }
+    cluster.configure_rolls_only_the_valid_logger();
 
     let victim = pair[0].clone();
     assert!(cluster.kubelet.kill(&victim));
