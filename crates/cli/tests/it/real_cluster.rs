@@ -498,14 +498,18 @@ fn the_operator_and_the_cli_run_an_app_on_a_real_api_server() {
 
     // A second replica waits as a follower on the real Lease; when the leader stops it
     // releases the lease, and the follower takes over at once and carries out the rest.
-    let mut follower = config.clone();
-    follower.identity = "operator-1".to_owned();
-    if let Some(leader) = &mut follower.leader {
-        leader.identity = "operator-1".to_owned();
-    }
+    // Another replica of the operator: the same configuration under another name.
+    let replica = |identity: &str| {
+        let mut replica = config.clone();
+        replica.identity = identity.to_owned();
+        if let Some(leader) = &mut replica.leader {
+            leader.identity = identity.to_owned();
+        }
+        replica
+    };
     let following = runtime.spawn(runnel_operator::run(
         client.clone(),
-        follower,
+        replica("operator-1"),
         backplane.clone(),
         stop.child_token(),
     ));
@@ -573,18 +577,12 @@ fn the_operator_and_the_cli_run_an_app_on_a_real_api_server() {
     // lease renewal stops with it and releases the lease, and another replica takes over
     // and does the undeploy. (A leader that dies without releasing is tested on the fake
     // API server: the lease is taken once it has gone unrenewed for its 15 s.)
-    let mut third = config.clone();
-    third.identity = "operator-2".to_owned();
-    if let Some(leader) = &mut third.leader {
-        leader.identity = "operator-2".to_owned();
-    }
     let replacing = runtime.spawn(runnel_operator::run(
         client.clone(),
-        third,
+        replica("operator-2"),
         backplane.clone(),
         stop.child_token(),
     ));
-    std::thread::sleep(Duration::from_secs(2));
     following.abort();
     let died = Instant::now();
     eventually(60, "the new replica holding the lease", || {
