@@ -1,10 +1,10 @@
 //! [`GroupMember`]: an app process that is one member of a consumer group on Kafka, whose
 //! partition assignments the test follows from its log.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
 
 /// An app process whose `partitions assigned: ...` log lines (the Kafka backplane logs one
 /// per rebalance) arrive on a channel, so a test can wait for the group to settle. Killed
@@ -13,8 +13,11 @@ use std::sync::mpsc;
 pub struct GroupMember {
     /// The process.
     pub child: Child,
-    assignments: mpsc::Receiver<BTreeSet<String>>,
-    latest: Option<BTreeSet<String>>,
+    assignments: mpsc::Receiver<(String, BTreeSet<String>)>,
+    /// The last assignment logged for each group.
+    latest: BTreeMap<String, BTreeSet<String>>,
+    /// Every line of its standard output so far.
+    lines: Arc<Mutex<Vec<String>>>,
 }
 
 impl GroupMember {
@@ -32,35 +35,47 @@ impl GroupMember {
             .expect("the member process starts");
         let stdout = child.stdout.take().expect("its output is piped");
         let (sender, assignments) = mpsc::channel();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let kept = lines.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
                 eprintln!("[{name}] {line}");
+                kept.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(line.clone());
                 if let Some(list) = line.split("partitions assigned: ").nth(1) {
-                    let owned: BTreeSet<String> = list
-                        .split(" group=")
-                        .next()
-                        .unwrap_or_default()
+                    let (partitions, group) = list.split_once(" group=").unwrap_or((list, ""));
+                    let group = group.split_whitespace().next().unwrap_or_default();
+                    let owned: BTreeSet<String> = partitions
                         .split(", ")
                         .filter(|partition| *partition != "none")
                         .map(str::to_owned)
                         .collect();
-                    let _ = sender.send(owned);
+                    let _ = sender.send((group.to_owned(), owned));
                 }
             }
         });
         GroupMember {
             child,
             assignments,
-            latest: None,
+            latest: BTreeMap::new(),
+            lines,
         }
     }
 
-    /// The partitions the member's last logged assignment gave it (`topic/partition`).
+    /// The partitions (`topic/partition`) the process owns: what the last logged assignment
+    /// of each of its groups gave it.
     pub fn owns(&mut self) -> BTreeSet<String> {
-        while let Ok(owned) = self.assignments.try_recv() {
-            self.latest = Some(owned);
+        while let Ok((group, owned)) = self.assignments.try_recv() {
+            self.latest.insert(group, owned);
         }
-        self.latest.clone().unwrap_or_default()
+        self.latest.values().flatten().cloned().collect()
+    }
+
+    /// Whether a line of its standard output so far contains `text`.
+    pub fn logged(&self, text: &str) -> bool {
+        let lines = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
+        lines.iter().any(|line| line.contains(text))
     }
 
     /// Kills the process with SIGKILL (no drain, no commit, no leaving the group) and

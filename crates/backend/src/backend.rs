@@ -317,6 +317,13 @@ pub struct ConsumerConfig {
     pub start_from: StartFrom,
     /// Implementation settings, with Kafka's names (`session.timeout.ms`, ...).
     pub settings: BTreeMap<String, String>,
+    /// A name this member keeps when its process restarts, unique in the group, for
+    /// backplanes with static membership (Kafka's `group.instance.id`): a member that comes
+    /// back under its name gets its partitions again at once, without a rebalance and
+    /// without waiting for the group to give up on its previous incarnation. In exchange a
+    /// static member does not leave the group when it stops: its partitions wait for it
+    /// until the session timeout. `None`: a new member each time, which leaves on close.
+    pub static_member: Option<String>,
 }
 
 impl ConsumerConfig {
@@ -330,7 +337,20 @@ impl ConsumerConfig {
             topics: topics.into_iter().map(Into::into).collect(),
             start_from: StartFrom::Earliest,
             settings: BTreeMap::new(),
+            static_member: None,
         }
+    }
+
+    /// Joins as the static member `name` (see the field of that name).
+    ///
+    /// ```
+    /// use runnel_backend::ConsumerConfig;
+    /// let config = ConsumerConfig::new("shop.enrich.in", ["orders"]).static_member("shop.enrich.0");
+    /// assert_eq!(config.static_member.as_deref(), Some("shop.enrich.0"));
+    /// ```
+    pub fn static_member(mut self, name: impl Into<String>) -> Self {
+        self.static_member = Some(name.into());
+        self
     }
 
     /// Sets where to start without a committed offset.

@@ -146,6 +146,18 @@ pub enum Error {
         /// The transactional id.
         id: String,
     },
+    /// Another consumer joined the group under this member's static name and took its
+    /// place; this one must stop reading.
+    #[error(
+        "another process joined group '{group}' as static member '{member}' and fenced this one; \
+         is the app running twice under one replica name?"
+    )]
+    MemberFenced {
+        /// The consumer group.
+        group: String,
+        /// The static member's name (Kafka's `group.instance.id`).
+        member: String,
+    },
     /// A transaction could not be committed or aborted.
     #[error("{operation} of transactional producer '{id}' failed")]
     Transaction {

@@ -165,6 +165,7 @@ pub async fn run_instance(
         let inlet = inlet_wirings.swap_remove(position);
         let mut config = ConsumerConfig::new(inlet.group.clone(), [inlet.topic.clone()]);
         config.settings = inlet.consumer_settings;
+        config.static_member = wiring.static_member.clone();
         let consumer = consumer(&*backend, transaction.as_deref(), &config).await?;
         let topic: Arc<str> = Arc::from(inlet.topic.as_str());
         let mut resume = BTreeMap::new();

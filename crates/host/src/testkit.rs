@@ -565,6 +565,7 @@ impl TestRun {
             ready: None,
             watermarks: self.scripted.then_some(scripted),
             transactional_id: None,
+            static_member: None,
             attempts: Default::default(),
         };
 

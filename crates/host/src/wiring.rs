@@ -40,6 +40,13 @@ pub struct Wiring {
     /// stable across restarts of the same process or replica, so a restart fences the
     /// previous attempt. `None` means `<app>.<instance>`.
     pub transactional_id: Option<String>,
+    /// The name the instance's consumers keep in their groups across restarts, where the
+    /// backplane has static membership (see
+    /// [`ConsumerConfig::static_member`](runnel_backend::ConsumerConfig#structfield.static_member)):
+    /// a process that comes back under it reads its partitions again at once. Give it only
+    /// to a process that does come back under the same name; `None` means dynamic members,
+    /// which leave their groups when they stop.
+    pub static_member: Option<String>,
     /// The record the instance was handling when it last failed, kept across restarts by
     /// the supervisor, so a record that fails it again and again is given up on.
     pub attempts: Arc<FailedAttempts>,

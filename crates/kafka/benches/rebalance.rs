@@ -8,10 +8,11 @@
 //!
 //! (default 3 rounds). Protocols take turns in each round: `eager` (librdkafka's default
 //! `partition.assignment.strategy`, `range,roundrobin`: every partition is taken from every
-//! member and assigned anew), `cooperative-sticky` (only partitions that move are taken) and
-//! KIP-848's `consumer` protocol (`group.protocol=consumer`: the broker assigns, incrementally).
-//! A fourth run is cooperative-sticky with heartbeats every 500 ms instead of 3 s; nothing else
-//! is changed from the defaults. In each run a producer writes 1,000 records
+//! member and assigned anew) with Runnel's group timeouts (a 10 s session, heartbeats every
+//! second), the same with librdkafka's own (45 s, every 3 s), `cooperative-sticky` (only
+//! partitions that move are taken) and KIP-848's `consumer` protocol
+//! (`group.protocol=consumer`: the broker assigns, incrementally, with its own timeouts).
+//! In each run a producer writes 1,000 records
 //! a second across 6 partitions of a fresh topic; one member reads alone for 3 seconds, then
 //! two more join at once. Measured from the moment they are started:
 //!
@@ -39,18 +40,18 @@ const SETTLE: Duration = Duration::from_secs(3);
 /// A rebalance protocol: its name and the consumer settings that choose it.
 const PROTOCOLS: [(&str, &[(&str, &str)]); 4] = [
     ("eager", &[]),
+    // Before Runnel set group timeouts of its own: members learn of a rebalance from a
+    // heartbeat's answer.
+    (
+        "eager, librdkafka's timeouts",
+        &[
+            ("session.timeout.ms", "45000"),
+            ("heartbeat.interval.ms", "3000"),
+        ],
+    ),
     (
         "cooperative-sticky",
         &[("partition.assignment.strategy", "cooperative-sticky")],
-    ),
-    // Whether cooperative-sticky's stall follows the heartbeat: members learn of its second
-    // rebalance from a heartbeat's answer.
-    (
-        "cooperative-sticky, heartbeats every 500 ms",
-        &[
-            ("partition.assignment.strategy", "cooperative-sticky"),
-            ("heartbeat.interval.ms", "500"),
-        ],
     ),
     ("consumer (KIP-848)", &[("group.protocol", "consumer")]),
 ];

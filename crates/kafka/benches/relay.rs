@@ -113,6 +113,7 @@ async fn runnel_relay(backend: &KafkaBackend, records: usize, run: usize) -> Tim
         ready: None,
         watermarks: None,
         transactional_id: None,
+        static_member: None,
         attempts: Default::default(),
     };
     let first = Arc::new(OnceLock::new());

@@ -178,17 +178,18 @@ impl KafkaBackend {
         // Settings from the blueprint may hold secrets of their own.
         let redactor = inner.redactor.with(&config.settings);
         let shared = Arc::new(Shared::new(
-            &config.group,
-            config.start_from,
+            config,
             transactional,
             redactor.clone(),
             inner.metadata.clone(),
             inner.config.request_timeout,
         ));
-        let client_config =
-            inner
-                .config
-                .consumer(&config.group, config.start_from, &config.settings);
+        let client_config = inner.config.consumer(
+            &config.group,
+            config.start_from,
+            &config.settings,
+            config.static_member.as_deref(),
+        );
         let failed = |error: &rdkafka::error::KafkaError| Error::Consume {
             topic: config.topics.join(", "),
             source: redactor.boxed(error),

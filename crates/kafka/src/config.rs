@@ -100,12 +100,19 @@ impl KafkaConfig {
         client_config(base, settings, &forced)
     }
 
-    /// A member of `group`; offsets are committed by Runnel only.
+    /// A member of `group`, static under `static_member` if given; offsets are committed by
+    /// Runnel only.
+    ///
+    /// Unless told otherwise, a member is given up on after 10 s without a heartbeat
+    /// (`session.timeout.ms`) instead of librdkafka's 45 s, and heartbeats every second, so
+    /// the partitions of a killed process move within seconds. Under KIP-848's
+    /// `group.protocol=consumer` the broker owns both settings, and none is set.
     pub(crate) fn consumer(
         &self,
         group: &str,
         start_from: StartFrom,
         settings: &BTreeMap<String, String>,
+        static_member: Option<&str>,
     ) -> ClientConfig {
         let mut base = BTreeMap::from([
             ("isolation.level".to_owned(), "read_committed".to_owned()),
@@ -126,6 +133,15 @@ impl KafkaConfig {
             ),
         ]);
         base.extend(self.base(Role::Consumer));
+        let broker_run_group = [&base, settings]
+            .iter()
+            .any(|values| values.get("group.protocol").map(String::as_str) == Some("consumer"));
+        if !broker_run_group {
+            for (key, value) in GROUP_TIMEOUTS {
+                base.entry(key.to_owned())
+                    .or_insert_with(|| value.to_owned());
+            }
+        }
         base.insert(
             "auto.offset.reset".into(),
             match start_from {
@@ -134,11 +150,14 @@ impl KafkaConfig {
             }
             .into(),
         );
-        let forced = [
+        let mut forced = vec![
             ("group.id", group.to_owned()),
             ("enable.auto.commit", "false".to_owned()),
             ("enable.auto.offset.store", "false".to_owned()),
         ];
+        if let Some(name) = static_member {
+            forced.push(("group.instance.id", name.to_owned()));
+        }
         client_config(base, settings, &forced)
     }
 
@@ -169,6 +188,16 @@ impl KafkaConfig {
         client_config(base, &BTreeMap::new(), &forced)
     }
 }
+
+/// Runnel's group timeouts, where neither the cluster's nor the topic's settings give them:
+/// Kafka's classic-protocol defaults before 3.0 (KIP-735 raised the session timeout to 45 s
+/// to ride out network blips in the cloud), with heartbeats at a tenth of the session.
+/// A killed member's partitions then move after 10 s instead of 45, and a rebalance is
+/// noticed by the other members within a second.
+const GROUP_TIMEOUTS: [(&str, &str); 2] = [
+    ("session.timeout.ms", "10000"),
+    ("heartbeat.interval.ms", "1000"),
+];
 
 /// The `group.id` of every partition reader: librdkafka needs one to assign partitions;
 /// no reader subscribes, joins or commits, so the group never has members or offsets.
@@ -277,7 +306,7 @@ mod tests {
     fn runnel_owns_the_group_and_offset_settings() {
         let config = KafkaConfig::new("b:9092").with("enable.auto.commit", "true");
         let blueprint = BTreeMap::from([("group.id".to_owned(), "other".to_owned())]);
-        let client = config.consumer("app.x.in", StartFrom::Latest, &blueprint);
+        let client = config.consumer("app.x.in", StartFrom::Latest, &blueprint, None);
         assert_eq!(client.get("group.id"), Some("app.x.in"));
         assert_eq!(client.get("enable.auto.commit"), Some("false"));
         assert_eq!(client.get("auto.offset.reset"), Some("latest"));
@@ -285,13 +314,41 @@ mod tests {
     }
 
     #[test]
+    fn members_are_given_up_on_after_ten_seconds_unless_configured_otherwise() {
+        let default = KafkaConfig::new("b:9092");
+        let client = default.consumer("g", StartFrom::Earliest, &BTreeMap::new(), None);
+        assert_eq!(client.get("session.timeout.ms"), Some("10000"));
+        assert_eq!(client.get("heartbeat.interval.ms"), Some("1000"));
+        let cluster = default.clone().with("session.timeout.ms", "45000");
+        let client = cluster.consumer("g", StartFrom::Earliest, &BTreeMap::new(), None);
+        assert_eq!(client.get("session.timeout.ms"), Some("45000"));
+        let topic = BTreeMap::from([("session.timeout.ms".to_owned(), "30000".to_owned())]);
+        let client = default.consumer("g", StartFrom::Earliest, &topic, None);
+        assert_eq!(client.get("session.timeout.ms"), Some("30000"));
+        // The broker runs KIP-848 groups, and librdkafka refuses a member that sets either.
+        let broker_run = default.with("group.protocol", "consumer");
+        let client = broker_run.consumer("g", StartFrom::Earliest, &BTreeMap::new(), None);
+        assert_eq!(client.get("session.timeout.ms"), None);
+        assert_eq!(client.get("heartbeat.interval.ms"), None);
+    }
+
+    #[test]
+    fn a_static_member_is_named_by_runnel_alone() {
+        let config = KafkaConfig::new("b:9092").with("group.instance.id", "mine");
+        let client = config.consumer("g", StartFrom::Earliest, &BTreeMap::new(), None);
+        assert_eq!(client.get("group.instance.id"), Some("mine"));
+        let client = config.consumer("g", StartFrom::Earliest, &BTreeMap::new(), Some("app.x.0"));
+        assert_eq!(client.get("group.instance.id"), Some("app.x.0"));
+    }
+
+    #[test]
     fn consumers_refetch_quickly_unless_configured_otherwise() {
         let default = KafkaConfig::new("b:9092");
-        let client = default.consumer("g", StartFrom::Earliest, &BTreeMap::new());
+        let client = default.consumer("g", StartFrom::Earliest, &BTreeMap::new(), None);
         assert_eq!(client.get("fetch.queue.backoff.ms"), Some("10"));
         assert_eq!(client.get("isolation.level"), Some("read_committed"));
         let configured = default.with("fetch.queue.backoff.ms", "250");
-        let client = configured.consumer("g", StartFrom::Earliest, &BTreeMap::new());
+        let client = configured.consumer("g", StartFrom::Earliest, &BTreeMap::new(), None);
         assert_eq!(client.get("fetch.queue.backoff.ms"), Some("250"));
     }
 
@@ -316,7 +373,7 @@ mod tests {
             .with("session.timeout.ms", "6000")
             .with("linger.ms", "20")
             .with("security.protocol", "SASL_SSL");
-        let consumer = config.consumer("g", StartFrom::Earliest, &BTreeMap::new());
+        let consumer = config.consumer("g", StartFrom::Earliest, &BTreeMap::new(), None);
         let producer = config.producer(&BTreeMap::new(), None);
         let admin = config.admin();
         assert_eq!(consumer.get("session.timeout.ms"), Some("6000"));

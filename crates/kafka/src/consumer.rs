@@ -29,8 +29,8 @@ use rdkafka::message::{BorrowedMessage, Headers as _, Message as _};
 use rdkafka::statistics::Statistics;
 use rdkafka::{Offset, TopicPartitionList};
 use runnel_backend::{
-    CommitOffset, ConsumedRecord, Consumer, Error, Headers, Record, Result, StartFrom,
-    TopicPartition,
+    CommitOffset, ConsumedRecord, Consumer, ConsumerConfig, Error, Headers, Record, Result,
+    StartFrom, TopicPartition,
 };
 use tokio::sync::mpsc;
 
@@ -70,6 +70,8 @@ enum Command {
 /// What the polling thread, the rebalance callbacks and the runtime share.
 pub(crate) struct Shared {
     pub(crate) group: String,
+    /// The member's static name (`group.instance.id`), if it has one.
+    static_member: Option<String>,
     pub(crate) start_from: StartFrom,
     /// Offsets go through a transaction instead of the group commit.
     pub(crate) transactional: bool,
@@ -95,16 +97,16 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Shared {
     pub(crate) fn new(
-        group: &str,
-        start_from: StartFrom,
+        config: &ConsumerConfig,
         transactional: bool,
         redactor: Redactor,
         metadata: Arc<Metadata>,
         timeout: Duration,
     ) -> Self {
         Shared {
-            group: group.to_owned(),
-            start_from,
+            group: config.group.clone(),
+            static_member: config.static_member.clone(),
+            start_from: config.start_from,
             transactional,
             redactor,
             metadata,
@@ -115,6 +117,14 @@ impl Shared {
             pending_seeks: Mutex::default(),
             client_lag: Mutex::default(),
         }
+    }
+
+    /// [`Error::MemberFenced`] if `code` says another member took this one's static name.
+    fn fenced(&self, code: Option<RDKafkaErrorCode>) -> Option<Error> {
+        (code == Some(RDKafkaErrorCode::FencedInstanceId)).then(|| Error::MemberFenced {
+            group: self.group.clone(),
+            member: self.static_member.clone().unwrap_or_default(),
+        })
     }
 
     /// Keeps the lag librdkafka reports for the partitions assigned now (it reports -1 where
@@ -549,10 +559,12 @@ impl Consumer for KafkaConsumer {
                 tracing::debug!(group = %shared.group, "commit deferred: {}", shared.redactor.error(&error));
                 Ok(())
             }
-            Err(error) => Err(Error::Commit {
-                group: shared.group.clone(),
-                source: shared.redactor.boxed(&error),
-            }),
+            Err(error) => Err(shared
+                .fenced(error.rdkafka_error_code())
+                .unwrap_or_else(|| Error::Commit {
+                    group: shared.group.clone(),
+                    source: shared.redactor.boxed(&error),
+                })),
         })
         .await
     }
@@ -690,10 +702,11 @@ fn poll_loop(
             Some(Ok(message)) => batch.push(convert(&message, &mut names, &shared.metadata)),
             Some(Err(error)) => {
                 if error.rdkafka_error_code() == Some(RDKafkaErrorCode::Fatal) {
-                    let failed = Error::Consume {
+                    let cause = client.client().fatal_error().map(|(code, _)| code);
+                    let failed = shared.fenced(cause).unwrap_or_else(|| Error::Consume {
                         topic: shared.group.clone(),
                         source: shared.redactor.boxed(&error),
-                    };
+                    });
                     if sender.blocking_send(Batch::Failed(failed)).is_err() {
                         return;
                     }

@@ -233,6 +233,7 @@ impl Bench {
             ready: None,
             watermarks: None,
             transactional_id: None,
+            static_member: None,
             attempts: Arc::new(FailedAttempts::new(3)),
         };
         let timing = Timing::default();

@@ -155,6 +155,8 @@ pub(crate) async fn run_command(
         None => "0".to_owned(),
         Some(_) => std::process::id().to_string(),
     });
+    // `run` is the whole app in one process, started again under the same name.
+    let static_members = only.is_none();
     let shutdown = CancellationToken::new();
     runnel_runtime::stop_on_signals(shutdown.clone(), console.clone());
     let options = RunOptions {
@@ -170,6 +172,7 @@ pub(crate) async fn run_command(
         },
         plain_every: args.status_every,
         footer: format!("{} · {} · Ctrl-C to stop", plan.app, backplane.short),
+        static_members,
         replica,
         ..RunOptions::default()
     };

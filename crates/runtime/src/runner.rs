@@ -45,6 +45,12 @@ pub struct RunOptions {
     /// stable across restarts of a replica (a pod ordinal), so a restart fences the previous
     /// attempt and aborts its open transaction at once.
     pub replica: String,
+    /// Whether the process's consumers join their groups as static members named
+    /// `<app>.<instance>.<replica>`, so that the process killed and started again reads its
+    /// partitions at once instead of after the session timeout. Only for a replica that
+    /// comes back under its name (`run`, which runs the whole app in one process): a static
+    /// member does not leave its groups when it stops.
+    pub static_members: bool,
 }
 
 impl Default for RunOptions {
@@ -58,6 +64,7 @@ impl Default for RunOptions {
             drain_timeout: Duration::from_secs(30),
             footer: "press Ctrl-C to stop".to_owned(),
             replica: "0".to_owned(),
+            static_members: false,
         }
     }
 }
@@ -232,6 +239,7 @@ pub async fn start(
         end_of_input: end_of_input.clone(),
         started: Arc::new(tokio::sync::Notify::new()),
         replica: options.replica.clone(),
+        static_members: options.static_members,
     };
     let announce_ready = tokio::spawn({
         let (board, notify) = (board.clone(), supervision.started.clone());

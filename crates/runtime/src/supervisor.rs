@@ -99,6 +99,8 @@ pub(crate) struct Supervision {
     pub(crate) started: Arc<tokio::sync::Notify>,
     /// This process's replica name, for transactional ids.
     pub(crate) replica: String,
+    /// Whether consumers join as static members named like the transactional ids.
+    pub(crate) static_members: bool,
 }
 
 /// Runs an instance until it finishes or `shutdown` fires, restarting it after failures.
@@ -207,6 +209,11 @@ fn wiring(
     ready: tokio::sync::oneshot::Sender<()>,
     attempts: Arc<FailedAttempts>,
 ) -> Wiring {
+    // The name of this process's part in the instance, the same after a restart.
+    let member_name = format!(
+        "{}.{}.{}",
+        supervision.app, instance.name, supervision.replica
+    );
     Wiring {
         app: supervision.app.clone(),
         instance: instance.name.clone(),
@@ -243,10 +250,8 @@ fn wiring(
         },
         ready: Some(ready),
         watermarks: None,
-        transactional_id: Some(format!(
-            "{}.{}.{}",
-            supervision.app, instance.name, supervision.replica
-        )),
+        static_member: supervision.static_members.then(|| member_name.clone()),
+        transactional_id: Some(member_name),
         attempts,
     }
 }

@@ -139,6 +139,7 @@ pub(crate) fn wiring(
         ready: None,
         watermarks: None,
         transactional_id: None,
+        static_member: None,
         attempts: Default::default(),
     }
 }

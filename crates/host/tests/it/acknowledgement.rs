@@ -151,6 +151,7 @@ async fn start(inputs: usize, settings: HostSettings) -> Fixture {
         ready: None,
         watermarks: None,
         transactional_id: None,
+        static_member: None,
         attempts: Default::default(),
     };
     let streamlet = Processor::new(IN, OUT, Some);

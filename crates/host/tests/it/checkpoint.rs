@@ -100,6 +100,7 @@ fn start(
         ready: None,
         watermarks: None,
         transactional_id: None,
+        static_member: None,
         attempts: Default::default(),
     };
     let streamlet = counts();

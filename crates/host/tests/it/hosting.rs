@@ -44,6 +44,7 @@ pub(crate) fn wiring(
         ready: None,
         watermarks: None,
         transactional_id: transactional_id.map(str::to_owned),
+        static_member: None,
         attempts: Default::default(),
     }
 }

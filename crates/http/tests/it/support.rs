@@ -107,6 +107,7 @@ impl Served {
             ready: Some(ready),
             watermarks: None,
             transactional_id: None,
+            static_member: None,
             attempts: Arc::new(FailedAttempts::new(3)),
         };
         let shutdown = CancellationToken::new();

@@ -91,6 +91,7 @@ pub(crate) fn start(
         ready: None,
         watermarks: None,
         transactional_id,
+        static_member: None,
         attempts: Default::default(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -191,6 +191,7 @@ impl Log {
             ready: None,
             watermarks: None,
             transactional_id: None,
+            static_member: None,
             attempts: Arc::new(FailedAttempts::new(3)),
         };
         let shutdown = CancellationToken::new();

@@ -12,8 +12,8 @@ const READINGS: i64 = 6_000;
 
 /// Two `run-streamlet to-metrics` processes share the two partitions of `sensor-data`;
 /// `kill -9` one of them mid-stream; the other takes both partitions over, and in the end
-/// every reading has all three metrics in `metrics` at least once. On Apache Kafka with the
-/// consumer settings' defaults: no group timeouts tuned for the test.
+/// every reading has all three metrics in `metrics` at least once. On Apache Kafka with
+/// Runnel's default group timeouts (the group gives up on the killed member after 10 s).
 #[test]
 fn two_processes_share_partitions_and_one_survives_a_kill() {
     let broker = ApacheKafka::start();
@@ -46,12 +46,16 @@ fn two_processes_share_partitions_and_one_survives_a_kill() {
     let metrics_before_kill =
         read_topic(&broker, "metrics", Duration::from_secs(30), at_least(1_500));
     assert!(metrics_before_kill.len() >= 1_500, "the members got going");
-    first.child.kill().unwrap(); // SIGKILL: no drain, no commit, no leaving the group
-    first.child.wait().unwrap();
+    first.kill(); // SIGKILL: no drain, no commit, no leaving the group
+    let killed = std::time::Instant::now();
     wait_until(
         Duration::from_secs(90),
         "the survivor taking both partitions",
         || second.owns() == all,
+    );
+    println!(
+        "scaling test: the survivor read both partitions {:.1} s after the kill",
+        killed.elapsed().as_secs_f64()
     );
     let generated = generating.join().unwrap();
     assert!(
@@ -122,4 +126,62 @@ fn two_processes_share_partitions_and_one_survives_a_kill() {
         "scaling test: {} metrics, {duplicates} duplicates after the kill",
         counts.len()
     );
+}
+
+/// `run` is killed with SIGKILL and started again: the new process reads the input's
+/// partitions at once, because `run`'s consumers are static members under the same names.
+/// The session timeout is set to a minute, which a dynamic member would wait out before
+/// the group gave up on the killed process and rebalanced.
+#[test]
+fn a_killed_run_started_again_reads_its_partitions_at_once() {
+    let broker = ApacheKafka::start();
+    let run = || {
+        let mut command = app_on(&broker, &["run", BLUEPRINT]);
+        command.args(["--kafka-setting", "session.timeout.ms=60000"]);
+        command
+    };
+    let input: BTreeSet<String> = ["sensor-data/0", "sensor-data/1"].map(String::from).into();
+    let mut first = GroupMember::start("first", run());
+    wait_until(
+        Duration::from_secs(60),
+        "the first run's assignment",
+        || first.owns().is_superset(&input),
+    );
+    first.kill();
+
+    let restarted = std::time::Instant::now();
+    let mut second = GroupMember::start("second", run());
+    wait_until(
+        Duration::from_secs(30),
+        "the restarted run's assignment, well before the 60 s session timeout",
+        || second.owns().is_superset(&input),
+    );
+    println!(
+        "restart test: the restarted run read its input partitions {:.1} s after it started",
+        restarted.elapsed().as_secs_f64()
+    );
+}
+
+/// The same app started twice with `run` on one Kafka cluster: each process's consumers
+/// are static members under the same names, so each fences the other, and both say why.
+#[test]
+fn the_same_app_run_twice_says_so() {
+    let broker = ApacheKafka::start();
+    let run = || app_on(&broker, &["run", BLUEPRINT]);
+    let input: BTreeSet<String> = ["sensor-data/0", "sensor-data/1"].map(String::from).into();
+    let mut first = GroupMember::start("first", run());
+    wait_until(
+        Duration::from_secs(60),
+        "the first run's assignment",
+        || first.owns().is_superset(&input),
+    );
+    let second = GroupMember::start("second", run());
+    let message = "as static member 'sensor-data.to-metrics.0' and fenced this one; \
+                   is the app running twice under one replica name?";
+    wait_until(
+        Duration::from_secs(60),
+        "the first run saying why it stopped reading",
+        || first.logged(message),
+    );
+    drop(second);
 }
