@@ -13,7 +13,8 @@
 //! partitions that move are taken) and KIP-848's `consumer` protocol
 //! (`group.protocol=consumer`: the broker assigns, incrementally, with its own timeouts).
 //! In each run a producer writes 1,000 records
-//! a second across 6 partitions of a fresh topic; one member reads alone for 3 seconds, then
+//! a second across 6 partitions of a fresh topic; one member reads alone for 3 to 6 seconds
+//! (a different time in each round, the same for each protocol), then
 //! two more join at once. Measured from the moment they are started:
 //!
 //! - **all three reading**: until every member owns a partition and has received a record;
@@ -34,8 +35,17 @@ use runnel_kafka::test_broker::ApacheKafka;
 const PARTITIONS: u32 = 6;
 /// Records written per second, spread over the partitions.
 const RATE: u64 = 1_000;
-/// How long the first member reads alone, and how long the run goes on once all three read.
+/// How long the run goes on once all three read, and at least how long the first member
+/// reads alone.
 const SETTLE: Duration = Duration::from_secs(3);
+
+/// How much longer than [`SETTLE`] the first member reads alone in `round`: spread over
+/// 3 s, the longest heartbeat interval measured, so that the new members do not always join
+/// at the same point of the first member's heartbeat cycle (members learn of a rebalance
+/// from a heartbeat's answer, so a fixed wait would measure one phase only).
+fn alone_longer(round: usize) -> Duration {
+    Duration::from_millis((round as u64 * 1_117) % 3_000)
+}
 
 /// A rebalance protocol: its name and the consumer settings that choose it.
 const PROTOCOLS: [(&str, &[(&str, &str)]); 4] = [
@@ -84,7 +94,7 @@ fn main() {
         .collect();
     for round in 1..=rounds {
         for (index, (name, settings)) in PROTOCOLS.iter().enumerate() {
-            let figures = runtime.block_on(scale_out(&kafka, settings));
+            let figures = runtime.block_on(scale_out(&kafka, settings, alone_longer(round)));
             println!(
                 "round {round} {name:>20}: all three reading after {:>6} ms, longest stall {:>6} ms, worst delay {:>6} ms",
                 figures.all_reading.as_millis(),
@@ -111,7 +121,11 @@ fn main() {
 }
 
 /// One run: one member reading alone, then two more joining.
-async fn scale_out(kafka: &ApacheKafka, settings: &[(&str, &str)]) -> Figures {
+async fn scale_out(
+    kafka: &ApacheKafka,
+    settings: &[(&str, &str)],
+    alone_longer: Duration,
+) -> Figures {
     let config = settings
         .iter()
         .fold(kafka.config(), |config, (key, value)| {
@@ -128,7 +142,7 @@ async fn scale_out(kafka: &ApacheKafka, settings: &[(&str, &str)]) -> Figures {
     let producing = tokio::spawn(produce(backend.clone(), topic.clone(), start));
 
     let first = member(&backend, &group, &topic, start).await;
-    tokio::time::sleep(SETTLE).await;
+    tokio::time::sleep(SETTLE + alone_longer).await;
     let joined_at = start.elapsed();
     let second = member(&backend, &group, &topic, start).await;
     let third = member(&backend, &group, &topic, start).await;
