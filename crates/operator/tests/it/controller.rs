@@ -4,6 +4,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt as _};
 use runnel_application::Phase;
@@ -12,7 +13,7 @@ use runnel_operator::Application;
 use runnel_test_cluster::Fault;
 use serde_json::json;
 
-use crate::support::{Operator, application, client, cluster, config, eventually};
+use crate::support::{Operator, application, client, cluster, config, eventually, real_cluster};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -40,9 +41,9 @@ async fn reasons(events: &Api<Event>, app: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn a_first_deploy_creates_topics_and_objects_by_server_side_apply() {
-    let server = cluster().await;
-    let operator = Operator::start(&server, config("one"));
-    let client = client(&server);
+    let cluster = real_cluster().await;
+    let client = cluster.client.clone();
+    let operator = Operator::start(client.clone(), config("one"));
     let apps: Api<Application> = Api::default_namespaced(client.clone());
     apps.create(&PostParams::default(), &application("demo"))
         .await
@@ -78,23 +79,37 @@ async fn a_first_deploy_creates_topics_and_objects_by_server_side_apply() {
         "log"
     );
 
-    // Every write of the operator is a server-side apply with its field manager.
-    let writes: Vec<_> = server
-        .requests()
+    // Every object the operator wrote, it wrote by server-side apply with its field manager:
+    // the real server records who set which field how (the controller-manager updates the
+    // status of Deployments and budgets).
+    let operations = |fields: Option<Vec<ManagedFieldsEntry>>| -> Vec<String> {
+        fields
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|f| f.manager.as_deref() == Some("runnel-operator"))
+            .map(|f| f.operation.unwrap_or_default())
+            .collect()
+    };
+    let mut objects: Vec<_> = deployments
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
         .into_iter()
-        .filter(|r| {
-            r.method == "PATCH" && !r.path.ends_with("/events") && !r.path.contains("/events/")
-        })
+        .map(|deployment| deployment.metadata)
         .collect();
-    assert!(!writes.is_empty());
-    for write in &writes {
+    assert_eq!(objects.len(), 2);
+    objects.extend([
+        maps.get("demo-log").await.unwrap().metadata,
+        secrets.get("demo-gen").await.unwrap().metadata,
+        budgets.get("demo-log").await.unwrap().metadata,
+    ]);
+    for object in objects {
         assert_eq!(
-            write.content_type, "application/apply-patch+yaml",
-            "{write:?}"
-        );
-        assert!(
-            write.query.contains("fieldManager=runnel-operator"),
-            "{write:?}"
+            operations(object.managed_fields),
+            ["Apply"],
+            "{:?}",
+            object.name
         );
     }
     let topics = operator
@@ -136,7 +151,7 @@ async fn api_errors_are_retried_and_a_bad_application_does_not_stop_the_others()
         code: 500,
         times: 1,
     });
-    let _operator = Operator::start(&server, config("one"));
+    let _operator = Operator::start(client(&server), config("one"));
     let client = client(&server);
     let apps: Api<Application> = Api::default_namespaced(client.clone());
     let mut bad = application("bad");
@@ -175,7 +190,7 @@ async fn api_errors_are_retried_and_a_bad_application_does_not_stop_the_others()
 #[tokio::test]
 async fn changes_after_watch_restarts_are_still_reconciled() {
     let server = cluster().await;
-    let _operator = Operator::start(&server, config("one"));
+    let _operator = Operator::start(client(&server), config("one"));
     let client = client(&server);
     let apps: Api<Application> = Api::default_namespaced(client.clone());
     apps.create(&PostParams::default(), &application("demo"))
@@ -209,9 +224,9 @@ async fn changes_after_watch_restarts_are_still_reconciled() {
 
 #[tokio::test]
 async fn an_edited_deployment_gets_the_operators_fields_back_and_keeps_the_others() {
-    let server = cluster().await;
-    let _operator = Operator::start(&server, config("one"));
-    let client = client(&server);
+    let cluster = real_cluster().await;
+    let client = cluster.client.clone();
+    let _operator = Operator::start(client.clone(), config("one"));
     let apps: Api<Application> = Api::default_namespaced(client.clone());
     apps.create(&PostParams::default(), &application("demo"))
         .await
@@ -252,9 +267,9 @@ async fn an_edited_deployment_gets_the_operators_fields_back_and_keeps_the_other
 
 #[tokio::test]
 async fn undeploy_deletes_what_the_operator_created_and_nothing_else() {
-    let server = cluster().await;
-    let operator = Operator::start(&server, config("one"));
-    let client = client(&server);
+    let cluster = real_cluster().await;
+    let client = cluster.client.clone();
+    let operator = Operator::start(client.clone(), config("one"));
     let apps: Api<Application> = Api::default_namespaced(client.clone());
     let created = apps
         .create(&PostParams::default(), &application("demo"))
@@ -307,6 +322,8 @@ async fn undeploy_deletes_what_the_operator_created_and_nothing_else() {
         .items
         .iter()
         .map(|m| m.name_any())
+        // The controller-manager publishes its CA into every namespace.
+        .filter(|name| name != "kube-root-ca.crt")
         .collect();
     assert_eq!(left, ["my-notes"]);
     assert!(
@@ -326,9 +343,9 @@ fn axum_method(name: &str) -> runnel_test_cluster::Method {
 
 #[tokio::test]
 async fn objects_the_operator_did_not_create_are_left_alone_even_with_its_labels() {
-    let server = cluster().await;
-    let _operator = Operator::start(&server, config("one"));
-    let client = client(&server);
+    let cluster = real_cluster().await;
+    let client = cluster.client.clone();
+    let _operator = Operator::start(client.clone(), config("one"));
     let apps: Api<Application> = Api::default_namespaced(client.clone());
     let created = apps
         .create(&PostParams::default(), &application("demo"))
@@ -369,9 +386,9 @@ async fn objects_the_operator_did_not_create_are_left_alone_even_with_its_labels
 #[tokio::test]
 async fn the_autoscaler_follows_consumer_lag_and_records_each_decision() {
     use runnel_backend::{ProducerConfig, Record};
-    let server = cluster().await;
-    let operator = Operator::start(&server, config("one"));
-    let client = client(&server);
+    let cluster = real_cluster().await;
+    let client = cluster.client.clone();
+    let operator = Operator::start(client.clone(), config("one"));
     // 60 records on the logger's inlet topic, none committed by its group.
     let backend = operator.backend.clone();
     backend

@@ -8,7 +8,9 @@ use kube::{Api, ResourceExt as _};
 use runnel_operator::Application;
 use runnel_operator::leader::{LEASE_NAME, LeaderConfig, VERSION_ANNOTATION};
 
-use crate::support::{NAMESPACE, Operator, application, client, cluster, config, eventually};
+use crate::support::{
+    NAMESPACE, Operator, application, client, cluster, config, eventually, real_cluster,
+};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -51,17 +53,17 @@ async fn reporters(events: &Api<Event>, app: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn one_of_two_replicas_reconciles_and_the_other_takes_over_when_it_stops() {
-    let server = cluster().await;
-    let client = client(&server);
+    let cluster = real_cluster().await;
+    let client = cluster.client.clone();
     let leases: Api<Lease> = Api::default_namespaced(client.clone());
-    let first = Operator::start(&server, leading("first"));
+    let first = Operator::start(client.clone(), leading("first"));
     eventually(LIMIT, "the first replica leading", || async {
         (holder(&leases).await.as_deref() == Some("first")).then_some(())
     })
     .await;
     let lease = leases.get(LEASE_NAME).await.unwrap();
     assert_eq!(lease.annotations()[VERSION_ANNOTATION], "0.1.0-test");
-    let second = Operator::start_with(&server, leading("second"), first.backend.clone());
+    let second = Operator::start_with(client.clone(), leading("second"), first.backend.clone());
 
     let apps: Api<Application> = Api::default_namespaced(client.clone());
     let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
@@ -111,7 +113,7 @@ async fn a_deposed_leader_writes_nothing_once_it_sees_the_lease_taken() {
     let leases: Api<Lease> = Api::default_namespaced(client.clone());
     let apps: Api<Application> = Api::default_namespaced(client.clone());
     let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
-    let mut leader = Operator::start(&server, leading("first"));
+    let mut leader = Operator::start(client.clone(), leading("first"));
     apps.create(&PostParams::default(), &application("one"))
         .await
         .unwrap();

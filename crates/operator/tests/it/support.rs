@@ -2,6 +2,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::PostParams;
 use kube::{Api, Client};
@@ -9,7 +10,7 @@ use runnel_application::ApplicationDocument;
 use runnel_backend::MemoryBackend;
 use runnel_blueprint::descriptor::AppDescriptor;
 use runnel_operator::{Application, OperatorConfig, SingleBackplane};
-use runnel_test_cluster::FakeApiServer;
+use runnel_test_cluster::{ControlPlane, FakeApiServer};
 use tokio_util::sync::CancellationToken;
 
 pub(crate) const NAMESPACE: &str = "apps";
@@ -45,6 +46,52 @@ pub(crate) fn application(name: &str) -> Application {
     app
 }
 
+/// A real control plane (etcd, kube-apiserver, kube-controller-manager from
+/// `scripts/kube-dev`) with the namespace and the Application CRD, and an administrator's
+/// client whose default namespace is [`NAMESPACE`]. Stopped when dropped.
+pub(crate) struct RealCluster {
+    pub(crate) client: Client,
+    _plane: ControlPlane,
+}
+
+/// Starts a [`RealCluster`] (5 to 10 s).
+pub(crate) async fn real_cluster() -> RealCluster {
+    let plane = tokio::task::spawn_blocking(ControlPlane::start)
+        .await
+        .expect("the control plane starts");
+    let file = kube::config::Kubeconfig::read_from(plane.kubeconfig()).unwrap();
+    let mut config = kube::Config::from_custom_kubeconfig(file, &Default::default())
+        .await
+        .unwrap();
+    config.default_namespace = NAMESPACE.to_owned();
+    let client = Client::try_from(config).unwrap();
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let namespace: Namespace =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": NAMESPACE}})).unwrap();
+    namespaces
+        .create(&PostParams::default(), &namespace)
+        .await
+        .unwrap();
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.create(&PostParams::default(), &runnel_operator::crd())
+        .await
+        .unwrap();
+    let name = runnel_operator::crd().metadata.name.unwrap();
+    eventually(Duration::from_secs(30), "the CRD established", || async {
+        let crd = crds.get(&name).await.ok()?;
+        let conditions = crd.status?.conditions?;
+        conditions
+            .iter()
+            .any(|c| c.type_ == "Established" && c.status == "True")
+            .then_some(())
+    })
+    .await;
+    RealCluster {
+        client,
+        _plane: plane,
+    }
+}
+
 /// The fake API server with the Application CRD installed.
 pub(crate) async fn cluster() -> FakeApiServer {
     let server = FakeApiServer::start().await;
@@ -63,19 +110,20 @@ pub(crate) struct Operator {
 }
 
 impl Operator {
-    pub(crate) fn start(server: &FakeApiServer, config: OperatorConfig) -> Operator {
+    /// An operator talking to the API server through `client`.
+    pub(crate) fn start(client: Client, config: OperatorConfig) -> Operator {
         let backend = Arc::new(MemoryBackend::new());
-        Operator::start_with(server, config, backend)
+        Operator::start_with(client, config, backend)
     }
 
     pub(crate) fn start_with(
-        server: &FakeApiServer,
+        client: Client,
         config: OperatorConfig,
         backend: Arc<MemoryBackend>,
     ) -> Operator {
         let stop = CancellationToken::new();
         let task = tokio::spawn(runnel_operator::run(
-            server.client(NAMESPACE),
+            client,
             config,
             Arc::new(SingleBackplane(backend.clone())),
             stop.clone(),
