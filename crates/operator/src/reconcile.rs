@@ -5,8 +5,11 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt as _;
-use runnel_application::{Phase, ResolvedStreamlet, StreamletStatus, TopicSpec};
+use runnel_application::{
+    Phase, ResolvedStreamlet, Rollout, RunningSpec, StreamletStatus, TopicSpec,
+};
 use runnel_blueprint::descriptor::StateScope;
 
 use crate::Application;
@@ -46,6 +49,14 @@ const LATER: Duration = Duration::from_secs(300);
 ///   Resumed, the streamlets get the spec's replicas again: an autoscaled one starts from
 ///   them, and an externally scaled one is left to its HPA (the API server resets the
 ///   replicas it no longer gets to its default, 1).
+/// - Once every streamlet is ready (phase `Running`), the spec is kept in
+///   `status.lastRunningSpec`. With `spec.rollback` set, a later generation whose
+///   streamlets are not all ready `readinessTimeoutSeconds` after its objects were first
+///   applied (`status.rollout.startTime`) is rolled back: the objects of the last running
+///   spec are applied again, phase `RolledBack`, condition `RolledBack` true saying which
+///   streamlets were not ready and their last error, and a Warning Event. That generation
+///   is not tried again; the next one is. A first deploy, a suspended spec and a deleted
+///   Application are never rolled back.
 pub fn reconcile(app: &Application, observed: &Observed, context: &ReconcileContext) -> Plan {
     let planned: Vec<(String, i32)> = app
         .spec
@@ -62,7 +73,7 @@ pub fn reconcile(app: &Application, observed: &Observed, context: &ReconcileCont
             topics: Vec::new(),
             apply: Vec::new(),
             delete: Vec::new(),
-            status: application_status(app, streamlets, None, context),
+            status: application_status(app, streamlets, None, None, context),
             events: Vec::new(),
             outcome: Outcome::Undeploying,
         };
@@ -125,7 +136,156 @@ pub fn reconcile(app: &Application, observed: &Observed, context: &ReconcileCont
             context,
         );
     }
-    converge(app, observed, &accepted, topics, context)
+    roll_out(app, observed, &accepted, topics, context)
+}
+
+/// Converges on the spec, or on the last spec that ran (`status.lastRunningSpec`) when
+/// `spec.rollback` is set and the spec's generation was not ready within its timeout, or
+/// was rolled back before. A rolled-back generation is not tried again; a new one is.
+/// Records the rollout's start and, once the phase is `Running`, the spec that ran.
+fn roll_out(
+    app: &Application,
+    observed: &Observed,
+    accepted: &Verified,
+    topics: Vec<TopicSpec>,
+    context: &ReconcileContext,
+) -> Plan {
+    let generation = app.metadata.generation.unwrap_or_default();
+    let previous = app.status.as_ref();
+    let mut rollout = previous
+        .and_then(|status| status.rollout.clone())
+        .filter(|rollout| {
+            rollout.generation == generation && rollout.start_time.parse::<Timestamp>().is_ok()
+        })
+        .unwrap_or_else(|| Rollout {
+            generation,
+            start_time: context.now.to_string(),
+            rolled_back: false,
+        });
+    // Suspended is what the user asked for, not a failure to become ready.
+    let settings = app.spec.rollback.as_ref().filter(|_| !app.spec.suspended);
+    let last = previous
+        .and_then(|status| status.last_running_spec.as_ref())
+        .filter(|last| last.generation < generation);
+    let mut plan = match (settings, last) {
+        (Some(_), Some(last)) if rollout.rolled_back => {
+            let why = previous
+                .and_then(|status| status.condition("RolledBack"))
+                .filter(|condition| condition.is_true())
+                .map_or_else(
+                    || {
+                        format!(
+                            "generation {generation} was rolled back to generation {}",
+                            last.generation
+                        )
+                    },
+                    |condition| condition.message.clone(),
+                );
+            match run_last(app, last, observed, context, &why) {
+                Ok(plan) => plan,
+                Err(problem) => {
+                    rollout.rolled_back = false;
+                    with_failed_rollback(
+                        converge(app, observed, accepted, topics, context, None),
+                        last,
+                        problem,
+                    )
+                }
+            }
+        }
+        (Some(settings), Some(last)) => {
+            let plan = converge(app, observed, accepted, topics, context, None);
+            let started: Timestamp = rollout.start_time.parse().expect("checked above");
+            let waited = context.now.as_second() - started.as_second();
+            let timeout = settings.readiness_timeout_seconds;
+            if plan.status.phase == Phase::Running || waited < i64::from(timeout) {
+                plan
+            } else {
+                let not_ready: Vec<String> = plan
+                    .status
+                    .streamlets
+                    .iter()
+                    .filter(|s| s.ready_replicas < s.desired_replicas)
+                    .map(|s| {
+                        let mut text = format!(
+                            "streamlet {} {}/{} ready",
+                            s.name, s.ready_replicas, s.desired_replicas
+                        );
+                        if let Some(error) = &s.last_error {
+                            text.push_str(&format!(", last error: {error}"));
+                        }
+                        text
+                    })
+                    .collect();
+                let why = format!(
+                    "generation {generation} was not ready {timeout}s after it was applied ({}): rolled back to generation {}",
+                    not_ready.join("; "),
+                    last.generation
+                );
+                match run_last(app, last, observed, context, &why) {
+                    Ok(mut rolled_back) => {
+                        rollout.rolled_back = true;
+                        rolled_back.events.insert(
+                            0,
+                            Event::warning(
+                                "RolledBack",
+                                "Rollback",
+                                format!("{why}; it is not tried again, a new spec change is"),
+                            ),
+                        );
+                        rolled_back
+                    }
+                    Err(problem) => with_failed_rollback(plan, last, problem),
+                }
+            }
+        }
+        _ => converge(app, observed, accepted, topics, context, None),
+    };
+    plan.status.rollout = Some(rollout);
+    if plan.status.phase == Phase::Running {
+        plan.status.last_running_spec = Some(RunningSpec {
+            generation,
+            spec: app.spec.clone(),
+        });
+    }
+    plan
+}
+
+/// The plan for the last spec that ran, in place of `app`'s, or why that spec cannot be
+/// carried out any more (its protocol, its configuration against the secret values now).
+fn run_last(
+    app: &Application,
+    last: &RunningSpec,
+    observed: &Observed,
+    context: &ReconcileContext,
+    why: &str,
+) -> Result<Plan, String> {
+    let mut earlier = app.clone();
+    earlier.spec = last.spec.clone();
+    let accepted = accept(&earlier, observed, context).map_err(|(_, message)| message)?;
+    let topics = topics_of(&earlier);
+    Ok(converge(
+        &earlier,
+        observed,
+        &accepted,
+        topics,
+        context,
+        Some(why),
+    ))
+}
+
+/// `plan` (the spec's own) with a Warning Event saying why the last spec that ran could
+/// not be applied again.
+fn with_failed_rollback(mut plan: Plan, last: &RunningSpec, problem: String) -> Plan {
+    plan.events.push(Event::warning(
+        "RollbackFailed",
+        "Rollback",
+        format!(
+            "cannot roll back to generation {}: {problem}; the spec's generation stays applied",
+            last.generation
+        ),
+    ));
+    plan
 }
 
 /// Checks everything that can make the spec impossible ([`verify`]), with the secret
@@ -189,7 +349,7 @@ fn failed(
         topics: Vec::new(),
         apply: Vec::new(),
         delete: Vec::new(),
-        status: application_status(app, streamlets, Some(failure), context),
+        status: application_status(app, streamlets, Some(failure), None, context),
         events: vec![Event::warning(reason, "Reconcile", message.clone())],
         outcome: Outcome::Failed(message),
     }
@@ -201,6 +361,7 @@ fn converge(
     accepted: &Verified,
     topics: Vec<TopicSpec>,
     context: &ReconcileContext,
+    rolled_back: Option<&str>,
 ) -> Plan {
     let mut apply = Vec::new();
     let mut events = Vec::new();
@@ -356,9 +517,13 @@ fn converge(
             format!("resumed with replicas {}", running.join(", ")),
         ));
     }
-    let status = application_status(app, statuses, None, context);
+    let status = application_status(app, statuses, None, rolled_back, context);
     let settled = match status.phase {
         Phase::Running => true,
+        Phase::RolledBack => status
+            .streamlets
+            .iter()
+            .all(|s| s.ready_replicas >= s.desired_replicas),
         // Suspended and settled once no pod is left.
         Phase::Suspended => status.streamlets.iter().all(|s| s.ready_replicas == 0),
         _ => false,
