@@ -5,6 +5,8 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::PodSpec;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt as _;
 use runnel_application::{
@@ -15,10 +17,10 @@ use runnel_blueprint::descriptor::StateScope;
 use crate::Application;
 use crate::autoscale;
 use crate::desired::{self, Streamlet, config_hash};
-use crate::names::CONFIG_HASH_ANNOTATION;
+use crate::names::{CONFIG_HASH_ANNOTATION, STREAMLET_LABEL};
 use crate::observed::{Observed, ReconcileContext};
 use crate::plan::{Desired, Event, Outcome, Plan, Stale};
-use crate::status::{Failure, application_status, streamlet_status};
+use crate::status::{Failure, application_status, is_ready, streamlet_status};
 use crate::verify::{Secrets, Verified, verify};
 
 /// The waiting reasons of a container whose image the kubelet cannot pull.
@@ -198,25 +200,16 @@ fn roll_out(
             let started: Timestamp = rollout.start_time.parse().expect("checked above");
             let waited = context.now.as_second() - started.as_second();
             let timeout = settings.readiness_timeout_seconds;
-            if plan.status.phase == Phase::Running || waited < i64::from(timeout) {
+            let not_ready = not_ready_on_template(&plan, observed);
+            if not_ready.is_empty() {
+                plan
+            } else if waited < i64::from(timeout) {
+                // Old pods may make the phase Running meanwhile: look again soon anyway, so
+                // the deadline is not missed by up to `LATER`.
+                let mut plan = plan;
+                plan.outcome = Outcome::Converging(SOON);
                 plan
             } else {
-                let not_ready: Vec<String> = plan
-                    .status
-                    .streamlets
-                    .iter()
-                    .filter(|s| s.ready_replicas < s.desired_replicas)
-                    .map(|s| {
-                        let mut text = format!(
-                            "streamlet {} {}/{} ready",
-                            s.name, s.ready_replicas, s.desired_replicas
-                        );
-                        if let Some(error) = &s.last_error {
-                            text.push_str(&format!(", last error: {error}"));
-                        }
-                        text
-                    })
-                    .collect();
                 let why = format!(
                     "generation {generation} was not ready {timeout}s after it was applied ({}): rolled back to generation {}",
                     not_ready.join("; "),
@@ -242,13 +235,64 @@ fn roll_out(
         _ => converge(app, observed, accepted, topics, context, None),
     };
     plan.status.rollout = Some(rollout);
-    if plan.status.phase == Phase::Running {
+    if plan.status.phase == Phase::Running && not_ready_on_template(&plan, observed).is_empty() {
         plan.status.last_running_spec = Some(RunningSpec {
             generation,
             spec: app.spec.clone(),
         });
     }
     plan
+}
+
+/// The streamlets of `plan` with fewer ready pods of the template it applies (the image
+/// and the configuration hash of its Deployment) than replicas, each with its last error.
+/// A rolling update keeps a streamlet's old pods until new ones are ready (`maxUnavailable`
+/// 0): they count in the status's ready replicas, but they do not run this spec.
+fn not_ready_on_template(plan: &Plan, observed: &Observed) -> Vec<String> {
+    let image_of = |spec: Option<&PodSpec>| {
+        spec.and_then(|spec| spec.containers.first())
+            .and_then(|container| container.image.clone())
+    };
+    let hash_of = |meta: Option<&ObjectMeta>| {
+        meta.and_then(|meta| meta.annotations.as_ref())
+            .and_then(|annotations| annotations.get(CONFIG_HASH_ANNOTATION).cloned())
+    };
+    plan.status
+        .streamlets
+        .iter()
+        .filter_map(|status| {
+            let template = plan.apply.iter().find_map(|desired| match desired {
+                Desired::Deployment(deployment)
+                    if deployment.labels().get(STREAMLET_LABEL) == Some(&status.name) =>
+                {
+                    deployment.spec.as_ref().map(|spec| &spec.template)
+                }
+                _ => None,
+            })?;
+            let (image, hash) = (
+                image_of(template.spec.as_ref()),
+                hash_of(template.metadata.as_ref()),
+            );
+            let ready = observed
+                .pods_of(&status.name)
+                .filter(|pod| {
+                    is_ready(pod)
+                        && image_of(pod.spec.as_ref()) == image
+                        && hash_of(Some(&pod.metadata)) == hash
+                })
+                .count() as i32;
+            (ready < status.desired_replicas).then(|| {
+                let mut text = format!(
+                    "streamlet {} {ready}/{} ready",
+                    status.name, status.desired_replicas
+                );
+                if let Some(error) = &status.last_error {
+                    text.push_str(&format!(", last error: {error}"));
+                }
+                text
+            })
+        })
+        .collect()
 }
 
 /// The plan for the last spec that ran, in place of `app`'s, or why that spec cannot be

@@ -128,6 +128,7 @@ fn pod_of(deployment: &Deployment, index: i32, status: PodStatus) -> Pod {
         metadata: ObjectMeta {
             name: Some(format!("{}-{index}", deployment.name_any())),
             labels: template.metadata.as_ref().unwrap().labels.clone(),
+            annotations: template.metadata.as_ref().unwrap().annotations.clone(),
             ..ObjectMeta::default()
         },
         spec: template.spec,
@@ -1170,7 +1171,8 @@ fn running_with_rollback() -> (Application, Observed, Plan) {
 }
 
 /// Generation 2 of [`running_with_rollback`]: image 2.0 and 2 `gen` replicas, first
-/// applied 10 s later, with `twice` crash-looping on it.
+/// applied 10 s later, with `twice`'s new pod crash-looping and its old one (generation
+/// 1's) still ready, as a rolling update with `maxUnavailable: 0` keeps it.
 fn a_second_generation_that_crashes() -> (Application, Observed, Plan) {
     let (mut app, cluster, running) = running_with_rollback();
     app.metadata.generation = Some(2);
@@ -1179,7 +1181,15 @@ fn a_second_generation_that_crashes() -> (Application, Observed, Plan) {
     let applied = reconcile(&app, &cluster, &context_after(10));
     assert_eq!(image(&applied, "demo-gen"), "registry.example/demo:2.0");
     app.status = Some(applied.status.clone());
-    (app, twice_crashing_after(&applied), running)
+    let mut rolling = twice_crashing_after(&applied);
+    let mut old = cluster
+        .pods_of("twice")
+        .next()
+        .expect("generation 1 ran twice")
+        .clone();
+    old.metadata.name = Some("demo-twice-old".to_owned());
+    rolling.pods.push(old);
+    (app, rolling, running)
 }
 
 #[test]
@@ -1224,7 +1234,11 @@ fn a_new_generation_not_ready_before_the_deadline_keeps_trying() {
     let (app, cluster, _) = a_second_generation_that_crashes();
     // Applied at +10 s; the deadline is 300 s later.
     let plan = reconcile(&app, &cluster, &context_after(309));
-    assert_eq!(plan.status.phase, Phase::Degraded);
+    assert_eq!(
+        plan.status.phase,
+        Phase::Running,
+        "twice's old pod is ready, so it counts 1/1 ready replicas"
+    );
     assert_eq!(image(&plan, "demo-gen"), "registry.example/demo:2.0");
     assert_eq!(replicas(&plan, "demo-gen"), Some(2));
     assert!(plan.events.iter().all(|e| e.reason != "RolledBack"));
@@ -1241,7 +1255,7 @@ fn a_new_generation_not_ready_before_the_deadline_keeps_trying() {
     assert_eq!(
         plan.status.last_running_spec.as_ref().unwrap().generation,
         1,
-        "generation 1 is still the one that ran"
+        "generation 1 is still the one that ran: twice has no ready pod of generation 2"
     );
     assert_eq!(plan.outcome, Outcome::Converging(SOON));
 }
@@ -1395,8 +1409,9 @@ fn without_spec_rollback_a_failing_generation_stays_applied() {
     let (mut app, cluster, _) = a_second_generation_that_crashes();
     app.spec.rollback = None;
     let plan = reconcile(&app, &cluster, &context_after(3600));
-    assert_eq!(plan.status.phase, Phase::Degraded);
     assert_eq!(image(&plan, "demo-gen"), "registry.example/demo:2.0");
+    assert_eq!(image(&plan, "demo-twice"), "registry.example/demo:2.0");
+    assert!(plan.events.iter().all(|e| e.reason != "RolledBack"));
     assert_eq!(
         plan.status.last_running_spec.as_ref().unwrap().generation,
         1,
