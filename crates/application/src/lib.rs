@@ -52,10 +52,12 @@ pub use configuration::{
 pub use document::{ApplicationDocument, DocumentError, DocumentMetadata};
 pub use secret::{MASK, is_secret};
 pub use spec::{
-    API_VERSION, ApplicationSpec, GROUP, KIND, KafkaSpec, PLURAL, PROTOCOL_VERSION, StreamletSpec,
-    TopicSpec, VERSION,
+    API_VERSION, ApplicationSpec, GROUP, KIND, KafkaSpec, PLURAL, PROTOCOL_VERSION, RollbackSpec,
+    StreamletSpec, TopicSpec, VERSION,
 };
-pub use status::{ApplicationStatus, AutoscalingStatus, Condition, Phase, StreamletStatus};
+pub use status::{
+    ApplicationStatus, AutoscalingStatus, Condition, Phase, Rollout, RunningSpec, StreamletStatus,
+};
 pub use yaml::to_yaml;
 
 /// The port of the admin endpoint in a streamlet's pod (`/health/live`, `/health/ready`,

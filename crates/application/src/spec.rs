@@ -85,6 +85,43 @@ pub struct ApplicationSpec {
     /// false (`runnel resume`), the streamlets run their replicas again.
     #[serde(default, skip_serializing_if = "is_false")]
     pub suspended: bool,
+    /// Rollback to the last spec that ran when a new one does not become ready in time;
+    /// off when unset (as in Flink's operator), on with `rollback: {}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback: Option<RollbackSpec>,
+}
+
+/// When to roll back a new spec (a new `metadata.generation`): if its streamlets are not
+/// all ready `readinessTimeoutSeconds` after the operator first applied it, the operator
+/// applies the objects of the last spec that ran (`status.lastRunningSpec`) again and does
+/// not try that generation again; the next spec change is tried afresh.
+///
+/// ```
+/// use runnel_application::RollbackSpec;
+/// let rollback: RollbackSpec = serde_json::from_value(serde_json::json!({}))?;
+/// assert_eq!(rollback.readiness_timeout_seconds, 300);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RollbackSpec {
+    /// How long a new spec's streamlets have to become ready, counted from when the
+    /// operator first applied it; 300 (5 minutes, Flink's readiness timeout) when unset.
+    #[serde(default = "default_readiness_timeout")]
+    #[schemars(range(min = 1))]
+    pub readiness_timeout_seconds: u32,
+}
+
+impl Default for RollbackSpec {
+    fn default() -> Self {
+        RollbackSpec {
+            readiness_timeout_seconds: default_readiness_timeout(),
+        }
+    }
+}
+
+fn default_readiness_timeout() -> u32 {
+    300
 }
 
 fn is_false(flag: &bool) -> bool {

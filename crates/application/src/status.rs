@@ -3,6 +3,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::ApplicationSpec;
+
 /// The observed state of an Application, written by the operator after every reconcile.
 ///
 /// ```
@@ -22,8 +24,8 @@ pub struct ApplicationStatus {
     /// The `metadata.generation` of the spec this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    /// `Ready`, `Reconciled`, `TopicsReady`, `IdleReplicas` and `Suspended`, in Kubernetes'
-    /// condition format.
+    /// `Ready`, `Reconciled`, `TopicsReady`, `IdleReplicas`, `Suspended` and `RolledBack`,
+    /// in Kubernetes' condition format.
     #[serde(default)]
     pub conditions: Vec<Condition>,
     /// One entry per streamlet instance.
@@ -32,6 +34,43 @@ pub struct ApplicationStatus {
     /// The version of the operator that wrote this status.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub operator_version: String,
+    /// The last spec whose streamlets all became ready (phase `Running`), which a rollback
+    /// applies again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_running_spec: Option<RunningSpec>,
+    /// The rollout of the latest generation the operator applied: since when, and whether
+    /// it was rolled back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<Rollout>,
+}
+
+/// A spec that ran, with its generation.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunningSpec {
+    /// The `metadata.generation` of the spec.
+    pub generation: i64,
+    /// The spec as it was when every streamlet was ready.
+    pub spec: ApplicationSpec,
+}
+
+/// The rollout of one generation.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Rollout {
+    /// The `metadata.generation` being rolled out.
+    pub generation: i64,
+    /// When the operator first applied its objects, RFC 3339: the readiness timeout counts
+    /// from here.
+    pub start_time: String,
+    /// Whether it was rolled back: the cluster runs `lastRunningSpec`, and this generation
+    /// is not tried again.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub rolled_back: bool,
+}
+
+fn is_false(flag: &bool) -> bool {
+    !*flag
 }
 
 impl ApplicationStatus {
@@ -61,6 +100,9 @@ pub enum Phase {
     Undeploying,
     /// The spec says suspended: every streamlet's Deployment is kept with 0 replicas.
     Suspended,
+    /// The spec's generation did not become ready within `spec.rollback`'s timeout: the
+    /// streamlets run the last spec that ran (`status.lastRunningSpec`) again.
+    RolledBack,
 }
 
 impl Phase {
@@ -73,6 +115,7 @@ impl Phase {
             Phase::Failed => "Failed",
             Phase::Undeploying => "Undeploying",
             Phase::Suspended => "Suspended",
+            Phase::RolledBack => "RolledBack",
         }
     }
 }
@@ -87,7 +130,7 @@ impl std::fmt::Display for Phase {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Condition {
-    /// `Ready`, `Reconciled`, `TopicsReady`, `IdleReplicas` or `Suspended`.
+    /// `Ready`, `Reconciled`, `TopicsReady`, `IdleReplicas`, `Suspended` or `RolledBack`.
     #[serde(rename = "type")]
     pub type_: String,
     /// `True`, `False` or `Unknown`.

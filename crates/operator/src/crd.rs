@@ -100,7 +100,7 @@ pub fn crd() -> CustomResourceDefinition {
                         "Phase",
                         "string",
                         ".status.phase",
-                        "Pending, Running, Degraded, Failed, Suspended or Undeploying",
+                        "Pending, Running, Degraded, Failed, Suspended, RolledBack or Undeploying",
                         0,
                     ),
                     column(

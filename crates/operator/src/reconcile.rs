@@ -5,17 +5,22 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::PodSpec;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt as _;
-use runnel_application::{Phase, ResolvedStreamlet, StreamletStatus, TopicSpec};
+use runnel_application::{
+    Phase, ResolvedStreamlet, Rollout, RunningSpec, StreamletStatus, TopicSpec,
+};
 use runnel_blueprint::descriptor::StateScope;
 
 use crate::Application;
 use crate::autoscale;
 use crate::desired::{self, Streamlet, config_hash};
-use crate::names::CONFIG_HASH_ANNOTATION;
+use crate::names::{CONFIG_HASH_ANNOTATION, STREAMLET_LABEL};
 use crate::observed::{Observed, ReconcileContext};
 use crate::plan::{Desired, Event, Outcome, Plan, Stale};
-use crate::status::{Failure, application_status, streamlet_status};
+use crate::status::{Failure, application_status, is_ready, streamlet_status};
 use crate::verify::{Secrets, Verified, verify};
 
 /// The waiting reasons of a container whose image the kubelet cannot pull.
@@ -46,6 +51,14 @@ const LATER: Duration = Duration::from_secs(300);
 ///   Resumed, the streamlets get the spec's replicas again: an autoscaled one starts from
 ///   them, and an externally scaled one is left to its HPA (the API server resets the
 ///   replicas it no longer gets to its default, 1).
+/// - Once every streamlet is ready (phase `Running`), the spec is kept in
+///   `status.lastRunningSpec`. With `spec.rollback` set, a later generation whose
+///   streamlets are not all ready `readinessTimeoutSeconds` after its objects were first
+///   applied (`status.rollout.startTime`) is rolled back: the objects of the last running
+///   spec are applied again, phase `RolledBack`, condition `RolledBack` true saying which
+///   streamlets were not ready and their last error, and a Warning Event. That generation
+///   is not tried again; the next one is. A first deploy, a suspended spec and a deleted
+///   Application are never rolled back.
 pub fn reconcile(app: &Application, observed: &Observed, context: &ReconcileContext) -> Plan {
     let planned: Vec<(String, i32)> = app
         .spec
@@ -62,7 +75,7 @@ pub fn reconcile(app: &Application, observed: &Observed, context: &ReconcileCont
             topics: Vec::new(),
             apply: Vec::new(),
             delete: Vec::new(),
-            status: application_status(app, streamlets, None, context),
+            status: application_status(app, streamlets, None, None, context),
             events: Vec::new(),
             outcome: Outcome::Undeploying,
         };
@@ -125,7 +138,198 @@ pub fn reconcile(app: &Application, observed: &Observed, context: &ReconcileCont
             context,
         );
     }
-    converge(app, observed, &accepted, topics, context)
+    roll_out(app, observed, &accepted, topics, context)
+}
+
+/// Converges on the spec, or on the last spec that ran (`status.lastRunningSpec`) when
+/// `spec.rollback` is set and the spec's generation was not ready within its timeout, or
+/// was rolled back before. A rolled-back generation is not tried again; a new one is.
+/// Records the rollout's start and, once the phase is `Running`, the spec that ran.
+fn roll_out(
+    app: &Application,
+    observed: &Observed,
+    accepted: &Verified,
+    topics: Vec<TopicSpec>,
+    context: &ReconcileContext,
+) -> Plan {
+    let generation = app.metadata.generation.unwrap_or_default();
+    let previous = app.status.as_ref();
+    let mut rollout = previous
+        .and_then(|status| status.rollout.clone())
+        .filter(|rollout| {
+            rollout.generation == generation && rollout.start_time.parse::<Timestamp>().is_ok()
+        })
+        .unwrap_or_else(|| Rollout {
+            generation,
+            start_time: context.now.to_string(),
+            rolled_back: false,
+        });
+    // Suspended is what the user asked for, not a failure to become ready.
+    let settings = app.spec.rollback.as_ref().filter(|_| !app.spec.suspended);
+    let last = previous
+        .and_then(|status| status.last_running_spec.as_ref())
+        .filter(|last| last.generation < generation);
+    let mut plan = match (settings, last) {
+        (Some(_), Some(last)) if rollout.rolled_back => {
+            let why = previous
+                .and_then(|status| status.condition("RolledBack"))
+                .filter(|condition| condition.is_true())
+                .map_or_else(
+                    || {
+                        format!(
+                            "generation {generation} was rolled back to generation {}",
+                            last.generation
+                        )
+                    },
+                    |condition| condition.message.clone(),
+                );
+            match run_last(app, last, observed, context, &why) {
+                Ok(plan) => plan,
+                Err(problem) => {
+                    rollout.rolled_back = false;
+                    with_failed_rollback(
+                        converge(app, observed, accepted, topics, context, None),
+                        last,
+                        problem,
+                    )
+                }
+            }
+        }
+        (Some(settings), Some(last)) => {
+            let plan = converge(app, observed, accepted, topics, context, None);
+            let started: Timestamp = rollout.start_time.parse().expect("checked above");
+            let waited = context.now.as_second() - started.as_second();
+            let timeout = settings.readiness_timeout_seconds;
+            let not_ready = not_ready_on_template(&plan, observed);
+            if not_ready.is_empty() {
+                plan
+            } else if waited < i64::from(timeout) {
+                // Old pods may make the phase Running meanwhile: look again soon anyway, so
+                // the deadline is not missed by up to `LATER`.
+                let mut plan = plan;
+                plan.outcome = Outcome::Converging(SOON);
+                plan
+            } else {
+                let why = format!(
+                    "generation {generation} was not ready {timeout}s after it was applied ({}): rolled back to generation {}",
+                    not_ready.join("; "),
+                    last.generation
+                );
+                match run_last(app, last, observed, context, &why) {
+                    Ok(mut rolled_back) => {
+                        rollout.rolled_back = true;
+                        rolled_back.events.insert(
+                            0,
+                            Event::warning(
+                                "RolledBack",
+                                "Rollback",
+                                format!("{why}; it is not tried again, a new spec change is"),
+                            ),
+                        );
+                        rolled_back
+                    }
+                    Err(problem) => with_failed_rollback(plan, last, problem),
+                }
+            }
+        }
+        _ => converge(app, observed, accepted, topics, context, None),
+    };
+    plan.status.rollout = Some(rollout);
+    if plan.status.phase == Phase::Running && not_ready_on_template(&plan, observed).is_empty() {
+        plan.status.last_running_spec = Some(RunningSpec {
+            generation,
+            spec: app.spec.clone(),
+        });
+    }
+    plan
+}
+
+/// The streamlets of `plan` with fewer ready pods of the template it applies (the image
+/// and the configuration hash of its Deployment) than replicas, each with its last error.
+/// A rolling update keeps a streamlet's old pods until new ones are ready (`maxUnavailable`
+/// 0): they count in the status's ready replicas, but they do not run this spec.
+fn not_ready_on_template(plan: &Plan, observed: &Observed) -> Vec<String> {
+    let image_of = |spec: Option<&PodSpec>| {
+        spec.and_then(|spec| spec.containers.first())
+            .and_then(|container| container.image.clone())
+    };
+    let hash_of = |meta: Option<&ObjectMeta>| {
+        meta.and_then(|meta| meta.annotations.as_ref())
+            .and_then(|annotations| annotations.get(CONFIG_HASH_ANNOTATION).cloned())
+    };
+    plan.status
+        .streamlets
+        .iter()
+        .filter_map(|status| {
+            let template = plan.apply.iter().find_map(|desired| match desired {
+                Desired::Deployment(deployment)
+                    if deployment.labels().get(STREAMLET_LABEL) == Some(&status.name) =>
+                {
+                    deployment.spec.as_ref().map(|spec| &spec.template)
+                }
+                _ => None,
+            })?;
+            let (image, hash) = (
+                image_of(template.spec.as_ref()),
+                hash_of(template.metadata.as_ref()),
+            );
+            let ready = observed
+                .pods_of(&status.name)
+                .filter(|pod| {
+                    is_ready(pod)
+                        && image_of(pod.spec.as_ref()) == image
+                        && hash_of(Some(&pod.metadata)) == hash
+                })
+                .count() as i32;
+            (ready < status.desired_replicas).then(|| {
+                let mut text = format!(
+                    "streamlet {} {ready}/{} ready",
+                    status.name, status.desired_replicas
+                );
+                if let Some(error) = &status.last_error {
+                    text.push_str(&format!(", last error: {error}"));
+                }
+                text
+            })
+        })
+        .collect()
+}
+
+/// The plan for the last spec that ran, in place of `app`'s, or why that spec cannot be
+/// carried out any more (its protocol, its configuration against the secret values now).
+fn run_last(
+    app: &Application,
+    last: &RunningSpec,
+    observed: &Observed,
+    context: &ReconcileContext,
+    why: &str,
+) -> Result<Plan, String> {
+    let mut earlier = app.clone();
+    earlier.spec = last.spec.clone();
+    let accepted = accept(&earlier, observed, context).map_err(|(_, message)| message)?;
+    let topics = topics_of(&earlier);
+    Ok(converge(
+        &earlier,
+        observed,
+        &accepted,
+        topics,
+        context,
+        Some(why),
+    ))
+}
+
+/// `plan` (the spec's own) with a Warning Event saying why the last spec that ran could
+/// not be applied again.
+fn with_failed_rollback(mut plan: Plan, last: &RunningSpec, problem: String) -> Plan {
+    plan.events.push(Event::warning(
+        "RollbackFailed",
+        "Rollback",
+        format!(
+            "cannot roll back to generation {}: {problem}; the spec's generation stays applied",
+            last.generation
+        ),
+    ));
+    plan
 }
 
 /// Checks everything that can make the spec impossible ([`verify`]), with the secret
@@ -189,7 +393,7 @@ fn failed(
         topics: Vec::new(),
         apply: Vec::new(),
         delete: Vec::new(),
-        status: application_status(app, streamlets, Some(failure), context),
+        status: application_status(app, streamlets, Some(failure), None, context),
         events: vec![Event::warning(reason, "Reconcile", message.clone())],
         outcome: Outcome::Failed(message),
     }
@@ -201,6 +405,7 @@ fn converge(
     accepted: &Verified,
     topics: Vec<TopicSpec>,
     context: &ReconcileContext,
+    rolled_back: Option<&str>,
 ) -> Plan {
     let mut apply = Vec::new();
     let mut events = Vec::new();
@@ -356,9 +561,13 @@ fn converge(
             format!("resumed with replicas {}", running.join(", ")),
         ));
     }
-    let status = application_status(app, statuses, None, context);
+    let status = application_status(app, statuses, None, rolled_back, context);
     let settled = match status.phase {
         Phase::Running => true,
+        Phase::RolledBack => status
+            .streamlets
+            .iter()
+            .all(|s| s.ready_replicas >= s.desired_replicas),
         // Suspended and settled once no pod is left.
         Phase::Suspended => status.streamlets.iter().all(|s| s.ready_replicas == 0),
         _ => false,

@@ -108,11 +108,15 @@ pub(crate) struct Failure<'a> {
 /// The whole status: phase, message and conditions from the streamlets and any failure.
 /// A suspended spec (`spec.suspended`) that was carried out is phase `Suspended` with the
 /// condition `Suspended` true; a failure, which applies nothing, keeps the previous
-/// `Suspended` condition, since that is still what the cluster holds.
+/// `Suspended` and `RolledBack` conditions, since that is still what the cluster holds.
+/// `rolled_back` says why the streamlets run the last spec that ran instead of `app`'s
+/// (phase `RolledBack`, condition `RolledBack` true). `lastRunningSpec` and `rollout` are
+/// the previous status's: [`reconcile`](crate::reconcile) sets them.
 pub(crate) fn application_status(
     app: &Application,
     streamlets: Vec<StreamletStatus>,
     failure: Option<Failure<'_>>,
+    rolled_back: Option<&str>,
     context: &ReconcileContext,
 ) -> ApplicationStatus {
     let generation = app.metadata.generation;
@@ -194,6 +198,12 @@ pub(crate) fn application_status(
             Phase::Pending,
             format!("waiting for {}", waiting.join(", ")),
         )
+    };
+    let (phase, message) = match rolled_back {
+        Some(why) if matches!(phase, Phase::Running | Phase::Pending | Phase::Degraded) => {
+            (Phase::RolledBack, format!("{why}; {message}"))
+        }
+        _ => (phase, message),
     };
     let (reconciled, topics_ready) = match &failure {
         Some(failure) if failure.topics => (
@@ -283,12 +293,32 @@ pub(crate) fn application_status(
             "the streamlets run the replicas of the spec (or of their autoscaler)".to_owned(),
         ),
     };
+    let kept = previous.and_then(|p| p.condition("RolledBack"));
+    let rolled_back = match (rolled_back, &failure, kept) {
+        (Some(why), _, _) => condition("RolledBack", true, "ReadinessTimeout", why.to_owned()),
+        (None, Some(_), Some(kept)) => kept.clone(),
+        _ => condition(
+            "RolledBack",
+            false,
+            "NotRolledBack",
+            "the streamlets run the objects of the spec's generation".to_owned(),
+        ),
+    };
     ApplicationStatus {
         phase,
         message,
         observed_generation: generation,
-        conditions: vec![ready, reconciled, topics_ready, idle_replicas, suspended],
+        conditions: vec![
+            ready,
+            reconciled,
+            topics_ready,
+            idle_replicas,
+            suspended,
+            rolled_back,
+        ],
         streamlets,
         operator_version: context.operator_version.clone(),
+        last_running_spec: previous.and_then(|p| p.last_running_spec.clone()),
+        rollout: previous.and_then(|p| p.rollout.clone()),
     }
 }

@@ -58,6 +58,8 @@ pub(crate) async fn run(
     let mut spec: ApplicationSpec = document.spec.clone();
     // A suspended app stays suspended through a redeploy, as its replicas stay.
     spec.suspended = existing.as_ref().is_some_and(|app| app.spec.suspended);
+    // So does its rollback setting (set with kubectl): the redeploy is what it guards.
+    spec.rollback = existing.as_ref().and_then(|app| app.spec.rollback.clone());
     for streamlet in &mut spec.streamlets {
         if let Some(deployed) = existing
             .as_ref()

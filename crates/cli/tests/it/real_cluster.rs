@@ -7,7 +7,8 @@
 //! template: tolerations, affinity, a node selector and a service account), scales,
 //! suspends, resumes and undeploys through real Deployments, ReplicaSets,
 //! PodDisruptionBudgets, Leases and garbage collection, a second operator taking the lease
-//! over when the first stops and a third when the second's task is dropped.
+//! over when the first stops and a third when the second's task is dropped; and a spec
+//! whose pods do not become ready rolled back to the last one that ran.
 
 use std::path::Path;
 use std::process::Command;
@@ -622,6 +623,195 @@ fn the_operator_and_the_cli_run_an_app_on_a_real_api_server() {
     runtime
         .block_on(async { tokio::time::timeout(Duration::from_secs(30), serving).await })
         .expect("the webhook stops")
+        .unwrap()
+        .unwrap();
+}
+
+/// Marks Pod `name` ready, as a kubelet does once its readiness probe passes (no kubelet
+/// runs here).
+fn mark_ready(plane: &ControlPlane, name: &str) {
+    kubectl_ok(
+        plane,
+        plane.kubeconfig(),
+        &[
+            "patch",
+            "pod",
+            name,
+            "-n",
+            NAMESPACE,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"conditions":[{"type":"Ready","status":"True"}]}}"#,
+        ],
+        None,
+    );
+}
+
+#[test]
+fn a_spec_whose_pods_do_not_become_ready_is_rolled_back_on_a_real_api_server() {
+    let plane = ControlPlane::start();
+    let admin = plane.kubeconfig().to_owned();
+    let admin_arg = admin.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (code, crd, errors) = runnel(&["crd"]);
+    assert_eq!(code, 0, "{errors}");
+    kubectl_ok(&plane, &admin, &["apply", "-f", "-"], Some(crd.as_bytes()));
+    kubectl_ok(
+        &plane,
+        &admin,
+        &[
+            "wait",
+            "--for=condition=established",
+            "--timeout=60s",
+            "crd/applications.runnel.dev",
+        ],
+        None,
+    );
+    kubectl_ok(&plane, &admin, &["create", "namespace", NAMESPACE], None);
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let client = runtime.block_on(ControlPlane::client(&admin));
+    let stop = CancellationToken::new();
+    let operating = runtime.spawn(runnel_operator::run(
+        client,
+        OperatorConfig {
+            namespace: Some(NAMESPACE.to_owned()),
+            default_bootstrap_servers: Some("kafka:9092".to_owned()),
+            kafka_settings: Default::default(),
+            leader: None,
+            identity: "operator-0".to_owned(),
+            version: "0.1.0".to_owned(),
+        },
+        Arc::new(SingleBackplane(Arc::new(
+            runnel_backend::MemoryBackend::new(),
+        ))),
+        stop.clone(),
+    ));
+
+    // Generation 1: deployed; generation 2: rollback switched on with kubectl.
+    let first = application_file(dir.path(), "1.0");
+    let (code, printed, errors) = runnel(&[
+        "deploy",
+        first.to_str().unwrap(),
+        "-n",
+        NAMESPACE,
+        "--kubeconfig",
+        admin_arg,
+    ]);
+    assert_eq!(code, 0, "{printed}{errors}");
+    kubectl_ok(
+        &plane,
+        &admin,
+        &[
+            "patch",
+            "rapp",
+            "demo",
+            "-n",
+            NAMESPACE,
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"rollback":{"readinessTimeoutSeconds":15}}}"#,
+        ],
+        None,
+    );
+
+    // Its pods ready: phase Running, and the spec kept in the status through the server's
+    // structural schema (nothing pruned, the free-form descriptor included).
+    let app = eventually(90, "generation 2 recorded as the last running spec", || {
+        for pod in pods(&plane, "demo-") {
+            mark_ready(&plane, pod["metadata"]["name"].as_str().unwrap());
+        }
+        let app = get_json(&plane, &["application", "demo"])?;
+        (app["status"]["phase"] == "Running" && app["status"]["lastRunningSpec"]["generation"] == 2)
+            .then_some(app)
+    });
+    let kept = &app["status"]["lastRunningSpec"]["spec"];
+    assert_eq!(kept["image"], "registry.example/demo:1.0");
+    assert_eq!(kept["rollback"]["readinessTimeoutSeconds"], 15);
+    assert_eq!(kept["descriptor"]["app"], "demo", "{kept}");
+    assert_eq!(kept["streamlets"], app["spec"]["streamlets"]);
+
+    // Generation 3, a new image whose pods never become ready; the redeploy keeps
+    // spec.rollback, and the old pods stay ready beside the new ones (maxUnavailable 0).
+    let second = application_file(dir.path(), "2.0");
+    let (code, printed, errors) = runnel(&[
+        "deploy",
+        second.to_str().unwrap(),
+        "-n",
+        NAMESPACE,
+        "--kubeconfig",
+        admin_arg,
+    ]);
+    assert_eq!(code, 0, "{printed}{errors}");
+    let image = |name: &str| {
+        get_json(&plane, &["deployment", name])
+            .map(|d| d["spec"]["template"]["spec"]["containers"][0]["image"].clone())
+    };
+    let app = get_json(&plane, &["application", "demo"]).unwrap();
+    assert_eq!(app["metadata"]["generation"], 3);
+    assert_eq!(app["spec"]["rollback"]["readinessTimeoutSeconds"], 15);
+    eventually(60, "the new image applied and its pods created", || {
+        (image("demo-gen")? == "registry.example/demo:2.0" && pods(&plane, "demo-gen").len() == 2)
+            .then_some(())
+    });
+    let applied = Instant::now();
+
+    // Past the deadline: generation 2's Deployments again, phase and condition RolledBack,
+    // a Warning Event.
+    let app = eventually(90, "the rollback", || {
+        let app = get_json(&plane, &["application", "demo"])?;
+        (app["status"]["phase"] == "RolledBack").then_some(app)
+    });
+    eprintln!(
+        "rolled back {} ms after generation 3's pods were created",
+        applied.elapsed().as_millis()
+    );
+    assert!(
+        applied.elapsed() >= Duration::from_secs(10),
+        "not before the deadline"
+    );
+    for name in ["demo-gen", "demo-log"] {
+        assert_eq!(
+            image(name).unwrap(),
+            "registry.example/demo:1.0",
+            "{name} is generation 2's again"
+        );
+    }
+    let condition = app["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "RolledBack")
+        .unwrap()
+        .clone();
+    assert_eq!(condition["status"], "True");
+    assert_eq!(condition["reason"], "ReadinessTimeout");
+    let message = condition["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "generation 3 was not ready 15s after it was applied (streamlet gen 0/1 ready"
+        ) && message.ends_with("rolled back to generation 2"),
+        "{message}"
+    );
+    assert_eq!(app["status"]["rollout"]["rolledBack"], true);
+    assert_eq!(app["status"]["lastRunningSpec"]["generation"], 2);
+    let listed = kubectl_ok(&plane, &admin, &["get", "rapp", "-n", NAMESPACE], None);
+    assert!(listed.contains("RolledBack"), "{listed}");
+    let events = eventually(30, "the RolledBack Event", || {
+        let events: Vec<Value> = items(&plane, "events")
+            .into_iter()
+            .filter(|event| event["reason"] == "RolledBack")
+            .collect();
+        (!events.is_empty()).then_some(events)
+    });
+    assert_eq!(events[0]["type"], "Warning");
+    assert_eq!(events[0]["involvedObject"]["kind"], "Application");
+
+    stop.cancel();
+    runtime
+        .block_on(async { tokio::time::timeout(Duration::from_secs(30), operating).await })
+        .expect("the operator stops")
         .unwrap()
         .unwrap();
 }

@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt as _;
-use runnel_application::{ApplicationDocument, Configuration, Phase};
+use runnel_application::{ApplicationDocument, Configuration, Phase, RollbackSpec};
 use runnel_blueprint::descriptor::AppDescriptor;
 
 use super::*;
@@ -128,6 +128,7 @@ fn pod_of(deployment: &Deployment, index: i32, status: PodStatus) -> Pod {
         metadata: ObjectMeta {
             name: Some(format!("{}-{index}", deployment.name_any())),
             labels: template.metadata.as_ref().unwrap().labels.clone(),
+            annotations: template.metadata.as_ref().unwrap().annotations.clone(),
             ..ObjectMeta::default()
         },
         spec: template.spec,
@@ -1100,4 +1101,331 @@ fn a_suspended_app_with_a_bad_spec_fails_and_keeps_its_suspended_condition() {
         suspended.status.condition("Suspended").unwrap(),
         "nothing was applied, so the cluster is still suspended"
     );
+}
+
+/// The test clock, `seconds` after [`context`]'s.
+fn context_after(seconds: i64) -> ReconcileContext {
+    ReconcileContext {
+        now: Timestamp::from_second(1_700_000_000 + seconds).unwrap(),
+        ..context()
+    }
+}
+
+fn image(plan: &Plan, name: &str) -> String {
+    deployment(plan, name)
+        .spec
+        .as_ref()
+        .unwrap()
+        .template
+        .spec
+        .as_ref()
+        .unwrap()
+        .containers[0]
+        .image
+        .clone()
+        .unwrap()
+}
+
+/// The pod status of a container that keeps crashing.
+fn crash_looping() -> PodStatus {
+    PodStatus {
+        phase: Some("Running".to_owned()),
+        container_statuses: Some(vec![ContainerStatus {
+            name: "streamlet".to_owned(),
+            restart_count: 3,
+            state: Some(ContainerState {
+                waiting: Some(ContainerStateWaiting {
+                    reason: Some("CrashLoopBackOff".to_owned()),
+                    message: Some("back-off 20s restarting failed container".to_owned()),
+                }),
+                ..ContainerState::default()
+            }),
+            ..ContainerStatus::default()
+        }]),
+        ..PodStatus::default()
+    }
+}
+
+/// The cluster once `plan` is applied, with every pod of `twice` crashing.
+fn twice_crashing_after(plan: &Plan) -> Observed {
+    let mut cluster = cluster_after(plan);
+    let twice = cluster.deployment("twice").unwrap().clone();
+    cluster
+        .pods
+        .retain(|p| !p.name_any().starts_with("demo-twice"));
+    cluster.pods.push(pod_of(&twice, 0, crash_looping()));
+    cluster
+}
+
+/// Generation 1 with `spec.rollback` set, applied and running, its status written; the
+/// cluster that runs it; and the plan that found it running.
+fn running_with_rollback() -> (Application, Observed, Plan) {
+    let mut app = application();
+    app.spec.rollback = Some(RollbackSpec::default());
+    let deployed = reconcile_fully(&app, Observed::default());
+    app.status = Some(deployed.status.clone());
+    let cluster = cluster_after(&deployed);
+    let running = reconcile(&app, &cluster, &context());
+    app.status = Some(running.status.clone());
+    (app, cluster, running)
+}
+
+/// Generation 2 of [`running_with_rollback`]: image 2.0 and 2 `gen` replicas, first
+/// applied 10 s later, with `twice`'s new pod crash-looping and its old one (generation
+/// 1's) still ready, as a rolling update with `maxUnavailable: 0` keeps it.
+fn a_second_generation_that_crashes() -> (Application, Observed, Plan) {
+    let (mut app, cluster, running) = running_with_rollback();
+    app.metadata.generation = Some(2);
+    app.spec.image = "registry.example/demo:2.0".to_owned();
+    app.spec.streamlets[0].replicas = 2;
+    let applied = reconcile(&app, &cluster, &context_after(10));
+    assert_eq!(image(&applied, "demo-gen"), "registry.example/demo:2.0");
+    app.status = Some(applied.status.clone());
+    let mut rolling = twice_crashing_after(&applied);
+    let mut old = cluster
+        .pods_of("twice")
+        .next()
+        .expect("generation 1 ran twice")
+        .clone();
+    old.metadata.name = Some("demo-twice-old".to_owned());
+    rolling.pods.push(old);
+    (app, rolling, running)
+}
+
+#[test]
+fn a_running_app_records_its_spec_and_generation() {
+    let mut app = application();
+    let deployed = reconcile_fully(&app, Observed::default());
+    assert_eq!(deployed.status.phase, Phase::Pending);
+    assert_eq!(
+        deployed.status.last_running_spec, None,
+        "nothing ran yet: the pods are not ready"
+    );
+    let rollout = deployed.status.rollout.clone().unwrap();
+    assert_eq!(
+        (
+            rollout.generation,
+            rollout.start_time.as_str(),
+            rollout.rolled_back
+        ),
+        (1, "2023-11-14T22:13:20Z", false)
+    );
+    app.status = Some(deployed.status.clone());
+
+    let running = reconcile(&app, &cluster_after(&deployed), &context_after(30));
+    assert_eq!(running.status.phase, Phase::Running);
+    let last = running.status.last_running_spec.as_ref().unwrap();
+    assert_eq!(last.generation, 1);
+    assert_eq!(last.spec, app.spec);
+    assert_eq!(
+        running.status.rollout.as_ref().unwrap().start_time,
+        "2023-11-14T22:13:20Z",
+        "the rollout started when the objects were first applied"
+    );
+    let condition = running.status.condition("RolledBack").unwrap();
+    assert_eq!(
+        (condition.status.as_str(), condition.reason.as_str()),
+        ("False", "NotRolledBack")
+    );
+}
+
+#[test]
+fn a_new_generation_not_ready_before_the_deadline_keeps_trying() {
+    let (app, cluster, _) = a_second_generation_that_crashes();
+    // Applied at +10 s; the deadline is 300 s later.
+    let plan = reconcile(&app, &cluster, &context_after(309));
+    assert_eq!(
+        plan.status.phase,
+        Phase::Running,
+        "twice's old pod is ready, so it counts 1/1 ready replicas"
+    );
+    assert_eq!(image(&plan, "demo-gen"), "registry.example/demo:2.0");
+    assert_eq!(replicas(&plan, "demo-gen"), Some(2));
+    assert!(plan.events.iter().all(|e| e.reason != "RolledBack"));
+    assert_eq!(plan.status.condition("RolledBack").unwrap().status, "False");
+    let rollout = plan.status.rollout.as_ref().unwrap();
+    assert_eq!(
+        (
+            rollout.generation,
+            rollout.start_time.as_str(),
+            rollout.rolled_back
+        ),
+        (2, "2023-11-14T22:13:30Z", false)
+    );
+    assert_eq!(
+        plan.status.last_running_spec.as_ref().unwrap().generation,
+        1,
+        "generation 1 is still the one that ran: twice has no ready pod of generation 2"
+    );
+    assert_eq!(plan.outcome, Outcome::Converging(SOON));
+}
+
+#[test]
+fn past_the_deadline_the_last_running_spec_is_applied_again() {
+    let (app, cluster, running) = a_second_generation_that_crashes();
+    let plan = reconcile(&app, &cluster, &context_after(310));
+
+    for name in ["demo-gen", "demo-twice", "demo-log"] {
+        assert_eq!(
+            image(&plan, name),
+            "registry.example/demo:1.0",
+            "{name} runs generation 1's image again"
+        );
+        assert_eq!(
+            template_hash(deployment(&plan, name)),
+            template_hash(deployment(&running, name)),
+            "{name} gets generation 1's configuration"
+        );
+    }
+    assert_eq!(
+        replicas(&plan, "demo-gen"),
+        Some(1),
+        "generation 1's replicas"
+    );
+    assert_eq!(plan.status.phase, Phase::RolledBack);
+    let why = "generation 2 was not ready 300s after it was applied (streamlet twice 0/1 ready, last error: CrashLoopBackOff: back-off 20s restarting failed container): rolled back to generation 1";
+    let condition = plan.status.condition("RolledBack").unwrap();
+    assert_eq!(
+        (
+            condition.status.as_str(),
+            condition.reason.as_str(),
+            condition.message.as_str()
+        ),
+        ("True", "ReadinessTimeout", why)
+    );
+    assert_eq!(
+        plan.status.condition("Ready").unwrap().reason,
+        "RolledBack",
+        "generation 2 is not what runs"
+    );
+    assert!(
+        plan.status.message.starts_with(why),
+        "{}",
+        plan.status.message
+    );
+    let warning = &plan.events[0];
+    assert!(warning.warning);
+    assert_eq!(warning.reason, "RolledBack");
+    assert_eq!(
+        warning.note,
+        format!("{why}; it is not tried again, a new spec change is")
+    );
+    assert!(
+        notes(&plan).contains(
+            &"Updated: streamlet gen: replicas 2 -> 1; image registry.example/demo:2.0 -> registry.example/demo:1.0".to_owned()
+        ),
+        "{:?}",
+        notes(&plan)
+    );
+    assert!(plan.status.rollout.as_ref().unwrap().rolled_back);
+    assert_eq!(
+        plan.status.last_running_spec.as_ref().unwrap().generation,
+        1
+    );
+}
+
+#[test]
+fn a_rolled_back_generation_is_not_retried_but_a_newer_one_is() {
+    let (mut app, cluster, _) = a_second_generation_that_crashes();
+    let rolled_back = reconcile(&app, &cluster, &context_after(310));
+    app.status = Some(rolled_back.status.clone());
+
+    // Generation 1's pods are ready again: generation 2 stays rolled back, quietly.
+    let settled = reconcile(&app, &cluster_after(&rolled_back), &context_after(1000));
+    assert_eq!(image(&settled, "demo-gen"), "registry.example/demo:1.0");
+    assert_eq!(replicas(&settled, "demo-gen"), Some(1));
+    assert_eq!(settled.status.phase, Phase::RolledBack);
+    assert!(
+        settled
+            .status
+            .message
+            .ends_with("; 3 streamlets running, 3/3 replicas ready"),
+        "{}",
+        settled.status.message
+    );
+    assert_eq!(
+        settled.status.condition("RolledBack").unwrap(),
+        rolled_back.status.condition("RolledBack").unwrap(),
+        "the reason and time of the rollback stay"
+    );
+    assert!(settled.events.is_empty(), "{:?}", notes(&settled));
+    assert_eq!(
+        settled
+            .status
+            .last_running_spec
+            .as_ref()
+            .unwrap()
+            .generation,
+        1,
+        "generation 1 running again does not make generation 2 the one that ran"
+    );
+    assert_eq!(settled.outcome, Outcome::Converging(LATER));
+    app.status = Some(settled.status.clone());
+
+    // Generation 3 is tried afresh, with its own deadline.
+    app.metadata.generation = Some(3);
+    app.spec.image = "registry.example/demo:3.0".to_owned();
+    let cluster = cluster_after(&settled);
+    let third = reconcile(&app, &cluster, &context_after(2000));
+    assert_eq!(image(&third, "demo-gen"), "registry.example/demo:3.0");
+    assert_eq!(replicas(&third, "demo-gen"), Some(2));
+    assert_eq!(
+        third.status.condition("RolledBack").unwrap().status,
+        "False"
+    );
+    let rollout = third.status.rollout.as_ref().unwrap();
+    assert_eq!(
+        (
+            rollout.generation,
+            rollout.start_time.as_str(),
+            rollout.rolled_back
+        ),
+        (3, "2023-11-14T22:46:40Z", false)
+    );
+    app.status = Some(third.status.clone());
+    let ran = reconcile(&app, &cluster_after(&third), &context_after(2030));
+    assert_eq!(ran.status.phase, Phase::Running);
+    assert_eq!(ran.status.last_running_spec.as_ref().unwrap().generation, 3);
+}
+
+#[test]
+fn a_first_deploy_has_nothing_to_roll_back_to() {
+    let mut app = application();
+    app.spec.rollback = Some(RollbackSpec {
+        readiness_timeout_seconds: 60,
+    });
+    let deployed = reconcile_fully(&app, Observed::default());
+    app.status = Some(deployed.status.clone());
+    let plan = reconcile(&app, &twice_crashing_after(&deployed), &context_after(3600));
+    assert_eq!(plan.status.phase, Phase::Degraded);
+    assert_eq!(image(&plan, "demo-twice"), "registry.example/demo:1.0");
+    assert_eq!(plan.status.last_running_spec, None);
+    assert_eq!(plan.status.condition("RolledBack").unwrap().status, "False");
+    assert!(plan.events.iter().all(|e| e.reason != "RolledBack"));
+}
+
+#[test]
+fn without_spec_rollback_a_failing_generation_stays_applied() {
+    let (mut app, cluster, _) = a_second_generation_that_crashes();
+    app.spec.rollback = None;
+    let plan = reconcile(&app, &cluster, &context_after(3600));
+    assert_eq!(image(&plan, "demo-gen"), "registry.example/demo:2.0");
+    assert_eq!(image(&plan, "demo-twice"), "registry.example/demo:2.0");
+    assert!(plan.events.iter().all(|e| e.reason != "RolledBack"));
+    assert_eq!(
+        plan.status.last_running_spec.as_ref().unwrap().generation,
+        1,
+        "kept, for when rollback is switched on"
+    );
+}
+
+#[test]
+fn a_suspended_generation_is_not_rolled_back() {
+    let (mut app, cluster, _) = running_with_rollback();
+    app.metadata.generation = Some(2);
+    app.spec.suspended = true;
+    let plan = reconcile(&app, &cluster, &context_after(3600));
+    assert_eq!(plan.status.phase, Phase::Suspended);
+    assert_eq!(replicas(&plan, "demo-gen"), Some(0));
+    assert!(plan.events.iter().all(|e| e.reason != "RolledBack"));
 }
