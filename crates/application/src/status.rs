@@ -51,6 +51,7 @@ pub struct RunningSpec {
     /// The `metadata.generation` of the spec.
     pub generation: i64,
     /// The spec as it was when every streamlet was ready.
+    #[schemars(schema_with = "crate::schema::free_form_object")]
     pub spec: ApplicationSpec,
 }
 
