@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
@@ -13,7 +13,7 @@ use runnel_application::ApplicationDocument;
 use runnel_blueprint::descriptor::AppDescriptor;
 use runnel_operator::leader::{LEASE_NAME, LeaderConfig, PROTOCOL_ANNOTATION};
 use runnel_operator::{Application, OperatorConfig, SingleBackplane};
-use runnel_test_cluster::FakeApiServer;
+use runnel_test_cluster::{ControlPlane, FakeApiServer};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -30,25 +30,73 @@ const DESCRIPTOR: &str = r#"{"descriptor-version": 1, "app": "demo", "streamlets
 
 const BLUEPRINT: &str = "name = \"demo\"\n[streamlets]\ngen = \"generator\"\nlog = \"logger\"\n[topics.numbers]\nproducers = [\"gen.out\"]\nconsumers = [\"log.in\"]\npartitions = 3\n";
 
-/// The fake API server with the CRD, an operator (leading, on an in-memory backplane) on a
-/// runtime of their own, and a kubeconfig file for the `runnel` processes.
+/// An API server with the CRD, an operator (leading, on an in-memory backplane) on a
+/// runtime of their own, and a kubeconfig file for the `runnel` processes in namespace
+/// [`NAMESPACE`].
 struct Cluster {
     runtime: tokio::runtime::Runtime,
-    server: FakeApiServer,
+    server: Server,
+    client: kube::Client,
     stop: CancellationToken,
     dir: tempfile::TempDir,
 }
 
+/// Which API server a [`Cluster`] talks to.
+enum Server {
+    /// The in-process fake, for tests that inject faults or read its request log.
+    Fake(FakeApiServer),
+    /// A real control plane (`scripts/kube-dev`).
+    Real(ControlPlane),
+}
+
 impl Cluster {
+    /// A cluster on the fake API server.
     fn start() -> Cluster {
         let runtime = tokio::runtime::Runtime::new().unwrap();
-        let server = runtime.block_on(async {
-            let server = FakeApiServer::start().await;
-            let crds: Api<CustomResourceDefinition> = Api::all(server.client(NAMESPACE));
+        let server = runtime.block_on(FakeApiServer::start());
+        let client = {
+            let _inside = runtime.enter();
+            server.client(NAMESPACE)
+        };
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("kubeconfig"), server.kubeconfig(NAMESPACE)).unwrap();
+        Cluster::with(runtime, Server::Fake(server), client, dir)
+    }
+
+    /// A cluster on a real control plane, talked to as its administrator.
+    fn start_real() -> Cluster {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let plane = ControlPlane::start();
+        let dir = tempfile::tempdir().unwrap();
+        let admin = std::fs::read_to_string(plane.kubeconfig()).unwrap();
+        let kubeconfig = admin.replace("namespace: default", &format!("namespace: {NAMESPACE}"));
+        std::fs::write(dir.path().join("kubeconfig"), kubeconfig).unwrap();
+        let client = runtime.block_on(async {
+            let client = ControlPlane::client(&dir.path().join("kubeconfig")).await;
+            let namespaces: Api<Namespace> = Api::all(client.clone());
+            let namespace: Namespace =
+                serde_json::from_value(json!({"metadata": {"name": NAMESPACE}})).unwrap();
+            namespaces
+                .create(&PostParams::default(), &namespace)
+                .await
+                .unwrap();
+            client
+        });
+        Cluster::with(runtime, Server::Real(plane), client, dir)
+    }
+
+    /// Installs the CRD and starts the operator.
+    fn with(
+        runtime: tokio::runtime::Runtime,
+        server: Server,
+        client: kube::Client,
+        dir: tempfile::TempDir,
+    ) -> Cluster {
+        runtime.block_on(async {
+            let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
             crds.create(&PostParams::default(), &runnel_operator::crd())
                 .await
                 .unwrap();
-            server
         });
         let _inside = runtime.enter();
         let stop = CancellationToken::new();
@@ -67,7 +115,7 @@ impl Cluster {
             version: "0.1.0".to_owned(),
         };
         runtime.spawn(runnel_operator::run(
-            server.client(NAMESPACE),
+            client.clone(),
             config,
             Arc::new(SingleBackplane(Arc::new(
                 runnel_backend::MemoryBackend::new(),
@@ -75,13 +123,24 @@ impl Cluster {
             stop.clone(),
         ));
         drop(_inside);
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("kubeconfig"), server.kubeconfig(NAMESPACE)).unwrap();
         Cluster {
             runtime,
             server,
+            client,
             stop,
             dir,
+        }
+    }
+
+    /// The fake API server.
+    ///
+    /// # Panics
+    ///
+    /// On a real control plane.
+    fn fake(&self) -> &FakeApiServer {
+        match &self.server {
+            Server::Fake(server) => server,
+            Server::Real(_) => panic!("this test needs the fake API server"),
         }
     }
 
@@ -109,7 +168,7 @@ impl Cluster {
         K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>,
     {
         let _inside = self.runtime.enter();
-        Api::namespaced(self.server.client(NAMESPACE), NAMESPACE)
+        Api::namespaced(self.client.clone(), NAMESPACE)
     }
 
     /// Waits until `check` holds.
@@ -179,6 +238,9 @@ fn template_hash(deployment: &Deployment) -> String {
         .clone()
 }
 
+/// On the fake API server, since a conflict is injected into a write of `scale` and its
+/// request log shows the write retried; the real one runs the same commands in
+/// `real_cluster.rs`.
 #[test]
 fn deploy_scale_configure_and_undeploy_through_the_cli() {
     let cluster = Cluster::start();
@@ -290,7 +352,7 @@ fn deploy_scale_configure_and_undeploy_through_the_cli() {
 
     // scale (retrying a write that meets a concurrent change), configure (rolling only
     // the logger), configuration (masked).
-    cluster.server.fail_next(runnel_test_cluster::Fault {
+    cluster.fake().fail_next(runnel_test_cluster::Fault {
         method: Some(runnel_test_cluster::Method::PUT),
         path_contains: "/applications/demo".to_owned(),
         code: 409,
@@ -300,7 +362,7 @@ fn deploy_scale_configure_and_undeploy_through_the_cli() {
     assert_eq!(code, 0, "{errors}");
     assert!(printed.contains("~ log: 1 -> 3 replicas"), "{printed}");
     let puts = cluster
-        .server
+        .fake()
         .requests()
         .iter()
         .filter(|r| r.method == "PUT" && r.path.ends_with("/applications/demo"))
@@ -435,9 +497,11 @@ fn kubectl_runs_runnel_as_a_plugin() {
     assert!(help.contains("Usage: kubectl runnel <COMMAND>"), "{help}");
 }
 
+/// On a real control plane: suspend and resume as a user sees them, and the real API
+/// server's defaulting of the replicas the operator stops applying.
 #[test]
 fn suspend_and_resume_through_the_cli() {
-    let cluster = Cluster::start();
+    let cluster = Cluster::start_real();
     cluster.eventually("the operator's lease", |c| {
         c.runtime
             .block_on(c.api::<Lease>().get_opt(LEASE_NAME))
@@ -525,9 +589,9 @@ fn suspend_and_resume_through_the_cli() {
     );
     assert!(printed.contains("resumed: Pending"), "{printed}");
     assert_eq!(replicas(&cluster, "demo-gen"), Some(Some(3)));
-    // The operator no longer applies the field; a real API server then defaults it to 1
-    // and the HPA scales from there (the fake one does not default).
-    assert_eq!(replicas(&cluster, "demo-log"), Some(None));
+    // The operator no longer applies the field; the API server then defaults it to 1 and
+    // the HPA scales from there.
+    assert_eq!(replicas(&cluster, "demo-log"), Some(Some(1)));
     let (_, printed, _) = cluster.runnel(&["resume", "demo"]);
     assert_eq!(
         printed,
