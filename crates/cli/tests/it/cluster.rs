@@ -45,8 +45,8 @@ struct Cluster {
 enum Server {
     /// The in-process fake, for tests that inject faults or read its request log.
     Fake(FakeApiServer),
-    /// A real control plane (`scripts/kube-dev`).
-    Real(ControlPlane),
+    /// A real control plane (`scripts/kube-dev`), stopped when dropped.
+    Real { _plane: ControlPlane },
 }
 
 impl Cluster {
@@ -82,7 +82,7 @@ impl Cluster {
                 .unwrap();
             client
         });
-        Cluster::with(runtime, Server::Real(plane), client, dir)
+        Cluster::with(runtime, Server::Real { _plane: plane }, client, dir)
     }
 
     /// Installs the CRD and starts the operator.
@@ -140,7 +140,7 @@ impl Cluster {
     fn fake(&self) -> &FakeApiServer {
         match &self.server {
             Server::Fake(server) => server,
-            Server::Real(_) => panic!("this test needs the fake API server"),
+            Server::Real { .. } => panic!("this test needs the fake API server"),
         }
     }
 
