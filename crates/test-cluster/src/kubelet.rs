@@ -4,8 +4,8 @@
 //! For every Pod of its namespace it unpacks the container's image (an OCI layout the test
 //! registers, as a node's image store holds pulled images) into a root filesystem of the
 //! pod's own (hard links to one unpacked copy), writes the ConfigMaps and Secrets the pod
-//! mounts as files at their mount paths in it, gives the pod a loopback address of its own
-//! (`127.0.x.y`, its `status.podIP`), and runs the command and arguments — with
+//! mounts as files at their mount paths in it, gives the pod an address of its own on this
+//! machine (its `status.podIP`: see [`pod_ip`]), and runs the command and arguments — with
 //! `$(VAR)` expanded and the image's and the container's environment, the downward API
 //! fields and secret references resolved — under `chroot` as the pod's user (root is
 //! needed for that). It polls the readiness probe, restarts a container that exits or
@@ -14,7 +14,7 @@
 //! deleted, sends SIGTERM, waits for its grace period, kills, and removes it.
 //!
 //! Not done: PersistentVolumeClaims (such pods wait with `CreateContainerConfigError`),
-//! network isolation (pods share the machine's loopback, so ports of different pods only
+//! network isolation (pods share the machine's network, so ports of different pods only
 //! differ by address), resource limits, init containers, exec probes.
 
 use std::collections::{BTreeMap, HashMap};
@@ -753,15 +753,47 @@ fn status_of(pod: &Pod, state: &PodState) -> serde_json::Value {
     })
 }
 
-/// A loopback address no other pod has: unique among every kubelet of this process (tests
-/// run several clusters side by side, and pods listen on fixed ports such as the admin
-/// endpoint's), and apart from other test processes' by its second byte, taken from the
-/// process id.
+/// The pods' network: RFC 2544's benchmarking range, which nothing on the internet uses,
+/// routed to the loopback interface as a whole (`ip route replace local 198.18.0.0/15 dev
+/// lo`), so that every address in it is this machine's without configuring each. A real
+/// API server proxies to pods (`pods/proxy`, which `runnel status` uses) only at addresses
+/// that are not loopback (127.0.0.0/8), which is why pods do not simply get those.
+const POD_NETWORK: &str = "198.18.0.0/15";
+
+/// Routes [`POD_NETWORK`] to the loopback interface, once per process (it needs root, as
+/// the stand-in's `chroot` does); `false` if that failed.
+fn pod_network_routed() -> bool {
+    static ROUTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ROUTED.get_or_init(|| {
+        let routed = std::process::Command::new("ip")
+            .args(["route", "replace", "local", POD_NETWORK, "dev", "lo"])
+            .status()
+            .is_ok_and(|status| status.success());
+        if !routed {
+            eprintln!(
+                "kubelet stand-in: routing {POD_NETWORK} to loopback failed (not root, or no `ip`); pods get loopback addresses, which a real API server does not proxy to"
+            );
+        }
+        routed
+    })
+}
+
+/// An address no other pod has: unique among every kubelet of this process (tests run
+/// several clusters side by side, and pods listen on fixed ports such as the admin
+/// endpoint's), and apart from other test processes' by bytes taken from the process id.
+/// In [`POD_NETWORK`] when it could be routed, on loopback otherwise.
 fn pod_ip() -> String {
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let process = 1 + std::process::id() % 254;
-    format!("127.{process}.{}.{}", (n / 250) % 256, 1 + n % 250)
+    let process = std::process::id();
+    if pod_network_routed() {
+        // 512 process slots of 254 pods each.
+        let slot = process % 512;
+        format!("198.{}.{}.{}", 18 + slot / 256, slot % 256, 1 + n % 254)
+    } else {
+        let process = 1 + process % 254;
+        format!("127.{process}.{}.{}", (n / 250) % 256, 1 + n % 250)
+    }
 }
 
 /// An HTTP GET probe: 200-399 within the probe's timeout is a success.

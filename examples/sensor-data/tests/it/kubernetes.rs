@@ -696,9 +696,9 @@ fn a_member_stuck_without_partitions_shows_why_and_is_restarted() {
 /// controller, a killed process is restarted and counted, and undeploy leaves the garbage
 /// collector to remove the Pods, whose processes stop.
 ///
-/// Pods stay unscheduled (no scheduler), so the API server deletes them at once and the
-/// stand-in kills their processes without a grace period; `runnel status` is not asked, as
-/// the API server refuses to proxy to the stand-in's loopback pod addresses.
+/// `runnel status` reads each pod's lag through the real API server's pod proxy. Pods stay
+/// unscheduled (no scheduler), so the API server deletes them at once and the stand-in
+/// kills their processes without a grace period.
 #[test]
 fn an_app_runs_on_a_real_api_server_from_build_to_undeploy() {
     let broker = ApacheKafka::start();
@@ -726,6 +726,21 @@ fn an_app_runs_on_a_real_api_server_from_build_to_undeploy() {
         owners,
         ["ReplicaSet"],
         "the controller-manager made the pod"
+    );
+    let status = wait_until("the Application running, in `runnel status`", LIMIT, || {
+        let (code, printed) = cluster.runnel(&["status", "sensor-data", "-n", NAMESPACE]);
+        (code == 0 && printed.contains("phase: Running")).then_some(printed)
+    });
+    let to_metrics: Vec<&str> = status
+        .lines()
+        .find(|line| line.starts_with("to-metrics"))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(to_metrics[1], "1/1", "{status}");
+    assert!(
+        to_metrics[3].parse::<u64>().is_ok(),
+        "the lag comes from the pod, through the API server's proxy: {status}"
     );
 
     let (code, printed) =
