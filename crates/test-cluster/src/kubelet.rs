@@ -778,11 +778,17 @@ fn pod_network_routed() -> bool {
     })
 }
 
-/// An address no other pod has: unique among every kubelet of this process (tests run
-/// several clusters side by side, and pods listen on fixed ports such as the admin
-/// endpoint's), and apart from other test processes' by bytes taken from the process id.
-/// In [`POD_NETWORK`] when it could be routed, on loopback otherwise.
-fn pod_ip() -> String {
+/// An address of this machine no pod has had, as the kubelet stand-in gives each pod: unique
+/// in this process (tests run several clusters side by side, and pods listen on fixed ports
+/// such as the admin endpoint's), and apart from other test processes' by bytes taken from
+/// the process id. In 198.18.0.0/15, which is routed to the loopback interface on first use
+/// (that needs root), so a real API server proxies to it; on loopback if that fails.
+///
+/// ```no_run
+/// let ip = runnel_test_cluster::pod_ip();
+/// let listener = std::net::TcpListener::bind((ip.as_str(), 9090)).unwrap();
+/// ```
+pub fn pod_ip() -> String {
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let process = std::process::id();

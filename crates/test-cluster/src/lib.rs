@@ -32,5 +32,5 @@ mod store;
 pub use axum::http::Method;
 pub use control_plane::ControlPlane;
 pub use deployments::{DeploymentController, TEMPLATE_HASH};
-pub use kubelet::Kubelet;
+pub use kubelet::{Kubelet, pod_ip};
 pub use server::{FakeApiServer, Fault, Request};

@@ -147,34 +147,53 @@ fn pod(name: &str, instance: &str, ip: &str) -> k8s_openapi::api::core::v1::Pod 
     .unwrap()
 }
 
+/// On a real control plane: the pods are asked through the real API server's pod proxy.
 #[test]
 fn state_get_asks_the_instance_pods_through_the_api_server() {
+    use k8s_openapi::api::core::v1::{Namespace, Pod};
     use kube::Api;
-    use kube::api::PostParams;
+    use kube::api::{Patch, PatchParams, PostParams};
 
     const NAMESPACE: &str = "streams";
-    // Addresses of their own on the loopback network, so the pods can share the admin port.
-    let other = fake_pod_endpoint("127.83.0.2", "421 Misdirected Request", OTHER);
-    let owner = fake_pod_endpoint("127.83.0.3", "200 OK", OWNER);
-    let unrelated = fake_pod_endpoint("127.83.0.4", "200 OK", OWNER);
+    // Addresses of their own, so the pods can share the admin port.
+    let addresses: Vec<String> = (0..3).map(|_| runnel_test_cluster::pod_ip()).collect();
+    let other = fake_pod_endpoint(&addresses[0], "421 Misdirected Request", OTHER);
+    let owner = fake_pod_endpoint(&addresses[1], "200 OK", OWNER);
+    let unrelated = fake_pod_endpoint(&addresses[2], "200 OK", OWNER);
+    let plane = runnel_test_cluster::ControlPlane::start();
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let server = runtime.block_on(runnel_test_cluster::FakeApiServer::start());
     runtime.block_on(async {
-        let pods: Api<k8s_openapi::api::core::v1::Pod> =
-            Api::namespaced(server.client(NAMESPACE), NAMESPACE);
+        let client = runnel_test_cluster::ControlPlane::client(plane.kubeconfig()).await;
+        let namespace: Namespace =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": NAMESPACE}})).unwrap();
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &namespace)
+            .await
+            .unwrap();
+        let pods: Api<Pod> = Api::namespaced(client, NAMESPACE);
         for (name, instance, ip) in [
-            ("demo-counts-a", "counts", "127.83.0.2"),
-            ("demo-counts-b", "counts", "127.83.0.3"),
-            ("demo-source-a", "source", "127.83.0.4"),
+            ("demo-counts-a", "counts", &addresses[0]),
+            ("demo-counts-b", "counts", &addresses[1]),
+            ("demo-source-a", "source", &addresses[2]),
         ] {
             pods.create(&PostParams::default(), &pod(name, instance, ip))
+                .await
+                .unwrap();
+            // The server ignores a created pod's status; a kubelet reports it.
+            let status = serde_json::json!({"status": {"podIP": ip, "podIPs": [{"ip": ip}]}});
+            pods.patch_status(name, &PatchParams::default(), &Patch::Merge(status))
                 .await
                 .unwrap();
         }
     });
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
-    std::fs::write(&kubeconfig, server.kubeconfig(NAMESPACE)).unwrap();
+    let admin = std::fs::read_to_string(plane.kubeconfig()).unwrap();
+    std::fs::write(
+        &kubeconfig,
+        admin.replace("namespace: default", &format!("namespace: {NAMESPACE}")),
+    )
+    .unwrap();
     let kubeconfig = kubeconfig.to_str().unwrap();
 
     let run = runnel(&[
