@@ -214,57 +214,80 @@ pub(crate) async fn run(
     err: &mut dyn Write,
 ) -> anyhow::Result<Outcome> {
     let (client, namespace) = connect(&args.cluster).await?;
-    let app = application(&client, &namespace, &args.app).await?;
-    let blueprint = app.spec.verify(app.name())?;
     let change = match layer(&args.conf, &args.assignments) {
         Ok(change) => change,
         Err(problems) => return report(err, &problems),
     };
-    let before = deployed_configuration(&client, &app).await?;
-    let mut user = before.clone();
-    user.overlay(&change);
-    let problems = check(&user, &app.spec, &blueprint);
-    if !problems.is_empty() {
-        return report(err, &problems);
-    }
-    let lines = changes(&before, &user);
-    if lines.is_empty() {
-        writeln!(
-            out,
-            "application '{}': the configuration is unchanged",
-            args.app
-        )?;
-        return Ok(Outcome::Passed);
-    }
-    writeln!(out, "application '{}' in {namespace}:", args.app)?;
-    for line in &lines {
-        writeln!(out, "{line}")?;
-    }
-    if args.dry_run {
-        writeln!(out, "dry run: nothing was written")?;
-        return Ok(Outcome::Passed);
-    }
-    let (public, secret) = user.split_secrets();
-    let secret_name = write_secret(&client, &namespace, &args.app, Some(&app), &secret).await?;
     let apps: Api<Application> = Api::namespaced(client.clone(), &namespace);
-    let patch = serde_json::json!({
-        "apiVersion": runnel_application::API_VERSION,
-        "kind": runnel_application::KIND,
-        "metadata": {"name": args.app, "resourceVersion": app.resource_version()},
-        "spec": ApplicationSpec { configuration: public, secret_configuration: secret_name, ..app.spec.clone() },
-    });
-    apps.patch(
-        &args.app,
-        &PatchParams::apply(FIELD_MANAGER).force(),
-        &Patch::Apply(&patch),
+    // An apply with the resourceVersion read, so the configuration written is the one
+    // checked: a concurrent change (the operator's status writes among them) is a
+    // conflict, and the whole read, check and write is done again.
+    for _ in 0..5 {
+        let app = application(&client, &namespace, &args.app).await?;
+        let blueprint = app.spec.verify(app.name())?;
+        let before = deployed_configuration(&client, &app).await?;
+        let mut user = before.clone();
+        user.overlay(&change);
+        let problems = check(&user, &app.spec, &blueprint);
+        if !problems.is_empty() {
+            return report(err, &problems);
+        }
+        let lines = changes(&before, &user);
+        if lines.is_empty() {
+            writeln!(
+                out,
+                "application '{}': the configuration is unchanged",
+                args.app
+            )?;
+            return Ok(Outcome::Passed);
+        }
+        let print_changes = |out: &mut dyn Write| -> std::io::Result<()> {
+            writeln!(out, "application '{}' in {namespace}:", args.app)?;
+            for line in &lines {
+                writeln!(out, "{line}")?;
+            }
+            Ok(())
+        };
+        if args.dry_run {
+            print_changes(out)?;
+            writeln!(out, "dry run: nothing was written")?;
+            return Ok(Outcome::Passed);
+        }
+        let (public, secret) = user.split_secrets();
+        let secret_name = write_secret(&client, &namespace, &args.app, Some(&app), &secret).await?;
+        let patch = serde_json::json!({
+            "apiVersion": runnel_application::API_VERSION,
+            "kind": runnel_application::KIND,
+            "metadata": {"name": args.app, "resourceVersion": app.resource_version()},
+            "spec": ApplicationSpec { configuration: public, secret_configuration: secret_name, ..app.spec.clone() },
+        });
+        match apps
+            .patch(
+                &args.app,
+                &PatchParams::apply(FIELD_MANAGER).force(),
+                &Patch::Apply(&patch),
+            )
+            .await
+        {
+            Ok(_) => {
+                print_changes(out)?;
+                writeln!(
+                    out,
+                    "configured; the streamlets whose configuration changed restart"
+                )?;
+                return Ok(Outcome::Passed);
+            }
+            Err(kube::Error::Api(response)) if response.code == 409 => continue,
+            Err(error) => {
+                return Err(error)
+                    .with_context(|| format!("writing application {namespace}/{}", args.app));
+            }
+        }
+    }
+    anyhow::bail!(
+        "application '{}' kept changing while configuring it; try again",
+        args.app
     )
-    .await
-    .with_context(|| format!("writing application {namespace}/{}", args.app))?;
-    writeln!(
-        out,
-        "configured; the streamlets whose configuration changed restart"
-    )?;
-    Ok(Outcome::Passed)
 }
 
 /// `runnel configuration APP`: defaults, then the user's values, secrets masked.

@@ -397,12 +397,36 @@ fn deploy_scale_configure_and_undeploy_through_the_cli() {
         (c.deployment("demo-log")?.spec?.replicas == Some(3)).then_some(())
     });
     let gen_hash = template_hash(&cluster.deployment("demo-gen").unwrap());
+    // configure's apply carries the resourceVersion it read: a conflict (such as the
+    // operator's status write in between) is read, checked and applied again.
+    let applies = |c: &Cluster| {
+        c.fake()
+            .requests()
+            .iter()
+            .filter(|r| {
+                r.method == "PATCH"
+                    && r.path.ends_with("/applications/demo")
+                    && r.query.contains("fieldManager=runnel-cli")
+            })
+            .count()
+    };
+    let before = applies(&cluster);
+    cluster.fake().fail_next(runnel_test_cluster::Fault {
+        method: Some(runnel_test_cluster::Method::PATCH),
+        path_contains: "/applications/demo?".to_owned(),
+        code: 409,
+        times: 1,
+    });
     let (code, printed, errors) = cluster.runnel(&["configure", "demo", "log.prefix=doubled"]);
     assert_eq!(code, 0, "{errors}");
-    assert!(
-        printed.contains("+ streamlets.log.prefix = doubled"),
+    assert_eq!(
+        printed.matches("+ streamlets.log.prefix = doubled").count(),
+        1,
         "{printed}"
     );
+    // The injected conflict forces one retry; a status write of the operator between the
+    // read and the write can force another.
+    assert!(applies(&cluster) - before >= 2, "the conflict was retried");
     cluster.eventually("the logger rolled", |c| {
         (template_hash(&c.deployment("demo-log")?) != template_hash(&log_before)).then_some(())
     });
