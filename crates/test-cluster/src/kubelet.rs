@@ -31,6 +31,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::store::now;
 
+mod node;
+
 /// A running container.
 #[derive(Debug)]
 struct Running {
@@ -73,13 +75,44 @@ struct Shared {
 pub struct Kubelet {
     shared: Arc<Mutex<Shared>>,
     work: PathBuf,
+    /// The Node it registered and runs the pods bound to, on a real API server.
+    node: Option<String>,
 }
 
 impl Kubelet {
     /// Starts the stand-in for the pods of `namespace`, with `images` (reference to OCI
-    /// layout directory) as its image store and `work` for root filesystems and logs.
+    /// layout directory) as its image store and `work` for root filesystems and logs. It
+    /// runs every pod of the namespace, bound to a node or not: for the fake API server,
+    /// which keeps a deleted pod until its kubelet removes it either way.
     pub fn start(
         client: Client,
+        namespace: &str,
+        images: BTreeMap<String, PathBuf>,
+        work: &Path,
+        stop: CancellationToken,
+    ) -> Kubelet {
+        Kubelet::launch(client, None, namespace, images, work, stop)
+    }
+
+    /// Starts the stand-in as Node `node` of a real API server: it registers the Node,
+    /// keeps it Ready (renewing its Lease every 10 s), binds each pod of `namespace` that
+    /// no node holds to it (as a scheduler would) and runs the pods bound to it, so that
+    /// a deleted pod is stopped within its grace period as a kubelet stops it. Otherwise
+    /// as [`start`](Kubelet::start).
+    pub fn start_as_node(
+        client: Client,
+        node: &str,
+        namespace: &str,
+        images: BTreeMap<String, PathBuf>,
+        work: &Path,
+        stop: CancellationToken,
+    ) -> Kubelet {
+        Kubelet::launch(client, Some(node.to_owned()), namespace, images, work, stop)
+    }
+
+    fn launch(
+        client: Client,
+        node: Option<String>,
         namespace: &str,
         images: BTreeMap<String, PathBuf>,
         work: &Path,
@@ -88,10 +121,11 @@ impl Kubelet {
         let kubelet = Kubelet {
             shared: Arc::new(Mutex::new(Shared::default())),
             work: work.to_owned(),
+            node,
         };
         let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
         let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-        let secrets: Api<Secret> = Api::namespaced(client, namespace);
+        let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
         let this = kubelet.clone();
         tokio::spawn(async move {
             let apis = Apis {
@@ -103,7 +137,21 @@ impl Kubelet {
                 String,
                 Result<(PathBuf, runnel_image::layout::ImageConfig), String>,
             > = BTreeMap::new();
+            // When the node was last registered or its Lease renewed.
+            let mut heartbeat: Option<Instant> = None;
             while !stop.is_cancelled() {
+                if let Some(node) = &this.node
+                    && heartbeat.is_none_or(|at| at.elapsed() >= node::RENEW_EVERY)
+                {
+                    let beat = match heartbeat {
+                        None => node::register(&client, node).await,
+                        Some(_) => node::heartbeat(&client, node).await,
+                    };
+                    match beat {
+                        Ok(()) => heartbeat = Some(Instant::now()),
+                        Err(error) => tracing::debug!("node {node} will try again: {error}"),
+                    }
+                }
                 if let Err(error) = this.step(&apis, &images, &mut unpacked).await {
                     tracing::debug!("the kubelet stand-in will retry: {error}");
                 }
@@ -187,6 +235,18 @@ impl Kubelet {
             }
         }
         for pod in listed {
+            if let Some(node) = &self.node {
+                match pod.spec.as_ref().and_then(|spec| spec.node_name.as_deref()) {
+                    Some(bound) if bound == node => {}
+                    Some(_) => continue,
+                    None => {
+                        if pod.metadata.deletion_timestamp.is_none() {
+                            node::bind(&apis.pods, &pod.name_any(), node).await?;
+                        }
+                        continue;
+                    }
+                }
+            }
             self.step_pod(apis, &pod, images, unpacked).await?;
         }
         Ok(())
@@ -567,7 +627,7 @@ impl Kubelet {
                         "metadata.name" => name.clone(),
                         "metadata.namespace" => pod.namespace().unwrap_or_default(),
                         "status.podIP" => ip.clone(),
-                        "spec.nodeName" => "local".to_owned(),
+                        "spec.nodeName" => self.node.clone().unwrap_or_else(|| "local".to_owned()),
                         other => {
                             return Err(failure(format!(
                                 "field {other} is not supported by the stand-in"

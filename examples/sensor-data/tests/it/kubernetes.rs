@@ -118,7 +118,19 @@ impl Cluster {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
             let images = BTreeMap::from([(IMAGE.to_owned(), layout.to_owned())]);
-            let kubelet = Kubelet::start(client.clone(), NAMESPACE, images, work, stop.clone());
+            let kubelet = match server {
+                Server::Fake => {
+                    Kubelet::start(client.clone(), NAMESPACE, images, work, stop.clone())
+                }
+                Server::Real => Kubelet::start_as_node(
+                    client.clone(),
+                    "stand-in",
+                    NAMESPACE,
+                    images,
+                    work,
+                    stop.clone(),
+                ),
+            };
             let config = OperatorConfig {
                 namespace: Some(NAMESPACE.to_owned()),
                 default_bootstrap_servers: Some(broker.bootstrap_servers()),
@@ -696,9 +708,9 @@ fn a_member_stuck_without_partitions_shows_why_and_is_restarted() {
 /// controller, a killed process is restarted and counted, and undeploy leaves the garbage
 /// collector to remove the Pods, whose processes stop.
 ///
-/// `runnel status` reads each pod's lag through the real API server's pod proxy. Pods stay
-/// unscheduled (no scheduler), so the API server deletes them at once and the stand-in
-/// kills their processes without a grace period.
+/// `runnel status` reads each pod's lag through the real API server's pod proxy. The
+/// stand-in is a Node the pods are bound to, so deleted pods stop within their grace
+/// period, as a kubelet stops them.
 #[test]
 fn an_app_runs_on_a_real_api_server_from_build_to_undeploy() {
     let broker = ApacheKafka::start();
@@ -766,6 +778,7 @@ fn an_app_runs_on_a_real_api_server_from_build_to_undeploy() {
         (restarts >= 1).then_some(())
     });
 
+    let logger = cluster.ready_pods("valid-logger")[0].clone();
     let (code, printed) = cluster.runnel(&["undeploy", "sensor-data", "-n", NAMESPACE]);
     assert_eq!(code, 0, "{printed}");
     // The garbage collector learns a new CRD's kind at its next resync (up to 30 s).
@@ -773,6 +786,10 @@ fn an_app_runs_on_a_real_api_server_from_build_to_undeploy() {
         let left: usize = STREAMLETS.iter().map(|s| cluster.pods(s).len()).sum();
         (left == 0 && cluster.kubelet.running().is_empty()).then_some(())
     });
+    // Bound to the stand-in's node, a deleted pod waits for its kubelet: the process got
+    // SIGTERM and drained within its grace period instead of being killed.
+    let log = cluster.kubelet.logs(&logger);
+    assert!(log.contains("offsets committed"), "{logger}:\n{log}");
 }
 
 /// The app binary is lean: building images and Applications needs no Kubernetes client.
