@@ -1,7 +1,8 @@
 //! [`Kubelet`]: a test-only stand-in for the kubelet that runs each Pod's container as a
 //! local process.
 //!
-//! For every Pod of its namespace it unpacks the container's image (an OCI layout the test
+//! It registers a Node of a real API server (`kubelet/node.rs`) and binds the Pods of its
+//! namespace to it. For every Pod bound to it, it unpacks the container's image (an OCI layout the test
 //! registers, as a node's image store holds pulled images) into a root filesystem of the
 //! pod's own (hard links to one unpacked copy), writes the ConfigMaps and Secrets the pod
 //! mounts as files at their mount paths in it, gives the pod an address of its own on this
@@ -75,44 +76,20 @@ struct Shared {
 pub struct Kubelet {
     shared: Arc<Mutex<Shared>>,
     work: PathBuf,
-    /// The Node it registered and runs the pods bound to, on a real API server.
-    node: Option<String>,
+    /// The Node it registered and runs the pods bound to.
+    node: String,
 }
 
 impl Kubelet {
-    /// Starts the stand-in for the pods of `namespace`, with `images` (reference to OCI
-    /// layout directory) as its image store and `work` for root filesystems and logs. It
-    /// runs every pod of the namespace, bound to a node or not: for the fake API server,
-    /// which keeps a deleted pod until its kubelet removes it either way.
+    /// Starts the stand-in as Node `node` of a real API server, for the pods of
+    /// `namespace`, with `images` (reference to OCI layout directory) as its image store and
+    /// `work` for root filesystems and logs. It registers the Node, keeps it Ready
+    /// (renewing its Lease every 10 s), binds each pod of `namespace` that no node holds to
+    /// it (as a scheduler would; none runs) and runs the pods bound to it, so that a
+    /// deleted pod is stopped within its grace period as a kubelet stops it.
     pub fn start(
         client: Client,
-        namespace: &str,
-        images: BTreeMap<String, PathBuf>,
-        work: &Path,
-        stop: CancellationToken,
-    ) -> Kubelet {
-        Kubelet::launch(client, None, namespace, images, work, stop)
-    }
-
-    /// Starts the stand-in as Node `node` of a real API server: it registers the Node,
-    /// keeps it Ready (renewing its Lease every 10 s), binds each pod of `namespace` that
-    /// no node holds to it (as a scheduler would) and runs the pods bound to it, so that
-    /// a deleted pod is stopped within its grace period as a kubelet stops it. Otherwise
-    /// as [`start`](Kubelet::start).
-    pub fn start_as_node(
-        client: Client,
         node: &str,
-        namespace: &str,
-        images: BTreeMap<String, PathBuf>,
-        work: &Path,
-        stop: CancellationToken,
-    ) -> Kubelet {
-        Kubelet::launch(client, Some(node.to_owned()), namespace, images, work, stop)
-    }
-
-    fn launch(
-        client: Client,
-        node: Option<String>,
         namespace: &str,
         images: BTreeMap<String, PathBuf>,
         work: &Path,
@@ -121,7 +98,7 @@ impl Kubelet {
         let kubelet = Kubelet {
             shared: Arc::new(Mutex::new(Shared::default())),
             work: work.to_owned(),
-            node,
+            node: node.to_owned(),
         };
         let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
         let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
@@ -140,9 +117,8 @@ impl Kubelet {
             // When the node was last registered or its Lease renewed.
             let mut heartbeat: Option<Instant> = None;
             while !stop.is_cancelled() {
-                if let Some(node) = &this.node
-                    && heartbeat.is_none_or(|at| at.elapsed() >= node::RENEW_EVERY)
-                {
+                if heartbeat.is_none_or(|at| at.elapsed() >= node::RENEW_EVERY) {
+                    let node = &this.node;
                     let beat = match heartbeat {
                         None => node::register(&client, node).await,
                         Some(_) => node::heartbeat(&client, node).await,
@@ -235,16 +211,14 @@ impl Kubelet {
             }
         }
         for pod in listed {
-            if let Some(node) = &self.node {
-                match pod.spec.as_ref().and_then(|spec| spec.node_name.as_deref()) {
-                    Some(bound) if bound == node => {}
-                    Some(_) => continue,
-                    None => {
-                        if pod.metadata.deletion_timestamp.is_none() {
-                            node::bind(&apis.pods, &pod.name_any(), node).await?;
-                        }
-                        continue;
+            match pod.spec.as_ref().and_then(|spec| spec.node_name.as_deref()) {
+                Some(bound) if bound == self.node => {}
+                Some(_) => continue,
+                None => {
+                    if pod.metadata.deletion_timestamp.is_none() {
+                        node::bind(&apis.pods, &pod.name_any(), &self.node).await?;
                     }
+                    continue;
                 }
             }
             self.step_pod(apis, &pod, images, unpacked).await?;
@@ -627,7 +601,7 @@ impl Kubelet {
                         "metadata.name" => name.clone(),
                         "metadata.namespace" => pod.namespace().unwrap_or_default(),
                         "status.podIP" => ip.clone(),
-                        "spec.nodeName" => self.node.clone().unwrap_or_else(|| "local".to_owned()),
+                        "spec.nodeName" => self.node.clone(),
                         other => {
                             return Err(failure(format!(
                                 "field {other} is not supported by the stand-in"

@@ -1,8 +1,8 @@
 //! Kubernetes for tests: a real control plane ([`ControlPlane`]: etcd, kube-apiserver and
-//! kube-controller-manager built from Go modules by `scripts/kube-dev`), and stand-ins that
-//! start in milliseconds: an in-process API server ([`FakeApiServer`]), a Deployment
-//! controller that turns Deployments into Pods, and a kubelet that runs each Pod's container
-//! as a local process.
+//! kube-controller-manager built from Go modules by `scripts/kube-dev`), a kubelet stand-in
+//! that registers as its Node and runs each Pod's container as a local process
+//! ([`Kubelet`]), and an in-process API server that starts in milliseconds and fails on
+//! request ([`FakeApiServer`]), for the tests that inject faults.
 //!
 //! `docs/kubernetes.md` says which tests run against which, and what the fake server does
 //! and does not do like a real one.
@@ -16,12 +16,11 @@
 //! # }
 //! ```
 //!
-//! Where to begin: `server.rs` for the HTTP side, `store.rs` for the semantics,
-//! `fields.rs` for server-side apply; `deployments.rs` and `kubelet.rs` for the
-//! process-backed cluster ([`DeploymentController`], [`Kubelet`]).
+//! Where to begin: `control_plane.rs` and `kubelet.rs` for the real cluster; `server.rs`
+//! for the fake server's HTTP side, `store.rs` for its semantics, `fields.rs` for its
+//! server-side apply.
 
 mod control_plane;
-mod deployments;
 mod fields;
 mod kinds;
 mod kubelet;
@@ -31,6 +30,5 @@ mod store;
 
 pub use axum::http::Method;
 pub use control_plane::ControlPlane;
-pub use deployments::{DeploymentController, TEMPLATE_HASH};
 pub use kubelet::{Kubelet, pod_ip};
 pub use server::{FakeApiServer, Fault, Request};

@@ -1,10 +1,10 @@
-//! The whole Kubernetes path on one machine: `sensor-data build`, then `runnel deploy`
-//! against the fake API server with the operator creating topics on a tansu broker, the
-//! Deployment and kubelet stand-ins running every pod as a chrooted process from the
-//! built image, records flowing end to end, `runnel status`, `runnel scale`, `runnel
-//! configure`, a killed pod restarted without losing anything, and `runnel undeploy`; and
-//! the same app on a real kube-apiserver and kube-controller-manager, the kubelet stand-in
-//! running the Pods of the real ReplicaSets.
+//! The whole Kubernetes path on one machine: `sensor-data build`, then `runnel deploy` to a
+//! real kube-apiserver and kube-controller-manager (`scripts/kube-dev`), whose ReplicaSets
+//! make the Pods that the kubelet stand-in, registered as a Node, runs as chrooted
+//! processes from the built image; the operator creating topics on a broker (tansu in one
+//! test, Apache Kafka in another), records flowing end to end, `runnel status`, `runnel
+//! scale`, `runnel configure`, a killed pod restarted without losing anything, a member
+//! stuck without partitions restarted by its liveness probe, and `runnel undeploy`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -20,7 +20,7 @@ use kube::{Api, ResourceExt as _};
 use runnel_kafka::test_broker::{ApacheKafka, TANSU_SETTINGS, Tansu, TestBroker};
 use runnel_operator::leader::{LEASE_NAME, LeaderConfig};
 use runnel_operator::{Application, KafkaBackplanes, OperatorConfig};
-use runnel_test_cluster::{ControlPlane, DeploymentController, FakeApiServer, Kubelet};
+use runnel_test_cluster::{ControlPlane, Kubelet};
 use sensor_data::model::{Metric, SensorData};
 use tokio_util::sync::CancellationToken;
 
@@ -31,23 +31,7 @@ const NAMESPACE: &str = "sensors";
 const IMAGE: &str = "registry.test/sensor-data:0.1.0";
 const LIMIT: Duration = Duration::from_secs(120);
 
-/// Which API server a [`Cluster`] runs on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Server {
-    /// The in-process fake, with the Deployment controller stand-in.
-    Fake,
-    /// A real kube-apiserver and kube-controller-manager (`scripts/kube-dev`).
-    Real,
-}
-
-/// The API server a [`Cluster`] holds: stopped when dropped.
-#[allow(dead_code)] // held for its `Drop`
-enum ApiServer {
-    Fake(FakeApiServer),
-    Real(ControlPlane),
-}
-
-/// The cluster: API server, Deployment controller, kubelet and operator, on a runtime of
+/// The cluster: the control plane, the kubelet stand-in and the operator, on a runtime of
 /// their own (the CLI runs its own).
 struct Cluster {
     runtime: tokio::runtime::Runtime,
@@ -55,11 +39,11 @@ struct Cluster {
     kubelet: Kubelet,
     stop: CancellationToken,
     kubeconfig: PathBuf,
-    _server: ApiServer,
+    _plane: ControlPlane,
 }
 
 impl Cluster {
-    fn start(work: &Path, layout: &Path, broker: &impl TestBroker, server: Server) -> Cluster {
+    fn start(work: &Path, layout: &Path, broker: &impl TestBroker) -> Cluster {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -67,70 +51,51 @@ impl Cluster {
             .unwrap();
         let stop = CancellationToken::new();
         let kubeconfig = work.join("kubeconfig");
-        let (api_server, client, kubelet) = runtime.block_on(async {
-            let (api_server, client) = match server {
-                Server::Fake => {
-                    let fake = FakeApiServer::start().await;
-                    let client = fake.client(NAMESPACE);
-                    std::fs::write(&kubeconfig, fake.kubeconfig(NAMESPACE)).unwrap();
-                    DeploymentController::start(client.clone(), NAMESPACE, stop.clone());
-                    (ApiServer::Fake(fake), client)
-                }
-                Server::Real => {
-                    let plane = ControlPlane::start();
-                    std::fs::copy(plane.kubeconfig(), &kubeconfig).unwrap();
-                    let client = ControlPlane::client(plane.kubeconfig()).await;
-                    let namespace = Namespace {
-                        metadata: kube::api::ObjectMeta {
-                            name: Some(NAMESPACE.to_owned()),
-                            ..Default::default()
-                        },
-                        ..Default::default()
-                    };
-                    Api::<Namespace>::all(client.clone())
-                        .create(&PostParams::default(), &namespace)
-                        .await
-                        .unwrap();
-                    (ApiServer::Real(plane), client)
-                }
+        let (plane, client, kubelet) = runtime.block_on(async {
+            let plane = ControlPlane::start();
+            std::fs::copy(plane.kubeconfig(), &kubeconfig).unwrap();
+            let client = ControlPlane::client(plane.kubeconfig()).await;
+            let namespace = Namespace {
+                metadata: kube::api::ObjectMeta {
+                    name: Some(NAMESPACE.to_owned()),
+                    ..Default::default()
+                },
+                ..Default::default()
             };
+            Api::<Namespace>::all(client.clone())
+                .create(&PostParams::default(), &namespace)
+                .await
+                .unwrap();
             let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
             crds.create(&PostParams::default(), &runnel_operator::crd())
                 .await
                 .unwrap();
-            // A real server serves the kind once the CRD is established (the fake one at
-            // once, without conditions).
+            // The server serves the kind once the CRD is established.
             let deadline = Instant::now() + Duration::from_secs(60);
-            while server == Server::Real
-                && !crds
-                    .get("applications.runnel.dev")
-                    .await
-                    .unwrap()
-                    .status
-                    .and_then(|status| status.conditions)
-                    .is_some_and(|conditions| {
-                        conditions
-                            .iter()
-                            .any(|c| c.type_ == "Established" && c.status == "True")
-                    })
+            while !crds
+                .get("applications.runnel.dev")
+                .await
+                .unwrap()
+                .status
+                .and_then(|status| status.conditions)
+                .is_some_and(|conditions| {
+                    conditions
+                        .iter()
+                        .any(|c| c.type_ == "Established" && c.status == "True")
+                })
             {
                 assert!(Instant::now() < deadline, "the CRD was not established");
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
             let images = BTreeMap::from([(IMAGE.to_owned(), layout.to_owned())]);
-            let kubelet = match server {
-                Server::Fake => {
-                    Kubelet::start(client.clone(), NAMESPACE, images, work, stop.clone())
-                }
-                Server::Real => Kubelet::start_as_node(
-                    client.clone(),
-                    "stand-in",
-                    NAMESPACE,
-                    images,
-                    work,
-                    stop.clone(),
-                ),
-            };
+            let kubelet = Kubelet::start(
+                client.clone(),
+                "stand-in",
+                NAMESPACE,
+                images,
+                work,
+                stop.clone(),
+            );
             let config = OperatorConfig {
                 namespace: Some(NAMESPACE.to_owned()),
                 default_bootstrap_servers: Some(broker.bootstrap_servers()),
@@ -156,7 +121,7 @@ impl Cluster {
                 Arc::new(KafkaBackplanes::default()),
                 stop.clone(),
             ));
-            (api_server, client, kubelet)
+            (plane, client, kubelet)
         });
         Cluster {
             runtime,
@@ -164,7 +129,7 @@ impl Cluster {
             kubelet,
             stop,
             kubeconfig,
-            _server: api_server,
+            _plane: plane,
         }
     }
 
@@ -337,7 +302,7 @@ impl Cluster {
 /// Builds the image, starts the cluster and deploys the app with the broker's client settings,
 /// quiet loggers and `settings`; returns once every streamlet has a ready pod and the app
 /// is Running.
-fn deployed(work: &Path, broker: &impl TestBroker, settings: &[&str], server: Server) -> Cluster {
+fn deployed(work: &Path, broker: &impl TestBroker, settings: &[&str]) -> Cluster {
     let build = work.join("build");
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_sensor-data"));
     command
@@ -345,7 +310,7 @@ fn deployed(work: &Path, broker: &impl TestBroker, settings: &[&str], server: Se
         .arg(&build);
     let built = run_to_end(command, Duration::from_secs(300));
     assert!(built.status.success(), "{}", stderr_of(&built));
-    let cluster = Cluster::start(work, &build.join("image"), broker, server);
+    let cluster = Cluster::start(work, &build.join("image"), broker);
 
     let yaml = build.join("sensor-data.yaml");
     let mut args = vec![
@@ -390,16 +355,13 @@ fn deployed(work: &Path, broker: &impl TestBroker, settings: &[&str], server: Se
     cluster
 }
 
+/// The app on tansu, a second Kafka implementation: deploy, status with the pod's lag,
+/// scale, configure, a killed pod restarted, every reading's metrics, undeploy.
 #[test]
-fn an_app_runs_on_the_process_backed_cluster_from_build_to_undeploy() {
+fn an_app_runs_on_tansu_from_build_to_undeploy() {
     let broker = Tansu::start();
     let work = tempfile::tempdir().unwrap();
-    let cluster = deployed(
-        work.path(),
-        &broker,
-        &["generator.records-per-second=40"],
-        Server::Fake,
-    );
+    let cluster = deployed(work.path(), &broker, &["generator.records-per-second=40"]);
     // Records flow end to end: readings become metrics, validated, to valid-metrics.
     let valid = read_topic(
         &broker,
@@ -549,6 +511,8 @@ fn an_app_runs_on_the_process_backed_cluster_from_build_to_undeploy() {
         .items
         .iter()
         .map(|c| c.name_any())
+        // The controller-manager publishes its CA into every namespace.
+        .filter(|name| name != "kube-root-ca.crt")
         .collect();
     assert_eq!(left, ["notes"]);
     let still = read_topic(
@@ -623,12 +587,7 @@ impl Drop for Squatters {
 fn a_member_stuck_without_partitions_shows_why_and_is_restarted() {
     let broker = Tansu::start();
     let work = tempfile::tempdir().unwrap();
-    let cluster = deployed(
-        work.path(),
-        &broker,
-        &["generator.records-per-second=20"],
-        Server::Fake,
-    );
+    let cluster = deployed(work.path(), &broker, &["generator.records-per-second=20"]);
     let [pod] = cluster.ready_pods("valid-logger").try_into().unwrap();
     let squatters = Squatters::join(&broker, "sensor-data.valid-logger.in", "valid-metrics", 2);
 
@@ -715,12 +674,7 @@ fn a_member_stuck_without_partitions_shows_why_and_is_restarted() {
 fn an_app_runs_on_a_real_api_server_from_build_to_undeploy() {
     let broker = ApacheKafka::start();
     let work = tempfile::tempdir().unwrap();
-    let cluster = deployed(
-        work.path(),
-        &broker,
-        &["generator.records-per-second=40"],
-        Server::Real,
-    );
+    let cluster = deployed(work.path(), &broker, &["generator.records-per-second=40"]);
     let valid = read_topic(
         &broker,
         "valid-metrics",
