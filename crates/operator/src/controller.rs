@@ -56,6 +56,9 @@ struct Context {
     ends: Mutex<HashMap<(String, String), (Instant, i64)>>,
 }
 
+/// How long [`run`] waits, when it returns, for the lease to be released.
+const RELEASE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Runs the operator until `shutdown` is cancelled (or, with leader election, until it
 /// loses the lease, which is an error: the process should exit and start over).
 ///
@@ -74,11 +77,23 @@ pub async fn run(
     // holds it without reconciling.
     let leading = shutdown.child_token();
     let _release_when_done = leading.clone().drop_guard();
-    let lost = match &config.leader {
-        Some(leader) => Some(leader::lead(&client, leader, leading).await?),
-        None => None,
+    let (lost, renewing) = match &config.leader {
+        Some(leader) => {
+            let leadership = leader::lead(&client, leader, leading.clone()).await?;
+            (Some(leadership.lost), Some(leadership.renewing))
+        }
+        None => (None, None),
+    };
+    // Releases the lease and waits until it is released (briefly: the next replica may
+    // take it anyway once it expires), so the process exits with the lease free.
+    let release = || async {
+        leading.cancel();
+        if let Some(renewing) = renewing {
+            let _ = tokio::time::timeout(RELEASE_TIMEOUT, renewing).await;
+        }
     };
     if shutdown.is_cancelled() {
+        release().await;
         return Ok(());
     }
     // Without election nobody else writes: a token that is never cancelled.
@@ -136,6 +151,7 @@ pub async fn run(
     })
     .await;
     ended.cancel();
+    release().await;
     match lost {
         Some(lost) if lost.is_cancelled() && !shutdown.is_cancelled() => {
             let leader = config.leader.expect("a lease when lost is set");

@@ -40,19 +40,33 @@ pub struct LeaderConfig {
     pub version: String,
 }
 
-/// Waits until this replica holds the lease, then keeps renewing it in the background.
-/// `lost` is cancelled if renewing fails for longer than two thirds of the lease (the
-/// caller then stops reconciling); cancelling `stop` releases the lease.
+/// The lease held: renewed in the background until `stop` (given to [`lead`]) is
+/// cancelled, which releases it.
+pub(crate) struct Leadership {
+    /// Cancelled if renewing fails for longer than two thirds of the lease, or another
+    /// replica took it: the caller then stops reconciling.
+    pub(crate) lost: CancellationToken,
+    /// The renewing task; it ends once the lease is released (or lost). Await it after
+    /// cancelling `stop`, so that a process exits only once the lease is free for the next
+    /// replica.
+    pub(crate) renewing: tokio::task::JoinHandle<()>,
+}
+
+/// Waits until this replica holds the lease, then keeps renewing it in the background
+/// (see [`Leadership`]); cancelling `stop` releases it.
 pub(crate) async fn lead(
     client: &Client,
     config: &LeaderConfig,
     stop: CancellationToken,
-) -> Result<CancellationToken, Error> {
+) -> Result<Leadership, Error> {
     let api: Api<Lease> = Api::namespaced(client.clone(), &config.namespace);
     let retry = config.lease_duration / 3;
     loop {
         if stop.is_cancelled() {
-            return Ok(stop.child_token());
+            return Ok(Leadership {
+                lost: stop.child_token(),
+                renewing: tokio::spawn(async {}),
+            });
         }
         if try_acquire(&api, config).await? {
             break;
@@ -70,7 +84,7 @@ pub(crate) async fn lead(
     );
     let lost = CancellationToken::new();
     let (renewing, config, stopping) = (lost.clone(), config.clone(), stop.clone());
-    tokio::spawn(async move {
+    let task = tokio::spawn(async move {
         let mut last = tokio::time::Instant::now();
         loop {
             tokio::select! {
@@ -97,7 +111,10 @@ pub(crate) async fn lead(
             }
         }
     });
-    Ok(lost)
+    Ok(Leadership {
+        lost,
+        renewing: task,
+    })
 }
 
 /// Takes or renews the lease when it is free, expired or ours; `false` when another

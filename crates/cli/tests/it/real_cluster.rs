@@ -7,8 +7,9 @@
 //! template: tolerations, affinity, a node selector and a service account), scales,
 //! suspends, resumes and undeploys through real Deployments, ReplicaSets,
 //! PodDisruptionBudgets, Leases and garbage collection, a second operator taking the lease
-//! over when the first stops and a third when the second's task is dropped; and a spec
-//! whose pods do not become ready rolled back to the last one that ran.
+//! over when the first stops and a third when the second's task is dropped; a spec whose
+//! pods do not become ready rolled back to the last one that ran; and operator processes
+//! taking the lease from a leader stopped, killed or paused.
 
 use std::path::Path;
 use std::process::Command;
@@ -814,4 +815,124 @@ fn a_spec_whose_pods_do_not_become_ready_is_rolled_back_on_a_real_api_server() {
         .expect("the operator stops")
         .unwrap()
         .unwrap();
+}
+
+/// An operator process, `runnel operator run` as the administrator, killed when dropped.
+struct OperatorProcess(std::process::Child);
+
+impl OperatorProcess {
+    fn start(plane: &ControlPlane, identity: &str) -> OperatorProcess {
+        let child = Command::new(env!("CARGO_BIN_EXE_runnel"))
+            .args(["operator", "run", "-n", NAMESPACE, "--identity", identity])
+            .arg("--kubeconfig")
+            .arg(plane.kubeconfig())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        OperatorProcess(child)
+    }
+
+    fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([signal, &self.0.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill {signal} failed");
+    }
+}
+
+impl Drop for OperatorProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Operator processes on the real Lease: a leader stopped with SIGTERM releases it before
+/// it exits, so a follower takes it over at once; a leader killed with SIGKILL cannot, so
+/// a follower takes it once it has gone unrenewed for its 15 s; a leader paused (SIGSTOP)
+/// past that loses it to another replica, and once resumed sees the lease taken and exits,
+/// saying so, rather than reconcile beside the new leader.
+#[test]
+fn operator_replicas_take_the_lease_from_a_stopped_killed_or_paused_leader() {
+    let plane = ControlPlane::start();
+    kubectl_ok(
+        &plane,
+        plane.kubeconfig(),
+        &["create", "namespace", NAMESPACE],
+        None,
+    );
+    let (code, crd, errors) = runnel(&["crd"]);
+    assert_eq!(code, 0, "{errors}");
+    kubectl_ok(
+        &plane,
+        plane.kubeconfig(),
+        &["apply", "-f", "-"],
+        Some(crd.as_bytes()),
+    );
+    let holder = |plane: &ControlPlane| {
+        get_json(plane, &["lease", LEASE_NAME])
+            .and_then(|lease| lease["spec"]["holderIdentity"].as_str().map(str::to_owned))
+    };
+    // Starts `identity` as a follower of `leader`.
+    let follower = |identity: &str, leader: &str| {
+        let process = OperatorProcess::start(&plane, identity);
+        std::thread::sleep(Duration::from_secs(2)); // it tries the lease and waits
+        assert_eq!(holder(&plane).as_deref(), Some(leader));
+        process
+    };
+    let takeover = |from: &mut OperatorProcess, signal: &str, to: &str| {
+        let signalled = Instant::now();
+        from.signal(signal);
+        eventually(60, &format!("{to} leading"), || {
+            (holder(&plane)? == to).then_some(())
+        });
+        let took = signalled.elapsed();
+        println!(
+            "leader test: {to} held the lease {} ms after {signal}",
+            took.as_millis()
+        );
+        took
+    };
+
+    let mut first = OperatorProcess::start(&plane, "operator-a");
+    eventually(60, "the first operator leading", || {
+        (holder(&plane)? == "operator-a").then_some(())
+    });
+    let mut second = follower("operator-b", "operator-a");
+    let took = takeover(&mut first, "-TERM", "operator-b");
+    assert!(
+        took < Duration::from_secs(10),
+        "a stopped leader releases the lease: {took:?}"
+    );
+    let stopped = eventually(30, "the stopped leader exiting", || {
+        first.0.try_wait().unwrap()
+    });
+    assert!(stopped.success(), "{stopped:?}");
+
+    let mut third = follower("operator-c", "operator-b");
+    let took = takeover(&mut second, "-KILL", "operator-c");
+    assert!(
+        took >= Duration::from_secs(10),
+        "a killed leader cannot release the lease: {took:?}"
+    );
+
+    // The third paused past its lease: a fourth replica takes over; resumed, the paused
+    // one finds the lease taken and stops.
+    let fourth = OperatorProcess::start(&plane, "operator-d");
+    takeover(&mut third, "-STOP", "operator-d");
+    third.signal("-CONT");
+    let exited = eventually(60, "the deposed leader exiting", || {
+        third.0.try_wait().unwrap()
+    });
+    assert!(!exited.success());
+    let mut errors = String::new();
+    std::io::Read::read_to_string(third.0.stderr.as_mut().unwrap(), &mut errors).unwrap();
+    assert!(
+        errors.contains(&format!("lost the leader lease {NAMESPACE}/{LEASE_NAME}")),
+        "{errors}"
+    );
+    assert_eq!(holder(&plane).as_deref(), Some("operator-d"));
+    drop(fourth);
 }
