@@ -219,7 +219,12 @@ pub(crate) enum OperatorCommand {
 #[derive(Debug, clap::Args)]
 pub(crate) struct OperatorRunArgs {
     /// The namespace to manage; default: the kubeconfig context's (in a pod: its own).
-    #[arg(long, value_name = "NAMESPACE", conflicts_with = "all_namespaces")]
+    #[arg(
+        short = 'n',
+        long,
+        value_name = "NAMESPACE",
+        conflicts_with = "all_namespaces"
+    )]
     pub(crate) namespace: Option<String>,
     /// Manage Applications in every namespace (needs the cluster-wide RBAC).
     #[arg(long)]
