@@ -82,7 +82,24 @@ impl Cluster {
                 .unwrap();
             client
         });
-        Cluster::with(runtime, Server::Real { _plane: plane }, client, dir)
+        let cluster = Cluster::with(runtime, Server::Real { _plane: plane }, client, dir);
+        // The server serves Applications once the CRD is established.
+        cluster.eventually("the CRD established", |c| {
+            let crds: Api<CustomResourceDefinition> = {
+                let _inside = c.runtime.enter();
+                Api::all(c.client.clone())
+            };
+            let crd = c
+                .runtime
+                .block_on(crds.get("applications.runnel.dev"))
+                .ok()?;
+            crd.status?
+                .conditions?
+                .iter()
+                .any(|c| c.type_ == "Established" && c.status == "True")
+                .then_some(())
+        });
+        cluster
     }
 
     /// Installs the CRD and starts the operator.

@@ -472,6 +472,61 @@ fn the_operator_and_the_cli_run_an_app_on_a_real_api_server() {
         None,
     );
 
+    // And beside a real HorizontalPodAutoscaler: the controller-manager's HPA controller
+    // raises the logger to its minimum (which it does before it looks at any metric, so no
+    // metrics server is needed), through the scale subresource, and the operator's applies
+    // leave that alone.
+    let autoscaler = format!(
+        "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata:\n  name: demo-log\n  namespace: {NAMESPACE}\nspec:\n  scaleTargetRef:\n    apiVersion: apps/v1\n    kind: Deployment\n    name: demo-log\n  minReplicas: 2\n  maxReplicas: 4\n"
+    );
+    kubectl_ok(
+        &plane,
+        &admin,
+        &["apply", "-f", "-"],
+        Some(autoscaler.as_bytes()),
+    );
+    eventually(60, "the HPA raising the logger to 2", || {
+        (replicas(&plane, "demo-log") == Some(2)).then_some(())
+    });
+    let hpa = eventually(30, "the HPA's own account of it", || {
+        let hpa = get_json(&plane, &["horizontalpodautoscaler", "demo-log"])?;
+        (hpa["status"]["desiredReplicas"] == 2).then_some(hpa)
+    });
+    // The operator reconciles on every change of its Deployments (this one included) and
+    // at least every 10 s while pods are not ready: give it that long to disagree.
+    std::thread::sleep(Duration::from_secs(12));
+    assert_eq!(
+        replicas(&plane, "demo-log"),
+        Some(2),
+        "the operator left the HPA's replicas: {hpa}"
+    );
+    kubectl_ok(
+        &plane,
+        &admin,
+        &[
+            "delete",
+            "horizontalpodautoscaler",
+            "demo-log",
+            "-n",
+            NAMESPACE,
+        ],
+        None,
+    );
+    kubectl_ok(
+        &plane,
+        &admin,
+        &[
+            "scale",
+            "deployment",
+            "demo-log",
+            "--replicas",
+            "1",
+            "-n",
+            NAMESPACE,
+        ],
+        None,
+    );
+
     // A PodDisruptionBudget per streamlet, which the operator could create with its RBAC
     // only, and whose selector the controller-manager's disruption controller matches to
     // the Deployment's pods.
