@@ -73,6 +73,8 @@ mod settings;
 mod targets;
 #[cfg(feature = "test-broker")]
 pub mod test_broker;
+#[cfg(feature = "test-broker")]
+pub mod test_registry;
 mod topic_limits;
 mod transaction;
 

@@ -243,7 +243,7 @@ fn tansu_binary() -> PathBuf {
 /// SIGTERM or SIGINT, and when the test process that started it is gone (even by a crash),
 /// so no broker outlives its test. With `pid_file`, the shell writes the program's process
 /// id there. The caller adds the program's arguments and output.
-fn watched(program: &Path, signal: &str, pid_file: Option<&Path>) -> Command {
+pub(crate) fn watched(program: &Path, signal: &str, pid_file: Option<&Path>) -> Command {
     let mut command = Command::new("sh");
     command
         .arg("-c")
@@ -260,7 +260,7 @@ fn watched(program: &Path, signal: &str, pid_file: Option<&Path>) -> Command {
     command
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     free_ports(1)
 }
 
@@ -823,7 +823,7 @@ fn remove_abandoned_cut_offs() {
 
 /// Ends the watchdogs of nodes and so their JVMs: each kills its JVM (SIGKILL) on SIGTERM,
 /// and reaps it before exiting.
-fn end_watchdogs(mut watchdogs: Vec<Child>) {
+pub(crate) fn end_watchdogs(mut watchdogs: Vec<Child>) {
     for watchdog in &mut watchdogs {
         // One that has exited (its node stopped) is not signalled: its pid may be reused.
         if matches!(watchdog.try_wait(), Ok(None)) {

@@ -10,5 +10,6 @@ mod faults; // node faults on three Apache Kafka nodes under an exactly-once cop
 mod keyed_state; // a member taking keyed state over restores every key
 mod null_values; // null payloads <-> null values, seen by plain librdkafka clients
 mod partition_reader; // partition readers past transaction markers
+mod schema_registry; // a real Apicurio Registry: Avro schemas evolving under BACKWARD compatibility
 mod support; // one Apache Kafka node and one tansu broker per test binary
 mod transactions; // exactly-once: the mock cluster, and kill -9 and restart on Apache Kafka
