@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use rdkafka::ClientContext;
@@ -497,7 +497,35 @@ impl KafkaConsumer {
         if let Some(thread) = thread {
             let _ = thread.join();
         }
+        if let Some(client) = &client
+            && client.context().shared.static_member.is_some()
+        {
+            leave_group(client);
+        }
         drop(client);
+    }
+}
+
+/// How long a static member stopped on purpose waits to leave its group.
+const LEAVE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Makes a static member that is stopped on purpose leave its group. Closing alone does
+/// not (KIP-345: a static member is expected back under its name), which would keep its
+/// partitions, and tools that want the group empty, waiting for the session timeout.
+/// Unsubscribing does: librdkafka serves the revocation (the callback commits the staged
+/// offsets) and then sends a LeaveGroup. A member that is killed never gets here, so a
+/// process started again after a crash still takes its partitions back at once.
+fn leave_group(client: &Client) {
+    client.unsubscribe();
+    let deadline = Instant::now() + LEAVE_TIMEOUT;
+    let mut quiet_polls = 0;
+    while Instant::now() < deadline && quiet_polls < 3 {
+        let _ = client.poll(Duration::from_millis(50));
+        let assigned = client.assignment().map_or(0, |list| list.count());
+        // Once nothing is assigned, a few more polls let the LeaveGroup go out.
+        if assigned == 0 {
+            quiet_polls += 1;
+        }
     }
 }
 
