@@ -136,6 +136,28 @@ pub trait Backend: fmt::Debug + Send + Sync + 'static {
         })
     }
 
+    /// How records name the schema they were written with, where the backplane
+    /// [keeps schemas](Backend::keeps_schemas): in a header (the default), or by a schema
+    /// registry's id at the start of each value.
+    fn schema_naming(&self) -> crate::SchemaNaming {
+        crate::SchemaNaming::Header
+    }
+
+    /// The schema the registry knows by `id`, for a record that names a schema its reader
+    /// was not told of (an outside producer registered it after the reader started).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::SchemaNotFound`] when the registry has no such schema;
+    /// [`Error::Unsupported`] from backplanes without a registry (the default); when the
+    /// registry cannot be reached.
+    async fn schema_by_id(&self, id: u32) -> Result<crate::TopicSchema> {
+        let _ = id;
+        Err(Error::Unsupported {
+            feature: "a schema registry",
+        })
+    }
+
     /// Deletes the records of `partition` of `topic` below `offset` that the backplane can
     /// delete (Kafka's `DeleteRecords`): a log of segments keeps a segment that holds any
     /// record at or above `offset`. Returns the partition's first offset afterwards. For

@@ -120,6 +120,25 @@ pub enum Error {
         /// What would be accepted.
         expected: &'static str,
     },
+    /// The schema registry has no schema with this id.
+    #[error("the schema registry has no schema with id {id}")]
+    SchemaNotFound {
+        /// The id a record named.
+        id: u32,
+    },
+    /// The schema registry refused a schema for a topic: it is not compatible with the
+    /// schemas registered before under the compatibility rule of its subject.
+    #[error(
+        "the schema registry refused the schema of topic '{topic}' under subject '{subject}': {reason}"
+    )]
+    SchemaRefused {
+        /// The topic.
+        topic: String,
+        /// The registry subject.
+        subject: String,
+        /// The registry's reason.
+        reason: String,
+    },
     /// The backplane cannot do this.
     #[error("this backplane does not support {feature}")]
     Unsupported {

@@ -56,6 +56,6 @@ pub use partitioner::{murmur2, partition_for_key};
 pub use pausable::PausableBackend;
 pub use reader::{PartitionReader, ReaderConfig};
 pub use record::{CommitOffset, ConsumedRecord, Header, Headers, Record, TopicPartition};
-pub use schema::TopicSchema;
+pub use schema::{SchemaNaming, TopicSchema};
 pub use topic::{PartitionOffsets, TopicCreation, TopicInfo, TopicSpec};
 pub use transaction::{GroupOffsets, TransactionConfig, TransactionalProducer};

@@ -2,12 +2,14 @@
 
 /// Whether the value of setting `key` is a secret: passwords, secrets, tokens, credentials
 /// and private keys (`sasl.password`, `ssl.key.password`, `sasl.oauthbearer.client.secret`,
-/// `ssl.key.pem`, ...). Reports never quote such a value.
+/// `ssl.key.pem`, `schema.registry.basic.auth.user.info`, ...). Reports never quote such a
+/// value.
 ///
 /// ```
 /// use runnel_blueprint::is_secret_setting;
 /// assert!(is_secret_setting("sasl.password"));
 /// assert!(is_secret_setting("sasl.oauthbearer.client.secret"));
+/// assert!(is_secret_setting("schema.registry.basic.auth.user.info"));
 /// assert!(!is_secret_setting("security.protocol"));
 /// ```
 pub fn is_secret_setting(key: &str) -> bool {
@@ -19,6 +21,7 @@ pub fn is_secret_setting(key: &str) -> bool {
         "credential",
         "key.pem",
         "oauthbearer.config",
+        "user.info",
     ]
     .iter()
     .any(|word| key.contains(word))

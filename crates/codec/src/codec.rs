@@ -22,6 +22,23 @@ use serde::de::DeserializeOwned;
 /// The header that carries the fingerprint of the schema a value was written with.
 pub const SCHEMA_HEADER: &str = "runnel.schema";
 
+/// The length of the Confluent wire format's prefix: the magic byte 0 and a 4-byte id.
+pub const REGISTRY_PREFIX: usize = 5;
+
+/// The schema registry id a value in the Confluent wire format starts with; `None` when it
+/// does not start with the magic byte 0 and an id.
+///
+/// ```
+/// assert_eq!(runnel_codec::registry_id(&[0, 0, 0, 1, 2, 6]), Some(258));
+/// assert_eq!(runnel_codec::registry_id(b"{}"), None);
+/// ```
+pub fn registry_id(bytes: &[u8]) -> Option<u32> {
+    match bytes {
+        [0, a, b, c, d, ..] => Some(u32::from_be_bytes([*a, *b, *c, *d])),
+        _ => None,
+    }
+}
+
 /// A type that can travel through a port: a serde type with a derived Avro schema.
 ///
 /// Implemented for every type that derives `Serialize`, `Deserialize` and `AvroSchema`:
@@ -96,6 +113,12 @@ pub struct Codec<T> {
     /// The fingerprint of the topic's base schema: records without a header were written
     /// with it.
     base: Option<Bytes>,
+    /// What starts every encoded value where a schema registry keeps the topic's schemas:
+    /// the magic byte and the registry's id of the codec's schema.
+    prefix: Option<[u8; REGISTRY_PREFIX]>,
+    /// Whether every value read starts with a registry id ([`Codec::framed_by_registry`]),
+    /// and the ids known, with the fingerprints of their schemas.
+    registry: Option<Vec<(u32, Bytes)>>,
     _type: std::marker::PhantomData<fn() -> T>,
 }
 
@@ -113,6 +136,8 @@ impl<T: Data> Codec<T> {
             names,
             writers: Vec::new(),
             base: None,
+            prefix: None,
+            registry: None,
             _type: std::marker::PhantomData,
         }
     }
@@ -138,6 +163,72 @@ impl<T: Data> Codec<T> {
         self
     }
 
+    /// Encodes every Avro value in the Confluent wire format, with `id`, the schema
+    /// registry's id of the codec's schema: the magic byte 0, `id` as 4 bytes big-endian,
+    /// then the value.
+    ///
+    /// ```
+    /// use runnel_blueprint::descriptor::Format;
+    /// use runnel_codec::Codec;
+    ///
+    /// let codec = Codec::<String>::new(Format::Avro).with_registry_id(42);
+    /// let bytes = codec.encode(&"hi".to_owned()).unwrap();
+    /// assert_eq!(bytes, [0, 0, 0, 0, 42, 4, b'h', b'i']);
+    /// ```
+    pub fn with_registry_id(mut self, id: u32) -> Self {
+        let mut prefix = [0; REGISTRY_PREFIX];
+        prefix[1..].copy_from_slice(&id.to_be_bytes());
+        self.prefix = Some(prefix);
+        self
+    }
+
+    /// Reads every Avro value as in the Confluent wire format (see
+    /// [`with_registry_id`](Codec::with_registry_id)): the schema a value was written with
+    /// is the one its id names, which must be [known](Codec::add_registry_schema) by then.
+    ///
+    /// ```
+    /// use runnel_blueprint::descriptor::Format;
+    /// use runnel_codec::{Codec, schema_descriptor};
+    ///
+    /// let mut reader = Codec::<String>::new(Format::Avro).framed_by_registry();
+    /// let bytes = [0, 0, 0, 0, 42, 4, b'h', b'i'];
+    /// assert_eq!(reader.unknown_registry_id(&bytes), Some(42));
+    /// reader.add_registry_schema(42, &schema_descriptor::<String>(Format::Avro).definition);
+    /// assert_eq!(reader.unknown_registry_id(&bytes), None);
+    /// assert_eq!(reader.decode(&bytes, None).unwrap(), "hi");
+    /// ```
+    pub fn framed_by_registry(mut self) -> Self {
+        self.registry.get_or_insert_with(Vec::new);
+        self
+    }
+
+    /// Adds the schema the registry knows by `id`, so values naming it resolve.
+    pub fn add_registry_schema(&mut self, id: u32, definition: &serde_json::Value) {
+        let Ok(schema) = Schema::parse(definition) else {
+            return;
+        };
+        let fingerprint = Bytes::from(schema.fingerprint::<Rabin>().to_string());
+        let known = self.registry.get_or_insert_with(Vec::new);
+        if !known.iter().any(|(known, _)| *known == id) {
+            known.push((id, fingerprint.clone()));
+        }
+        if !self.writers.iter().any(|(known, _)| *known == fingerprint) {
+            self.writers.push((fingerprint, schema));
+        }
+    }
+
+    /// The registry id `bytes` start with, where the codec reads the wire format and does
+    /// not know that id yet: the caller asks the registry for its schema and
+    /// [adds](Codec::add_registry_schema) it before decoding.
+    pub fn unknown_registry_id(&self, bytes: &[u8]) -> Option<u32> {
+        let known = self.registry.as_ref()?;
+        if self.format != Format::Avro {
+            return None;
+        }
+        let id = registry_id(bytes)?;
+        (!known.iter().any(|(known, _)| *known == id)).then_some(id)
+    }
+
     /// The format values are encoded in.
     pub fn format(&self) -> Format {
         self.format
@@ -157,14 +248,19 @@ impl<T: Data> Codec<T> {
         match self.format {
             Format::Avro => {
                 let mut buffer = Vec::with_capacity(64);
+                buffer.extend_from_slice(self.prefix.as_ref().map_or(&[][..], |p| &p[..]));
+                let start = buffer.len();
                 if crate::avro_encode::encode(&self.schema, &self.names, value, &mut buffer).is_ok()
                 {
                     return Ok(buffer);
                 }
+                buffer.truncate(start);
                 let value = apache_avro::to_value(value)
                     .map_err(|error| CodecError::new(format!("avro encoding failed: {error}")))?;
-                apache_avro::to_avro_datum(&self.schema, value)
-                    .map_err(|error| CodecError::new(format!("avro encoding failed: {error}")))
+                let datum = apache_avro::to_avro_datum(&self.schema, value)
+                    .map_err(|error| CodecError::new(format!("avro encoding failed: {error}")))?;
+                buffer.extend_from_slice(&datum);
+                Ok(buffer)
             }
             Format::Json => serde_json::to_vec(value)
                 .map_err(|error| CodecError::new(format!("json encoding failed: {error}"))),
@@ -190,6 +286,9 @@ impl<T: Data> Codec<T> {
             let encoded = ENCODING.try_with(|buffer| {
                 let mut buffer = buffer.try_borrow_mut().ok()?;
                 buffer.clear();
+                if let Some(prefix) = &self.prefix {
+                    buffer.extend_from_slice(prefix);
+                }
                 let encoded =
                     crate::avro_encode::encode(&self.schema, &self.names, value, &mut buffer)
                         .is_ok()
@@ -244,6 +343,36 @@ impl<T: Data> Codec<T> {
     }
 
     fn decode_avro(&self, bytes: &[u8], writer: Option<&[u8]>) -> Result<T, CodecError> {
+        if let Some(known) = &self.registry {
+            let Some(id) = registry_id(bytes) else {
+                return Err(self.unframed(bytes));
+            };
+            let Some((_, fingerprint)) = known.iter().find(|(known, _)| *known == id) else {
+                return Err(CodecError::new(format!(
+                    "invalid avro for {}: the record was written with schema id {id}, which the schema registry did not know when it was read",
+                    self.type_name()
+                )));
+            };
+            return self.decode_plain_avro(&bytes[REGISTRY_PREFIX..], Some(fingerprint));
+        }
+        self.decode_plain_avro(bytes, writer)
+    }
+
+    /// The error for a value without the wire format's magic byte and id.
+    fn unframed(&self, bytes: &[u8]) -> CodecError {
+        let what = match (foreign_format(bytes), bytes.first()) {
+            (Some(format), _) => format!("the value is {format}"),
+            (None, None) => "the value is empty".to_owned(),
+            (None, Some(0)) => format!("the value is only {} bytes long", bytes.len()),
+            (None, Some(first)) => format!("its first byte is {first:#04x}, not 0"),
+        };
+        CodecError::new(format!(
+            "invalid avro for {}: the value is not in the Confluent wire format (the magic byte 0, a 4-byte schema id, then Avro): {what}; producers of a topic whose schemas a schema registry keeps must write with a Confluent Avro serializer",
+            self.type_name()
+        ))
+    }
+
+    fn decode_plain_avro(&self, bytes: &[u8], writer: Option<&[u8]>) -> Result<T, CodecError> {
         // The writer's schema: named by the record, else the topic's base, else its only one.
         let writer = writer
             .or(self.base.as_deref())
@@ -475,6 +604,61 @@ mod tests {
                 .contains("written with schema 0123, which is not among the schemas kept"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn values_in_the_wire_format_resolve_by_the_schema_their_id_names() {
+        let v1 = schema_descriptor::<V1>(Format::Avro).definition;
+        let v2 = schema_descriptor::<V2>(Format::Avro).definition;
+        let old = Codec::<V1>::new(Format::Avro).with_registry_id(1);
+        let new = Codec::<V2>::new(Format::Avro).with_registry_id(2);
+        let old_bytes = old.encode(&V1 { id: "a".into() }).unwrap();
+        let new_bytes = new
+            .encode_bytes(&V2 {
+                id: "b".into(),
+                count: 7,
+            })
+            .unwrap();
+        assert_eq!(&old_bytes[..6], [0, 0, 0, 0, 1, 2]);
+        assert_eq!(registry_id(&new_bytes), Some(2));
+
+        let mut reader = Codec::<V2>::new(Format::Avro).framed_by_registry();
+        assert_eq!(reader.unknown_registry_id(&old_bytes), Some(1));
+        let unknown = reader.decode(&old_bytes, None).unwrap_err();
+        assert!(
+            unknown
+                .to_string()
+                .contains("schema id 1, which the schema registry did not know"),
+            "{unknown}"
+        );
+        reader.add_registry_schema(1, &v1);
+        reader.add_registry_schema(2, &v2);
+        assert_eq!(reader.unknown_registry_id(&old_bytes), None);
+        assert_eq!(reader.decode(&old_bytes, None).unwrap().count, 0);
+        assert_eq!(reader.decode(&new_bytes, None).unwrap().count, 7);
+
+        // The old type reads the new records, dropping the field it does not know.
+        let mut old_reader = Codec::<V1>::new(Format::Avro).framed_by_registry();
+        old_reader.add_registry_schema(2, &v2);
+        assert_eq!(old_reader.decode(&new_bytes, None).unwrap().id, "b");
+    }
+
+    #[test]
+    fn a_value_without_the_wire_format_says_what_it_starts_with() {
+        let reader = Codec::<V1>::new(Format::Avro).framed_by_registry();
+        let plain = Codec::<V1>::new(Format::Avro)
+            .encode(&V1 { id: "a".into() })
+            .unwrap();
+        let error = reader.decode(&plain, None).unwrap_err().to_string();
+        assert!(
+            error.contains("not in the Confluent wire format")
+                && error.contains("its first byte is 0x02, not 0"),
+            "{error}"
+        );
+        let json = reader.decode(br#"{"id": "a"}"#, None).unwrap_err();
+        assert!(json.to_string().contains("the value is JSON"), "{json}");
+        let short = reader.decode(&[0, 0, 1], None).unwrap_err();
+        assert!(short.to_string().contains("only 3 bytes long"), "{short}");
     }
 
     #[test]

@@ -16,4 +16,6 @@ mod avro_decode;
 mod avro_encode;
 mod codec;
 
-pub use codec::{Codec, CodecError, Data, SCHEMA_HEADER, schema_descriptor};
+pub use codec::{
+    Codec, CodecError, Data, REGISTRY_PREFIX, SCHEMA_HEADER, registry_id, schema_descriptor,
+};

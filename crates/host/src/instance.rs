@@ -190,15 +190,16 @@ pub async fn run_instance(
             topic: topic.clone(),
             group: inlet.group,
         });
-        let (kept, base_schema) = topic_schemas::kept(&*backend, &inlet.topic).await?;
+        let kept = topic_schemas::kept(&*backend, &inlet.topic).await?;
         let mut writer_schemas = inlet.writer_schemas;
-        writer_schemas.extend(kept);
+        writer_schemas.extend(kept.writers);
         parts.connect_inlet(InletConnection {
             port,
             topic,
             consumer,
             writer_schemas,
-            base_schema,
+            base_schema: kept.base,
+            registry_schemas: kept.registry,
             end_of_input: inlet.end_of_input,
             resume,
         });
@@ -217,7 +218,7 @@ pub async fn run_instance(
                 topic: outlet.topic.clone(),
             }));
         };
-        let tag_schema = topic_schemas::register_outlet(
+        let naming = topic_schemas::register_outlet(
             &*backend,
             &outlet.topic,
             shape.outlet_schema(port),
@@ -228,7 +229,8 @@ pub async fn run_instance(
             port,
             topic: Arc::from(outlet.topic.as_str()),
             partitions: info.partitions,
-            tag_schema,
+            tag_schema: naming.tag,
+            registry_id: naming.registry_id,
         });
     }
 

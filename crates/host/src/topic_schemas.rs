@@ -1,9 +1,10 @@
 //! The schemas kept with each topic, from the instance's side: an outlet registers the
-//! schema it writes with before its first record (and names it in each record unless it is
-//! the topic's base), an inlet learns every schema written to its topic, and
-//! [`check_readable`] refuses, before anything runs, a reader that cannot read them all.
+//! schema it writes with before its first record (and names it in each record: in a header
+//! unless it is the topic's base, or by its registry id), an inlet learns every schema
+//! written to its topic, and [`check_readable`] refuses, before anything runs, a reader that
+//! cannot read them all.
 
-use runnel_backend::{Backend, TopicSchema};
+use runnel_backend::{Backend, SchemaNaming, TopicSchema};
 use runnel_blueprint::descriptor::{Format, SchemaDescriptor};
 use runnel_streamlet::{Error, Result, Shape};
 
@@ -28,50 +29,111 @@ pub struct UnreadableSchema {
     pub reason: String,
 }
 
+/// How an outlet's records name the schema they were written with.
+#[derive(Debug, Default)]
+pub(crate) struct OutletNaming {
+    /// In the schema header.
+    pub(crate) tag: bool,
+    /// By this registry id, in the Confluent wire format.
+    pub(crate) registry_id: Option<u32>,
+}
+
 /// Registers the Avro `schema` an outlet writes `topic` with, where the backplane keeps
-/// schemas; returns whether its records must name it (it is not the topic's base), or
-/// `tag` (the blueprint's rule) where the backplane keeps none.
+/// schemas; returns how its records name it: in a header where it is not the topic's base,
+/// by its registry id where a registry keeps them, else by `tag` (the blueprint's rule).
 pub(crate) async fn register_outlet(
     backend: &dyn Backend,
     topic: &str,
     schema: Option<SchemaDescriptor>,
     tag: bool,
-) -> Result<bool> {
+) -> Result<OutletNaming> {
+    let by_blueprint = OutletNaming {
+        tag,
+        registry_id: None,
+    };
     let Some(schema) = schema.filter(|schema| schema.format == Format::Avro) else {
-        return Ok(tag);
+        return Ok(by_blueprint);
     };
     if !backend.keeps_schemas() {
-        return Ok(tag);
+        return Ok(by_blueprint);
     }
     let kept = TopicSchema::new(&schema.fingerprint, schema.definition.to_string());
     let schemas = backend
         .register_schema(topic, &kept)
         .await
         .map_err(Error::external)?;
-    Ok(schemas
-        .first()
-        .is_some_and(|base| base.fingerprint != schema.fingerprint))
+    Ok(match backend.schema_naming() {
+        SchemaNaming::Header => OutletNaming {
+            tag: schemas
+                .first()
+                .is_some_and(|base| base.fingerprint != schema.fingerprint),
+            registry_id: None,
+        },
+        SchemaNaming::RegistryId => {
+            let registered = schemas
+                .iter()
+                .rev()
+                .find(|kept| kept.fingerprint == schema.fingerprint)
+                .and_then(|kept| kept.id);
+            let Some(id) = registered else {
+                return Err(Error::msg(format!(
+                    "the schema registry accepted the schema of topic '{topic}' ({}) but does not list it among the topic's schemas",
+                    schema.name
+                )));
+            };
+            OutletNaming {
+                tag: false,
+                registry_id: Some(id),
+            }
+        }
+    })
 }
 
-/// The schemas kept for `topic` (definitions, to add to the writer schemas an inlet knows)
-/// and its base; nothing where the backplane keeps none.
-pub(crate) async fn kept(
-    backend: &dyn Backend,
-    topic: &str,
-) -> Result<(Vec<serde_json::Value>, Option<serde_json::Value>)> {
+/// The schemas an inlet learns from the backplane about its topic.
+#[derive(Debug, Default)]
+pub(crate) struct InletSchemas {
+    /// Every schema kept for the topic, to add to the writer schemas the inlet knows.
+    pub(crate) writers: Vec<serde_json::Value>,
+    /// The topic's base schema, where records name theirs in a header.
+    pub(crate) base: Option<serde_json::Value>,
+    /// The schemas by registry id, where a registry keeps them.
+    pub(crate) registry: Option<Vec<(u32, serde_json::Value)>>,
+}
+
+/// The schemas kept for `topic`; nothing where the backplane keeps none.
+pub(crate) async fn kept(backend: &dyn Backend, topic: &str) -> Result<InletSchemas> {
     if !backend.keeps_schemas() {
-        return Ok((Vec::new(), None));
+        return Ok(InletSchemas::default());
     }
     let schemas = backend
         .topic_schemas(topic)
         .await
         .map_err(Error::external)?;
-    let definitions: Vec<serde_json::Value> = schemas
+    let parsed: Vec<(Option<u32>, serde_json::Value)> = schemas
         .iter()
-        .filter_map(|schema| serde_json::from_str(&schema.definition).ok())
+        .filter_map(|schema| Some((schema.id, serde_json::from_str(&schema.definition).ok()?)))
         .collect();
-    let base = definitions.first().cloned();
-    Ok((definitions, base))
+    let writers: Vec<serde_json::Value> = parsed
+        .iter()
+        .map(|(_, definition)| definition.clone())
+        .collect();
+    Ok(match backend.schema_naming() {
+        SchemaNaming::Header => InletSchemas {
+            base: writers.first().cloned(),
+            writers,
+            registry: None,
+        },
+        SchemaNaming::RegistryId => InletSchemas {
+            registry: Some(
+                parsed
+                    .into_iter()
+                    .filter_map(|(id, definition)| Some((id?, definition)))
+                    .collect(),
+            ),
+            writers,
+            base: None,
+        },
+    })
 }
 
 /// Checks that each inlet of `shape` can read every schema kept for its topic

@@ -11,8 +11,8 @@ use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Offset, TopicPartitionList};
 use runnel_backend::{
     Backend, Consumer, ConsumerConfig, Error, PartitionOffsets, PartitionReader, Producer,
-    ProducerConfig, ReaderConfig, Result, TopicCreation, TopicInfo, TopicPartition, TopicSpec,
-    TransactionConfig, TransactionalProducer,
+    ProducerConfig, ReaderConfig, Result, SchemaNaming, TopicCreation, TopicInfo, TopicPartition,
+    TopicSchema, TopicSpec, TransactionConfig, TransactionalProducer,
 };
 
 use crate::assigned::AssignedReader;
@@ -21,6 +21,7 @@ use crate::context::LogContext;
 use crate::error::Redactor;
 use crate::metadata::{Metadata, blocking};
 use crate::producer::KafkaProducer;
+use crate::registry::SchemaRegistry;
 use crate::topic_limits::TopicLimits;
 use crate::transaction::KafkaTransactionalProducer;
 use crate::{KafkaConfig, KafkaSettings};
@@ -53,6 +54,8 @@ struct Inner {
     limits: Arc<TopicLimits>,
     /// One client per consumer group whose committed offsets were asked for.
     group_readers: Mutex<HashMap<String, Arc<BaseConsumer<LogContext>>>>,
+    /// The schema registry that keeps the topics' schemas, when one is configured.
+    registry: Option<Arc<SchemaRegistry>>,
 }
 
 impl std::fmt::Debug for KafkaBackend {
@@ -75,6 +78,8 @@ impl KafkaBackend {
     ///
     /// When librdkafka refuses a setting, or no broker answers within the request timeout.
     pub async fn connect(config: KafkaConfig) -> Result<Self, crate::Error> {
+        let registry = SchemaRegistry::from_settings(&config.settings)
+            .map_err(|source| crate::Error::RegistrySettings { source })?;
         let redactor = Redactor::new(Arc::new(config.settings.clone()));
         let context = LogContext {
             redactor: redactor.clone(),
@@ -142,6 +147,7 @@ impl KafkaBackend {
                 metadata,
                 limits,
                 group_readers: Mutex::default(),
+                registry,
             }),
         })
     }
@@ -456,6 +462,39 @@ impl Backend for KafkaBackend {
 
     fn supports_compaction(&self) -> bool {
         true
+    }
+
+    fn keeps_schemas(&self) -> bool {
+        self.inner.registry.is_some()
+    }
+
+    fn schema_naming(&self) -> SchemaNaming {
+        SchemaNaming::RegistryId
+    }
+
+    async fn topic_schemas(&self, topic: &str) -> Result<Vec<TopicSchema>> {
+        match &self.inner.registry {
+            Some(registry) => registry.topic_schemas(topic).await,
+            None => Ok(Vec::new()),
+        }
+    }
+
+    async fn register_schema(&self, topic: &str, schema: &TopicSchema) -> Result<Vec<TopicSchema>> {
+        match &self.inner.registry {
+            Some(registry) => registry.register(topic, schema).await,
+            None => Err(runnel_backend::Error::Unsupported {
+                feature: "keeping the schemas written to a topic without `schema.registry.url`",
+            }),
+        }
+    }
+
+    async fn schema_by_id(&self, id: u32) -> Result<TopicSchema> {
+        match &self.inner.registry {
+            Some(registry) => registry.schema_by_id(id).await,
+            None => Err(runnel_backend::Error::Unsupported {
+                feature: "a schema registry without `schema.registry.url`",
+            }),
+        }
     }
 
     async fn transactional_producer(

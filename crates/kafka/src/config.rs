@@ -268,6 +268,8 @@ impl Role {
             })
         };
         match self {
+            // The schema registry's settings are Runnel's own, not librdkafka's.
+            _ if crate::registry::is_registry_setting(key) => false,
             Role::Admin => !matches(CONSUMER_ONLY) && !matches(PRODUCER_ONLY),
             Role::Producer => !matches(CONSUMER_ONLY),
             Role::Consumer => !matches(PRODUCER_ONLY),

@@ -20,6 +20,13 @@ pub enum Error {
         #[source]
         source: LibrdkafkaError,
     },
+    /// The schema registry settings say something Runnel cannot do.
+    #[error("the schema registry settings are not valid")]
+    RegistrySettings {
+        /// What is wrong.
+        #[source]
+        source: runnel_backend::Error,
+    },
     /// The brokers did not answer a metadata request.
     #[error("connecting to the kafka cluster at {bootstrap} failed")]
     Connect {

@@ -69,6 +69,7 @@ mod error;
 mod inspect;
 mod metadata;
 mod producer;
+mod registry;
 mod settings;
 mod targets;
 #[cfg(feature = "test-broker")]
@@ -82,4 +83,5 @@ pub use backend::KafkaBackend;
 pub use config::KafkaConfig;
 pub use error::{Error, LibrdkafkaError};
 pub use inspect::KafkaTopic;
+pub use registry::{REGISTRY_URL, REGISTRY_USER_INFO, SUBJECT_NAME_STRATEGY, SubjectNameStrategy};
 pub use settings::{KafkaSettings, REDACTED, is_secret};

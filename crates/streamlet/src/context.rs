@@ -130,6 +130,7 @@ impl Context {
             clock: parts.clock.clone(),
             metrics: parts.metrics.clone(),
             tag_schema: parts.tag_schema,
+            registry_id: parts.registry_id,
         };
         OutletSender::new(
             parts,

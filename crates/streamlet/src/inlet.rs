@@ -26,6 +26,7 @@ pub(crate) struct InletParts {
     pub(crate) backend: Arc<dyn Backend>,
     pub(crate) writer_schemas: Vec<serde_json::Value>,
     pub(crate) base_schema: Option<serde_json::Value>,
+    pub(crate) registry_schemas: Option<Vec<(u32, serde_json::Value)>>,
     pub(crate) end_of_input: watch::Receiver<bool>,
     pub(crate) policy: BadDataPolicy,
     pub(crate) metrics: Arc<PortMetrics>,
@@ -87,10 +88,16 @@ impl<T: Data> InletStream<T> {
             .fold(Codec::new(format), |codec, definition| {
                 codec.with_writer_schema(definition)
             });
-        let codec = match &parts.base_schema {
+        let mut codec = match &parts.base_schema {
             Some(base) => codec.with_base_schema(base),
             None => codec,
         };
+        if let Some(known) = &parts.registry_schemas {
+            codec = codec.framed_by_registry();
+            for (id, definition) in known {
+                codec.add_registry_schema(*id, definition);
+            }
+        }
         let handle = Arc::new(InletHandle {
             index: parts.index,
             port: parts.port,
@@ -296,10 +303,35 @@ impl<T: Data> InletStream<T> {
         Ok(!behind(&positions, &self.known_ends))
     }
 
+    /// Asks the schema registry for the schema of `id`, which a record names and the codec
+    /// does not know yet (an outside producer registered it after the inlet started). A
+    /// registry that has no such schema leaves the record to fail decoding as bad data; one
+    /// that cannot be reached fails the streamlet, which restarts and asks again.
+    async fn learn_registry_schema(&mut self, id: u32) -> Result<()> {
+        match self.parts.backend.schema_by_id(id).await {
+            Ok(schema) => {
+                if let Ok(definition) = serde_json::from_str(&schema.definition) {
+                    self.codec.add_registry_schema(id, &definition);
+                }
+                Ok(())
+            }
+            Err(runnel_backend::Error::SchemaNotFound { .. }) => Ok(()),
+            Err(error) => Err(Error::external(error)),
+        }
+    }
+
     /// Decodes the first buffered record; one that does not decode, or that failed the
     /// streamlet too often, is handled by the bad-data policy and yields `None`. Cancel
     /// safe: the record leaves the buffer only once it is delivered or handled.
     async fn deliver_front(&mut self) -> Result<Option<Message<T>>> {
+        let unknown_schema = self
+            .buffer
+            .front()
+            .and_then(|front| front.record.value.as_deref())
+            .and_then(|value| self.codec.unknown_registry_id(value));
+        if let Some(id) = unknown_schema {
+            self.learn_registry_schema(id).await?;
+        }
         let permit = self.parts.acknowledgements.message_permit().await;
         let front = self
             .buffer

@@ -29,6 +29,7 @@ pub(crate) struct OutletParts {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) metrics: Arc<PortMetrics>,
     pub(crate) tag_schema: bool,
+    pub(crate) registry_id: Option<u32>,
 }
 
 /// Sends values to one outlet. Cheap to clone; clones share the topic and the partitioning.
@@ -123,10 +124,14 @@ impl<T: Data> OutletSender<T> {
         key: Option<KeyFunction<T>>,
         forward_headers: bool,
     ) -> Self {
+        let codec = match parts.registry_id {
+            Some(id) => Codec::new(format).with_registry_id(id),
+            None => Codec::new(format),
+        };
         OutletSender {
             inner: Arc::new(Inner {
                 parts,
-                codec: Codec::new(format),
+                codec,
                 key,
                 forward_headers,
                 next_partition: AtomicU32::new(0),

@@ -95,6 +95,10 @@ pub struct InletConnection {
     /// The topic's base schema, where the backplane keeps schemas: records without a schema
     /// header were written with it.
     pub base_schema: Option<serde_json::Value>,
+    /// Where a schema registry keeps the topic's schemas: the ids and definitions known
+    /// when the inlet started (others are looked up as records name them). Every value is
+    /// then in the Confluent wire format.
+    pub registry_schemas: Option<Vec<(u32, serde_json::Value)>>,
     /// Becomes `true` once nothing more will be appended to the topic.
     pub end_of_input: watch::Receiver<bool>,
     /// Per partition, the first offset the restored checkpoint does not reflect: records
@@ -114,6 +118,9 @@ pub struct OutletConnection {
     /// Whether every record names its writer schema in the
     /// [`SCHEMA_HEADER`](crate::SCHEMA_HEADER).
     pub tag_schema: bool,
+    /// Where a schema registry keeps the topic's schemas: the registry's id of the schema
+    /// the outlet writes with; every value is then in the Confluent wire format.
+    pub registry_id: Option<u32>,
 }
 
 /// The parts of one instance a streamlet holds, assembled by the host port by port, then
@@ -168,6 +175,7 @@ impl InstanceParts {
             backend: setup.backend.clone(),
             writer_schemas: inlet.writer_schemas,
             base_schema: inlet.base_schema,
+            registry_schemas: inlet.registry_schemas,
             end_of_input: inlet.end_of_input,
             policy: port.bad_data,
             metrics,
@@ -194,6 +202,7 @@ impl InstanceParts {
             clock: setup.clock.clone(),
             metrics: setup.metrics.outlet(outlet.port),
             tag_schema: outlet.tag_schema,
+            registry_id: outlet.registry_id,
         };
         self.outlets.insert(outlet.port, parts);
     }

@@ -51,6 +51,9 @@ impl Tools {
         };
         let mut schemas = schemas;
         let store = open_store(source).await?;
+        if store.frames_by_registry() {
+            schemas.framed_by_registry();
+        }
         // Records written with an older schema (the app's types changed since) decode too.
         for topic in schemas.topics() {
             let kept = store.topic_schemas(&topic).await?;
@@ -67,6 +70,25 @@ impl Tools {
             schemas,
             store,
         })
+    }
+
+    /// Asks the schema registry for the schemas `records` name that are not known yet, so
+    /// they show decoded whatever wrote them.
+    ///
+    /// # Errors
+    ///
+    /// When the registry cannot be reached. An id it does not have is left for the record
+    /// to show undecoded, saying so.
+    pub async fn learn_schemas<'a>(
+        &self,
+        records: impl IntoIterator<Item = &'a runnel_backend::Record>,
+    ) -> Result<()> {
+        for id in self.schemas.unknown_registry_ids(records) {
+            if let Some(schema) = self.store.schema_by_id(id).await? {
+                self.schemas.learn(&schema);
+            }
+        }
+        Ok(())
     }
 
     /// The app's dead-letter topic.

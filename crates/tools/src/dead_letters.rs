@@ -37,6 +37,9 @@ pub async fn dead_letters(
                 Duration::from_millis(200),
             )
             .await?;
+        tools
+            .learn_schemas(records.iter().map(|consumed| &consumed.record))
+            .await?;
         for record in &records {
             let line = letter(tools, record);
             writeln!(out, "{line}").map_err(|source| ToolError::Io {

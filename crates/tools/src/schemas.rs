@@ -6,15 +6,20 @@
 //! its writer's fingerprint in the `runnel.schema` header unless it was written with the
 //! topic's base schema (the first kept), or, where no schemas are kept, unless the topic has
 //! a single writer schema. A topic nothing in the blueprint produces (an input from outside)
-//! is read and written with the schema of the inlets that consume it.
+//! is read and written with the schema of the inlets that consume it. Where a schema
+//! registry keeps the schemas ([`Schemas::framed_by_registry`]), every Avro value starts with
+//! its writer schema's registry id (the Confluent wire format), and is shown with that
+//! schema whatever the topic, blueprint or not.
 
 use std::collections::HashMap;
+use std::sync::RwLock;
 
 use apache_avro::Schema;
 use apache_avro::types::Value;
 use runnel_backend::{Record, TopicSchema};
 use runnel_blueprint::Blueprint;
 use runnel_blueprint::descriptor::{AppDescriptor, Format, SchemaDescriptor};
+use runnel_codec::{REGISTRY_PREFIX, registry_id};
 
 /// The header naming a record's writer schema (its Rabin fingerprint, in hex).
 pub const SCHEMA_HEADER: &str = "runnel.schema";
@@ -23,6 +28,9 @@ pub const SCHEMA_HEADER: &str = "runnel.schema";
 #[derive(Debug, Default)]
 pub struct Schemas {
     topics: HashMap<String, TopicSchemas>,
+    /// Where a schema registry keeps the topics' schemas: the schemas known by id so far
+    /// (learned as records name them, so tools that only read share the cache).
+    registry: Option<RwLock<HashMap<u32, Schema>>>,
 }
 
 #[derive(Debug)]
@@ -103,12 +111,62 @@ impl Schemas {
                 },
             );
         }
-        Schemas { topics }
+        Schemas {
+            topics,
+            registry: None,
+        }
+    }
+
+    /// Reads every Avro value as in the Confluent wire format: the magic byte 0, the
+    /// registry id of its writer schema, then the value.
+    pub fn framed_by_registry(&mut self) {
+        self.registry.get_or_insert_with(RwLock::default);
+    }
+
+    /// The registry ids `records` name that are not known yet, to
+    /// [learn](Schemas::learn); none unless values are framed by a registry.
+    pub fn unknown_registry_ids<'a>(
+        &self,
+        records: impl IntoIterator<Item = &'a Record>,
+    ) -> Vec<u32> {
+        let Some(registry) = &self.registry else {
+            return Vec::new();
+        };
+        let known = registry.read().expect("the schema cache is never poisoned");
+        let mut unknown = Vec::new();
+        for record in records {
+            if let Some(id) = record.value.as_deref().and_then(registry_id)
+                && !known.contains_key(&id)
+                && !unknown.contains(&id)
+            {
+                unknown.push(id);
+            }
+        }
+        unknown
+    }
+
+    /// Adds a schema the registry keeps, by its id.
+    pub fn learn(&self, schema: &TopicSchema) {
+        let (Some(registry), Some(id)) = (&self.registry, schema.id) else {
+            return;
+        };
+        let parsed = serde_json::from_str(&schema.definition)
+            .ok()
+            .and_then(|definition: serde_json::Value| Schema::parse(&definition).ok());
+        if let Some(parsed) = parsed {
+            registry
+                .write()
+                .expect("the schema cache is never poisoned")
+                .insert(id, parsed);
+        }
     }
 
     /// Adds the schemas the backplane keeps for `topic` (oldest, the base, first), so that
     /// records written with any of them decode, whatever the blueprint says now.
     pub fn keep(&mut self, topic: &str, kept: &[TopicSchema]) {
+        for schema in kept {
+            self.learn(schema);
+        }
         let Some(schemas) = self.topics.get_mut(topic) else {
             return;
         };
@@ -154,14 +212,24 @@ impl Schemas {
     /// When the topic's schema is unknown, the value is null (a tombstone) or it does not
     /// decode with the schema.
     pub fn decode(&self, topic: &str, record: &Record) -> Result<serde_json::Value, String> {
-        let schemas = self
-            .topics
-            .get(topic)
-            .ok_or_else(|| format!("no schema is known for topic '{topic}'"))?;
         let value = record
             .value
             .as_deref()
             .ok_or_else(|| "the value is null (a tombstone)".to_owned())?;
+        let schemas = self.topics.get(topic);
+        if let Some(registry) = &self.registry
+            && schemas.is_none_or(|schemas| schemas.format == Format::Avro)
+        {
+            let Some(id) = registry_id(value) else {
+                return Err("the value is not in the Confluent wire format (the magic byte 0, a 4-byte schema id, then Avro)".to_owned());
+            };
+            let known = registry.read().expect("the schema cache is never poisoned");
+            let writer = known
+                .get(&id)
+                .ok_or_else(|| format!("the schema registry has no schema with id {id}"))?;
+            return avro_json(writer, &value[REGISTRY_PREFIX..]);
+        }
+        let schemas = schemas.ok_or_else(|| format!("no schema is known for topic '{topic}'"))?;
         if schemas.format == Format::Json {
             return serde_json::from_slice(value)
                 .map_err(|error| format!("the value is not JSON: {error}"));
@@ -185,16 +253,7 @@ impl Schemas {
                     .unwrap_or(&schemas.preferred.1)
             }
         };
-        let mut bytes = value;
-        let value = apache_avro::from_avro_datum(writer, &mut bytes, None)
-            .map_err(|error| format!("the value does not decode as Avro: {error}"))?;
-        if !bytes.is_empty() {
-            return Err(format!(
-                "the value does not decode as Avro: {} bytes left over",
-                bytes.len()
-            ));
-        }
-        Ok(avro_to_json(&value))
+        avro_json(writer, value)
     }
 
     /// `value` encoded for `topic`, with the header naming its schema when the topic's
@@ -227,6 +286,19 @@ impl Schemas {
         let tag = (schemas.writers.len() > 1).then(|| fingerprint.clone());
         Ok((bytes, tag))
     }
+}
+
+/// `bytes`, the Avro encoding of a value of `writer`, as JSON.
+fn avro_json(writer: &Schema, mut bytes: &[u8]) -> Result<serde_json::Value, String> {
+    let value = apache_avro::from_avro_datum(writer, &mut bytes, None)
+        .map_err(|error| format!("the value does not decode as Avro: {error}"))?;
+    if !bytes.is_empty() {
+        return Err(format!(
+            "the value does not decode as Avro: {} bytes left over",
+            bytes.len()
+        ));
+    }
+    Ok(avro_to_json(&value))
 }
 
 /// An Avro value as plain JSON: records as objects, unions as their branch's value, enums

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use runnel_backend::{
     Backend, CommitOffset, ConsumedRecord, ConsumerConfig, PartitionOffsets, ProducerConfig,
-    Record, TopicSchema, TopicSpec,
+    Record, SchemaNaming, TopicSchema, TopicSpec,
 };
 use runnel_embedded_log::{EmbeddedBackend, LogConfig, LogInspector};
 
@@ -217,7 +217,46 @@ impl Store {
                 Err(runnel_embedded_log::Error::TopicNotFound { .. }) => Ok(Vec::new()),
                 Err(source) => Err(self.log_error(source)),
             },
-            _ => Ok(Vec::new()),
+            #[cfg(feature = "kafka")]
+            Store::Kafka(kafka) => kafka
+                .topic_schemas(topic)
+                .await
+                .map_err(|e| backplane(format!("reading the schemas of topic '{topic}'"), e)),
+            Store::Embedded { .. } => Ok(Vec::new()),
+        }
+    }
+
+    /// Whether every Avro value starts with its schema's registry id (Kafka with a schema
+    /// registry).
+    pub fn frames_by_registry(&self) -> bool {
+        match self {
+            Store::Embedded { .. } => false,
+            #[cfg(feature = "kafka")]
+            Store::Kafka(kafka) => {
+                kafka.keeps_schemas()
+                    && kafka.schema_naming() == runnel_backend::SchemaNaming::RegistryId
+            }
+        }
+    }
+
+    /// The schema the registry knows by `id`; `None` when it has none, or there is no
+    /// registry.
+    ///
+    /// # Errors
+    ///
+    /// When the registry cannot be reached.
+    pub async fn schema_by_id(&self, id: u32) -> Result<Option<TopicSchema>> {
+        match self {
+            Store::Embedded { .. } => Ok(None),
+            #[cfg(feature = "kafka")]
+            Store::Kafka(kafka) => match kafka.schema_by_id(id).await {
+                Ok(schema) => Ok(Some(schema)),
+                Err(runnel_backend::Error::SchemaNotFound { .. }) => Ok(None),
+                Err(error) => Err(backplane(
+                    format!("looking up schema id {id} in the schema registry"),
+                    error,
+                )),
+            },
         }
     }
 
@@ -281,17 +320,43 @@ impl Store {
             )));
         }
         if let Some(encoded) = encoded_with {
-            let named = if backend.keeps_schemas() {
-                let kept = backend
+            let kept = if backend.keeps_schemas() {
+                backend
                     .register_schema(topic, &encoded.schema)
                     .await
                     .map_err(|e| {
                         backplane(format!("registering the schema of topic '{topic}'"), e)
-                    })?;
-                kept.first()
-                    .is_some_and(|base| base.fingerprint != encoded.schema.fingerprint)
+                    })?
             } else {
-                encoded.named
+                Vec::new()
+            };
+            let fingerprint = &encoded.schema.fingerprint;
+            if backend.keeps_schemas() && backend.schema_naming() == SchemaNaming::RegistryId {
+                let id = kept
+                    .iter()
+                    .find(|kept| kept.fingerprint == *fingerprint)
+                    .and_then(|kept| kept.id)
+                    .ok_or_else(|| {
+                        ToolError::Usage(format!(
+                            "the schema registry does not list the schema of topic '{topic}' it accepted"
+                        ))
+                    })?;
+                for record in &mut records {
+                    if let Some(value) = &record.value {
+                        let mut framed = Vec::with_capacity(value.len() + 5);
+                        framed.push(0);
+                        framed.extend_from_slice(&id.to_be_bytes());
+                        framed.extend_from_slice(value);
+                        record.value = Some(framed.into());
+                    }
+                }
+            }
+            let named = match backend.schema_naming() {
+                _ if !backend.keeps_schemas() => encoded.named,
+                SchemaNaming::Header => kept
+                    .first()
+                    .is_some_and(|base| base.fingerprint != *fingerprint),
+                SchemaNaming::RegistryId => false,
             };
             if named {
                 let fingerprint = encoded.schema.fingerprint.clone();

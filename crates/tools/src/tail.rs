@@ -68,6 +68,11 @@ pub async fn tail(tools: &Tools, args: &TailArgs, out: &mut dyn Write) -> Result
                 let Some(last) = records.last() else { break };
                 *position = last.offset + 1;
                 progressed = true;
+                if !args.raw {
+                    tools
+                        .learn_schemas(records.iter().map(|consumed| &consumed.record))
+                        .await?;
+                }
                 for record in &records {
                     write_record(tools, args, record, out)?;
                 }

@@ -15,6 +15,7 @@ mod kubernetes; // build, deploy, scale, configure, kill, undeploy on a process-
 mod observability; // metrics, lag, status and the web view in headless Chromium
 mod refusals; // bad blueprints and parameters stop the run before it starts
 mod scaling; // two run-streamlet processes share partitions; kill -9 one; nothing lost
+mod schema_registry; // Confluent Avro clients and the app read each other through Apicurio Registry
 mod secrets; // canary secrets from every source show nowhere
 mod shutdown; // SIGTERM drains, commits and exits 0
 mod support; // running the binary and reading topics back

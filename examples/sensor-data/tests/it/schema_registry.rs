@@ -1,0 +1,150 @@
+//! The Confluent wire format with a real schema registry (Apicurio Registry) on Apache Kafka:
+//! a plain Python client with Confluent's `AvroSerializer` writes readings with an evolved
+//! schema, the app reads them (resolving that schema to its own), and the same client's
+//! `AvroDeserializer` reads what the app wrote; `tail` shows both.
+
+use std::process::{Command, Stdio};
+
+use runnel::apache_avro::AvroSchema as _;
+use runnel_backend::{Backend, TopicSpec};
+use runnel_kafka::KafkaBackend;
+use runnel_kafka::test_broker::ApacheKafka;
+use runnel_kafka::test_registry::ApicurioRegistry;
+use sensor_data::model::SensorData;
+
+use crate::kafka_support::app_on;
+use crate::support::{BLUEPRINT, Running, stderr_of, stdout_of};
+
+const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/registry_interop.py");
+const READINGS: usize = 30;
+
+fn python(args: &[&str]) -> std::process::Output {
+    let output = Command::new("python3")
+        .arg(SCRIPT)
+        .args(args)
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("running python3");
+    assert!(
+        output.status.success(),
+        "registry_interop.py {args:?} failed"
+    );
+    output
+}
+
+#[derive(runnel::serde::Deserialize)]
+#[serde(crate = "runnel::serde")]
+struct Consumed {
+    valid: Vec<serde_json::Value>,
+    invalid: Vec<serde_json::Value>,
+    /// The schema ids the app's records start with.
+    ids: Vec<u32>,
+    /// Every subject, with the id of its latest version.
+    subjects: std::collections::BTreeMap<String, u32>,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confluent_avro_clients_and_the_app_read_each_other_through_the_registry() {
+    let broker = ApacheKafka::start();
+    let registry = ApicurioRegistry::start();
+    let backend = KafkaBackend::connect(broker.config()).await.unwrap();
+    backend
+        .create_topic(&TopicSpec::new("sensor-data", 2))
+        .await
+        .unwrap();
+    let schema = SensorData::get_schema().canonical_form();
+    python(&[
+        "produce",
+        &broker.bootstrap_servers(),
+        &registry.url(),
+        &schema,
+        &READINGS.to_string(),
+    ]);
+
+    let registry_setting = format!("schema.registry.url={}", registry.url());
+    let streamlet = |name: &str| {
+        let mut command = app_on(&broker, &["run-streamlet", name, BLUEPRINT]);
+        command.args(["--kafka-setting", &registry_setting]);
+        Running::start(command)
+    };
+    let to_metrics = streamlet("to-metrics");
+    let validation = streamlet("validation");
+    let consumed = tokio::task::spawn_blocking({
+        let (bootstrap, url) = (broker.bootstrap_servers(), registry.url());
+        move || python(&["consume", &bootstrap, &url, &(3 * READINGS).to_string()])
+    })
+    .await
+    .unwrap();
+    for mut running in [to_metrics, validation] {
+        running.child.kill().unwrap();
+        running.child.wait().unwrap();
+    }
+
+    let consumed: Consumed = serde_json::from_slice(&consumed.stdout).unwrap();
+    assert_eq!(consumed.valid.len() + consumed.invalid.len(), 3 * READINGS);
+    let mut faulty: Vec<i64> = consumed
+        .invalid
+        .iter()
+        .map(|invalid| invalid["metric"]["sequence"].as_i64().unwrap())
+        .collect();
+    faulty.sort_unstable();
+    let expected: Vec<i64> = (0..READINGS as i64).filter(|s| s % 5 == 4).collect();
+    assert_eq!(
+        faulty, expected,
+        "exactly the readings with a negative rotor speed"
+    );
+    let power_of_7 = consumed
+        .valid
+        .iter()
+        .find(|metric| metric["sequence"] == 7 && metric["name"] == "power")
+        .expect("the power metric of reading 7");
+    assert_eq!(power_of_7["value"], 1007.0);
+    assert_eq!(power_of_7["device_id"], "device-1");
+    // The app registered each schema it writes under its topic's subject, and its records
+    // name those ids.
+    let subjects: Vec<&str> = consumed.subjects.keys().map(String::as_str).collect();
+    assert_eq!(
+        subjects,
+        [
+            "invalid-metrics-value",
+            "metrics-value",
+            "sensor-data-value",
+            "valid-metrics-value"
+        ]
+    );
+    let mut written = vec![
+        consumed.subjects["valid-metrics-value"],
+        consumed.subjects["invalid-metrics-value"],
+    ];
+    written.sort_unstable();
+    written.dedup();
+    assert_eq!(consumed.ids, written);
+
+    // `tail` shows the outside producer's records with the schema that wrote them, field
+    // `site` included, and the app's with theirs.
+    let tail = |topic: &str| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_sensor-data"));
+        command
+            .args([
+                "tail",
+                topic,
+                "--values",
+                "--count",
+                "1",
+                "--blueprint",
+                BLUEPRINT,
+            ])
+            .args(broker.app_arguments())
+            .args(["--kafka-setting", &registry_setting]);
+        let output = command.output().unwrap();
+        assert!(output.status.success(), "{}", stderr_of(&output));
+        serde_json::from_str::<serde_json::Value>(stdout_of(&output).trim()).unwrap()
+    };
+    let reading = tail("sensor-data");
+    assert_eq!(reading["site"], "north-sea", "{reading}");
+    let metric = tail("valid-metrics");
+    assert!(
+        metric["name"].is_string() && metric["value"].is_number(),
+        "{metric}"
+    );
+}
