@@ -95,6 +95,8 @@ pub struct Topic {
     pub producer_config: BTreeMap<String, String>,
     /// Consumer settings, with Kafka's names, values as text.
     pub consumer_config: BTreeMap<String, String>,
+    /// The rule the topic's schemas keep as they change (BACKWARD unless set).
+    pub compatibility: crate::Compatibility,
     /// The outlets that write it.
     pub producers: Vec<PortPath>,
     /// The inlets that read it.

@@ -90,6 +90,7 @@ pub(crate) struct TopicFile {
     pub(crate) config: BTreeMap<String, String>,
     pub(crate) producer_config: BTreeMap<String, String>,
     pub(crate) consumer_config: BTreeMap<String, String>,
+    pub(crate) compatibility: Option<Located<crate::Compatibility>>,
 }
 
 impl Default for Located<String> {

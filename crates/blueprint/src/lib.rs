@@ -66,6 +66,7 @@ pub mod parameter;
 mod avro;
 mod blueprint;
 mod code;
+mod compatibility;
 mod connections;
 mod constraint;
 mod diagnostic;
@@ -84,6 +85,7 @@ mod verify;
 
 pub use blueprint::{Blueprint, PortPath, StreamletInstance, Topic};
 pub use code::{Code, Severity, UnknownCode};
+pub use compatibility::{COMPATIBILITY_NAMES, Compatibility, SchemaBreak};
 pub use diagnostic::{Diagnostic, Location};
 pub use error::{Error, Result};
 pub use facts::{Facts, PortKind, Role};

@@ -29,6 +29,7 @@ const TOPIC_KEYS: &[&str] = &[
     "config",
     "producer-config",
     "consumer-config",
+    "compatibility",
 ];
 
 /// Parses the blueprint text, reporting syntax and shape problems.
@@ -219,6 +220,26 @@ fn parse_topic(
             }
             "consumer-config" => {
                 topic.consumer_config = expect_settings(value, &what, facts(), report);
+            }
+            "compatibility" => {
+                let Some(text) = expect_string(value, &what, facts(), report) else {
+                    continue;
+                };
+                match crate::Compatibility::parse(&text.value) {
+                    Some(rule) => topic.compatibility = Some(Located::new(rule, text.span)),
+                    None => {
+                        let expected = crate::COMPATIBILITY_NAMES.join(", ");
+                        report.at(
+                            Code::BlueprintFormatError,
+                            text.span,
+                            format!(
+                                "{what} is '{}', which is not a compatibility rule; expected one of {expected}",
+                                text.value
+                            ),
+                            facts().expected(&expected).found(&text.value),
+                        );
+                    }
+                }
             }
             unknown => {
                 let suggestion = closest(unknown, TOPIC_KEYS.iter().copied());

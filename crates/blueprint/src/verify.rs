@@ -150,6 +150,10 @@ fn build(cx: &Context<'_>) -> Blueprint {
             config: topic.config.clone(),
             producer_config: topic.producer_config.clone(),
             consumer_config: topic.consumer_config.clone(),
+            compatibility: topic
+                .compatibility
+                .as_ref()
+                .map_or_else(Default::default, |c| c.value),
             producers: paths(&topic.producers),
             consumers: paths(&topic.consumers),
         })

@@ -58,5 +58,7 @@ mod topic_schemas;
 mod wiring;
 
 pub use instance::run_instance;
-pub use topic_schemas::{UnreadableSchema, check_readable};
+pub use topic_schemas::{
+    IncompatibleSchema, TopicPort, UnreadableSchema, check_readable, check_writable,
+};
 pub use wiring::{HostSettings, InletWiring, OutletWiring, Wiring};

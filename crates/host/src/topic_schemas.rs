@@ -1,10 +1,13 @@
 //! The schemas kept with each topic, from the instance's side: an outlet registers the
 //! schema it writes with before its first record (and names it in each record: in a header
 //! unless it is the topic's base, or by its registry id), an inlet learns every schema
-//! written to its topic, and [`check_readable`] refuses, before anything runs, a reader that
-//! cannot read them all.
+//! written to its topic, and [`check_readable`] and [`check_writable`] refuse, before
+//! anything runs, a reader that cannot read them all and a writer whose schema breaks its
+//! topic's compatibility rule.
 
 use runnel_backend::{Backend, SchemaNaming, TopicSchema};
+use runnel_blueprint::Compatibility;
+use runnel_blueprint::SchemaBreak;
 use runnel_blueprint::descriptor::{Format, SchemaDescriptor};
 use runnel_streamlet::{Error, Result, Shape};
 
@@ -27,6 +30,106 @@ pub struct UnreadableSchema {
     pub number: usize,
     /// What breaks resolution, naming the field.
     pub reason: String,
+}
+
+/// An outlet whose schema breaks its topic's compatibility rule against a schema kept for
+/// the topic.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "streamlet '{instance}' cannot write topic '{topic}' through outlet '{outlet}' with schema '{schema}': {broken}; give a new field a default and keep removed fields' defaults, or set the topic's `compatibility` in the blueprint (docs/schemas.md)"
+)]
+pub struct IncompatibleSchema {
+    /// The streamlet instance.
+    pub instance: String,
+    /// Its outlet.
+    pub outlet: String,
+    /// The topic the outlet writes.
+    pub topic: String,
+    /// The name of the outlet's schema.
+    pub schema: String,
+    /// The rule, the version and the field.
+    pub broken: SchemaBreak,
+}
+
+/// A port of an instance, the topic it is connected to, and the topic's compatibility rule.
+#[derive(Clone, Copy, Debug)]
+pub struct TopicPort<'a> {
+    /// The port's name.
+    pub port: &'a str,
+    /// The topic.
+    pub topic: &'a str,
+    /// The rule the topic's schemas keep.
+    pub compatibility: Compatibility,
+}
+
+/// The Avro schemas kept for `topic`, oldest first, as descriptors; none for a topic not
+/// created yet.
+async fn kept_descriptors(
+    backend: &dyn Backend,
+    topic: &str,
+) -> std::result::Result<Vec<SchemaDescriptor>, runnel_backend::Error> {
+    let schemas = match backend.topic_schemas(topic).await {
+        Ok(schemas) => schemas,
+        // A topic not created yet holds nothing to read.
+        Err(runnel_backend::Error::TopicNotFound { .. }) => return Ok(Vec::new()),
+        Err(error) => return Err(error),
+    };
+    Ok(schemas
+        .into_iter()
+        .filter_map(|kept| {
+            Some(SchemaDescriptor {
+                format: Format::Avro,
+                name: String::new(),
+                definition: serde_json::from_str(&kept.definition).ok()?,
+                fingerprint: kept.fingerprint,
+            })
+        })
+        .collect())
+}
+
+/// Checks that the schema of each outlet of `shape` keeps its topic's compatibility rule
+/// against the schemas kept for the topic (`outlets`), before the instance `instance`
+/// starts; returns every outlet that does not, naming the version and the field.
+/// Backplanes that keep no schemas pass.
+///
+/// # Errors
+///
+/// When the backplane cannot list a topic's schemas.
+pub async fn check_writable(
+    instance: &str,
+    shape: &Shape,
+    outlets: &[TopicPort<'_>],
+    backend: &dyn Backend,
+) -> std::result::Result<Vec<IncompatibleSchema>, runnel_backend::Error> {
+    let mut incompatible = Vec::new();
+    if !backend.keeps_schemas() {
+        return Ok(incompatible);
+    }
+    for outlet in outlets {
+        let Some(writer) = shape.outlet_schema(outlet.port) else {
+            continue;
+        };
+        if writer.format != Format::Avro || outlet.compatibility == Compatibility::None {
+            continue;
+        }
+        let kept = kept_descriptors(backend, outlet.topic).await?;
+        if kept
+            .iter()
+            .any(|kept| kept.fingerprint == writer.fingerprint)
+        {
+            continue;
+        }
+        if let Err(broken) = outlet.compatibility.check(&writer, &kept) {
+            incompatible.push(IncompatibleSchema {
+                instance: instance.to_owned(),
+                outlet: outlet.port.to_owned(),
+                topic: outlet.topic.to_owned(),
+                schema: writer.name.clone(),
+                broken,
+            });
+        }
+    }
+    Ok(incompatible)
 }
 
 /// How an outlet's records name the schema they were written with.
@@ -136,10 +239,10 @@ pub(crate) async fn kept(backend: &dyn Backend, topic: &str) -> Result<InletSche
     })
 }
 
-/// Checks that each inlet of `shape` can read every schema kept for its topic
-/// (`inlets`: port and topic), before the instance `instance` starts; returns every inlet
-/// that cannot, naming the field that breaks resolution. Backplanes that keep no schemas
-/// pass.
+/// Checks that each inlet of `shape` can read every schema kept for its topic (`inlets`),
+/// before the instance `instance` starts: records of each may still be on the topic,
+/// whatever its rule, unless the rule is NONE. Returns every inlet that cannot, naming the
+/// field that breaks resolution. Backplanes that keep no schemas pass.
 ///
 /// # Errors
 ///
@@ -147,45 +250,31 @@ pub(crate) async fn kept(backend: &dyn Backend, topic: &str) -> Result<InletSche
 pub async fn check_readable(
     instance: &str,
     shape: &Shape,
-    inlets: &[(&str, &str)],
+    inlets: &[TopicPort<'_>],
     backend: &dyn Backend,
 ) -> std::result::Result<Vec<UnreadableSchema>, runnel_backend::Error> {
     let mut unreadable = Vec::new();
     if !backend.keeps_schemas() {
         return Ok(unreadable);
     }
-    for (inlet, topic) in inlets {
-        let Some(reader) = shape.inlet_schema(inlet) else {
+    for inlet in inlets {
+        let Some(reader) = shape.inlet_schema(inlet.port) else {
             continue;
         };
-        if reader.format != Format::Avro {
+        if reader.format != Format::Avro || inlet.compatibility == Compatibility::None {
             continue;
         }
-        let schemas = match backend.topic_schemas(topic).await {
-            Ok(schemas) => schemas,
-            // A topic not created yet holds nothing to read.
-            Err(runnel_backend::Error::TopicNotFound { .. }) => continue,
-            Err(error) => return Err(error),
-        };
-        for (index, kept) in schemas.iter().enumerate() {
-            if kept.fingerprint == reader.fingerprint {
+        let kept = kept_descriptors(backend, inlet.topic).await?;
+        for (index, writer) in kept.iter().enumerate() {
+            if writer.fingerprint == reader.fingerprint {
                 continue;
             }
-            let Ok(definition) = serde_json::from_str(&kept.definition) else {
-                continue;
-            };
-            let writer = SchemaDescriptor {
-                format: Format::Avro,
-                name: String::new(),
-                definition,
-                fingerprint: kept.fingerprint.clone(),
-            };
-            if let Err(reason) = reader.can_read(&writer) {
+            if let Err(reason) = reader.can_read(writer) {
                 unreadable.push(UnreadableSchema {
                     instance: instance.to_owned(),
-                    inlet: (*inlet).to_owned(),
-                    topic: (*topic).to_owned(),
-                    fingerprint: kept.fingerprint.clone(),
+                    inlet: inlet.port.to_owned(),
+                    topic: inlet.topic.to_owned(),
+                    fingerprint: writer.fingerprint.clone(),
                     number: index + 1,
                     reason,
                 });

@@ -48,12 +48,15 @@ pub enum RunError {
         /// The instance.
         instance: String,
     },
-    /// Inlets cannot read records already on their topics: a schema changed in a way that
-    /// does not resolve what was written before.
-    #[error("{}", unreadable.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    /// Inlets cannot read records already on their topics (a schema changed in a way that
+    /// does not resolve what was written before), or outlets' schemas break their topics'
+    /// compatibility rules.
+    #[error("{}", unreadable.iter().map(ToString::to_string).chain(incompatible.iter().map(ToString::to_string)).collect::<Vec<_>>().join("\n"))]
     UnreadableSchemas {
         /// Each inlet and schema that does not resolve, naming the field.
         unreadable: Vec<runnel_host::UnreadableSchema>,
+        /// Each outlet whose schema breaks its topic's rule, naming the version and field.
+        incompatible: Vec<runnel_host::IncompatibleSchema>,
     },
     /// Reading the schemas kept with a topic failed.
     #[error("reading the schemas of the topics failed")]

@@ -4,9 +4,9 @@
 use std::collections::{BTreeMap, HashMap};
 
 use runnel_backend::TopicSpec;
-use runnel_blueprint::Blueprint;
 use runnel_blueprint::descriptor::{AppDescriptor, Delivery};
 use runnel_blueprint::parameter::ParameterValue;
+use runnel_blueprint::{Blueprint, Compatibility};
 use runnel_streamlet::{ParameterError, resolve_parameters};
 
 use crate::{Factory, LocalConfig, Registry};
@@ -101,6 +101,8 @@ pub struct OutletPlan {
     /// Whether records name their writer schema in a header: the topic's producers write
     /// with different schemas.
     pub tag_schema: bool,
+    /// The rule the topic's schemas keep.
+    pub compatibility: Compatibility,
 }
 
 /// One inlet: its topic, consumer group and the schemas its producers write with.
@@ -116,6 +118,8 @@ pub struct InletPlan {
     pub writer_schemas: Vec<serde_json::Value>,
     /// Consumer settings from the blueprint.
     pub consumer_settings: BTreeMap<String, String>,
+    /// The rule the topic's schemas keep.
+    pub compatibility: Compatibility,
 }
 
 /// A topic to create (or expect) and who writes it.
@@ -182,6 +186,7 @@ pub fn plan(
                     group: format!("{}.{}.{}", blueprint.name, streamlet.name, inlet.name),
                     writer_schemas: writer_schemas(blueprint, descriptor, topic),
                     consumer_settings: topic.consumer_config.clone(),
+                    compatibility: topic.compatibility,
                 })
             })
             .collect();
@@ -199,6 +204,7 @@ pub fn plan(
                     port: outlet.name.clone(),
                     topic: topic.name.clone(),
                     tag_schema: distinct.count() > 1,
+                    compatibility: topic.compatibility,
                 })
             })
             .collect();

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use runnel_backend::{Backend, TopicSpec};
 use runnel_blueprint::descriptor::Delivery;
-use runnel_host::HostSettings;
+use runnel_host::{HostSettings, TopicPort};
 use runnel_streamlet::InstanceMetrics;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -291,25 +291,47 @@ pub async fn start(
 }
 
 /// Refuses to start when an inlet cannot read every schema kept with its topic (a type
-/// changed in a way that cannot read what is there already), naming each one and its field.
+/// changed in a way that cannot read what is there already), or an outlet's schema breaks
+/// its topic's compatibility rule, naming each one, the version and the field.
 async fn check_schemas(instances: &[InstancePlan], backend: &dyn Backend) -> Result<(), RunError> {
     let mut unreadable = Vec::new();
+    let mut incompatible = Vec::new();
     for instance in instances {
         let shape = (instance.factory)().shape();
-        let inlets: Vec<(&str, &str)> = instance
+        let inlets: Vec<TopicPort<'_>> = instance
             .inlets
             .iter()
-            .map(|inlet| (inlet.port.as_str(), inlet.topic.as_str()))
+            .map(|inlet| TopicPort {
+                port: &inlet.port,
+                topic: &inlet.topic,
+                compatibility: inlet.compatibility,
+            })
+            .collect();
+        let outlets: Vec<TopicPort<'_>> = instance
+            .outlets
+            .iter()
+            .map(|outlet| TopicPort {
+                port: &outlet.port,
+                topic: &outlet.topic,
+                compatibility: outlet.compatibility,
+            })
             .collect();
         let found = runnel_host::check_readable(&instance.name, &shape, &inlets, backend)
             .await
             .map_err(RunError::TopicSchemas)?;
         unreadable.extend(found);
+        let found = runnel_host::check_writable(&instance.name, &shape, &outlets, backend)
+            .await
+            .map_err(RunError::TopicSchemas)?;
+        incompatible.extend(found);
     }
-    if unreadable.is_empty() {
+    if unreadable.is_empty() && incompatible.is_empty() {
         Ok(())
     } else {
-        Err(RunError::UnreadableSchemas { unreadable })
+        Err(RunError::UnreadableSchemas {
+            unreadable,
+            incompatible,
+        })
     }
 }
 

@@ -34,6 +34,7 @@ fn the_json_schema_knows_every_key() {
         [
             "bootstrap-servers",
             "cluster",
+            "compatibility",
             "config",
             "consumer-config",
             "consumers",

@@ -213,6 +213,30 @@ fn an_input_type_evolves_and_every_record_stays_readable() {
         "{stderr}"
     );
 
+    // Version 4 reads names as version 1 did, but adds a field without a default to what it
+    // writes: under the topic's rule (BACKWARD, the default) a reader of the new greeting
+    // could not read the greetings written before, so the run is refused, naming the rule,
+    // the version and the field.
+    write_streamlet(
+        &project,
+        &generated,
+        ORIGINAL,
+        "format!(\"Hello, {name}!\"), language: \"en\".to_owned()",
+    );
+    let source = std::fs::read_to_string(project.join("src/greet.rs")).unwrap();
+    let source = source.replace(
+        "pub struct Greeting {\n    pub text: String,\n}",
+        "pub struct Greeting {\n    pub text: String,\n    pub language: String,\n}",
+    );
+    std::fs::write(project.join("src/greet.rs"), source).unwrap();
+    let refused = cargo(&project, &["run", "--offline", "--quiet", "--", "run"], "");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("streamlet 'greet' cannot write topic 'greetings' through outlet 'out' with schema 'Greeting': it breaks BACKWARD compatibility with the topic's schema version 1: a reader of the new schema could not read records written with version 1, since field 'Greeting.language' is missing"),
+        "{stderr}"
+    );
+
     // Back to version 1: it reads the record version 2 wrote and left unread, without its
     // title.
     write_streamlet(&project, &generated, ORIGINAL, ORIGINAL_GREETING);
