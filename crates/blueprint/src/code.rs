@@ -115,6 +115,10 @@ codes! {
     InvalidKafkaClusterName => Error,
     /// A consumer cannot read what a producer of the same topic writes.
     IncompatibleSchema => Error,
+    /// (`verify --against`) A consumer cannot read a schema records of its topic were
+    /// written with, or a producer's schema breaks its topic's compatibility rule against
+    /// the schemas the backplane keeps for it.
+    IncompatibleSchemaChange => Error,
     /// A streamlet type declares a parameter key that is not a valid key.
     InvalidConfigParameterKeyName => Error,
     /// A streamlet type declares the same parameter key twice.

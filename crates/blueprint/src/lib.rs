@@ -92,4 +92,4 @@ pub use facts::{Facts, PortKind, Role};
 pub use render::{render_human, render_json};
 pub use secrets::is_secret_setting;
 pub use suggest::{closest, did_you_mean};
-pub use verify::{Verification, parse, verify};
+pub use verify::{KeptSchemas, Verification, kept_schema, parse, verify, verify_against};

@@ -13,6 +13,7 @@ use crate::file::{BlueprintFile, StreamletEntry};
 
 pub(crate) mod app;
 pub(crate) mod cycles;
+pub(crate) mod kept_schemas;
 pub(crate) mod parameters;
 pub(crate) mod port_names;
 pub(crate) mod ports;

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::blueprint::{Blueprint, PortPath, StreamletInstance, Topic};
 use crate::code::Severity;
-use crate::descriptor::AppDescriptor;
+use crate::descriptor::{AppDescriptor, SchemaDescriptor};
 use crate::diagnostic::Diagnostic;
 use crate::parse::parse_file;
 use crate::report::Report;
@@ -69,7 +69,55 @@ impl Verification {
 /// assert!(verification.diagnostics[1].message.ends_with("did you mean 'gen.out', which is on no topic?"));
 /// ```
 pub fn verify(file: &Path, text: &str, descriptor: &AppDescriptor) -> Verification {
-    check(file, text, Some(descriptor))
+    check(file, text, Some(descriptor), None)
+}
+
+/// The Avro schemas a backplane keeps for topics (by the topic's name on the log), oldest
+/// first: what records on them were written with.
+pub type KeptSchemas = std::collections::BTreeMap<String, Vec<SchemaDescriptor>>;
+
+/// A kept schema, as [`KeptSchemas`] holds it: its fingerprint and definition, named by its
+/// Avro full name.
+///
+/// ```
+/// let kept = runnel_blueprint::kept_schema("00ff", serde_json::json!({"type": "enum", "name": "Unit", "symbols": ["C"]}));
+/// assert_eq!(kept.name, "Unit");
+/// ```
+pub fn kept_schema(fingerprint: &str, definition: serde_json::Value) -> SchemaDescriptor {
+    crate::rules::kept_schemas::descriptor(fingerprint, definition)
+}
+
+/// [`verify`], and also checks the blueprint's schemas against those a backplane keeps for
+/// its topics (`kept`): a consumer that cannot read a schema records of its topic were
+/// written with, or a producer whose schema breaks its topic's compatibility rule, is an
+/// `IncompatibleSchemaChange` error at its port path, naming the version, the rule and the field.
+///
+/// ```
+/// use std::path::Path;
+/// use runnel_blueprint::{descriptor::AppDescriptor, kept_schema, verify_against, Code, KeptSchemas};
+/// use serde_json::json;
+/// let descriptor: AppDescriptor = serde_json::from_str(r#"{
+///   "descriptor-version": 1, "app": "demo",
+///   "streamlets": [{"type": "printer", "inlets": [{"name": "in",
+///       "schema": {"format": "avro", "name": "Reading", "fingerprint": "2",
+///                  "definition": {"type": "record", "name": "Reading", "fields": [
+///                      {"name": "celsius", "type": "double"}]}}}]}]
+/// }"#).unwrap();
+/// let text = "name = \"demo\"\n[streamlets]\nprinter = \"printer\"\n[topics.readings]\nconsumers = [\"printer.in\"]\n";
+/// let written = json!({"type": "record", "name": "Reading", "fields": [{"name": "kelvin", "type": "double"}]});
+/// let kept = KeptSchemas::from([("readings".to_owned(), vec![kept_schema("1", written)])]);
+/// let verification = verify_against(Path::new("blueprint.toml"), text, &descriptor, &kept);
+/// let error = verification.diagnostics.iter().find(|d| d.code == Code::IncompatibleSchemaChange).unwrap();
+/// assert!(error.message.starts_with(
+///     "'printer.in' cannot read records on topic 'readings' written with its schema version 1"));
+/// ```
+pub fn verify_against(
+    file: &Path,
+    text: &str,
+    descriptor: &AppDescriptor,
+    kept: &KeptSchemas,
+) -> Verification {
+    check(file, text, Some(descriptor), Some(kept))
 }
 
 /// Checks what can be checked without the app descriptor: the file's format, names, port path
@@ -85,10 +133,15 @@ pub fn verify(file: &Path, text: &str, descriptor: &AppDescriptor) -> Verificati
 /// assert_eq!(verification.blueprint.unwrap().streamlets[0].type_name, "generator");
 /// ```
 pub fn parse(file: &Path, text: &str) -> Verification {
-    check(file, text, None)
+    check(file, text, None, None)
 }
 
-fn check(file: &Path, text: &str, descriptor: Option<&AppDescriptor>) -> Verification {
+fn check(
+    file: &Path,
+    text: &str,
+    descriptor: Option<&AppDescriptor>,
+    kept: Option<&KeptSchemas>,
+) -> Verification {
     let mut report = Report::new(file, text);
     let parsed = parse_file(text, &mut report);
     let mut cx = Context::new(&parsed, descriptor);
@@ -100,6 +153,9 @@ fn check(file: &Path, text: &str, descriptor: Option<&AppDescriptor>) -> Verific
     rules::topics::check(&cx, &mut report);
     rules::ports::check(&mut cx, &mut report);
     rules::schemas::check(&cx, &mut report);
+    if let Some(kept) = kept {
+        rules::kept_schemas::check(&cx, kept, &mut report);
+    }
     rules::state::check(&cx, &mut report);
     rules::cycles::check(&cx, &mut report);
     let diagnostics = report.finish();

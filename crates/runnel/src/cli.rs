@@ -83,6 +83,22 @@ pub(crate) struct VerifyArgs {
     /// Fail on warnings too.
     #[arg(long)]
     pub(crate) deny_warnings: bool,
+    /// Also check the schemas against those kept for the topics in this embedded log's data
+    /// directory: consumers must read every schema records were written with, producers
+    /// must keep each topic's compatibility rule.
+    #[arg(long, value_name = "DATA_DIR", conflicts_with = "kafka")]
+    pub(crate) against: Option<PathBuf>,
+    /// Also check the schemas against those a schema registry keeps for the topics on this
+    /// Kafka cluster (`schema.registry.url` in `--kafka-setting` or the config file).
+    #[arg(long, value_name = "BOOTSTRAP")]
+    pub(crate) kafka: Option<String>,
+    /// A Kafka client or schema registry setting (repeatable), with `--kafka`.
+    #[arg(long = "kafka-setting", value_name = "KEY=VALUE", requires = "kafka")]
+    pub(crate) kafka_settings: Vec<String>,
+    /// The config file whose `[kafka]` table holds settings; default: local.toml beside the
+    /// blueprint, if present.
+    #[arg(long, value_name = "FILE", requires = "kafka")]
+    pub(crate) config: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

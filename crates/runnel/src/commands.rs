@@ -4,7 +4,7 @@ use crate::output::print_line;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-use runnel_blueprint::{Blueprint, render_human, render_json, verify};
+use runnel_blueprint::{Blueprint, render_human, render_json, verify, verify_against};
 use runnel_runtime::{Console, LocalConfig, Outcome, Registry, RunOptions, ViewMode};
 use tokio_util::sync::CancellationToken;
 
@@ -35,7 +35,24 @@ pub(crate) fn verify_command(
     args: &VerifyArgs,
 ) -> Result<(), AppError> {
     let text = read(&args.blueprint)?;
-    let verification = verify(&args.blueprint, &text, &registry.descriptor(app));
+    let descriptor = registry.descriptor(app);
+    let mut verification = verify(&args.blueprint, &text, &descriptor);
+    if let (Some(blueprint), true) = (
+        &verification.blueprint,
+        args.against.is_some() || args.kafka.is_some(),
+    ) {
+        let source = runnel_tools::SourceArgs {
+            blueprint: args.blueprint.clone(),
+            data_dir: args.against.clone(),
+            kafka: args.kafka.clone(),
+            kafka_settings: args.kafka_settings.clone(),
+            config: args.config.clone(),
+            descriptor: None,
+        };
+        let topics = blueprint.topics.iter().map(|topic| topic.name.as_str());
+        let kept = crate::app::runtime().block_on(runnel_tools::kept_schemas(&source, topics))?;
+        verification = verify_against(&args.blueprint, &text, &descriptor, &kept);
+    }
     match args.format {
         ReportFormat::Json => print_line!("{}", render_json(&verification.diagnostics)),
         ReportFormat::Human if verification.diagnostics.is_empty() => {

@@ -156,6 +156,36 @@ fn read_blueprint(path: &Path, descriptor: Option<&AppDescriptor>) -> Result<Opt
     }
 }
 
+/// The Avro schemas the backplane `source` names keeps for each of `topics` (oldest first),
+/// for `verify --against`; none for a topic not created yet, or a backplane that keeps none.
+///
+/// # Errors
+///
+/// When the backplane cannot be reached or its schemas read.
+pub async fn kept_schemas(
+    source: &SourceArgs,
+    topics: impl IntoIterator<Item = &str>,
+) -> Result<runnel_blueprint::KeptSchemas> {
+    let store = open_store(source).await?;
+    let mut kept = runnel_blueprint::KeptSchemas::new();
+    for topic in topics {
+        let schemas = store
+            .topic_schemas(topic)
+            .await?
+            .into_iter()
+            .filter_map(|schema| {
+                let definition = serde_json::from_str(&schema.definition).ok()?;
+                Some(runnel_blueprint::kept_schema(
+                    &schema.fingerprint,
+                    definition,
+                ))
+            })
+            .collect();
+        kept.insert(topic.to_owned(), schemas);
+    }
+    Ok(kept)
+}
+
 async fn open_store(source: &SourceArgs) -> Result<Store> {
     let Some(bootstrap) = &source.kafka else {
         let directory = source.data_dir.clone().unwrap_or_else(|| {

@@ -41,7 +41,7 @@ mod topics;
 pub use args::{
     DeadLetterArgs, GroupsArgs, ProduceArgs, ResetArgs, SourceArgs, TailArgs, ToolCommand,
 };
-pub use context::Tools;
+pub use context::{Tools, kept_schemas};
 pub use dead_letters::dead_letters;
 pub use error::{Result, ToolError};
 pub use groups::{GroupPartition, groups, partitions, reset_offsets};

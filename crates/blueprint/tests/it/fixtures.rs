@@ -7,9 +7,9 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use runnel_blueprint::{Code, Diagnostic, verify};
+use runnel_blueprint::{Code, Diagnostic};
 
-use crate::support::{blueprints_in, descriptor_for};
+use crate::support::{blueprints_in, verify_fixture};
 
 fn golden_lines(diagnostics: &[Diagnostic]) -> String {
     diagnostics
@@ -23,9 +23,7 @@ fn golden_lines(diagnostics: &[Diagnostic]) -> String {
 
 fn check(path: &Path) -> (String, Vec<Diagnostic>) {
     let text = std::fs::read_to_string(path).unwrap();
-    let descriptor = descriptor_for(path, &text);
-    let name = Path::new(path.file_name().unwrap());
-    let verification = verify(name, &text, &descriptor);
+    let verification = verify_fixture(path, &text);
     assert_eq!(
         verification.blueprint.is_some(),
         !verification.has_errors(),

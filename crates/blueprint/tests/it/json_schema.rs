@@ -5,10 +5,10 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use runnel_blueprint::{Code, render_json, verify};
+use runnel_blueprint::{Code, render_json};
 use serde_json::{Value, json};
 
-use crate::support::{blueprints_in, descriptor_for, docs};
+use crate::support::{blueprints_in, docs, verify_fixture};
 
 fn schema() -> Value {
     serde_json::from_str(&docs("diagnostics.schema.json")).expect("the schema is JSON")
@@ -28,8 +28,7 @@ fn violations(validator: &jsonschema::Validator, report: &Value) -> Vec<String> 
 
 fn report_of(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap();
-    let descriptor = descriptor_for(path, &text);
-    let verification = verify(Path::new(path.file_name().unwrap()), &text, &descriptor);
+    let verification = verify_fixture(path, &text);
     serde_json::from_str(&render_json(&verification.diagnostics)).unwrap()
 }
 

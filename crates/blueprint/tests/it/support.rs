@@ -1,8 +1,10 @@
 //! Helpers shared by the integration tests.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use runnel_blueprint::descriptor::AppDescriptor;
+use runnel_blueprint::{KeptSchemas, Verification, kept_schema, verify, verify_against};
 
 /// A file of the repository's `docs/` directory.
 pub(crate) fn docs(name: &str) -> String {
@@ -38,6 +40,36 @@ pub(crate) fn descriptor_for(blueprint: &Path, text: &str) -> AppDescriptor {
         .find_map(|line| line.strip_prefix("# descriptor: "))
         .unwrap_or("app.json");
     descriptor(named.trim())
+}
+
+/// The blueprint at `path` verified against its descriptor ([`descriptor_for`]) and, where
+/// a `<case>.kept.json` beside it holds the schemas a backplane keeps for its topics (topic:
+/// `[{fingerprint, definition}]`), against those.
+pub(crate) fn verify_fixture(path: &Path, text: &str) -> Verification {
+    let descriptor = descriptor_for(path, text);
+    let name = Path::new(path.file_name().unwrap());
+    let kept_path = path.with_extension("kept.json");
+    if !kept_path.exists() {
+        return verify(name, text, &descriptor);
+    }
+    let kept: BTreeMap<String, Vec<serde_json::Value>> =
+        serde_json::from_str(&std::fs::read_to_string(&kept_path).unwrap()).unwrap();
+    let kept: KeptSchemas = kept
+        .into_iter()
+        .map(|(topic, schemas)| {
+            let schemas = schemas
+                .into_iter()
+                .map(|schema| {
+                    kept_schema(
+                        schema["fingerprint"].as_str().unwrap(),
+                        schema["definition"].clone(),
+                    )
+                })
+                .collect();
+            (topic, schemas)
+        })
+        .collect();
+    verify_against(name, text, &descriptor, &kept)
 }
 
 /// The `.toml` files of a fixture directory, sorted.

@@ -124,6 +124,30 @@ fn write_streamlet(project: &Path, source: &str, name_fields: &str, greeting: &s
     std::fs::write(&path, changed).unwrap();
 }
 
+/// `verify --against .runnel`, which must fail; what it printed.
+fn verify_against_log(project: &Path) -> String {
+    let verified = cargo(
+        project,
+        &[
+            "run",
+            "--offline",
+            "--quiet",
+            "--",
+            "verify",
+            "--against",
+            ".runnel",
+        ],
+        "",
+    );
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&verified.stdout),
+        String::from_utf8_lossy(&verified.stderr)
+    );
+    assert!(!verified.status.success(), "{printed}");
+    printed
+}
+
 fn new_app(directory: &Path) -> PathBuf {
     let project = directory.join("hello");
     let created = runnel(&[
@@ -212,6 +236,13 @@ fn an_input_type_evolves_and_every_record_stays_readable() {
             && stderr.contains("field 'Name.age' is missing from the writer's record 'Name' and has no default in the reader's"),
         "{stderr}"
     );
+    // `verify --against` says the same before anything is run, at the inlet's line.
+    let report = verify_against_log(&project);
+    assert!(
+        report.contains("'greet.in' cannot read records on topic 'names' written with its schema version 1: field 'Name.age' is missing")
+            && report.contains("blueprint.toml:"),
+        "{report}"
+    );
 
     // Version 4 reads names as version 1 did, but adds a field without a default to what it
     // writes: under the topic's rule (BACKWARD, the default) a reader of the new greeting
@@ -235,6 +266,11 @@ fn an_input_type_evolves_and_every_record_stays_readable() {
     assert!(
         stderr.contains("streamlet 'greet' cannot write topic 'greetings' through outlet 'out' with schema 'Greeting': it breaks BACKWARD compatibility with the topic's schema version 1: a reader of the new schema could not read records written with version 1, since field 'Greeting.language' is missing"),
         "{stderr}"
+    );
+    let report = verify_against_log(&project);
+    assert!(
+        report.contains("'greet.out' cannot write topic 'greetings' with schema 'Greeting': it breaks BACKWARD compatibility with the topic's schema version 1"),
+        "{report}"
     );
 
     // Back to version 1: it reads the record version 2 wrote and left unread, without its
