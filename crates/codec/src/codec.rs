@@ -185,6 +185,9 @@ impl<T: Data> Codec<T> {
     /// Reads every Avro value as in the Confluent wire format (see
     /// [`with_registry_id`](Codec::with_registry_id)): the schema a value was written with
     /// is the one its id names, which must be [known](Codec::add_registry_schema) by then.
+    /// A value that does not start with the magic byte 0 was written before a registry kept
+    /// the topic's schemas, and is read as before: with the schema its header names, else
+    /// the reader's own.
     ///
     /// ```
     /// use runnel_blueprint::descriptor::Format;
@@ -343,33 +346,26 @@ impl<T: Data> Codec<T> {
     }
 
     fn decode_avro(&self, bytes: &[u8], writer: Option<&[u8]>) -> Result<T, CodecError> {
-        if let Some(known) = &self.registry {
-            let Some(id) = registry_id(bytes) else {
-                return Err(self.unframed(bytes));
-            };
-            let Some((_, fingerprint)) = known.iter().find(|(known, _)| *known == id) else {
-                return Err(CodecError::new(format!(
-                    "invalid avro for {}: the record was written with schema id {id}, which the schema registry did not know when it was read",
-                    self.type_name()
-                )));
-            };
+        let Some(known) = &self.registry else {
+            return self.decode_plain_avro(bytes, writer);
+        };
+        // A value without the magic byte was written before the registry kept the topic's
+        // schemas: with the schema its header names, else the reader's own.
+        let Some(id) = registry_id(bytes) else {
+            return self.decode_plain_avro(bytes, writer.or(Some(&self.fingerprint[..])));
+        };
+        if let Some((_, fingerprint)) = known.iter().find(|(known, _)| *known == id) {
             return self.decode_plain_avro(&bytes[REGISTRY_PREFIX..], Some(fingerprint));
         }
-        self.decode_plain_avro(bytes, writer)
-    }
-
-    /// The error for a value without the wire format's magic byte and id.
-    fn unframed(&self, bytes: &[u8]) -> CodecError {
-        let what = match (foreign_format(bytes), bytes.first()) {
-            (Some(format), _) => format!("the value is {format}"),
-            (None, None) => "the value is empty".to_owned(),
-            (None, Some(0)) => format!("the value is only {} bytes long", bytes.len()),
-            (None, Some(first)) => format!("its first byte is {first:#04x}, not 0"),
-        };
-        CodecError::new(format!(
-            "invalid avro for {}: the value is not in the Confluent wire format (the magic byte 0, a 4-byte schema id, then Avro): {what}; producers of a topic whose schemas a schema registry keeps must write with a Confluent Avro serializer",
-            self.type_name()
-        ))
+        // An id the registry does not have: an older value that happens to start with a
+        // zero byte reads as the reader's own; anything else is an error that says so.
+        self.decode_plain_avro(bytes, writer.or(Some(&self.fingerprint[..])))
+            .map_err(|_| {
+                CodecError::new(format!(
+                    "invalid avro for {}: the record was written with schema id {id}, which the schema registry does not have",
+                    self.type_name()
+                ))
+            })
     }
 
     fn decode_plain_avro(&self, bytes: &[u8], writer: Option<&[u8]>) -> Result<T, CodecError> {
@@ -628,7 +624,7 @@ mod tests {
         assert!(
             unknown
                 .to_string()
-                .contains("schema id 1, which the schema registry did not know"),
+                .contains("schema id 1, which the schema registry does not have"),
             "{unknown}"
         );
         reader.add_registry_schema(1, &v1);
@@ -644,21 +640,25 @@ mod tests {
     }
 
     #[test]
-    fn a_value_without_the_wire_format_says_what_it_starts_with() {
+    fn values_written_before_the_registry_read_as_the_readers_own() {
         let reader = Codec::<V1>::new(Format::Avro).framed_by_registry();
         let plain = Codec::<V1>::new(Format::Avro)
             .encode(&V1 { id: "a".into() })
             .unwrap();
-        let error = reader.decode(&plain, None).unwrap_err().to_string();
-        assert!(
-            error.contains("not in the Confluent wire format")
-                && error.contains("its first byte is 0x02, not 0"),
-            "{error}"
-        );
+        assert_eq!(reader.decode(&plain, None).unwrap().id, "a");
+        // One that starts with a zero byte (an empty string) names no schema the registry
+        // has, and still reads.
+        let empty = Codec::<V1>::new(Format::Avro)
+            .encode(&V1 { id: String::new() })
+            .unwrap();
+        assert_eq!(reader.decode(&empty, None).unwrap().id, "");
         let json = reader.decode(br#"{"id": "a"}"#, None).unwrap_err();
         assert!(json.to_string().contains("the value is JSON"), "{json}");
         let short = reader.decode(&[0, 0, 1], None).unwrap_err();
-        assert!(short.to_string().contains("only 3 bytes long"), "{short}");
+        assert!(
+            short.to_string().starts_with("invalid avro for V1"),
+            "{short}"
+        );
     }
 
     #[test]

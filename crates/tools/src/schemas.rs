@@ -162,10 +162,15 @@ impl Schemas {
     }
 
     /// Adds the schemas the backplane keeps for `topic` (oldest, the base, first), so that
-    /// records written with any of them decode, whatever the blueprint says now.
+    /// records written with any of them decode, whatever the blueprint says now. Call
+    /// [`framed_by_registry`](Schemas::framed_by_registry) first where a registry keeps them.
     pub fn keep(&mut self, topic: &str, kept: &[TopicSchema]) {
-        for schema in kept {
-            self.learn(schema);
+        if self.registry.is_some() {
+            // Values name their schema by id; those without one predate the registry.
+            for schema in kept {
+                self.learn(schema);
+            }
+            return;
         }
         let Some(schemas) = self.topics.get_mut(topic) else {
             return;
@@ -217,19 +222,25 @@ impl Schemas {
             .as_deref()
             .ok_or_else(|| "the value is null (a tombstone)".to_owned())?;
         let schemas = self.topics.get(topic);
+        // Where a registry keeps the schemas, a value names its writer schema by id; one
+        // without the magic byte was written before, and reads as below.
+        let mut unknown_id = None;
         if let Some(registry) = &self.registry
             && schemas.is_none_or(|schemas| schemas.format == Format::Avro)
+            && let Some(id) = registry_id(value)
         {
-            let Some(id) = registry_id(value) else {
-                return Err("the value is not in the Confluent wire format (the magic byte 0, a 4-byte schema id, then Avro)".to_owned());
-            };
             let known = registry.read().expect("the schema cache is never poisoned");
-            let writer = known
-                .get(&id)
-                .ok_or_else(|| format!("the schema registry has no schema with id {id}"))?;
-            return avro_json(writer, &value[REGISTRY_PREFIX..]);
+            match known.get(&id) {
+                Some(writer) => return avro_json(writer, &value[REGISTRY_PREFIX..]),
+                None => unknown_id = Some(id),
+            }
         }
-        let schemas = schemas.ok_or_else(|| format!("no schema is known for topic '{topic}'"))?;
+        let unknown = |reason: String| match unknown_id {
+            Some(id) => format!("the schema registry has no schema with id {id}"),
+            None => reason,
+        };
+        let schemas =
+            schemas.ok_or_else(|| unknown(format!("no schema is known for topic '{topic}'")))?;
         if schemas.format == Format::Json {
             return serde_json::from_slice(value)
                 .map_err(|error| format!("the value is not JSON: {error}"));
@@ -253,7 +264,7 @@ impl Schemas {
                     .unwrap_or(&schemas.preferred.1)
             }
         };
-        avro_json(writer, value)
+        avro_json(writer, value).map_err(unknown)
     }
 
     /// `value` encoded for `topic`, with the header naming its schema when the topic's

@@ -1,10 +1,10 @@
 """A plain Kafka client with Confluent's Avro serializers and a schema registry (confluent-kafka,
 no Runnel code) feeding the sensor-data app and reading what it writes.
 
-    python3 registry_interop.py produce BOOTSTRAP REGISTRY SCHEMA COUNT
+    python3 registry_interop.py produce BOOTSTRAP REGISTRY SCHEMA FIRST COUNT
         registers SCHEMA (the app's SensorData schema, JSON) with one more field, `site`, that
-        has a default, under subject sensor-data-value, and writes COUNT readings with it to
-        topic sensor-data through AvroSerializer
+        has a default, under subject sensor-data-value, and writes COUNT readings numbered from
+        FIRST with it to topic sensor-data through AvroSerializer
     python3 registry_interop.py consume BOOTSTRAP REGISTRY N
         reads N records from valid-metrics and invalid-metrics through AvroDeserializer (each
         value's schema looked up by the id it starts with) and prints them as JSON, with the
@@ -21,14 +21,14 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerialize
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 
-def produce(bootstrap, registry, schema, count):
+def produce(bootstrap, registry, schema, first, count):
     evolved = json.loads(schema)
     evolved["fields"].append({"name": "site", "type": "string", "default": "unknown"})
     client = SchemaRegistryClient({"url": registry})
     serializer = AvroSerializer(client, json.dumps(evolved))
     producer = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random",
                          "enable.idempotence": True})
-    for sequence in range(count):
+    for sequence in range(first, first + count):
         device = f"device-{sequence % 3}"
         reading = {
             "device_id": device,
@@ -73,6 +73,6 @@ def consume(bootstrap, registry, expected):
 if __name__ == "__main__":
     command, bootstrap, registry = sys.argv[1], sys.argv[2], sys.argv[3]
     if command == "produce":
-        produce(bootstrap, registry, sys.argv[4], int(sys.argv[5]))
+        produce(bootstrap, registry, sys.argv[4], int(sys.argv[5]), int(sys.argv[6]))
     else:
         consume(bootstrap, registry, int(sys.argv[4]))

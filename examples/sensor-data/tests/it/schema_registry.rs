@@ -1,7 +1,8 @@
 //! The Confluent wire format with a real schema registry (Apicurio Registry) on Apache Kafka:
 //! a plain Python client with Confluent's `AvroSerializer` writes readings with an evolved
-//! schema, the app reads them (resolving that schema to its own), and the same client's
-//! `AvroDeserializer` reads what the app wrote; `tail` shows both.
+//! schema after readings written before the registry (plain Avro), the app reads both
+//! (resolving that schema to its own), and the same client's `AvroDeserializer` reads what
+//! the app wrote; `tail` shows both.
 
 use std::process::{Command, Stdio};
 
@@ -16,19 +17,24 @@ use crate::kafka_support::app_on;
 use crate::support::{BLUEPRINT, Running, stderr_of, stdout_of};
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/registry_interop.py");
-const READINGS: usize = 30;
+/// Writes plain Avro, as before a registry kept the topic's schemas.
+const PLAIN_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop.py");
+/// Readings written before the registry, then with it.
+const PLAIN_READINGS: usize = 10;
+const READINGS: usize = 40;
 
 fn python(args: &[&str]) -> std::process::Output {
+    python_script(SCRIPT, args)
+}
+
+fn python_script(script: &str, args: &[&str]) -> std::process::Output {
     let output = Command::new("python3")
-        .arg(SCRIPT)
+        .arg(script)
         .args(args)
         .stderr(Stdio::inherit())
         .output()
         .expect("running python3");
-    assert!(
-        output.status.success(),
-        "registry_interop.py {args:?} failed"
-    );
+    assert!(output.status.success(), "{script} {args:?} failed");
     output
 }
 
@@ -52,13 +58,22 @@ async fn confluent_avro_clients_and_the_app_read_each_other_through_the_registry
         .create_topic(&TopicSpec::new("sensor-data", 2))
         .await
         .unwrap();
+    python_script(
+        PLAIN_SCRIPT,
+        &[
+            "produce",
+            &broker.bootstrap_servers(),
+            &PLAIN_READINGS.to_string(),
+        ],
+    );
     let schema = SensorData::get_schema().canonical_form();
     python(&[
         "produce",
         &broker.bootstrap_servers(),
         &registry.url(),
         &schema,
-        &READINGS.to_string(),
+        &PLAIN_READINGS.to_string(),
+        &(READINGS - PLAIN_READINGS).to_string(),
     ]);
 
     let registry_setting = format!("schema.registry.url={}", registry.url());
@@ -100,6 +115,12 @@ async fn confluent_avro_clients_and_the_app_read_each_other_through_the_registry
         .expect("the power metric of reading 7");
     assert_eq!(power_of_7["value"], 1007.0);
     assert_eq!(power_of_7["device_id"], "device-1");
+    let power_of_17 = consumed
+        .valid
+        .iter()
+        .find(|metric| metric["sequence"] == 17 && metric["name"] == "power")
+        .expect("the power metric of reading 17, written through the registry");
+    assert_eq!(power_of_17["value"], 1017.0);
     // The app registered each schema it writes under its topic's subject, and its records
     // name those ids.
     let subjects: Vec<&str> = consumed.subjects.keys().map(String::as_str).collect();
@@ -120,31 +141,43 @@ async fn confluent_avro_clients_and_the_app_read_each_other_through_the_registry
     written.dedup();
     assert_eq!(consumed.ids, written);
 
-    // `tail` shows the outside producer's records with the schema that wrote them, field
-    // `site` included, and the app's with theirs.
-    let tail = |topic: &str| {
+    // `tail` shows every record: the outside producer's with the schema that wrote them,
+    // field `site` included, those from before the registry with the blueprint's, and the
+    // app's with theirs.
+    let tail = |topic: &str| -> Vec<serde_json::Value> {
         let mut command = Command::new(env!("CARGO_BIN_EXE_sensor-data"));
         command
-            .args([
-                "tail",
-                topic,
-                "--values",
-                "--count",
-                "1",
-                "--blueprint",
-                BLUEPRINT,
-            ])
+            .args(["tail", topic, "--values", "--blueprint", BLUEPRINT])
             .args(broker.app_arguments())
             .args(["--kafka-setting", &registry_setting]);
         let output = command.output().unwrap();
         assert!(output.status.success(), "{}", stderr_of(&output));
-        serde_json::from_str::<serde_json::Value>(stdout_of(&output).trim()).unwrap()
+        stdout_of(&output)
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
     };
-    let reading = tail("sensor-data");
-    assert_eq!(reading["site"], "north-sea", "{reading}");
-    let metric = tail("valid-metrics");
+    let readings = tail("sensor-data");
+    let mut sites: Vec<(i64, &str)> = readings
+        .iter()
+        .map(|reading| {
+            let site = reading["site"].as_str().unwrap_or("(none)");
+            (reading["sequence"].as_i64().unwrap(), site)
+        })
+        .collect();
+    sites.sort_unstable();
+    let expected: Vec<(i64, &str)> = (0..READINGS as i64)
+        .map(|sequence| match sequence < PLAIN_READINGS as i64 {
+            true => (sequence, "(none)"),
+            false => (sequence, "north-sea"),
+        })
+        .collect();
+    assert_eq!(sites, expected);
+    let metrics = tail("valid-metrics");
     assert!(
-        metric["name"].is_string() && metric["value"].is_number(),
-        "{metric}"
+        metrics
+            .iter()
+            .all(|metric| metric["name"].is_string() && metric["value"].is_number()),
+        "{metrics:?}"
     );
 }
