@@ -100,6 +100,43 @@ pub(crate) async fn ensure_topics(
     Ok(observed)
 }
 
+/// The Avro schemas `backend` keeps for each of `topics` (oldest first); `None` where it
+/// keeps none.
+pub(crate) async fn kept_schemas(
+    backend: &dyn Backend,
+    topics: &[TopicSpec],
+) -> Option<Result<runnel_blueprint::KeptSchemas, String>> {
+    if !backend.keeps_schemas() {
+        return None;
+    }
+    let mut kept = runnel_blueprint::KeptSchemas::new();
+    for topic in topics {
+        let schemas = match backend.topic_schemas(&topic.name).await {
+            Ok(schemas) => schemas,
+            Err(BackendError::TopicNotFound { .. }) => Vec::new(),
+            Err(error) => {
+                return Some(Err(format!(
+                    "reading the schemas of topic '{}' failed: {}",
+                    topic.name,
+                    chain(&error)
+                )));
+            }
+        };
+        let schemas = schemas
+            .into_iter()
+            .filter_map(|schema| {
+                let definition = serde_json::from_str(&schema.definition).ok()?;
+                Some(runnel_blueprint::kept_schema(
+                    &schema.fingerprint,
+                    definition,
+                ))
+            })
+            .collect();
+        kept.insert(topic.name.clone(), schemas);
+    }
+    Some(Ok(kept))
+}
+
 /// The lag of one consumer group on one topic and the topic's end offsets.
 pub(crate) async fn group_lag(
     backend: &dyn Backend,

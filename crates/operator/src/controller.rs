@@ -18,7 +18,7 @@ use kube::{Api, Client, ResourceExt as _};
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
-use crate::backplane::{Backplanes, chain, ensure_topics, group_lag};
+use crate::backplane::{Backplanes, chain, ensure_topics, group_lag, kept_schemas};
 use crate::events::Events;
 use crate::leader::{self, LeaderConfig};
 use crate::names::{APP_LABEL, MANAGED_BY};
@@ -242,6 +242,7 @@ async fn reconcile_application(
         }
         Ok(backend) => {
             observed.topics = Some(ensure_topics(&*backend, &first.topics).await);
+            observed.kept_schemas = kept_schemas(&*backend, &app.spec.topics).await;
             // A suspended app's autoscalers rest: nothing to sample.
             if !app.spec.suspended {
                 observed.lag = sample_lag(&context, &app, &configuration, &*backend).await;

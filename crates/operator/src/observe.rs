@@ -95,6 +95,7 @@ pub(crate) async fn observe(client: &Client, app: &Application) -> Result<Observ
         secret_configuration,
         topics: None,
         lag: Default::default(),
+        kept_schemas: None,
     })
 }
 

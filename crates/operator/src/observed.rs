@@ -36,6 +36,10 @@ pub struct Observed {
     pub topics: Option<Result<Vec<ObservedTopic>, TopicFailure>>,
     /// Consumer lag per streamlet instance, for the autoscaler (only autoscaled ones).
     pub lag: BTreeMap<String, LagSample>,
+    /// The schemas the backplane keeps for the app's topics (a schema registry on Kafka),
+    /// or why they could not be read; `None` where it keeps none, or the controller did not
+    /// get that far.
+    pub kept_schemas: Option<Result<runnel_blueprint::KeptSchemas, String>>,
 }
 
 /// A topic as Kafka describes it.
@@ -92,6 +96,7 @@ impl Default for Observed {
             secret_configuration: Ok(Configuration::default()),
             topics: None,
             lag: BTreeMap::new(),
+            kept_schemas: None,
         }
     }
 }

@@ -41,6 +41,9 @@ const LATER: Duration = Duration::from_secs(300);
 ///   nothing in the cluster: phase `Failed`, the reason in the status and a Warning Event,
 ///   and [`Outcome::Failed`] for the controller's backoff.
 /// - With `observed.topics` still `None`, the plan only lists the topics to make sure of.
+/// - Schemas that do not fit those the backplane keeps for the topics (`observed.kept_schemas`,
+///   from a schema registry) fail the same way, reason `IncompatibleSchemaChange`, with the
+///   messages `verify --against` gives.
 /// - Otherwise: a ConfigMap, a Secret, a Deployment and a PodDisruptionBudget per
 ///   streamlet (and a Service for those with an HTTP port), the objects of streamlets that
 ///   left the blueprint deleted,
@@ -137,6 +140,9 @@ pub fn reconcile(app: &Application, observed: &Observed, context: &ReconcileCont
             true,
             context,
         );
+    }
+    if let Err((reason, message)) = check_kept_schemas(app, observed) {
+        return failed(app, observed, &planned, reason, message, false, context);
     }
     roll_out(app, observed, &accepted, topics, context)
 }
@@ -350,6 +356,38 @@ fn accept(
         context.default_bootstrap_servers.as_deref(),
     )
     .map_err(|refusal| (refusal.reason, refusal.message))
+}
+
+/// Refuses a spec whose schemas do not fit those the backplane keeps for its topics, as
+/// `verify --against` and `run` would: a consumer that cannot read a schema records of its
+/// topic were written with, or a producer whose schema breaks its topic's compatibility
+/// rule, naming the version, the rule and the field.
+fn check_kept_schemas(
+    app: &Application,
+    observed: &Observed,
+) -> Result<(), (&'static str, String)> {
+    let kept = match &observed.kept_schemas {
+        None => return Ok(()),
+        Some(Err(message)) => return Err(("SchemasUnavailable", message.clone())),
+        Some(Ok(kept)) => kept,
+    };
+    let verification = runnel_blueprint::verify_against(
+        std::path::Path::new("blueprint.toml"),
+        &app.spec.blueprint,
+        &app.spec.descriptor,
+        kept,
+    );
+    let broken: Vec<String> = verification
+        .diagnostics
+        .iter()
+        .filter(|diagnostic| diagnostic.code == runnel_blueprint::Code::IncompatibleSchemaChange)
+        .map(|diagnostic| diagnostic.message.clone())
+        .collect();
+    if broken.is_empty() {
+        Ok(())
+    } else {
+        Err(("IncompatibleSchemaChange", broken.join("; ")))
+    }
 }
 
 /// The managed topics of the blueprint and the app's dead-letter topic, as `app run`

@@ -1429,3 +1429,41 @@ fn a_suspended_generation_is_not_rolled_back() {
     assert_eq!(replicas(&plan, "demo-gen"), Some(0));
     assert!(plan.events.iter().all(|e| e.reason != "RolledBack"));
 }
+
+#[test]
+fn a_schema_that_breaks_what_the_topic_holds_is_refused_naming_the_version() {
+    let app = application();
+    let first = reconcile(&app, &Observed::default(), &context());
+    let kept = runnel_blueprint::kept_schema("01", serde_json::json!("string"));
+    let observed = Observed {
+        topics: Some(Ok(topics_of(&first))),
+        kept_schemas: Some(Ok(runnel_blueprint::KeptSchemas::from([(
+            "numbers".to_owned(),
+            vec![kept],
+        )]))),
+        ..Observed::default()
+    };
+    let plan = reconcile(&app, &observed, &context());
+    assert!(plan.apply.is_empty());
+    assert_eq!(plan.status.phase, Phase::Failed);
+    assert_eq!(plan.events[0].reason, "IncompatibleSchemaChange");
+    assert!(
+        plan.status.message.contains("'gen.out' cannot write topic 'numbers' with schema 'long': it breaks BACKWARD compatibility with the topic's schema version 1")
+            && plan.status.message.contains("'twice.in' cannot read records on topic 'numbers' written with its schema version 1"),
+        "{}",
+        plan.status.message
+    );
+    assert!(matches!(plan.outcome, Outcome::Failed(_)));
+
+    // The same schema kept, or a rule of NONE, lets it run.
+    let same = runnel_blueprint::kept_schema("02", serde_json::json!("long"));
+    let observed = Observed {
+        kept_schemas: Some(Ok(runnel_blueprint::KeptSchemas::from([(
+            "numbers".to_owned(),
+            vec![same],
+        )]))),
+        ..observed
+    };
+    let plan = reconcile(&app, &observed, &context());
+    assert!(!plan.apply.is_empty(), "{}", plan.status.message);
+}
