@@ -6,7 +6,8 @@
 //! Each round encodes or decodes `records` values (distinct device ids and numbers, so no
 //! branch is always taken) and takes the time per record; the table shows the median of the
 //! rounds and the ratio to the plain row of the same operation. Every variant runs in every
-//! round, one after another, so the machine's noise falls on all of them alike.
+//! round, one after another (backwards in every other round), so the machine's noise falls
+//! on all of them alike.
 //!
 //! `cargo bench -p runnel-codec --bench wire_format -- [rounds] [records]` (default 11
 //! rounds of 200,000 records).
@@ -181,8 +182,14 @@ fn main() {
         ),
     ];
     let mut samples = vec![Vec::with_capacity(rounds); variants.len()];
-    for _ in 0..rounds {
-        for (index, (_, _, work)) in variants.iter_mut().enumerate() {
+    for round in 0..rounds {
+        // Every other round runs the variants backwards, so none always follows the same one.
+        let mut order: Vec<usize> = (0..variants.len()).collect();
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        for index in order {
+            let work = &mut variants[index].2;
             samples[index].push(per_record(records, work));
         }
     }
