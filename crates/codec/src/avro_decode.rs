@@ -6,6 +6,13 @@
 //! logical types). Anything else, and any malformed input, reports [`Fallback`]; the codec
 //! then decodes through `apache_avro` instead, which handles every schema and words the
 //! error for the user. Tests check that both paths agree.
+//!
+//! [`decode_resolving`] reads a value written with another schema the reader can read
+//! straight into the reader's type: the decoder walks the writer's schema, and serde matches
+//! the writer's record fields to the reader's by name, skips those the reader lacks and
+//! converts promoted numbers; fields the writer lacks are handed over with the reader
+//! schema's defaults ([`Defaults`]), as Avro schema resolution says. A difference serde
+//! cannot bridge (a type that became a union, a renamed field, a new enum symbol) falls back.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -36,6 +43,33 @@ type Result<T> = std::result::Result<T, Fallback>;
 
 /// The named types of a schema, for resolving references.
 pub(crate) type Names = HashMap<Name, Schema>;
+
+/// For each record of a writer schema, the fields the reader's record of the same name has
+/// and the writer's lacks, with the reader's defaults (as Avro JSON).
+pub(crate) type Defaults = HashMap<Name, Vec<(String, serde_json::Value)>>;
+
+/// The reader's defaults for what records of `writer` lack (see [`Defaults`]); `None` when
+/// a reader field the writer lacks has no default, so the writer cannot be resolved.
+pub(crate) fn defaults(writer: &Names, reader: &Names) -> Option<Defaults> {
+    let mut defaults = Defaults::new();
+    for (name, schema) in writer {
+        let (Schema::Record(written), Some(Schema::Record(read))) = (schema, reader.get(name))
+        else {
+            continue;
+        };
+        let mut missing = Vec::new();
+        for field in &read.fields {
+            if written.fields.iter().any(|w| w.name == field.name) {
+                continue;
+            }
+            missing.push((field.name.clone(), field.default.clone()?));
+        }
+        if !missing.is_empty() {
+            defaults.insert(name.clone(), missing);
+        }
+    }
+    Some(defaults)
+}
 
 /// How Avro encodes a schema's values when it encodes them as a number: `int` and `long` and
 /// the logical types built on them.
@@ -101,11 +135,24 @@ pub(crate) fn decode<T: de::DeserializeOwned>(
     names: &Names,
     bytes: &[u8],
 ) -> Result<T> {
+    decode_resolving(schema, names, None, bytes)
+}
+
+/// Decodes one value written with `writer` (whose named types are `names`) that must take
+/// all of `bytes`, into the reader's type, adding the reader's `defaults` for fields the
+/// writer's records lack.
+pub(crate) fn decode_resolving<T: de::DeserializeOwned>(
+    writer: &Schema,
+    names: &Names,
+    defaults: Option<&Defaults>,
+    bytes: &[u8],
+) -> Result<T> {
     let mut input = bytes;
     let value = T::deserialize(Decoder {
         input: &mut input,
-        schema,
+        schema: writer,
         names,
+        defaults,
     })?;
     if input.is_empty() {
         Ok(value)
@@ -118,6 +165,7 @@ struct Decoder<'i, 'b, 's> {
     input: &'i mut &'b [u8],
     schema: &'s Schema,
     names: &'s Names,
+    defaults: Option<&'s Defaults>,
 }
 
 impl<'b, 's> Decoder<'_, 'b, 's> {
@@ -125,11 +173,13 @@ impl<'b, 's> Decoder<'_, 'b, 's> {
         input: &'j mut &'b [u8],
         schema: &'s Schema,
         names: &'s Names,
+        defaults: Option<&'s Defaults>,
     ) -> Decoder<'j, 'b, 's> {
         Decoder {
             input,
             schema,
             names,
+            defaults,
         }
     }
 
@@ -215,14 +265,27 @@ impl<'de> de::Deserializer<'de> for Decoder<'_, '_, '_> {
             }
             Schema::String => visitor.visit_str(text(self.input)?),
             Schema::Fixed(fixed) => visitor.visit_bytes(take(self.input, fixed.size)?),
-            Schema::Array(array) => {
-                visitor.visit_seq(Blocks::new(self.input, &array.items, self.names))
-            }
-            Schema::Map(map) => visitor.visit_map(Blocks::new(self.input, &map.types, self.names)),
+            Schema::Array(array) => visitor.visit_seq(Blocks::new(
+                self.input,
+                &array.items,
+                self.names,
+                self.defaults,
+            )),
+            Schema::Map(map) => visitor.visit_map(Blocks::new(
+                self.input,
+                &map.types,
+                self.names,
+                self.defaults,
+            )),
             Schema::Record(record) => visitor.visit_map(Fields {
                 input: self.input,
                 fields: &record.fields,
                 names: self.names,
+                defaults: self.defaults,
+                added: self
+                    .defaults
+                    .and_then(|defaults| defaults.get(&record.name))
+                    .map_or(&[], Vec::as_slice),
                 next: 0,
             }),
             Schema::Enum(enumeration) => {
@@ -248,7 +311,9 @@ impl<'de> de::Deserializer<'de> for Decoder<'_, '_, '_> {
         let index = length(self.input)?;
         match union.variants().get(index).ok_or(Fallback)? {
             Schema::Null => visitor.visit_none(),
-            branch => visitor.visit_some(Decoder::with(self.input, branch, self.names)),
+            branch => {
+                visitor.visit_some(Decoder::with(self.input, branch, self.names, self.defaults))
+            }
         }
     }
 
@@ -285,16 +350,23 @@ struct Blocks<'i, 'b, 's> {
     input: &'i mut &'b [u8],
     schema: &'s Schema,
     names: &'s Names,
+    defaults: Option<&'s Defaults>,
     left: usize,
     done: bool,
 }
 
 impl<'i, 'b, 's> Blocks<'i, 'b, 's> {
-    fn new(input: &'i mut &'b [u8], schema: &'s Schema, names: &'s Names) -> Self {
+    fn new(
+        input: &'i mut &'b [u8],
+        schema: &'s Schema,
+        names: &'s Names,
+        defaults: Option<&'s Defaults>,
+    ) -> Self {
         Blocks {
             input,
             schema,
             names,
+            defaults,
             left: 0,
             done: false,
         }
@@ -314,7 +386,12 @@ impl<'i, 'b, 's> Blocks<'i, 'b, 's> {
     }
 
     fn value<'de, T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<T::Value> {
-        seed.deserialize(Decoder::with(self.input, self.schema, self.names))
+        seed.deserialize(Decoder::with(
+            self.input,
+            self.schema,
+            self.names,
+            self.defaults,
+        ))
     }
 }
 
@@ -346,11 +423,14 @@ impl<'de> de::MapAccess<'de> for Blocks<'_, '_, '_> {
     }
 }
 
-/// The fields of a record, in schema order, as a map from field name to value.
+/// The fields of a record, in schema order, as a map from field name to value; then, when
+/// resolving, the reader's fields the writer lacks, with their defaults.
 struct Fields<'i, 'b, 's> {
     input: &'i mut &'b [u8],
     fields: &'s [apache_avro::schema::RecordField],
     names: &'s Names,
+    defaults: Option<&'s Defaults>,
+    added: &'s [(String, serde_json::Value)],
     next: usize,
 }
 
@@ -358,17 +438,30 @@ impl<'de> de::MapAccess<'de> for Fields<'_, '_, '_> {
     type Error = Fallback;
 
     fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>> {
-        let Some(field) = self.fields.get(self.next) else {
-            return Ok(None);
+        let name = match self.fields.get(self.next) {
+            Some(field) => &field.name,
+            None => match self.added.get(self.next - self.fields.len()) {
+                Some((name, _)) => name,
+                None => return Ok(None),
+            },
         };
-        seed.deserialize(field.name.as_str().into_deserializer())
+        seed.deserialize(name.as_str().into_deserializer())
             .map(Some)
     }
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value> {
-        let field = self.fields.get(self.next).ok_or(Fallback)?;
+        let index = self.next;
         self.next += 1;
-        seed.deserialize(Decoder::with(self.input, &field.schema, self.names))
+        if let Some(field) = self.fields.get(index) {
+            return seed.deserialize(Decoder::with(
+                self.input,
+                &field.schema,
+                self.names,
+                self.defaults,
+            ));
+        }
+        let (_, default) = self.added.get(index - self.fields.len()).ok_or(Fallback)?;
+        seed.deserialize(default.clone()).map_err(|_| Fallback)
     }
 }
 
@@ -526,5 +619,103 @@ mod tests {
             bytes.push(0);
             prop_assert!(decode::<Everything>(&schema, &names(&schema), &bytes).is_err());
         }
+    }
+
+    /// A reading as an earlier version wrote it.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+    #[avro(name = "Reading")]
+    #[serde(rename = "Reading")]
+    struct OldReading {
+        sensor: String,
+        /// Gone from the reader.
+        firmware: String,
+        /// Widened to a long by the reader.
+        small: i32,
+        place: OldPlace,
+        history: Vec<OldPlace>,
+    }
+
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+    #[avro(name = "Place")]
+    #[serde(rename = "Place")]
+    struct OldPlace {
+        room: String,
+    }
+
+    /// The reading as the reader has it now.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+    #[avro(name = "Reading")]
+    #[serde(rename = "Reading")]
+    struct NewReading {
+        sensor: String,
+        small: i64,
+        /// Avro's default (5) wins over serde's (0), as schema resolution says.
+        #[avro(default = "5")]
+        #[serde(default)]
+        count: i64,
+        #[avro(default = "null")]
+        #[serde(default)]
+        note: Option<String>,
+        place: NewPlace,
+        history: Vec<NewPlace>,
+    }
+
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+    #[avro(name = "Place")]
+    #[serde(rename = "Place")]
+    struct NewPlace {
+        room: String,
+        #[avro(default = "\"ground\"")]
+        #[serde(default)]
+        floor: String,
+    }
+
+    fn old_reading() -> impl Strategy<Value = OldReading> {
+        let place = "[a-z]{0,6}".prop_map(|room| OldPlace { room });
+        (
+            "[a-z]{0,8}",
+            ".{0,4}",
+            any::<i32>(),
+            place.clone(),
+            proptest::collection::vec(place, 0..4),
+        )
+            .prop_map(|(sensor, firmware, small, place, history)| OldReading {
+                sensor,
+                firmware,
+                small,
+                place,
+                history,
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn resolving_decodes_an_older_schema_as_apache_avro_resolves_it(value in old_reading()) {
+            let writer = OldReading::get_schema();
+            let reader = NewReading::get_schema();
+            let bytes = apache_avro::to_avro_datum(&writer, apache_avro::to_value(&value).unwrap()).unwrap();
+            let writer_names = names(&writer);
+            let defaults = defaults(&writer_names, &names(&reader)).expect("every added field has a default");
+            let fast: NewReading = decode_resolving(&writer, &writer_names, Some(&defaults), &bytes)
+                .expect("the direct path resolves added, removed and widened fields");
+            let mut input = &bytes[..];
+            let resolved = apache_avro::from_avro_datum(&writer, &mut input, Some(&reader)).unwrap();
+            let slow: NewReading = apache_avro::from_value(&resolved).unwrap();
+            prop_assert_eq!(&fast, &slow);
+            prop_assert_eq!(fast.count, 5);
+            prop_assert_eq!(&fast.place.floor, "ground");
+        }
+    }
+
+    #[test]
+    fn a_reader_field_without_a_default_has_no_defaults() {
+        #[derive(Debug, Serialize, Deserialize, AvroSchema)]
+        #[avro(name = "Place")]
+        struct Strict {
+            room: String,
+            floor: String,
+        }
+        let writer = OldPlace::get_schema();
+        assert!(defaults(&names(&writer), &names(&Strict::get_schema())).is_none());
     }
 }

@@ -109,7 +109,7 @@ pub struct Codec<T> {
     /// The named types of `schema`, for the direct decoder.
     names: crate::avro_decode::Names,
     /// The distinct schemas the topic's producers write with, by fingerprint.
-    writers: Vec<(Bytes, Schema)>,
+    writers: Vec<WriterSchema>,
     /// The fingerprint of the topic's base schema: records without a header were written
     /// with it.
     base: Option<Bytes>,
@@ -122,7 +122,41 @@ pub struct Codec<T> {
     _type: std::marker::PhantomData<fn() -> T>,
 }
 
+/// A schema some producer of the topic writes with.
+#[derive(Debug)]
+struct WriterSchema {
+    fingerprint: Bytes,
+    schema: Schema,
+    /// Where the reader's schema can read it: its named types and the reader's defaults
+    /// for what its records lack, for the direct decoder.
+    resolving: Option<(crate::avro_decode::Names, crate::avro_decode::Defaults)>,
+}
+
 impl<T: Data> Codec<T> {
+    /// Adds a writer schema, unless it is known already.
+    fn add_writer(&mut self, fingerprint: Bytes, schema: Schema) {
+        if self
+            .writers
+            .iter()
+            .any(|known| known.fingerprint == fingerprint)
+        {
+            return;
+        }
+        let resolving =
+            apache_avro::schema_compatibility::SchemaCompatibility::can_read(&schema, &self.schema)
+                .ok()
+                .and_then(|()| {
+                    let names = crate::avro_decode::names(&schema);
+                    let defaults = crate::avro_decode::defaults(&names, &self.names)?;
+                    Some((names, defaults))
+                });
+        self.writers.push(WriterSchema {
+            fingerprint,
+            schema,
+            resolving,
+        });
+    }
+
     /// A codec of `T` in `format`, reading records as written with `T`'s own schema until
     /// told of others.
     pub fn new(format: Format) -> Self {
@@ -146,9 +180,7 @@ impl<T: Data> Codec<T> {
     pub fn with_writer_schema(mut self, definition: &serde_json::Value) -> Self {
         if let Ok(schema) = Schema::parse(definition) {
             let fingerprint = Bytes::from(schema.fingerprint::<Rabin>().to_string());
-            if !self.writers.iter().any(|(known, _)| *known == fingerprint) {
-                self.writers.push((fingerprint, schema));
-            }
+            self.add_writer(fingerprint, schema);
         }
         self
     }
@@ -215,9 +247,7 @@ impl<T: Data> Codec<T> {
         if !known.iter().any(|(known, _)| *known == id) {
             known.push((id, fingerprint.clone()));
         }
-        if !self.writers.iter().any(|(known, _)| *known == fingerprint) {
-            self.writers.push((fingerprint, schema));
-        }
+        self.add_writer(fingerprint, schema);
     }
 
     /// The registry id `bytes` start with, where the codec reads the wire format and does
@@ -373,12 +403,15 @@ impl<T: Data> Codec<T> {
         let writer = writer
             .or(self.base.as_deref())
             .or_else(|| match self.writers.as_slice() {
-                [(only, _)] => Some(&only[..]),
+                [only] => Some(&only.fingerprint[..]),
                 _ => None,
             });
         let named = writer.filter(|fingerprint| *fingerprint != self.fingerprint);
-        let known_writer =
-            named.and_then(|fingerprint| self.writers.iter().find(|(f, _)| f == fingerprint));
+        let known_writer = named.and_then(|fingerprint| {
+            self.writers
+                .iter()
+                .find(|known| known.fingerprint == fingerprint)
+        });
         if let (Some(fingerprint), None) = (named, known_writer)
             && self.base.is_some()
         {
@@ -389,15 +422,22 @@ impl<T: Data> Codec<T> {
                 String::from_utf8_lossy(fingerprint)
             )));
         }
-        if known_writer.is_none()
-            && let Ok(value) = crate::avro_decode::decode(&self.schema, &self.names, bytes)
-        {
+        let direct = match known_writer {
+            None => crate::avro_decode::decode(&self.schema, &self.names, bytes),
+            Some(WriterSchema {
+                schema,
+                resolving: Some((names, defaults)),
+                ..
+            }) => crate::avro_decode::decode_resolving(schema, names, Some(defaults), bytes),
+            Some(_) => Err(crate::avro_decode::Fallback),
+        };
+        if let Ok(value) = direct {
             return Ok(value);
         }
         let mut remaining = bytes;
         let value = match known_writer {
-            Some((_, writer_schema)) => {
-                apache_avro::from_avro_datum(writer_schema, &mut remaining, Some(&self.schema))
+            Some(writer) => {
+                apache_avro::from_avro_datum(&writer.schema, &mut remaining, Some(&self.schema))
             }
             None => apache_avro::from_avro_datum(&self.schema, &mut remaining, None),
         }
