@@ -360,13 +360,23 @@ fn error_policy(app: Arc<Application>, error: &Error, context: Arc<Context>) -> 
     Action::requeue(delay)
 }
 
-/// The pause of every watch after a watch error: 250 ms doubling to 5 s. kube's default
-/// (up to 30 s) stacks up when each of the controller's watches gets 410 Gone after an API
-/// server restart, though all they need is to list again, which they do at once.
+/// The pause of every watch after a watch error: 250 ms doubling to 1 s.
+///
+/// kube-runtime applies this one backoff to the merged stream of all seven watches (the
+/// Applications and each kind the operator owns or watches), so an error of any watch
+/// pauses all of them, and it is reset only when some watch yields an event. After an API
+/// server restart every watch gets 410 Gone in turn, each needing only to list again: with
+/// kube's default (up to 30 s), or even a 5 s cap, the pauses add up to more than half a
+/// minute before the last watch lists again (seen in a test: a scale made right after the
+/// restart was carried out 35 s later). Capped at 1 s, they add up to a few seconds; while
+/// the server is down, the watches try again every second.
 #[derive(Clone, Debug)]
 struct WatchBackoff {
     next: Duration,
 }
+
+/// The longest pause of the watches after an error (see [`WatchBackoff`]).
+const WATCH_BACKOFF_CAP: Duration = Duration::from_secs(1);
 
 impl Default for WatchBackoff {
     fn default() -> Self {
@@ -381,7 +391,7 @@ impl Iterator for WatchBackoff {
 
     fn next(&mut self) -> Option<Duration> {
         let delay = self.next;
-        self.next = (self.next * 2).min(Duration::from_secs(5));
+        self.next = (self.next * 2).min(WATCH_BACKOFF_CAP);
         Some(delay)
     }
 }
@@ -401,6 +411,15 @@ pub(crate) fn backoff(failures: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn watches_pause_at_most_a_second_after_errors() {
+        let pauses: Vec<u128> = WatchBackoff::default()
+            .take(5)
+            .map(|pause| pause.as_millis())
+            .collect();
+        assert_eq!(pauses, [250, 500, 1000, 1000, 1000]);
+    }
 
     #[test]
     fn the_backoff_doubles_up_to_five_minutes() {

@@ -462,3 +462,58 @@ async fn the_autoscaler_follows_consumer_lag_and_records_each_decision() {
     })
     .await;
 }
+
+/// On a real control plane: the API server is killed and started again while the operator
+/// runs. Every watch ends and the server's watch cache starts afresh from etcd, so the
+/// operator must watch again (a resourceVersion older than the new cache is answered 410
+/// Gone, and the watcher lists again); a Deployment deleted and a change to the Application
+/// made right after the restart are both carried out.
+#[tokio::test]
+async fn after_the_api_server_restarts_the_operator_lists_again_and_carries_on() {
+    let cluster = real_cluster().await;
+    let client = cluster.client.clone();
+    let operator = Operator::start(client.clone(), config("one"));
+    let apps: Api<Application> = Api::default_namespaced(client.clone());
+    apps.create(&PostParams::default(), &application("demo"))
+        .await
+        .unwrap();
+    let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
+    eventually(LIMIT, "the Deployments", || {
+        deployment(&deployments, "demo-log")
+    })
+    .await;
+
+    let plane = cluster.plane.clone();
+    tokio::task::spawn_blocking(move || plane.restart_api_server())
+        .await
+        .unwrap();
+    let restarted = std::time::Instant::now();
+    deployments
+        .delete("demo-gen", &DeleteParams::default())
+        .await
+        .unwrap();
+    apps.patch(
+        "demo",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"streamlets": [
+            {"name": "gen", "type": "generator", "replicas": 1},
+            {"name": "log", "type": "logger", "replicas": 3}
+        ]}})),
+    )
+    .await
+    .unwrap();
+    eventually(LIMIT, "three loggers", || async {
+        (deployment(&deployments, "demo-log").await?.spec?.replicas == Some(3)).then_some(())
+    })
+    .await;
+    eventually(LIMIT, "the generator's Deployment made again", || {
+        deployment(&deployments, "demo-gen")
+    })
+    .await;
+    // Before the watches' backoff was capped at 1 s this took up to 35 s (see WatchBackoff).
+    eprintln!(
+        "scaled and the Deployment made again {:.1} s after the API server was ready",
+        restarted.elapsed().as_secs_f64()
+    );
+    assert!(!operator.task.is_finished(), "the operator kept running");
+}

@@ -51,7 +51,7 @@ pub(crate) fn application(name: &str) -> Application {
 /// client whose default namespace is [`NAMESPACE`]. Stopped when dropped.
 pub(crate) struct RealCluster {
     pub(crate) client: Client,
-    _plane: ControlPlane,
+    pub(crate) plane: Arc<ControlPlane>,
 }
 
 /// Starts a [`RealCluster`] (5 to 10 s).
@@ -88,7 +88,7 @@ pub(crate) async fn real_cluster() -> RealCluster {
     .await;
     RealCluster {
         client,
-        _plane: plane,
+        plane: Arc::new(plane),
     }
 }
 
