@@ -1,10 +1,11 @@
 """A plain Kafka client with Confluent's Avro serializers and a schema registry (confluent-kafka,
 no Runnel code) feeding the sensor-data app and reading what it writes.
 
-    python3 registry_interop.py produce BOOTSTRAP REGISTRY SCHEMA FIRST COUNT
-        registers SCHEMA (the app's SensorData schema, JSON) with one more field, `site`, that
-        has a default, under subject sensor-data-value, and writes COUNT readings numbered from
-        FIRST with it to topic sensor-data through AvroSerializer
+    python3 registry_interop.py produce BOOTSTRAP REGISTRY SCHEMA FIRST COUNT [FIELD]
+        registers SCHEMA (the app's SensorData schema, JSON) with one more string field, FIELD
+        (default `site`), that has a default, under subject sensor-data-value, and writes COUNT
+        readings numbered from FIRST with it (FIELD set to "north-sea") to topic sensor-data
+        through AvroSerializer
     python3 registry_interop.py consume BOOTSTRAP REGISTRY N
         reads N records from valid-metrics and invalid-metrics through AvroDeserializer (each
         value's schema looked up by the id it starts with) and prints them as JSON, with the
@@ -21,9 +22,9 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerialize
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 
-def produce(bootstrap, registry, schema, first, count):
+def produce(bootstrap, registry, schema, first, count, field):
     evolved = json.loads(schema)
-    evolved["fields"].append({"name": "site", "type": "string", "default": "unknown"})
+    evolved["fields"].append({"name": field, "type": "string", "default": "unknown"})
     client = SchemaRegistryClient({"url": registry})
     serializer = AvroSerializer(client, json.dumps(evolved))
     producer = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random",
@@ -37,7 +38,7 @@ def produce(bootstrap, registry, schema, first, count):
             "measurements": {"power": 1000.0 + sequence,
                              "rotor_speed": -1.0 if sequence % 5 == 4 else 10.0 + sequence,
                              "wind_speed": 5.0},
-            "site": "north-sea",
+            field: "north-sea",
         }
         value = serializer(reading, SerializationContext("sensor-data", MessageField.VALUE))
         producer.produce("sensor-data", key=device.encode(), value=value,
@@ -73,6 +74,7 @@ def consume(bootstrap, registry, expected):
 if __name__ == "__main__":
     command, bootstrap, registry = sys.argv[1], sys.argv[2], sys.argv[3]
     if command == "produce":
-        produce(bootstrap, registry, sys.argv[4], int(sys.argv[5]), int(sys.argv[6]))
+        field = sys.argv[7] if len(sys.argv) > 7 else "site"
+        produce(bootstrap, registry, sys.argv[4], int(sys.argv[5]), int(sys.argv[6]), field)
     else:
         consume(bootstrap, registry, int(sys.argv[4]))

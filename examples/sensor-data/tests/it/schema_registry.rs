@@ -1,10 +1,12 @@
 //! The Confluent wire format with a real schema registry (Apicurio Registry) on Apache Kafka:
 //! a plain Python client with Confluent's `AvroSerializer` writes readings with an evolved
-//! schema after readings written before the registry (plain Avro), the app reads both
-//! (resolving that schema to its own), and the same client's `AvroDeserializer` reads what
-//! the app wrote; `tail` shows both.
+//! schema after readings written before the registry (plain Avro), then, while the app
+//! runs, readings with a schema it registers only then; the app reads them all (resolving
+//! each schema to its own, looking the last one up by its id), and the same client's
+//! `AvroDeserializer` reads what the app wrote; `tail` shows everything.
 
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use runnel::apache_avro::AvroSchema as _;
 use runnel_backend::{Backend, TopicSpec};
@@ -22,6 +24,8 @@ const PLAIN_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop.p
 /// Readings written before the registry, then with it.
 const PLAIN_READINGS: usize = 10;
 const READINGS: usize = 40;
+/// Readings written while the app runs, with another field and so another schema id.
+const LATE_READINGS: usize = 10;
 
 fn python(args: &[&str]) -> std::process::Output {
     python_script(SCRIPT, args)
@@ -84,9 +88,20 @@ async fn confluent_avro_clients_and_the_app_read_each_other_through_the_registry
     };
     let to_metrics = streamlet("to-metrics");
     let validation = streamlet("validation");
+    to_metrics.wait_for("partitions assigned: sensor-data", Duration::from_secs(60));
+    python(&[
+        "produce",
+        &broker.bootstrap_servers(),
+        &registry.url(),
+        &schema,
+        &READINGS.to_string(),
+        &LATE_READINGS.to_string(),
+        "region",
+    ]);
+    let all = READINGS + LATE_READINGS;
     let consumed = tokio::task::spawn_blocking({
         let (bootstrap, url) = (broker.bootstrap_servers(), registry.url());
-        move || python(&["consume", &bootstrap, &url, &(3 * READINGS).to_string()])
+        move || python(&["consume", &bootstrap, &url, &(3 * all).to_string()])
     })
     .await
     .unwrap();
@@ -96,14 +111,14 @@ async fn confluent_avro_clients_and_the_app_read_each_other_through_the_registry
     }
 
     let consumed: Consumed = serde_json::from_slice(&consumed.stdout).unwrap();
-    assert_eq!(consumed.valid.len() + consumed.invalid.len(), 3 * READINGS);
+    assert_eq!(consumed.valid.len() + consumed.invalid.len(), 3 * all);
     let mut faulty: Vec<i64> = consumed
         .invalid
         .iter()
         .map(|invalid| invalid["metric"]["sequence"].as_i64().unwrap())
         .collect();
     faulty.sort_unstable();
-    let expected: Vec<i64> = (0..READINGS as i64).filter(|s| s % 5 == 4).collect();
+    let expected: Vec<i64> = (0..all as i64).filter(|s| s % 5 == 4).collect();
     assert_eq!(
         faulty, expected,
         "exactly the readings with a negative rotor speed"
@@ -158,21 +173,25 @@ async fn confluent_avro_clients_and_the_app_read_each_other_through_the_registry
             .collect()
     };
     let readings = tail("sensor-data");
-    let mut sites: Vec<(i64, &str)> = readings
+    let mut added: Vec<(i64, &str)> = readings
         .iter()
         .map(|reading| {
-            let site = reading["site"].as_str().unwrap_or("(none)");
-            (reading["sequence"].as_i64().unwrap(), site)
+            let field = ["site", "region"]
+                .into_iter()
+                .find(|field| reading[field] == "north-sea")
+                .unwrap_or("(none)");
+            (reading["sequence"].as_i64().unwrap(), field)
         })
         .collect();
-    sites.sort_unstable();
-    let expected: Vec<(i64, &str)> = (0..READINGS as i64)
-        .map(|sequence| match sequence < PLAIN_READINGS as i64 {
-            true => (sequence, "(none)"),
-            false => (sequence, "north-sea"),
+    added.sort_unstable();
+    let expected: Vec<(i64, &str)> = (0..all as i64)
+        .map(|sequence| match sequence {
+            s if s < PLAIN_READINGS as i64 => (s, "(none)"),
+            s if s < READINGS as i64 => (s, "site"),
+            s => (s, "region"),
         })
         .collect();
-    assert_eq!(sites, expected);
+    assert_eq!(added, expected);
     let metrics = tail("valid-metrics");
     assert!(
         metrics
