@@ -5,7 +5,10 @@
 //! values are encoded straight from serde without building an `apache_avro::Value`
 //! (`avro_encode`, `avro_decode`), and a record written with another compatible schema is
 //! resolved to the reader's own. A record whose writer schema is not its topic's base schema
-//! names it in the [`SCHEMA_HEADER`] header. JSON is the other format a port can choose.
+//! names it in the [`SCHEMA_HEADER`] header; where a schema registry keeps a topic's
+//! schemas, every value starts with its schema's registry id instead (the Confluent wire
+//! format: [`Codec::with_registry_id`], [`Codec::framed_by_registry`]). JSON is the other
+//! format a port can choose.
 //!
 //! Where to begin: [`Codec::new`], then [`Codec::encode`] and [`Codec::decode`]. Streamlet
 //! authors meet only [`Data`] and [`CodecError`] (re-exported by `runnel-streamlet` and

@@ -54,6 +54,11 @@
 //!   runtime aborts and restarts the streamlet from the last committed offsets.
 //! - **Secrets.** Values of settings whose names look secret ([`is_secret`]) never appear
 //!   in logs or errors: librdkafka's messages pass through [`KafkaSettings::redact`].
+//! - **Schemas in a registry.** With [`REGISTRY_URL`] among the settings, the backplane
+//!   keeps each topic's value schemas in a schema registry speaking the Confluent API
+//!   (subjects by [`SubjectNameStrategy`], ids and schemas cached), and records name their
+//!   schema by its id in the Confluent wire format
+//!   ([`runnel_backend::SchemaNaming::RegistryId`]); `docs/schemas.md` says more.
 //!
 //! Where to start: [`KafkaBackend::connect`], [`KafkaConfig`].
 #![warn(missing_docs)]
