@@ -119,8 +119,14 @@ pub struct Codec<T> {
     /// Whether every value read starts with a registry id ([`Codec::framed_by_registry`]),
     /// and the ids known, with the fingerprints of their schemas.
     registry: Option<Vec<(u32, Bytes)>>,
+    /// Ids the registry said it does not have (at most [`MISSING_IDS_KEPT`]), so values
+    /// naming them are not looked up again, one request per record.
+    missing_ids: Vec<u32>,
     _type: std::marker::PhantomData<fn() -> T>,
 }
+
+/// How many ids the registry does not have a codec remembers.
+const MISSING_IDS_KEPT: usize = 1024;
 
 /// A schema some producer of the topic writes with.
 #[derive(Debug)]
@@ -172,6 +178,7 @@ impl<T: Data> Codec<T> {
             base: None,
             prefix: None,
             registry: None,
+            missing_ids: Vec::new(),
             _type: std::marker::PhantomData,
         }
     }
@@ -252,14 +259,36 @@ impl<T: Data> Codec<T> {
 
     /// The registry id `bytes` start with, where the codec reads the wire format and does
     /// not know that id yet: the caller asks the registry for its schema and
-    /// [adds](Codec::add_registry_schema) it before decoding.
+    /// [adds](Codec::add_registry_schema) it before decoding, or says the registry
+    /// [does not have it](Codec::add_missing_registry_id).
     pub fn unknown_registry_id(&self, bytes: &[u8]) -> Option<u32> {
         let known = self.registry.as_ref()?;
         if self.format != Format::Avro {
             return None;
         }
         let id = registry_id(bytes)?;
-        (!known.iter().any(|(known, _)| *known == id)).then_some(id)
+        let unknown =
+            !known.iter().any(|(known, _)| *known == id) && !self.missing_ids.contains(&id);
+        unknown.then_some(id)
+    }
+
+    /// Remembers that the registry has no schema with `id` (a value written before the
+    /// registry that starts with a zero byte seems to name one), so it is not asked again.
+    ///
+    /// ```
+    /// use runnel_blueprint::descriptor::Format;
+    /// use runnel_codec::Codec;
+    ///
+    /// let mut reader = Codec::<String>::new(Format::Avro).framed_by_registry();
+    /// let bytes = [0, 0, 0, 0, 9, 2, b'x'];
+    /// assert_eq!(reader.unknown_registry_id(&bytes), Some(9));
+    /// reader.add_missing_registry_id(9);
+    /// assert_eq!(reader.unknown_registry_id(&bytes), None);
+    /// ```
+    pub fn add_missing_registry_id(&mut self, id: u32) {
+        if self.missing_ids.len() < MISSING_IDS_KEPT && !self.missing_ids.contains(&id) {
+            self.missing_ids.push(id);
+        }
     }
 
     /// The format values are encoded in.

@@ -304,9 +304,10 @@ impl<T: Data> InletStream<T> {
     }
 
     /// Asks the schema registry for the schema of `id`, which a record names and the codec
-    /// does not know yet (an outside producer registered it after the inlet started). A
-    /// registry that has no such schema leaves the record to fail decoding as bad data; one
-    /// that cannot be reached fails the streamlet, which restarts and asks again.
+    /// does not know yet (an outside producer registered it after the inlet started). An id
+    /// the registry does not have is remembered, and the record decodes as written before
+    /// the registry or is bad data; a registry that cannot be reached fails the streamlet,
+    /// which restarts and asks again.
     async fn learn_registry_schema(&mut self, id: u32) -> Result<()> {
         match self.parts.backend.schema_by_id(id).await {
             Ok(schema) => {
@@ -315,7 +316,10 @@ impl<T: Data> InletStream<T> {
                 }
                 Ok(())
             }
-            Err(runnel_backend::Error::SchemaNotFound { .. }) => Ok(()),
+            Err(runnel_backend::Error::SchemaNotFound { .. }) => {
+                self.codec.add_missing_registry_id(id);
+                Ok(())
+            }
             Err(error) => Err(Error::external(error)),
         }
     }

@@ -84,8 +84,9 @@ impl Tools {
         records: impl IntoIterator<Item = &'a runnel_backend::Record>,
     ) -> Result<()> {
         for id in self.schemas.unknown_registry_ids(records) {
-            if let Some(schema) = self.store.schema_by_id(id).await? {
-                self.schemas.learn(&schema);
+            match self.store.schema_by_id(id).await? {
+                Some(schema) => self.schemas.learn(&schema),
+                None => self.schemas.learn_missing(id),
             }
         }
         Ok(())

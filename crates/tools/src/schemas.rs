@@ -31,6 +31,8 @@ pub struct Schemas {
     /// Where a schema registry keeps the topics' schemas: the schemas known by id so far
     /// (learned as records name them, so tools that only read share the cache).
     registry: Option<RwLock<HashMap<u32, Schema>>>,
+    /// Ids the registry said it does not have, so they are not asked for again.
+    missing_ids: RwLock<std::collections::HashSet<u32>>,
 }
 
 #[derive(Debug)]
@@ -114,6 +116,7 @@ impl Schemas {
         Schemas {
             topics,
             registry: None,
+            missing_ids: RwLock::default(),
         }
     }
 
@@ -133,16 +136,29 @@ impl Schemas {
             return Vec::new();
         };
         let known = registry.read().expect("the schema cache is never poisoned");
+        let missing = self
+            .missing_ids
+            .read()
+            .expect("the schema cache is never poisoned");
         let mut unknown = Vec::new();
         for record in records {
             if let Some(id) = record.value.as_deref().and_then(registry_id)
                 && !known.contains_key(&id)
+                && !missing.contains(&id)
                 && !unknown.contains(&id)
             {
                 unknown.push(id);
             }
         }
         unknown
+    }
+
+    /// Remembers that the registry has no schema with `id`.
+    pub fn learn_missing(&self, id: u32) {
+        self.missing_ids
+            .write()
+            .expect("the schema cache is never poisoned")
+            .insert(id);
     }
 
     /// Adds a schema the registry keeps, by its id.
