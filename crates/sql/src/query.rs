@@ -1,0 +1,382 @@
+//! [`Query`]: a SQL query over [`Table`]s, planned once, then run on batch after batch.
+
+use std::sync::Arc;
+
+use datafusion_common::DFSchemaRef;
+use datafusion_common::arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, UInt32Array};
+use datafusion_common::arrow::compute::{filter, filter_record_batch};
+use datafusion_common::arrow::datatypes::SchemaRef;
+use datafusion_expr::execution_props::ExecutionProps;
+use datafusion_expr::physical_planning_context::PhysicalPlanningContext;
+use datafusion_expr::simplify::SimplifyContext;
+use datafusion_expr::{Expr, LogicalPlan};
+use datafusion_optimizer::simplify_expressions::ExprSimplifier;
+use datafusion_physical_expr::{PhysicalExpr, create_physical_expr};
+use datafusion_sql::planner::{ParserOptions, SqlToRel};
+use datafusion_sql::sqlparser::dialect::GenericDialect;
+use datafusion_sql::sqlparser::parser::Parser;
+
+use crate::decode::BatchDecoder;
+use crate::encode::Output;
+use crate::error::Position;
+use crate::functions::{Catalog, Functions};
+use crate::{Error, Table};
+
+/// One step of a stateless query, applied to each batch in turn.
+#[derive(Debug)]
+enum Stage {
+    /// Keeps the rows for which the predicate is true.
+    Filter(Arc<dyn PhysicalExpr>),
+    /// Computes the next batch's columns.
+    Project(Vec<Arc<dyn PhysicalExpr>>, SchemaRef),
+}
+
+/// A query planned against its input tables: which inputs it reads, the Avro schema of its
+/// results, and the operators that compute them.
+///
+/// Planning reports every problem a user can fix at its place in the query: SQL that does
+/// not parse, an unknown table or column (with the closest name), types that do not fit,
+/// output columns without a field name, and constructs not supported yet, named.
+///
+/// ```
+/// use runnel_sql::{Column, ColumnType, Query, Table};
+/// let bids = Table::new("bids", vec![
+///     Column::new("auction", ColumnType::Long),
+///     Column::new("price", ColumnType::Long),
+/// ]);
+/// let query = Query::plan(
+///     "SELECT auction, price * 89 / 100 AS euros FROM bids WHERE auction % 123 = 0",
+///     &[bids],
+///     "Converted",
+/// ).unwrap();
+/// assert_eq!(query.inputs()[0].name(), "bids");
+/// assert_eq!(query.output_schema()["fields"][1], serde_json::json!({"name": "euros", "type": "long"}));
+/// ```
+#[derive(Debug)]
+pub struct Query {
+    input: Table,
+    stages: Vec<Stage>,
+    output: Output,
+}
+
+/// What a batch of records gave: each result with the index of the record it came from, in
+/// record order, and each record that could not be read or computed, with why.
+#[derive(Debug, Default)]
+pub struct Processed {
+    /// Results, Avro encoded with the [`Query::output_schema`], by input index.
+    pub results: Vec<(usize, Vec<u8>)>,
+    /// Records that failed, by input index.
+    pub rejected: Vec<(usize, Error)>,
+}
+
+impl Query {
+    /// Plans `sql` over `tables` with the [standard functions](Functions::standard); results
+    /// are Avro records named `record_name`.
+    ///
+    /// # Errors
+    ///
+    /// See [`Query`]; [`Error::position`] says where.
+    pub fn plan(sql: &str, tables: &[Table], record_name: &str) -> Result<Query, Error> {
+        Query::plan_with(sql, tables, record_name, &Functions::standard())
+    }
+
+    /// [`plan`](Query::plan), with the app's own functions.
+    ///
+    /// # Errors
+    ///
+    /// See [`Query`].
+    pub fn plan_with(
+        sql: &str,
+        tables: &[Table],
+        record_name: &str,
+        functions: &Functions,
+    ) -> Result<Query, Error> {
+        let mut statements = Parser::new(&GenericDialect {})
+            .try_with_sql(sql)
+            .and_then(|mut parser| parser.parse_statements())
+            .map_err(|error| syntax_error(&error.to_string(), sql))?;
+        let statement = match statements.len() {
+            1 => statements.remove(0),
+            0 => return Err(Error::unsupported("the query is empty: write one SELECT")),
+            more => {
+                return Err(Error::unsupported(format!(
+                    "{more} statements: a SQL streamlet runs one SELECT"
+                )));
+            }
+        };
+        let catalog = Catalog::new(tables, functions);
+        let options = ParserOptions {
+            collect_spans: true,
+            ..ParserOptions::new()
+        };
+        let plan = SqlToRel::new_with_options(&catalog, options)
+            .sql_statement_to_plan(statement)
+            .map_err(Error::from_planner)?;
+        let plan = datafusion_optimizer::Analyzer::new()
+            .execute_and_check(plan, catalog.options(), |_, _| {})
+            .map_err(Error::from_planner)?;
+        let mut stages = Vec::new();
+        let mut node = &plan;
+        let input = loop {
+            match node {
+                LogicalPlan::Projection(projection) => {
+                    let expressions = physical(&projection.expr, projection.input.schema())?;
+                    stages.push(Stage::Project(
+                        expressions,
+                        Arc::new(projection.schema.as_arrow().clone()),
+                    ));
+                    node = &projection.input;
+                }
+                LogicalPlan::Filter(filter) => {
+                    let predicate = physical(
+                        std::slice::from_ref(&filter.predicate),
+                        filter.input.schema(),
+                    )?
+                    .remove(0);
+                    stages.push(Stage::Filter(predicate));
+                    node = &filter.input;
+                }
+                LogicalPlan::SubqueryAlias(alias) => node = &alias.input,
+                LogicalPlan::TableScan(scan) => {
+                    let name = scan.table_name.table();
+                    break tables
+                        .iter()
+                        .find(|table| table.name() == name)
+                        .cloned()
+                        .expect("the catalog knows only these tables");
+                }
+                other => return Err(unsupported(other)),
+            }
+        };
+        stages.reverse();
+        let output = Output::new(plan.schema().as_arrow(), record_name)?;
+        Ok(Query {
+            input,
+            stages,
+            output,
+        })
+    }
+
+    /// The tables the query reads (in `FROM`): the SQL streamlet's inlets.
+    pub fn inputs(&self) -> &[Table] {
+        std::slice::from_ref(&self.input)
+    }
+
+    /// The Avro schema of the results: the SQL streamlet's outlet schema.
+    pub fn output_schema(&self) -> &serde_json::Value {
+        self.output.schema()
+    }
+
+    /// Runs the query over Avro records of the table `table` (one of
+    /// [`inputs`](Query::inputs)).
+    ///
+    /// A record that does not decode, or on which the query fails (a division by zero, a
+    /// cast that does not fit), is rejected with the reason; the others give their results.
+    ///
+    /// ```
+    /// use runnel_sql::{Column, ColumnType, Query, Table};
+    /// let numbers = Table::new("numbers", vec![Column::new("n", ColumnType::Long)]);
+    /// let query = Query::plan("SELECT n * 2 AS twice FROM numbers WHERE n > 0", &[numbers], "Twice").unwrap();
+    /// // 21, -1 (zigzag encoded), and a record cut short.
+    /// let processed = query.process("numbers", &[&[42], &[1], &[]]);
+    /// assert_eq!(processed.results, [(0, vec![84])]);
+    /// assert_eq!(processed.rejected[0].0, 2);
+    /// ```
+    pub fn process(&self, table: &str, records: &[&[u8]]) -> Processed {
+        assert_eq!(table, self.input.name(), "the query reads only its inputs");
+        let mut processed = Processed::default();
+        let mut decoder = BatchDecoder::new(&self.input);
+        let mut indices = Vec::with_capacity(records.len());
+        for (index, record) in records.iter().enumerate() {
+            match decoder.append(record) {
+                Ok(()) => indices.push(index as u32),
+                Err(error) => processed.rejected.push((index, error)),
+            }
+        }
+        let batch = decoder.finish();
+        let indices = UInt32Array::from(indices);
+        match self.evaluate(batch.clone(), indices.clone()) {
+            Ok((indices, columns)) => self.encode(&indices, &columns, &mut processed),
+            Err(_) => {
+                // Find the records it failed on: one at a time.
+                for row in 0..batch.num_rows() {
+                    let index = indices.slice(row, 1);
+                    match self.evaluate(batch.slice(row, 1), index.clone()) {
+                        Ok((indices, columns)) => {
+                            self.encode(&indices, &columns, &mut processed);
+                        }
+                        Err(error) => processed.rejected.push((index.value(0) as usize, error)),
+                    }
+                }
+                processed.results.sort_by_key(|(index, _)| *index);
+            }
+        }
+        processed.rejected.sort_by_key(|(index, _)| *index);
+        processed
+    }
+
+    /// The stages over one batch: the input index of each result row, and the result
+    /// columns, cast to the types written.
+    fn evaluate(
+        &self,
+        mut batch: RecordBatch,
+        mut indices: UInt32Array,
+    ) -> Result<(UInt32Array, Vec<ArrayRef>), Error> {
+        let evaluate_error = |error: datafusion_common::DataFusionError| {
+            Error::Evaluate(error.find_root().to_string())
+        };
+        let arrow_error =
+            |error: datafusion_common::arrow::error::ArrowError| Error::Evaluate(error.to_string());
+        for stage in &self.stages {
+            match stage {
+                Stage::Filter(predicate) => {
+                    let mask = predicate
+                        .evaluate(&batch)
+                        .and_then(|value| value.into_array(batch.num_rows()))
+                        .map_err(evaluate_error)?;
+                    let mask = mask
+                        .as_any()
+                        .downcast_ref::<BooleanArray>()
+                        .ok_or_else(|| {
+                            Error::Evaluate("the WHERE clause is not a boolean".into())
+                        })?;
+                    batch = filter_record_batch(&batch, mask).map_err(arrow_error)?;
+                    let kept = filter(&indices, mask).map_err(arrow_error)?;
+                    indices = kept
+                        .as_any()
+                        .downcast_ref::<UInt32Array>()
+                        .expect("filtering keeps the type")
+                        .clone();
+                }
+                Stage::Project(expressions, schema) => {
+                    let columns = expressions
+                        .iter()
+                        .map(|expression| {
+                            expression
+                                .evaluate(&batch)
+                                .and_then(|value| value.into_array(batch.num_rows()))
+                        })
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(evaluate_error)?;
+                    let options = datafusion_common::arrow::array::RecordBatchOptions::new()
+                        .with_row_count(Some(batch.num_rows()));
+                    batch = RecordBatch::try_new_with_options(schema.clone(), columns, &options)
+                        .map_err(arrow_error)?;
+                }
+            }
+        }
+        let columns = self.output.cast(batch.columns().to_vec())?;
+        Ok((indices, columns))
+    }
+
+    fn encode(&self, indices: &UInt32Array, columns: &[ArrayRef], processed: &mut Processed) {
+        for (row, index) in indices.values().iter().enumerate() {
+            let mut bytes = Vec::new();
+            self.output.write_row(columns, row, &mut bytes);
+            processed.results.push((*index as usize, bytes));
+        }
+    }
+}
+
+/// The physical expressions of `expressions` over rows of `schema`.
+///
+/// Each is simplified first, as DataFusion's optimizer would: constants folded, and the
+/// functions that only exist to be rewritten (`coalesce`, `nvl`...) rewritten.
+fn physical(
+    expressions: &[Expr],
+    schema: &DFSchemaRef,
+) -> Result<Vec<Arc<dyn PhysicalExpr>>, Error> {
+    let properties = ExecutionProps::new();
+    let context = PhysicalPlanningContext::default();
+    let simplifier = ExprSimplifier::new(
+        SimplifyContext::builder()
+            .with_schema(schema.clone())
+            .build(),
+    );
+    expressions
+        .iter()
+        .map(|expression| {
+            let simplified = simplifier
+                .simplify(expression.clone())
+                .map_err(Error::from_planner)?;
+            create_physical_expr(&simplified, schema, &properties, &context)
+                .map_err(Error::from_planner)
+        })
+        .collect()
+}
+
+/// The error for a plan node SQL streamlets do not run yet.
+fn unsupported(node: &LogicalPlan) -> Error {
+    let construct = match node {
+        LogicalPlan::Aggregate(_) => {
+            "GROUP BY and aggregate functions are not supported by SQL streamlets yet"
+        }
+        LogicalPlan::Join(_) => "joins are not supported by SQL streamlets yet",
+        LogicalPlan::Sort(_) => {
+            "ORDER BY is not supported: an unbounded stream has no end to sort at"
+        }
+        LogicalPlan::Limit(_) => "LIMIT is not supported: an unbounded stream has no end",
+        LogicalPlan::Distinct(_) => "DISTINCT is not supported by SQL streamlets yet",
+        LogicalPlan::Union(_) => "UNION is not supported by SQL streamlets yet",
+        LogicalPlan::Window(_) => "window functions (OVER) are not supported by SQL streamlets yet",
+        LogicalPlan::Subquery(_) => "subqueries are not supported by SQL streamlets yet",
+        LogicalPlan::EmptyRelation(_) | LogicalPlan::Values(_) => {
+            "a query without FROM: a SQL streamlet reads its inputs, named in FROM"
+        }
+        _ => {
+            return Error::unsupported(format!(
+                "'{}' is not supported by SQL streamlets: they run SELECT ... FROM ... WHERE ...",
+                node.display()
+            ));
+        }
+    };
+    Error::unsupported(construct)
+}
+
+/// The error for SQL that does not parse, at the place sqlparser names ("at Line: 1,
+/// Column: 8").
+fn syntax_error(message: &str, sql: &str) -> Error {
+    let message = message
+        .strip_prefix("sql parser error: ")
+        .unwrap_or(message);
+    let (text, position) = match message.rfind(" at Line: ") {
+        Some(at) => {
+            let place = &message[at + " at Line: ".len()..];
+            let mut numbers = place
+                .split(|c: char| !c.is_ascii_digit())
+                .filter(|part| !part.is_empty())
+                .map(|part| part.parse::<u64>().ok());
+            let position = match (numbers.next().flatten(), numbers.next().flatten()) {
+                (Some(line), Some(column)) => Some(Position { line, column }),
+                _ => None,
+            };
+            (message[..at].to_owned(), position)
+        }
+        // The query ended too early: the place is just past its end.
+        None if message.ends_with("found: EOF") => {
+            let text = sql.trim_end();
+            let line = text.lines().count().max(1) as u64;
+            let column = text.lines().last().map_or(0, |last| last.chars().count()) as u64 + 1;
+            (message.to_owned(), Some(Position { line, column }))
+        }
+        None => (message.to_owned(), None),
+    };
+    Error::Syntax {
+        message: text.to_lowercase_first(),
+        position,
+    }
+}
+
+trait LowercaseFirst {
+    fn to_lowercase_first(&self) -> String;
+}
+
+impl LowercaseFirst for String {
+    fn to_lowercase_first(&self) -> String {
+        let mut characters = self.chars();
+        match characters.next() {
+            Some(first) => first.to_lowercase().chain(characters).collect(),
+            None => String::new(),
+        }
+    }
+}

@@ -1,0 +1,288 @@
+//! [`Table`]: an input of a query, as its topic's Avro schema describes its records.
+
+use std::sync::Arc;
+
+use datafusion_common::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use serde_json::Value;
+
+use crate::Error;
+
+/// The type of a column: the Avro types SQL reads, each with its Arrow type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ColumnType {
+    /// Avro `boolean`: SQL `BOOLEAN`.
+    Boolean,
+    /// Avro `int`: SQL `INT`.
+    Int,
+    /// Avro `long`: SQL `BIGINT`.
+    Long,
+    /// Avro `float`: SQL `REAL`.
+    Float,
+    /// Avro `double`: SQL `DOUBLE`.
+    Double,
+    /// Avro `string`: SQL `VARCHAR`.
+    String,
+    /// Avro `bytes`: SQL `BYTEA`.
+    Bytes,
+    /// An Avro `enum`: SQL `VARCHAR`, the symbol.
+    Enum(Vec<String>),
+}
+
+impl ColumnType {
+    /// The Arrow type of the column.
+    pub fn data_type(&self) -> DataType {
+        match self {
+            ColumnType::Boolean => DataType::Boolean,
+            ColumnType::Int => DataType::Int32,
+            ColumnType::Long => DataType::Int64,
+            ColumnType::Float => DataType::Float32,
+            ColumnType::Double => DataType::Float64,
+            ColumnType::String | ColumnType::Enum(_) => DataType::Utf8,
+            ColumnType::Bytes => DataType::Binary,
+        }
+    }
+}
+
+/// A column: a field of the records.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Column {
+    /// The field's name.
+    pub name: String,
+    /// Its type.
+    pub column_type: ColumnType,
+    /// Where the field is a union of `null` and its type: the branch index of `null`.
+    pub null_branch: Option<u8>,
+}
+
+impl Column {
+    /// A column that is never null.
+    pub fn new(name: impl Into<String>, column_type: ColumnType) -> Self {
+        Column {
+            name: name.into(),
+            column_type,
+            null_branch: None,
+        }
+    }
+
+    /// A column that may be null: an Avro union of `null` (first) and its type.
+    pub fn nullable(name: impl Into<String>, column_type: ColumnType) -> Self {
+        Column {
+            null_branch: Some(0),
+            ..Column::new(name, column_type)
+        }
+    }
+}
+
+/// An input of a query: a name (the table in `FROM`, and the streamlet's inlet) and the
+/// columns of its records, in the order the Avro schema lists the fields.
+///
+/// ```
+/// use runnel_sql::Table;
+/// let schema = serde_json::json!({"type": "record", "name": "Bid", "fields": [
+///     {"name": "auction", "type": "long"},
+///     {"name": "channel", "type": ["null", "string"], "default": null}]});
+/// let bids = Table::from_avro("bids", &schema).unwrap();
+/// assert_eq!(bids.columns()[1].name, "channel");
+/// assert_eq!(bids.columns()[1].null_branch, Some(0));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Table {
+    name: String,
+    columns: Vec<Column>,
+}
+
+impl Table {
+    /// A table of these columns.
+    pub fn new(name: impl Into<String>, columns: Vec<Column>) -> Self {
+        Table {
+            name: name.into(),
+            columns,
+        }
+    }
+
+    /// The table of records of an Avro record schema.
+    ///
+    /// # Errors
+    ///
+    /// A schema that is not a record, or a field of a type SQL does not read yet (arrays,
+    /// maps, nested records, fixed, unions other than with `null`), named.
+    pub fn from_avro(name: impl Into<String>, schema: &Value) -> Result<Table, Error> {
+        let name = name.into();
+        let refuse = |message: String| Error::Schema {
+            table: name.clone(),
+            message,
+        };
+        let fields = match schema {
+            Value::Object(record) if record.get("type") == Some(&Value::from("record")) => {
+                record.get("fields").and_then(Value::as_array)
+            }
+            _ => None,
+        }
+        .ok_or_else(|| {
+            refuse(format!(
+                "its schema is {schema}, not a record; SQL reads records"
+            ))
+        })?;
+        let mut named_enums = Vec::new();
+        let mut columns = Vec::with_capacity(fields.len());
+        for field in fields {
+            let field_name = field
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| refuse(format!("field {field} has no name")))?;
+            let field_type = field.get("type").unwrap_or(&Value::Null);
+            let column = column(field_name, field_type, &mut named_enums).ok_or_else(|| {
+                refuse(format!(
+                    "field '{field_name}' is of type {field_type}, which SQL does not read yet \
+                     (it reads boolean, int, long, float, double, string, bytes, enums, and \
+                     unions of null with one of these)"
+                ))
+            })?;
+            columns.push(column);
+        }
+        Ok(Table { name, columns })
+    }
+
+    /// The name: the table in `FROM`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The columns, in field order.
+    pub fn columns(&self) -> &[Column] {
+        &self.columns
+    }
+
+    /// The Arrow schema of the table's batches.
+    pub fn arrow_schema(&self) -> SchemaRef {
+        Arc::new(Schema::new(
+            self.columns
+                .iter()
+                .map(|column| {
+                    Field::new(
+                        &column.name,
+                        column.column_type.data_type(),
+                        column.null_branch.is_some(),
+                    )
+                })
+                .collect::<Vec<_>>(),
+        ))
+    }
+}
+
+/// The column of a field, or `None` for a type SQL does not read. Enums are remembered by
+/// name, for later fields that refer to them.
+fn column(
+    name: &str,
+    field_type: &Value,
+    named_enums: &mut Vec<(String, Vec<String>)>,
+) -> Option<Column> {
+    if let Value::Array(branches) = field_type {
+        let [first, second] = branches.as_slice() else {
+            return None;
+        };
+        let (null_branch, other) = match (first, second) {
+            (Value::String(null), other) if null == "null" => (0, other),
+            (other, Value::String(null)) if null == "null" => (1, other),
+            _ => return None,
+        };
+        let column_type = column_type(other, named_enums)?;
+        return Some(Column {
+            name: name.to_owned(),
+            column_type,
+            null_branch: Some(null_branch),
+        });
+    }
+    Some(Column::new(name, column_type(field_type, named_enums)?))
+}
+
+fn column_type(
+    field_type: &Value,
+    named_enums: &mut Vec<(String, Vec<String>)>,
+) -> Option<ColumnType> {
+    match field_type {
+        Value::String(primitive) => Some(match primitive.as_str() {
+            "boolean" => ColumnType::Boolean,
+            "int" => ColumnType::Int,
+            "long" => ColumnType::Long,
+            "float" => ColumnType::Float,
+            "double" => ColumnType::Double,
+            "string" => ColumnType::String,
+            "bytes" => ColumnType::Bytes,
+            named => {
+                let (_, symbols) = named_enums
+                    .iter()
+                    .find(|(name, _)| name == named || name.rsplit('.').next() == Some(named))?;
+                ColumnType::Enum(symbols.clone())
+            }
+        }),
+        Value::Object(complex) => match complex.get("type")?.as_str()? {
+            "enum" => {
+                let symbols: Vec<String> = complex
+                    .get("symbols")?
+                    .as_array()?
+                    .iter()
+                    .map(|symbol| symbol.as_str().map(str::to_owned))
+                    .collect::<Option<_>>()?;
+                let name = complex.get("name")?.as_str()?;
+                let full_name = match complex.get("namespace").and_then(Value::as_str) {
+                    Some(namespace) if !name.contains('.') => format!("{namespace}.{name}"),
+                    _ => name.to_owned(),
+                };
+                named_enums.push((full_name, symbols.clone()));
+                Some(ColumnType::Enum(symbols))
+            }
+            // A primitive with a logical type (timestamp-millis on a long, say) is read as
+            // its primitive.
+            primitive @ ("boolean" | "int" | "long" | "float" | "double" | "string" | "bytes") => {
+                column_type(&Value::from(primitive), named_enums)
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn reads_primitive_enum_and_nullable_fields() {
+        let schema = json!({"type": "record", "name": "Reading", "fields": [
+            {"name": "unit", "type": {"type": "enum", "name": "Unit", "symbols": ["C", "F"]}},
+            {"name": "previous_unit", "type": ["Unit", "null"]},
+            {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        ]});
+        let table = Table::from_avro("readings", &schema).unwrap();
+        let unit = ColumnType::Enum(vec!["C".into(), "F".into()]);
+        assert_eq!(
+            table.columns(),
+            [
+                Column::new("unit", unit.clone()),
+                Column {
+                    null_branch: Some(1),
+                    ..Column::new("previous_unit", unit)
+                },
+                Column::new("at", ColumnType::Long),
+            ]
+        );
+    }
+
+    #[test]
+    fn names_the_field_it_cannot_read() {
+        let schema = json!({"type": "record", "name": "Reading", "fields": [
+            {"name": "tags", "type": {"type": "array", "items": "string"}}]});
+        let error = Table::from_avro("readings", &schema)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with(
+                "table 'readings': field 'tags' is of type {\"items\":\"string\",\"type\":\"array\"}, which SQL does not read yet"
+            ),
+            "{error}"
+        );
+    }
+}

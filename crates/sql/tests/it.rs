@@ -1,0 +1,337 @@
+//! Every construct SQL streamlets run, and every class of error, through the public API:
+//! records in Avro (written by apache-avro), results read back by apache-avro.
+
+use apache_avro::Schema;
+use apache_avro::types::Value;
+use runnel_sql::{Error, Query, Table};
+use serde_json::json;
+
+fn readings_schema() -> serde_json::Value {
+    json!({"type": "record", "name": "Reading", "fields": [
+        {"name": "sensor", "type": "string"},
+        {"name": "celsius", "type": "double"},
+        {"name": "count", "type": "long"},
+        {"name": "unit", "type": {"type": "enum", "name": "Unit", "symbols": ["C", "F"]}},
+        {"name": "note", "type": ["null", "string"], "default": null},
+    ]})
+}
+
+fn reading(sensor: &str, celsius: f64, count: i64, note: Option<&str>) -> Value {
+    Value::Record(vec![
+        ("sensor".into(), Value::String(sensor.into())),
+        ("celsius".into(), Value::Double(celsius)),
+        ("count".into(), Value::Long(count)),
+        ("unit".into(), Value::Enum(0, "C".into())),
+        (
+            "note".into(),
+            match note {
+                Some(note) => Value::Union(1, Box::new(Value::String(note.into()))),
+                None => Value::Union(0, Box::new(Value::Null)),
+            },
+        ),
+    ])
+}
+
+fn plan(sql: &str) -> Result<Query, Error> {
+    let readings = Table::from_avro("readings", &readings_schema())?;
+    Query::plan(sql, &[readings], "Result")
+}
+
+/// Rejected records by input index, with their errors.
+type Rejected = Vec<(usize, String)>;
+
+/// Runs `sql` over `records`: the results as apache-avro reads them, by input index, and
+/// the rejected indices with their errors.
+fn run(sql: &str, records: &[Value]) -> (Vec<(usize, Value)>, Rejected) {
+    let query = plan(sql).unwrap_or_else(|error| panic!("{sql}: {error}"));
+    let input = Schema::parse(&readings_schema()).unwrap();
+    let encoded: Vec<Vec<u8>> = records
+        .iter()
+        .map(|record| apache_avro::to_avro_datum(&input, record.clone()).unwrap())
+        .collect();
+    let slices: Vec<&[u8]> = encoded.iter().map(Vec::as_slice).collect();
+    let processed = query.process("readings", &slices);
+    let output = Schema::parse(query.output_schema()).unwrap();
+    let results = processed
+        .results
+        .into_iter()
+        .map(|(index, bytes)| {
+            let mut remaining = bytes.as_slice();
+            let value = apache_avro::from_avro_datum(&output, &mut remaining, None).unwrap();
+            assert!(remaining.is_empty(), "{index}: bytes left over");
+            (index, value)
+        })
+        .collect();
+    let rejected = processed
+        .rejected
+        .into_iter()
+        .map(|(index, error)| (index, error.to_string()))
+        .collect();
+    (results, rejected)
+}
+
+fn record(fields: &[(&str, Value)]) -> Value {
+    Value::Record(
+        fields
+            .iter()
+            .map(|(name, value)| ((*name).to_owned(), value.clone()))
+            .collect(),
+    )
+}
+
+fn some(value: Value) -> Value {
+    Value::Union(1, Box::new(value))
+}
+
+fn none() -> Value {
+    Value::Union(0, Box::new(Value::Null))
+}
+
+#[test]
+fn projection_renames_and_computes() {
+    let (results, rejected) = run(
+        "SELECT sensor AS id, celsius * 9 / 5 + 32 AS fahrenheit, count / 2 AS half FROM readings",
+        &[reading("a", 100.0, 7, None), reading("b", -40.0, -3, None)],
+    );
+    assert!(rejected.is_empty());
+    assert_eq!(
+        results,
+        [
+            (
+                0,
+                record(&[
+                    ("id", Value::String("a".into())),
+                    ("fahrenheit", Value::Double(212.0)),
+                    ("half", Value::Long(3))
+                ])
+            ),
+            (
+                1,
+                record(&[
+                    ("id", Value::String("b".into())),
+                    ("fahrenheit", Value::Double(-40.0)),
+                    ("half", Value::Long(-1))
+                ])
+            ),
+        ]
+    );
+}
+
+#[test]
+fn select_star_keeps_every_field_and_reads_enums_as_text() {
+    let (results, _) = run("SELECT * FROM readings", &[reading("a", 1.5, 2, Some("x"))]);
+    assert_eq!(
+        results,
+        [(
+            0,
+            record(&[
+                ("sensor", Value::String("a".into())),
+                ("celsius", Value::Double(1.5)),
+                ("count", Value::Long(2)),
+                ("unit", Value::String("C".into())),
+                ("note", some(Value::String("x".into()))),
+            ])
+        )]
+    );
+}
+
+#[test]
+fn where_keeps_rows_that_are_true_not_null() {
+    let records = [
+        reading("a", 31.0, 1, Some("hot")),
+        reading("b", 29.0, 1, Some("hot")),
+        reading("c", 35.0, 1, None),
+        reading("d", 40.0, 5, Some("cold")),
+    ];
+    let (results, _) = run(
+        "SELECT sensor FROM readings WHERE celsius > 30 AND (note = 'hot' OR count > 4)",
+        &records,
+    );
+    let kept: Vec<usize> = results.iter().map(|(index, _)| *index).collect();
+    assert_eq!(kept, [0, 3], "c's note is null: null = 'hot' is not true");
+}
+
+/// DataFusion says a function's result may be null unless the function knows better, so
+/// `upper` and `concat` give unions with null; `coalesce` with a literal does not.
+#[test]
+fn scalar_functions_case_and_casts() {
+    let (results, rejected) = run(
+        "SELECT upper(sensor) AS sensor, \
+                concat(sensor, '-', CAST(count AS VARCHAR)) AS label, \
+                round(celsius) AS rounded, \
+                CAST(celsius AS BIGINT) AS whole, \
+                CASE WHEN celsius >= 30 THEN 'hot' WHEN celsius < 0 THEN 'freezing' ELSE 'mild' END AS feel, \
+                coalesce(note, 'none') AS note \
+         FROM readings",
+        &[
+            reading("a", 30.6, 3, None),
+            reading("b", -1.2, 4, Some("n")),
+        ],
+    );
+    assert!(rejected.is_empty(), "{rejected:?}");
+    assert_eq!(
+        results[0].1,
+        record(&[
+            ("sensor", some(Value::String("A".into()))),
+            ("label", some(Value::String("a-3".into()))),
+            ("rounded", Value::Double(31.0)),
+            ("whole", Value::Long(30)),
+            ("feel", Value::String("hot".into())),
+            ("note", Value::String("none".into())),
+        ])
+    );
+    assert_eq!(
+        results[1].1,
+        record(&[
+            ("sensor", some(Value::String("B".into()))),
+            ("label", some(Value::String("b-4".into()))),
+            ("rounded", Value::Double(-1.0)),
+            ("whole", Value::Long(-1)),
+            ("feel", Value::String("freezing".into())),
+            ("note", Value::String("n".into())),
+        ])
+    );
+}
+
+#[test]
+fn a_result_that_may_be_null_is_a_union_with_null() {
+    let query =
+        plan("SELECT CASE WHEN count > 1 THEN sensor END AS busy, note FROM readings").unwrap();
+    assert_eq!(
+        query.output_schema()["fields"],
+        json!([
+            {"name": "busy", "type": ["null", "string"], "default": null},
+            {"name": "note", "type": ["null", "string"], "default": null},
+        ])
+    );
+    let (results, _) = run(
+        "SELECT CASE WHEN count > 1 THEN sensor END AS busy FROM readings",
+        &[reading("a", 0.0, 2, None), reading("b", 0.0, 1, None)],
+    );
+    assert_eq!(
+        results[0].1,
+        record(&[("busy", some(Value::String("a".into())))])
+    );
+    assert_eq!(results[1].1, record(&[("busy", none())]));
+}
+
+#[test]
+fn a_record_the_query_fails_on_is_rejected_alone() {
+    let (results, rejected) = run(
+        "SELECT sensor, 100 / count AS share FROM readings",
+        &[
+            reading("a", 0.0, 4, None),
+            reading("b", 0.0, 0, None),
+            reading("c", 0.0, 5, None),
+        ],
+    );
+    let kept: Vec<usize> = results.iter().map(|(index, _)| *index).collect();
+    assert_eq!(kept, [0, 2]);
+    assert_eq!(rejected.len(), 1);
+    assert_eq!(rejected[0].0, 1);
+    assert!(
+        rejected[0].1.contains("Divide by zero"),
+        "{}",
+        rejected[0].1
+    );
+}
+
+#[test]
+fn a_record_that_does_not_decode_is_rejected_with_the_field() {
+    let query = plan("SELECT sensor FROM readings").unwrap();
+    let processed = query.process("readings", &[&[0x02, b'a', 0, 0]]);
+    assert!(processed.results.is_empty());
+    assert_eq!(
+        processed.rejected[0].1.to_string(),
+        "invalid avro for table 'readings': field 'celsius': the record ends early"
+    );
+}
+
+fn error(sql: &str) -> (String, Option<String>) {
+    let error = plan(sql).expect_err(sql);
+    (error.to_string(), error.position().map(|p| p.to_string()))
+}
+
+#[test]
+fn syntax_errors_say_where() {
+    let (message, position) = error("SELECT sensor\n  FORM readings");
+    assert_eq!(message, "expected: end of statement, found: readings");
+    assert_eq!(position.as_deref(), Some("2:8"));
+    // The end of the query, where it ends too early.
+    let (message, position) = error("SELECT sensor FROM readings\nWHERE");
+    assert_eq!(message, "expected: an expression, found: EOF");
+    assert_eq!(position.as_deref(), Some("2:6"));
+}
+
+#[test]
+fn an_unknown_column_names_the_closest() {
+    let (message, position) = error("SELECT sensor,\n       celsus FROM readings");
+    assert!(message.contains("celsus"), "{message}");
+    assert!(
+        message.contains("Did you mean 'readings.celsius'?"),
+        "{message}"
+    );
+    assert_eq!(position.as_deref(), Some("2:8"));
+}
+
+#[test]
+fn an_unknown_table_names_the_inputs() {
+    let (message, _) = error("SELECT * FROM reading");
+    assert_eq!(
+        message,
+        "table 'reading' is not an input of this query; its inputs are 'readings'"
+    );
+}
+
+#[test]
+fn a_type_error_names_the_column() {
+    let (message, _) = error("SELECT sensor + 1 AS next FROM readings");
+    assert!(
+        message.contains("Utf8") && message.contains("+"),
+        "{message}"
+    );
+    let (message, _) = error("SELECT sensor FROM readings WHERE sensor");
+    assert!(message.contains("readings.sensor"), "{message}");
+}
+
+#[test]
+fn an_output_column_needs_a_field_name() {
+    let (message, _) = error("SELECT celsius * 2 FROM readings");
+    assert_eq!(
+        message,
+        "output column 1 is 'readings.celsius * Int64(2)', which is not a field name: name it with AS, as in `readings.celsius * Int64(2) AS readings_celsius_int64_2`"
+    );
+}
+
+#[test]
+fn constructs_not_run_yet_are_named() {
+    for (sql, named) in [
+        (
+            "SELECT sensor, count(*) AS n FROM readings GROUP BY sensor",
+            "GROUP BY",
+        ),
+        (
+            "SELECT a.sensor FROM readings a JOIN readings b ON a.sensor = b.sensor",
+            "joins",
+        ),
+        ("SELECT sensor FROM readings ORDER BY celsius", "ORDER BY"),
+        ("SELECT sensor FROM readings LIMIT 3", "LIMIT"),
+        ("SELECT DISTINCT sensor FROM readings", "DISTINCT"),
+        (
+            "SELECT sensor, sum(celsius) OVER (ORDER BY count) AS n FROM readings",
+            "OVER",
+        ),
+        ("SELECT 1 AS one", "without FROM"),
+        (
+            "SELECT sensor FROM readings; SELECT sensor FROM readings",
+            "2 statements",
+        ),
+    ] {
+        let error = plan(sql).expect_err(sql);
+        assert!(
+            matches!(error, Error::Unsupported { .. } | Error::Plan { .. }),
+            "{sql}: {error:?}"
+        );
+        assert!(error.to_string().contains(named), "{sql}: {error}");
+    }
+}
