@@ -122,6 +122,9 @@ pub struct Codec<T> {
     /// Ids the registry said it does not have (at most [`MISSING_IDS_KEPT`]), so values
     /// naming them are not looked up again, one request per record.
     missing_ids: Vec<u32>,
+    /// Whether `T` is [`AvroDatum`](crate::AvroDatum): Avro values are then framed and
+    /// unframed, and never decoded or encoded.
+    datums: bool,
     _type: std::marker::PhantomData<fn() -> T>,
 }
 
@@ -166,7 +169,22 @@ impl<T: Data> Codec<T> {
     /// A codec of `T` in `format`, reading records as written with `T`'s own schema until
     /// told of others.
     pub fn new(format: Format) -> Self {
-        let schema = T::get_schema();
+        Codec::of_schema(format, T::get_schema())
+    }
+
+    /// A codec of values of the schema `definition`, given at run time, rather than `T`'s
+    /// own: for [`AvroDatum`](crate::AvroDatum) ports, whose values stay encoded.
+    ///
+    /// # Errors
+    ///
+    /// When `definition` is not an Avro schema.
+    pub fn with_schema(format: Format, definition: &serde_json::Value) -> Result<Self, CodecError> {
+        let schema = Schema::parse(definition)
+            .map_err(|error| CodecError::new(format!("invalid avro schema: {error}")))?;
+        Ok(Codec::of_schema(format, schema))
+    }
+
+    fn of_schema(format: Format, schema: Schema) -> Self {
         let fingerprint = Bytes::from(schema.fingerprint::<Rabin>().to_string());
         let names = crate::avro_decode::names(&schema);
         Codec {
@@ -179,6 +197,7 @@ impl<T: Data> Codec<T> {
             prefix: None,
             registry: None,
             missing_ids: Vec::new(),
+            datums: std::any::TypeId::of::<T>() == std::any::TypeId::of::<crate::AvroDatum>(),
             _type: std::marker::PhantomData,
         }
     }
@@ -311,6 +330,10 @@ impl<T: Data> Codec<T> {
             Format::Avro => {
                 let mut buffer = Vec::with_capacity(64);
                 buffer.extend_from_slice(self.prefix.as_ref().map_or(&[][..], |p| &p[..]));
+                if let Some(datum) = self.as_datum(value) {
+                    buffer.extend_from_slice(&datum.bytes);
+                    return Ok(buffer);
+                }
                 let start = buffer.len();
                 if crate::avro_encode::encode(&self.schema, &self.names, value, &mut buffer).is_ok()
                 {
@@ -341,6 +364,10 @@ impl<T: Data> Codec<T> {
         const KEPT_CAPACITY: usize = 64 * 1024;
         thread_local! {
             static ENCODING: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        if let (Format::Avro, Some(datum), None) = (self.format, self.as_datum(value), self.prefix)
+        {
+            return Ok(datum.bytes.clone());
         }
         if matches!(self.format, Format::Avro) {
             // Falls through to `encode` when the buffer is in use (a value encoding another)
@@ -451,6 +478,16 @@ impl<T: Data> Codec<T> {
                 String::from_utf8_lossy(fingerprint)
             )));
         }
+        if self.datums {
+            let datum = crate::AvroDatum {
+                bytes: Bytes::copy_from_slice(bytes),
+                writer: named.map(Bytes::copy_from_slice),
+            };
+            let datum: Box<dyn std::any::Any> = Box::new(datum);
+            return Ok(*datum
+                .downcast::<T>()
+                .expect("`datums` is set only for AvroDatum"));
+        }
         let direct = match known_writer {
             None => crate::avro_decode::decode(&self.schema, &self.names, bytes),
             Some(WriterSchema {
@@ -506,6 +543,14 @@ impl<T: Data> Codec<T> {
         }
     }
 
+    /// `value` as the datum it is, for a codec of [`AvroDatum`](crate::AvroDatum)s.
+    fn as_datum<'v>(&self, value: &'v T) -> Option<&'v crate::AvroDatum> {
+        if !self.datums {
+            return None;
+        }
+        (value as &dyn std::any::Any).downcast_ref()
+    }
+
     fn type_name(&self) -> String {
         self.schema.name().map_or_else(
             || std::any::type_name::<T>().to_owned(),
@@ -526,6 +571,34 @@ pub fn schema_descriptor<T: Data>(format: Format) -> SchemaDescriptor {
         definition: serde_json::to_value(&schema).unwrap_or(serde_json::Value::Null),
         fingerprint: schema.fingerprint::<Rabin>().to_string(),
     }
+}
+
+/// The descriptor entry for Avro values of the schema `definition`, given at run time (a
+/// port of [`AvroDatum`](crate::AvroDatum)s): named and fingerprinted as a derived schema is,
+/// its definition as Avro writes it back.
+///
+/// ```
+/// let definition = serde_json::json!({"type": "record", "name": "N", "namespace": "demo", "fields": [{"name": "n", "type": "long"}]});
+/// let descriptor = runnel_codec::avro_schema_descriptor(&definition).unwrap();
+/// assert_eq!(descriptor.name, "demo.N");
+/// ```
+///
+/// # Errors
+///
+/// When `definition` is not an Avro schema.
+pub fn avro_schema_descriptor(
+    definition: &serde_json::Value,
+) -> Result<SchemaDescriptor, CodecError> {
+    let schema = Schema::parse(definition)
+        .map_err(|error| CodecError::new(format!("invalid avro schema: {error}")))?;
+    Ok(SchemaDescriptor {
+        format: Format::Avro,
+        name: schema
+            .name()
+            .map_or_else(|| definition.to_string(), |n| n.fullname(None)),
+        definition: serde_json::to_value(&schema).unwrap_or(serde_json::Value::Null),
+        fingerprint: schema.fingerprint::<Rabin>().to_string(),
+    })
 }
 
 #[cfg(test)]

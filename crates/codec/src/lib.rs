@@ -18,7 +18,10 @@
 mod avro_decode;
 mod avro_encode;
 mod codec;
+mod datum;
 
 pub use codec::{
-    Codec, CodecError, Data, REGISTRY_PREFIX, SCHEMA_HEADER, registry_id, schema_descriptor,
+    Codec, CodecError, Data, REGISTRY_PREFIX, SCHEMA_HEADER, avro_schema_descriptor, registry_id,
+    schema_descriptor,
 };
+pub use datum::AvroDatum;

@@ -35,13 +35,15 @@ mod encode;
 mod error;
 mod functions;
 mod query;
+mod streamlet;
 mod table;
 
 pub use decode::BatchDecoder;
 pub use error::{Error, Position};
 pub use functions::Functions;
 pub use query::{Processed, Query};
-pub use table::{Column, ColumnType, Table};
+pub use streamlet::{OUTLET, SqlStreamlet};
+pub use table::{Column, ColumnType, Table, record_name};
 
 /// The DataFusion crates this one builds on, for apps writing their own functions.
 pub mod datafusion {

@@ -89,14 +89,19 @@ impl Column {
 pub struct Table {
     name: String,
     columns: Vec<Column>,
+    /// The Avro schema of the records, as given (or made from the columns).
+    definition: Value,
 }
 
 impl Table {
     /// A table of these columns.
     pub fn new(name: impl Into<String>, columns: Vec<Column>) -> Self {
+        let name = name.into();
+        let definition = definition_of(&name, &columns);
         Table {
-            name: name.into(),
+            name,
             columns,
+            definition,
         }
     }
 
@@ -140,7 +145,17 @@ impl Table {
             })?;
             columns.push(column);
         }
-        Ok(Table { name, columns })
+        Ok(Table {
+            name,
+            columns,
+            definition: schema.clone(),
+        })
+    }
+
+    /// The Avro schema of the records: as given to [`from_avro`](Table::from_avro), or for
+    /// a table made of columns, a record named after the table with a field per column.
+    pub fn avro_schema(&self) -> &Value {
+        &self.definition
     }
 
     /// The name: the table in `FROM`.
@@ -168,6 +183,54 @@ impl Table {
                 .collect::<Vec<_>>(),
         ))
     }
+}
+
+/// The Avro record schema of `columns`, named after the table in upper camel case.
+fn definition_of(table: &str, columns: &[Column]) -> Value {
+    let fields: Vec<Value> = columns
+        .iter()
+        .map(|column| {
+            let avro = match &column.column_type {
+                ColumnType::Boolean => Value::from("boolean"),
+                ColumnType::Int => Value::from("int"),
+                ColumnType::Long => Value::from("long"),
+                ColumnType::Float => Value::from("float"),
+                ColumnType::Double => Value::from("double"),
+                ColumnType::String => Value::from("string"),
+                ColumnType::Bytes => Value::from("bytes"),
+                ColumnType::Enum(symbols) => serde_json::json!({
+                    "type": "enum", "name": format!("{}_{}", record_name(table), column.name), "symbols": symbols
+                }),
+            };
+            match column.null_branch {
+                Some(0) => serde_json::json!({"name": column.name, "type": ["null", avro], "default": null}),
+                Some(_) => serde_json::json!({"name": column.name, "type": [avro, "null"]}),
+                None => serde_json::json!({"name": column.name, "type": avro}),
+            }
+        })
+        .collect();
+    serde_json::json!({"type": "record", "name": record_name(table), "fields": fields})
+}
+
+/// `top-pages` as an Avro record name: `TopPages`.
+///
+/// ```
+/// assert_eq!(runnel_sql::record_name("top-pages"), "TopPages");
+/// assert_eq!(runnel_sql::record_name("q1"), "Q1");
+/// ```
+pub fn record_name(name: &str) -> String {
+    let mut record = String::new();
+    for word in name.split(|c: char| !c.is_ascii_alphanumeric()) {
+        let mut characters = word.chars();
+        if let Some(first) = characters.next() {
+            record.extend(first.to_uppercase());
+            record.extend(characters);
+        }
+    }
+    if !record.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        record.insert(0, 'R');
+    }
+    record
 }
 
 /// The column of a field, or `None` for a type SQL does not read. Enums are remembered by

@@ -11,9 +11,10 @@ use crate::clock::Clock;
 use crate::inlet::InletParts;
 use crate::outlet::OutletParts;
 use crate::parameter::ParameterType;
-use crate::port::Direction;
+use crate::port::{Direction, PortSpec};
 use crate::watermark::ScriptedWatermarks;
 use crate::{Data, Inlet, InletStream, InstanceMetrics, Outlet, OutletSender, Parameter, Shape};
+use runnel_codec::AvroDatum;
 
 /// The running streamlet's access to its ports, parameters, clock and shutdown signal.
 ///
@@ -108,7 +109,36 @@ impl Context {
                 inlet.name()
             )
         });
-        InletStream::new(parts, format)
+        InletStream::new(parts, format, None)
+    }
+
+    /// Takes the stream of an inlet declared with [`Shape::datum_inlet`]: its records
+    /// still encoded, each naming the schema it was written with when that is not the
+    /// inlet's own. Each inlet can be taken once.
+    ///
+    /// # Panics
+    ///
+    /// If the shape has no such inlet of datums, or it was already taken.
+    pub fn datum_inlet(&mut self, name: &str) -> InletStream<AvroDatum> {
+        let port = self.shape.expect_port::<AvroDatum>(Direction::Inlet, name);
+        let (format, schema) = (port.format, port.given_schema().cloned());
+        let parts = self
+            .inlets
+            .remove(name)
+            .unwrap_or_else(|| panic!("inlet '{name}' was already taken from the context"));
+        InletStream::new(parts, format, schema.as_ref())
+    }
+
+    /// A sender for an outlet declared with [`Shape::datum_outlet`], taking values encoded
+    /// with its schema.
+    ///
+    /// # Panics
+    ///
+    /// If the shape has no such outlet of datums.
+    pub fn datum_outlet(&self, name: &str) -> OutletSender<AvroDatum> {
+        let port = self.shape.expect_port::<AvroDatum>(Direction::Outlet, name);
+        let schema = port.given_schema().cloned();
+        self.outlet_sender(port, None, true, schema.as_ref())
     }
 
     /// A sender for an outlet. May be called several times; the senders share one topic.
@@ -120,7 +150,22 @@ impl Context {
         let port = self
             .shape
             .expect_port::<T>(Direction::Outlet, outlet.name());
-        let parts = &self.outlets[outlet.name()];
+        self.outlet_sender(
+            port,
+            outlet.key_function(),
+            outlet.forwards_input_headers(),
+            None,
+        )
+    }
+
+    fn outlet_sender<T: Data>(
+        &self,
+        port: &PortSpec,
+        key: Option<crate::port::KeyFunction<T>>,
+        forward_headers: bool,
+        schema: Option<&serde_json::Value>,
+    ) -> OutletSender<T> {
+        let parts = &self.outlets[port.name];
         let parts = OutletParts {
             port: parts.port,
             topic: parts.topic.clone(),
@@ -132,12 +177,7 @@ impl Context {
             tag_schema: parts.tag_schema,
             registry_id: parts.registry_id,
         };
-        OutletSender::new(
-            parts,
-            port.format,
-            outlet.key_function(),
-            outlet.forwards_input_headers(),
-        )
+        OutletSender::new(parts, port.format, key, forward_headers, schema)
     }
 
     /// The checked value of a parameter.

@@ -81,11 +81,22 @@ pub struct InletStream<T> {
 }
 
 impl<T: Data> InletStream<T> {
-    pub(crate) fn new(parts: InletParts, format: runnel_blueprint::descriptor::Format) -> Self {
+    /// The stream of the inlet's records, read with `T`'s schema, or `schema` where the
+    /// inlet's schema is given at run time.
+    pub(crate) fn new(
+        parts: InletParts,
+        format: runnel_blueprint::descriptor::Format,
+        schema: Option<&serde_json::Value>,
+    ) -> Self {
+        let reader = match schema {
+            Some(definition) => Codec::with_schema(format, definition)
+                .expect("a datum port has an Avro schema (`avro_schema_descriptor`)"),
+            None => Codec::new(format),
+        };
         let codec = parts
             .writer_schemas
             .iter()
-            .fold(Codec::new(format), |codec, definition| {
+            .fold(reader, |codec, definition| {
                 codec.with_writer_schema(definition)
             });
         let mut codec = match &parts.base_schema {
@@ -240,6 +251,13 @@ impl<T: Data> InletStream<T> {
             }
         })
         .boxed()
+    }
+
+    /// How many records are read from the log and not handed out yet: that many calls to
+    /// [`next`](InletStream::next) return without waiting for the log (records that do not
+    /// decode aside). Streamlets that work on batches take what is ready.
+    pub fn ready(&self) -> usize {
+        self.buffer.len()
     }
 
     /// The inlet's name.

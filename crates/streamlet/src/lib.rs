@@ -90,7 +90,7 @@ pub use outlet::{Outgoing, OutletSender};
 pub use parameter::{MemorySize, Parameter, ParameterType};
 pub use port::{Inlet, KeyFunction, Outlet};
 pub use rejection::{FailedAttempts, RejectedRecord};
-pub use runnel_codec::{CodecError, Data, SCHEMA_HEADER};
+pub use runnel_codec::{AvroDatum, CodecError, Data, SCHEMA_HEADER, avro_schema_descriptor};
 pub use shape::Shape;
 pub use streamlet::{DynStreamlet, Streamlet};
 

@@ -123,10 +123,16 @@ impl<T: Data> OutletSender<T> {
         format: runnel_blueprint::descriptor::Format,
         key: Option<KeyFunction<T>>,
         forward_headers: bool,
+        schema: Option<&serde_json::Value>,
     ) -> Self {
-        let codec = match parts.registry_id {
-            Some(id) => Codec::new(format).with_registry_id(id),
+        let codec = match schema {
+            Some(definition) => Codec::with_schema(format, definition)
+                .expect("a datum port has an Avro schema (`avro_schema_descriptor`)"),
             None => Codec::new(format),
+        };
+        let codec = match parts.registry_id {
+            Some(id) => codec.with_registry_id(id),
+            None => codec,
         };
         OutletSender {
             inner: Arc::new(Inner {

@@ -5,7 +5,7 @@ use std::any::TypeId;
 use std::fmt;
 use std::marker::PhantomData;
 
-use runnel_blueprint::descriptor::{BadDataPolicy, Format};
+use runnel_blueprint::descriptor::{BadDataPolicy, Format, SchemaDescriptor};
 
 use crate::Data;
 
@@ -225,7 +225,66 @@ pub(crate) struct PortSpec {
     pub(crate) keyed: bool,
     pub(crate) type_id: TypeId,
     pub(crate) type_name: &'static str,
-    pub(crate) schema: fn(Format) -> runnel_blueprint::descriptor::SchemaDescriptor,
+    pub(crate) schema: PortSchema,
+}
+
+/// Where a port's schema comes from.
+#[derive(Clone, Debug)]
+pub(crate) enum PortSchema {
+    /// Derived from the port's Rust type.
+    Derived(fn(Format) -> SchemaDescriptor),
+    /// Given at run time, for a port of [`AvroDatum`](runnel_codec::AvroDatum)s.
+    Given(std::sync::Arc<SchemaDescriptor>),
+}
+
+impl PortSpec {
+    /// The port's schema, as the descriptor shows it.
+    pub(crate) fn schema(&self) -> SchemaDescriptor {
+        match &self.schema {
+            PortSchema::Derived(derive) => derive(self.format),
+            PortSchema::Given(schema) => (**schema).clone(),
+        }
+    }
+
+    /// The schema definition a port's codec is built with, where it is given at run time.
+    pub(crate) fn given_schema(&self) -> Option<&serde_json::Value> {
+        match &self.schema {
+            PortSchema::Derived(_) => None,
+            PortSchema::Given(schema) => Some(&schema.definition),
+        }
+    }
+
+    /// A port of [`AvroDatum`](runnel_codec::AvroDatum)s whose records have `schema`.
+    pub(crate) fn of_datums(name: &str, direction: Direction, schema: SchemaDescriptor) -> Self {
+        PortSpec {
+            name: intern(name),
+            direction,
+            format: Format::Avro,
+            bad_data: BadDataPolicy::DeadLetter,
+            keyed: false,
+            type_id: TypeId::of::<runnel_codec::AvroDatum>(),
+            type_name: std::any::type_name::<runnel_codec::AvroDatum>(),
+            schema: PortSchema::Given(std::sync::Arc::new(schema)),
+        }
+    }
+}
+
+/// `name` as a `&'static str`, as port names are: each distinct name is kept once for the
+/// life of the process (ports named at run time are few: a SQL streamlet's tables).
+fn intern(name: &str) -> &'static str {
+    use std::collections::HashSet;
+    use std::sync::{Mutex, OnceLock};
+    static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let mut names = NAMES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(known) = names.get(name) {
+        return known;
+    }
+    let kept: &'static str = Box::leak(name.to_owned().into_boxed_str());
+    names.insert(kept);
+    kept
 }
 
 impl PortSpec {
@@ -238,7 +297,7 @@ impl PortSpec {
             keyed: false,
             type_id: TypeId::of::<T>(),
             type_name: std::any::type_name::<T>(),
-            schema: runnel_codec::schema_descriptor::<T>,
+            schema: PortSchema::Derived(runnel_codec::schema_descriptor::<T>),
         }
     }
 
@@ -251,7 +310,7 @@ impl PortSpec {
             keyed: outlet.key.is_some(),
             type_id: TypeId::of::<T>(),
             type_name: std::any::type_name::<T>(),
-            schema: runnel_codec::schema_descriptor::<T>,
+            schema: PortSchema::Derived(runnel_codec::schema_descriptor::<T>),
         }
     }
 }

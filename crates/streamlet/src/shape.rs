@@ -1,8 +1,8 @@
 //! [`Shape`]: the ports, parameters and volume mounts of a streamlet.
 
 use runnel_blueprint::descriptor::{
-    AccessMode, Delivery, InletDescriptor, OutletDescriptor, ParameterDescriptor, StateScope,
-    StreamletDescriptor, VolumeMountDescriptor,
+    AccessMode, Delivery, InletDescriptor, OutletDescriptor, ParameterDescriptor, SchemaDescriptor,
+    StateScope, StreamletDescriptor, VolumeMountDescriptor,
 };
 
 use crate::port::{Direction, PortSpec};
@@ -59,6 +59,32 @@ impl Shape {
     /// Adds an outlet.
     pub fn outlet<T: Data>(mut self, outlet: Outlet<T>) -> Self {
         self.ports.push(PortSpec::of_outlet(outlet));
+        self
+    }
+
+    /// Adds an inlet whose records' Avro schema is known only at run time: its records
+    /// reach the streamlet still encoded, as [`AvroDatum`](runnel_codec::AvroDatum)s
+    /// ([`Context::datum_inlet`](crate::Context::datum_inlet)). A SQL streamlet's inputs
+    /// are such inlets.
+    ///
+    /// ```
+    /// # use runnel_streamlet::prelude::*;
+    /// let definition = serde_json::json!({"type": "record", "name": "N", "fields": [{"name": "n", "type": "long"}]});
+    /// let schema = runnel_streamlet::avro_schema_descriptor(&definition).unwrap();
+    /// let shape = Shape::new().datum_inlet("numbers", schema.clone()).datum_outlet("out", schema);
+    /// assert_eq!(shape.inlet_schema("numbers").unwrap().name, "N");
+    /// ```
+    pub fn datum_inlet(mut self, name: &str, schema: SchemaDescriptor) -> Self {
+        self.ports
+            .push(PortSpec::of_datums(name, Direction::Inlet, schema));
+        self
+    }
+
+    /// Adds an outlet whose records' Avro schema is known only at run time: the streamlet
+    /// sends them encoded ([`Context::datum_outlet`](crate::Context::datum_outlet)).
+    pub fn datum_outlet(mut self, name: &str, schema: SchemaDescriptor) -> Self {
+        self.ports
+            .push(PortSpec::of_datums(name, Direction::Outlet, schema));
         self
     }
 
@@ -212,7 +238,7 @@ impl Shape {
     ) -> Option<runnel_blueprint::descriptor::SchemaDescriptor> {
         self.ports_in(Direction::Inlet)
             .find(|port| port.name == name)
-            .map(|port| (port.schema)(port.format))
+            .map(PortSpec::schema)
     }
 
     /// The schema of outlet `name`, as the descriptor shows it.
@@ -222,7 +248,7 @@ impl Shape {
     ) -> Option<runnel_blueprint::descriptor::SchemaDescriptor> {
         self.ports_in(Direction::Outlet)
             .find(|port| port.name == name)
-            .map(|port| (port.schema)(port.format))
+            .map(PortSpec::schema)
     }
 
     /// The declared parameters.
@@ -239,7 +265,7 @@ impl Shape {
                 .ports_in(Direction::Inlet)
                 .map(|port| InletDescriptor {
                     name: port.name.to_owned(),
-                    schema: (port.schema)(port.format),
+                    schema: port.schema(),
                     bad_data: port.bad_data,
                 })
                 .collect(),
@@ -247,7 +273,7 @@ impl Shape {
                 .ports_in(Direction::Outlet)
                 .map(|port| OutletDescriptor {
                     name: port.name.to_owned(),
-                    schema: (port.schema)(port.format),
+                    schema: port.schema(),
                     keyed: port.keyed,
                 })
                 .collect(),
