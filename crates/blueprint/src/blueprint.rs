@@ -68,8 +68,22 @@ pub struct StreamletInstance {
     pub name: String,
     /// The streamlet type: after [`verify`](crate::verify), the type's full name as
     /// registered in the app (a suffix reference such as `Validate` is resolved to
-    /// `sensors::Validate`); after [`parse`](crate::parse), the reference as written.
+    /// `sensors::Validate`); after [`parse`](crate::parse), the reference as written. A
+    /// SQL streamlet's is [`sql_type_name`](crate::sql_type_name).
     pub type_name: String,
+    /// A SQL streamlet's query; `None` for a streamlet of a type the app registers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sql: Option<SqlQuery>,
+}
+
+/// The declaration of a SQL streamlet (`[streamlets.<name>]` with `sql`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct SqlQuery {
+    /// The query.
+    pub query: String,
+    /// The Avro name of its output records (`record-name`), when set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub record_name: Option<String>,
 }
 
 /// A topic and the ports bound to it.

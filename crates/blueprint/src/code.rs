@@ -119,6 +119,10 @@ codes! {
     /// written with, or a producer's schema breaks its topic's compatibility rule against
     /// the schemas the backplane keeps for it.
     IncompatibleSchemaChange => Error,
+    /// A SQL streamlet's query does not parse, names a table or column its inputs do not
+    /// have, mixes types that do not fit, uses a construct SQL streamlets do not run, or the
+    /// app cannot run SQL. Located at the place in the query. (Runnel addition.)
+    InvalidSqlQuery => Error,
     /// A streamlet type declares a parameter key that is not a valid key.
     InvalidConfigParameterKeyName => Error,
     /// A streamlet type declares the same parameter key twice.

@@ -63,13 +63,25 @@ pub(crate) struct ConnectionsSection {
     pub(crate) entries: Vec<(Located<String>, Vec<Located<String>>)>,
 }
 
-/// `instance = "type"`.
+/// `instance = "type"`, or `[streamlets.instance]` with `sql = "..."`.
 #[derive(Clone, Debug)]
 pub(crate) struct StreamletEntry {
     /// The instance name (the key).
     pub(crate) name: Located<String>,
-    /// The streamlet type reference (the value).
+    /// The streamlet type reference (the value); for a SQL streamlet, `sql:<instance>`
+    /// located at its query.
     pub(crate) type_ref: Located<String>,
+    /// A SQL streamlet's query and the name of its output records.
+    pub(crate) sql: Option<SqlEntry>,
+}
+
+/// The declaration of a SQL streamlet.
+#[derive(Clone, Debug)]
+pub(crate) struct SqlEntry {
+    /// The query, as the TOML string holds it.
+    pub(crate) query: Located<String>,
+    /// `record-name`: the Avro name of the output records.
+    pub(crate) record_name: Option<Located<String>>,
 }
 
 /// A `[topics.<id>]` table.

@@ -79,11 +79,12 @@ mod render;
 mod report;
 mod rules;
 mod secrets;
+mod sql;
 mod suggest;
 mod units;
 mod verify;
 
-pub use blueprint::{Blueprint, PortPath, StreamletInstance, Topic};
+pub use blueprint::{Blueprint, PortPath, SqlQuery, StreamletInstance, Topic};
 pub use code::{Code, Severity, UnknownCode};
 pub use compatibility::{COMPATIBILITY_NAMES, Compatibility, SchemaBreak};
 pub use diagnostic::{Diagnostic, Location};
@@ -91,5 +92,8 @@ pub use error::{Error, Result};
 pub use facts::{Facts, PortKind, Role};
 pub use render::{render_human, render_json};
 pub use secrets::is_secret_setting;
+pub use sql::{QueryProblem, sql_type_name};
 pub use suggest::{closest, did_you_mean};
-pub use verify::{KeptSchemas, Verification, kept_schema, parse, verify, verify_against};
+pub use verify::{
+    KeptSchemas, Verification, kept_schema, parse, verify, verify_against, verify_with_queries,
+};

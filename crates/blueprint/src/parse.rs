@@ -11,7 +11,7 @@ use crate::code::Code;
 use crate::connections;
 use crate::facts::Facts;
 use crate::file::{
-    BlueprintFile, Located, StreamletEntry, StreamletsSection, TopicFile, in_file_order,
+    BlueprintFile, Located, SqlEntry, StreamletEntry, StreamletsSection, TopicFile, in_file_order,
 };
 use crate::report::Report;
 use crate::suggest::closest;
@@ -149,6 +149,13 @@ fn parse_streamlets(
             section.unusable.push(located_key(name));
             continue;
         }
+        if let DeValue::Table(declaration) = type_ref.get_ref() {
+            match parse_sql_streamlet(name, declaration, report) {
+                Some(entry) => section.entries.push(entry),
+                None => section.unusable.push(located_key(name)),
+            }
+            continue;
+        }
         let what = format!(
             "the type of streamlet '{0}' (`{0} = \"type\"`)",
             name.get_ref()
@@ -158,11 +165,70 @@ fn parse_streamlets(
             Some(type_ref) => section.entries.push(StreamletEntry {
                 name: located_key(name),
                 type_ref,
+                sql: None,
             }),
             None => section.unusable.push(located_key(name)),
         }
     }
     section
+}
+
+/// The keys of a SQL streamlet's table.
+const SQL_STREAMLET_KEYS: &[&str] = &["sql", "record-name"];
+
+/// `[streamlets.<name>]` with `sql = "SELECT ..."` and optionally `record-name`.
+fn parse_sql_streamlet(
+    name: &Spanned<std::borrow::Cow<'_, str>>,
+    declaration: &DeTable<'_>,
+    report: &mut Report<'_>,
+) -> Option<StreamletEntry> {
+    let instance = name.get_ref().as_ref();
+    let facts = || Facts::new().streamlet(instance);
+    if !declaration.contains_key("sql") {
+        report.at(
+            Code::BlueprintFormatError,
+            name.span(),
+            format!(
+                "streamlet '{instance}' is a table without 'sql'; declare a streamlet as `{instance} = \"type\"`, or a SQL streamlet with `sql = \"SELECT ...\"`"
+            ),
+            facts().key("sql"),
+        );
+        return None;
+    }
+    let mut query = None;
+    let mut record_name = None;
+    for (key, value) in in_file_order(declaration) {
+        if is_recovery_artefact(value) {
+            continue;
+        }
+        let key_name = key.get_ref().as_ref();
+        let what = format!("'{key_name}' of streamlet '{instance}'");
+        match key_name {
+            "sql" => query = expect_string(value, &what, facts().key("sql"), report),
+            "record-name" => {
+                record_name = expect_string(value, &what, facts().key("record-name"), report);
+            }
+            unknown => {
+                let suggestion = closest(unknown, SQL_STREAMLET_KEYS.iter().copied());
+                report.at(
+                    Code::BlueprintFormatError,
+                    key.span(),
+                    format!(
+                        "unknown key '{unknown}' in streamlet '{instance}' (a SQL streamlet has sql and record-name){}",
+                        hint(suggestion)
+                    ),
+                    facts().suggestions(suggestion),
+                );
+            }
+        }
+    }
+    // Not a string: reported already.
+    let query = query?;
+    Some(StreamletEntry {
+        name: located_key(name),
+        type_ref: Located::new(crate::sql_type_name(instance), query.span.clone()),
+        sql: Some(SqlEntry { query, record_name }),
+    })
 }
 
 fn parse_topic(

@@ -11,6 +11,7 @@ use crate::facts::Facts;
 #[derive(Debug)]
 pub(crate) struct Report<'a> {
     file: &'a Path,
+    text: &'a str,
     lines: LineIndex<'a>,
     diagnostics: Vec<Diagnostic>,
 }
@@ -19,6 +20,7 @@ impl<'a> Report<'a> {
     pub(crate) fn new(file: &'a Path, text: &'a str) -> Self {
         Report {
             file,
+            text,
             lines: LineIndex::new(text),
             diagnostics: Vec::new(),
         }
@@ -47,6 +49,16 @@ impl<'a> Report<'a> {
     ) -> &mut Diagnostic {
         let location = span.map(|span| self.locate(span));
         self.push(code, location, message.into(), facts)
+    }
+
+    /// The blueprint's text.
+    pub(crate) fn text(&self) -> &'a str {
+        self.text
+    }
+
+    /// Whether an error is reported already.
+    pub(crate) fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(Diagnostic::is_error)
     }
 
     /// The 1-based line of a byte offset.

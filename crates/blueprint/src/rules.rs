@@ -43,6 +43,8 @@ pub(crate) struct Context<'a> {
     /// Every port listed on some topic, whatever its direction (set by [`ports`]): the
     /// instance's position and the port name as written.
     pub(crate) mentioned: HashSet<(usize, &'a str)>,
+    /// What the app found wrong planning the blueprint's SQL streamlets.
+    pub(crate) query_problems: &'a [crate::QueryProblem],
 }
 
 /// A declared streamlet instance and the type it resolved to.
@@ -91,6 +93,7 @@ impl<'a> Context<'a> {
                 .collect(),
             bindings: Vec::new(),
             mentioned: HashSet::new(),
+            query_problems: &[],
         }
     }
 

@@ -69,7 +69,7 @@ impl Verification {
 /// assert!(verification.diagnostics[1].message.ends_with("did you mean 'gen.out', which is on no topic?"));
 /// ```
 pub fn verify(file: &Path, text: &str, descriptor: &AppDescriptor) -> Verification {
-    check(file, text, Some(descriptor), None)
+    check(file, text, Some(descriptor), None, &[])
 }
 
 /// The Avro schemas a backplane keeps for topics (by the topic's name on the log), oldest
@@ -117,7 +117,7 @@ pub fn verify_against(
     descriptor: &AppDescriptor,
     kept: &KeptSchemas,
 ) -> Verification {
-    check(file, text, Some(descriptor), Some(kept))
+    check(file, text, Some(descriptor), Some(kept), &[])
 }
 
 /// Checks what can be checked without the app descriptor: the file's format, names, port path
@@ -133,7 +133,36 @@ pub fn verify_against(
 /// assert_eq!(verification.blueprint.unwrap().streamlets[0].type_name, "generator");
 /// ```
 pub fn parse(file: &Path, text: &str) -> Verification {
-    check(file, text, None, None)
+    check(file, text, None, None, &[])
+}
+
+/// [`verify`] (or [`verify_against`], with `kept`), for an app that planned the blueprint's
+/// SQL streamlets: each instance is described in `descriptor` as
+/// [`sql_type_name`](crate::sql_type_name), or has its problems in `query_problems`, which
+/// are reported as `InvalidSqlQuery` at their place in the query.
+///
+/// ```
+/// use std::path::Path;
+/// use runnel_blueprint::{descriptor::AppDescriptor, verify_with_queries, Code, QueryProblem};
+/// let text = "name = \"demo\"\n[streamlets.hot]\nsql = \"\"\"\nSELECT sensr\nFROM readings\n\"\"\"\n";
+/// let problem = QueryProblem {
+///     instance: "hot".into(),
+///     message: "no field named sensr".into(),
+///     position: Some((1, 8)),
+/// };
+/// let verification = verify_with_queries(Path::new("blueprint.toml"), text, &AppDescriptor::default(), None, &[problem]);
+/// let error = verification.diagnostics.iter().find(|d| d.code == Code::InvalidSqlQuery).unwrap();
+/// assert_eq!(error.location.as_ref().unwrap().to_string(), "blueprint.toml:4:8");
+/// assert_eq!(error.message, "SQL streamlet 'hot': no field named sensr");
+/// ```
+pub fn verify_with_queries(
+    file: &Path,
+    text: &str,
+    descriptor: &AppDescriptor,
+    kept: Option<&KeptSchemas>,
+    query_problems: &[crate::QueryProblem],
+) -> Verification {
+    check(file, text, Some(descriptor), kept, query_problems)
 }
 
 fn check(
@@ -141,10 +170,12 @@ fn check(
     text: &str,
     descriptor: Option<&AppDescriptor>,
     kept: Option<&KeptSchemas>,
+    query_problems: &[crate::QueryProblem],
 ) -> Verification {
     let mut report = Report::new(file, text);
     let parsed = parse_file(text, &mut report);
     let mut cx = Context::new(&parsed, descriptor);
+    cx.query_problems = query_problems;
     rules::app::check(&cx, &mut report);
     rules::streamlets::check(&mut cx, &mut report);
     rules::port_names::check(&cx, &mut report);
@@ -184,6 +215,14 @@ fn build(cx: &Context<'_>) -> Blueprint {
                     &streamlet.type_name
                 })
                 .clone(),
+            sql: instance
+                .entry
+                .sql
+                .as_ref()
+                .map(|sql| crate::blueprint::SqlQuery {
+                    query: sql.query.value.clone(),
+                    record_name: sql.record_name.as_ref().map(|name| name.value.clone()),
+                }),
         })
         .collect();
     let paths = |written: &[crate::file::Located<String>]| {

@@ -71,6 +71,13 @@ pub(crate) fn check<'a>(cx: &mut Context<'a>, report: &mut Report<'_>) {
                 problem.facts().streamlet(name),
             );
         }
+        if let Some(sql) = &entry.sql {
+            let streamlet = sql_streamlet(cx, types.as_ref(), entry, sql, report);
+            let position = cx.instances.len();
+            cx.by_name.entry(name.as_str()).or_insert(position);
+            cx.instances.push(Instance { entry, streamlet });
+            continue;
+        }
         let reference = &entry.type_ref;
         let facts = || {
             Facts::new()
@@ -114,6 +121,59 @@ pub(crate) fn check<'a>(cx: &mut Context<'a>, report: &mut Report<'_>) {
         let position = cx.instances.len();
         cx.by_name.entry(name.as_str()).or_insert(position);
         cx.instances.push(Instance { entry, streamlet });
+    }
+}
+
+/// The descriptor of a SQL streamlet instance, which the app registered as
+/// `sql:<instance>` after planning its query; or the problem the app found with the query,
+/// reported at its place in the query.
+fn sql_streamlet<'a>(
+    cx: &mut Context<'a>,
+    types: Option<&TypeIndex<'a>>,
+    entry: &'a crate::file::StreamletEntry,
+    sql: &crate::file::SqlEntry,
+    report: &mut Report<'_>,
+) -> Option<&'a crate::descriptor::StreamletDescriptor> {
+    let name = &entry.name.value;
+    let span = &sql.query.span;
+    if let Some(problem) = cx.query_problems.iter().find(|p| p.instance == *name) {
+        let at = problem.position.map_or(span.start, |(line, column)| {
+            crate::sql::query_offset(report.text(), span, line, column)
+        });
+        report.at(
+            Code::InvalidSqlQuery,
+            at..(at + 1).min(span.end).max(at),
+            format!("SQL streamlet '{name}': {}", problem.message),
+            Facts::new().streamlet(name).key("sql"),
+        );
+        return None;
+    }
+    let types = types?;
+    match types
+        .exact
+        .get(entry.type_ref.value.as_str())
+        .map(Vec::as_slice)
+    {
+        Some([position]) => {
+            cx.first_use[*position].get_or_insert_with(|| span.clone());
+            Some(&types.descriptor.streamlets[*position])
+        }
+        _ => {
+            // With other errors the app may not have planned the query; they come first.
+            if !report.has_errors() {
+                report.at(
+                    Code::InvalidSqlQuery,
+                    span.clone(),
+                    format!(
+                        "streamlet '{name}' is a SQL query, and the app's descriptor does not describe it: \
+                         run the app's own `verify` or `run`, which plan the query, or describe the app \
+                         with this blueprint (`describe --blueprint`)"
+                    ),
+                    Facts::new().streamlet(name).key("sql"),
+                );
+            }
+            None
+        }
     }
 }
 

@@ -30,6 +30,10 @@ fn the_json_schema_knows_every_key() {
         ["name", "streamlets", "topics"]
     );
     assert_eq!(
+        keys(&schema["properties"]["streamlets"]["additionalProperties"]["oneOf"][1]["properties"]),
+        ["record-name", "sql"]
+    );
+    assert_eq!(
         keys(&schema["definitions"]["topic"]["properties"]),
         [
             "bootstrap-servers",

@@ -4,7 +4,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use runnel_blueprint::descriptor::AppDescriptor;
-use runnel_blueprint::{KeptSchemas, Verification, kept_schema, verify, verify_against};
+use runnel_blueprint::{
+    KeptSchemas, QueryProblem, Verification, kept_schema, verify, verify_against,
+    verify_with_queries,
+};
 
 /// A file of the repository's `docs/` directory.
 pub(crate) fn docs(name: &str) -> String {
@@ -44,10 +47,29 @@ pub(crate) fn descriptor_for(blueprint: &Path, text: &str) -> AppDescriptor {
 
 /// The blueprint at `path` verified against its descriptor ([`descriptor_for`]) and, where
 /// a `<case>.kept.json` beside it holds the schemas a backplane keeps for its topics (topic:
-/// `[{fingerprint, definition}]`), against those.
+/// `[{fingerprint, definition}]`), against those; where a `<case>.queries.json` holds what
+/// the app found planning its SQL streamlets (`[{instance, message, line, column}]`), with
+/// those.
 pub(crate) fn verify_fixture(path: &Path, text: &str) -> Verification {
     let descriptor = descriptor_for(path, text);
     let name = Path::new(path.file_name().unwrap());
+    let queries_path = path.with_extension("queries.json");
+    if queries_path.exists() {
+        let problems: Vec<serde_json::Value> =
+            serde_json::from_str(&std::fs::read_to_string(&queries_path).unwrap()).unwrap();
+        let problems: Vec<QueryProblem> = problems
+            .into_iter()
+            .map(|problem| QueryProblem {
+                instance: problem["instance"].as_str().unwrap().to_owned(),
+                message: problem["message"].as_str().unwrap().to_owned(),
+                position: Some((
+                    problem["line"].as_u64().unwrap(),
+                    problem["column"].as_u64().unwrap(),
+                )),
+            })
+            .collect();
+        return verify_with_queries(name, text, &descriptor, None, &problems);
+    }
     let kept_path = path.with_extension("kept.json");
     if !kept_path.exists() {
         return verify(name, text, &descriptor);
