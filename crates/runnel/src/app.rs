@@ -41,6 +41,8 @@ pub struct App {
     name: String,
     version: Option<String>,
     registry: Registry,
+    /// How the blueprint's SQL streamlets are planned.
+    planner: crate::declared::Planner,
 }
 
 impl App {
@@ -50,7 +52,32 @@ impl App {
             name: name.to_owned(),
             version: None,
             registry: Registry::new(),
+            planner: Default::default(),
         }
+    }
+
+    /// Adds the app's own SQL functions (scalar and aggregate, in Rust) to those the
+    /// blueprint's SQL streamlets may call (with the `sql` feature).
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use runnel::sql::datafusion::arrow::datatypes::DataType;
+    /// use runnel::sql::datafusion::expr::{ColumnarValue, Volatility, create_udf};
+    ///
+    /// let double = create_udf("double", vec![DataType::Float64], DataType::Float64, Volatility::Immutable,
+    ///     Arc::new(|arguments: &[ColumnarValue]| {
+    ///         use runnel::sql::datafusion::arrow::{array::Float64Array, compute::kernels::numeric};
+    ///         let arrays = ColumnarValue::values_to_arrays(arguments)?;
+    ///         Ok(ColumnarValue::Array(numeric::mul(&arrays[0], &Float64Array::new_scalar(2.0))?))
+    ///     }));
+    /// runnel::App::new("readings")
+    ///     .sql_functions(runnel::sql::Functions::standard().with_scalar(double))
+    ///     .main();
+    /// ```
+    #[cfg(feature = "sql")]
+    pub fn sql_functions(mut self, functions: runnel_sql::Functions) -> Self {
+        self.planner = functions;
+        self
     }
 
     /// The app's version, which `build` puts into the image and the Application
@@ -137,7 +164,8 @@ impl App {
             .with_writer(std::io::stderr)
             .with_target(false)
             .init();
-        let descriptor = self.registry.descriptor(&self.name);
+        let declared = self.declared(&command.source().blueprint);
+        let descriptor = declared.registry.descriptor(&self.name);
         let ran = runtime().block_on(runnel_tools::run(
             command,
             Some(&self.name),
@@ -152,13 +180,31 @@ impl App {
         }
     }
 
+    /// The app's types with the SQL streamlets of the blueprint at `path` (if it can be
+    /// read: a command that needs it reports the error).
+    fn declared(&self, path: &std::path::Path) -> crate::declared::Declared {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        crate::declared::declare(&self.name, &self.registry, &self.planner, path, &text)
+    }
+
     fn execute(self, command: Command, console: Console) -> Result<(), AppError> {
         match command {
-            Command::Describe => commands::describe(&self.name, &self.registry),
-            Command::Verify(args) => commands::verify_command(&self.name, &self.registry, &args),
+            Command::Describe(args) => {
+                let declared = match &args.blueprint {
+                    Some(path) => self.declared(path),
+                    None => crate::declared::Declared {
+                        registry: self.registry.clone(),
+                        problems: Vec::new(),
+                    },
+                };
+                commands::describe(&self.name, &declared.registry)
+            }
+            Command::Verify(args) => {
+                commands::verify_command(&self.name, &self.declared(&args.blueprint), &args)
+            }
             Command::Run(args) => runtime().block_on(commands::run_command(
                 &self.name,
-                &self.registry,
+                &self.declared(&args.blueprint),
                 &args,
                 None,
                 console,
@@ -171,16 +217,20 @@ impl App {
                 Ok(())
             }
             Command::Tools(command) => {
-                let descriptor = self.registry.descriptor(&self.name);
+                let declared = self.declared(&command.source().blueprint);
+                let descriptor = declared.registry.descriptor(&self.name);
                 let ran = runnel_tools::run(&command, Some(&self.name), Some(&descriptor));
                 Ok(runtime().block_on(ran)?)
             }
-            Command::Build(args) => {
-                crate::build::build(&self.name, self.version.as_deref(), &self.registry, &args)
-            }
+            Command::Build(args) => crate::build::build(
+                &self.name,
+                self.version.as_deref(),
+                &self.declared(&args.blueprint),
+                &args,
+            ),
             Command::RunStreamlet { instance, run } => runtime().block_on(commands::run_command(
                 &self.name,
-                &self.registry,
+                &self.declared(&run.blueprint),
                 &run,
                 Some(instance),
                 console,

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 
 use runnel_application::{ApplicationDocument, Configuration};
 use runnel_image::ImageSpec;
-use runnel_runtime::Registry;
 
 use crate::AppError;
 use crate::cli::BuildArgs;
@@ -17,12 +16,12 @@ use crate::commands::{checked_blueprint, read};
 pub(crate) fn build(
     app: &str,
     version: Option<&str>,
-    registry: &Registry,
+    declared: &crate::declared::Declared,
     args: &BuildArgs,
 ) -> Result<(), AppError> {
-    let blueprint = checked_blueprint(app, registry, &args.blueprint)?;
+    let blueprint = checked_blueprint(app, declared, &args.blueprint)?;
     let text = read(&args.blueprint)?;
-    let descriptor = registry.descriptor(app);
+    let descriptor = declared.registry.descriptor(app);
     let version = args
         .version
         .as_deref()

@@ -19,7 +19,7 @@ pub(crate) struct Cli {
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Print the app descriptor (every streamlet type with ports, schemas and parameters) as JSON.
-    Describe,
+    Describe(DescribeArgs),
     /// Check a blueprint against this app's streamlets; report every problem with its location.
     Verify(VerifyArgs),
     /// Run every streamlet of the blueprint on this machine.
@@ -70,6 +70,14 @@ pub(crate) struct BuildArgs {
     /// The Kafka bootstrap servers the app uses on the cluster; default: the operator's.
     #[arg(long, value_name = "BOOTSTRAP")]
     pub(crate) kafka: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DescribeArgs {
+    /// Also describe the SQL streamlets this blueprint declares (each as the type
+    /// `sql:<instance>`), planned against the schemas of the topics they read.
+    #[arg(long, value_name = "BLUEPRINT")]
+    pub(crate) blueprint: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

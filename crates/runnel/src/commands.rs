@@ -4,13 +4,14 @@ use crate::output::print_line;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-use runnel_blueprint::{Blueprint, render_human, render_json, verify, verify_against};
+use runnel_blueprint::{Blueprint, render_human, render_json, verify_with_queries};
 use runnel_runtime::{Console, LocalConfig, Outcome, Registry, RunOptions, ViewMode};
 use tokio_util::sync::CancellationToken;
 
 use crate::AppError;
 use crate::backplane;
 use crate::cli::{ReportFormat, RunArgs, VerifyArgs, View};
+use crate::declared::Declared;
 
 /// The default name of the config file beside the blueprint.
 const LOCAL_CONFIG: &str = "local.toml";
@@ -31,12 +32,13 @@ pub(crate) fn read(path: &Path) -> Result<String, AppError> {
 
 pub(crate) fn verify_command(
     app: &str,
-    registry: &Registry,
+    declared: &Declared,
     args: &VerifyArgs,
 ) -> Result<(), AppError> {
     let text = read(&args.blueprint)?;
-    let descriptor = registry.descriptor(app);
-    let mut verification = verify(&args.blueprint, &text, &descriptor);
+    let descriptor = declared.registry.descriptor(app);
+    let problems = &declared.problems;
+    let mut verification = verify_with_queries(&args.blueprint, &text, &descriptor, None, problems);
     if let (Some(blueprint), true) = (
         &verification.blueprint,
         args.against.is_some() || args.kafka.is_some(),
@@ -51,7 +53,8 @@ pub(crate) fn verify_command(
         };
         let topics = blueprint.topics.iter().map(|topic| topic.name.as_str());
         let kept = crate::app::runtime().block_on(runnel_tools::kept_schemas(&source, topics))?;
-        verification = verify_against(&args.blueprint, &text, &descriptor, &kept);
+        verification =
+            verify_with_queries(&args.blueprint, &text, &descriptor, Some(&kept), problems);
     }
     match args.format {
         ReportFormat::Json => print_line!("{}", render_json(&verification.diagnostics)),
@@ -76,11 +79,12 @@ pub(crate) fn verify_command(
 /// Verifies the blueprint for a run; prints the report and refuses to go on with errors.
 pub(crate) fn checked_blueprint(
     app: &str,
-    registry: &Registry,
+    declared: &Declared,
     path: &Path,
 ) -> Result<Blueprint, AppError> {
     let text = read(path)?;
-    let verification = verify(path, &text, &registry.descriptor(app));
+    let descriptor = declared.registry.descriptor(app);
+    let verification = verify_with_queries(path, &text, &descriptor, None, &declared.problems);
     if !verification.diagnostics.is_empty() {
         eprint!("{}", render_human(&verification.diagnostics, &text));
     }
@@ -117,12 +121,13 @@ fn beside(blueprint: &Path, name: &str) -> PathBuf {
 
 pub(crate) async fn run_command(
     app: &str,
-    registry: &Registry,
+    declared: &Declared,
     args: &RunArgs,
     only: Option<String>,
     console: Console,
 ) -> Result<(), AppError> {
-    let blueprint = checked_blueprint(app, registry, &args.blueprint)?;
+    let registry = &declared.registry;
+    let blueprint = checked_blueprint(app, declared, &args.blueprint)?;
     if blueprint.name != app {
         tracing::warn!(
             "the blueprint is named '{}' but this app is '{app}'",

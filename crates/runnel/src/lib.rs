@@ -9,7 +9,8 @@
 //!
 //! An app depends on this crate alone. Its features add the rest: `kafka` (the Kafka
 //! backplane), `http` (`runnel::http`: HTTP ingress and egress streamlets), `onnx`
-//! (`runnel::onnx`: model serving), `testkit` (`runnel::testkit`, for tests). Keyed state is
+//! (`runnel::onnx`: model serving), `sql` (SQL streamlets declared in the blueprint,
+//! `runnel::sql`), `testkit` (`runnel::testkit`, for tests). Keyed state is
 //! in [`state`], event time in [`window`] and [`watermark`], and [`tracing`] is re-exported
 //! for logging.
 //!
@@ -67,6 +68,7 @@ mod backplane;
 mod build;
 mod cli;
 mod commands;
+mod declared;
 mod error;
 mod output;
 
@@ -88,6 +90,10 @@ pub use runnel_macros::{record, serializable, test};
 /// models, swapped live from a model topic.
 #[cfg(feature = "onnx")]
 pub use runnel_onnx as onnx;
+/// SQL streamlets (with the `sql` feature): declared by a query in the blueprint, planned
+/// by Apache DataFusion; [`App::sql_functions`] adds the app's own functions.
+#[cfg(feature = "sql")]
+pub use runnel_sql as sql;
 /// Avro schemas and values; [`record`] derives a type's schema through it.
 pub use runnel_streamlet::prelude::apache_avro;
 /// Serialization: what [`record`] and [`serializable`] derive through, so an app needs no

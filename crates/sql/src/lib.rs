@@ -31,6 +31,7 @@
 //! refused, named, at planning. Guide: `docs/sql.md`.
 
 mod decode;
+mod dialect;
 mod encode;
 mod error;
 mod functions;

@@ -95,7 +95,7 @@ impl Query {
             .try_with_sql(sql)
             .and_then(|mut parser| parser.parse_statements())
             .map_err(|error| syntax_error(&error.to_string(), sql))?;
-        let statement = match statements.len() {
+        let mut statement = match statements.len() {
             1 => statements.remove(0),
             0 => return Err(Error::unsupported("the query is empty: write one SELECT")),
             more => {
@@ -104,6 +104,7 @@ impl Query {
                 )));
             }
         };
+        crate::dialect::rewrite_flink_spellings(&mut statement);
         let catalog = Catalog::new(tables, functions);
         let options = ParserOptions {
             collect_spans: true,

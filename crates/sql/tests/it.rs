@@ -154,6 +154,20 @@ fn where_keeps_rows_that_are_true_not_null() {
 /// DataFusion says a function's result may be null unless the function knows better, so
 /// `upper` and `concat` give unions with null; `coalesce` with a literal does not.
 #[test]
+fn flinks_mod_is_the_remainder() {
+    let (results, _) = run(
+        "SELECT sensor FROM readings WHERE MOD(count, 3) = 0 AND mod(count, 2) = 1",
+        &[
+            reading("a", 0.0, 3, None),
+            reading("b", 0.0, 6, None),
+            reading("c", 0.0, 9, None),
+        ],
+    );
+    let kept: Vec<usize> = results.iter().map(|(index, _)| *index).collect();
+    assert_eq!(kept, [0, 2]);
+}
+
+#[test]
 fn scalar_functions_case_and_casts() {
     let (results, rejected) = run(
         "SELECT upper(sensor) AS sensor, \

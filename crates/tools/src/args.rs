@@ -24,6 +24,20 @@ pub enum ToolCommand {
     ResetOffsets(ResetArgs),
 }
 
+impl ToolCommand {
+    /// Which app's topics the command works on, on which backplane.
+    pub fn source(&self) -> &SourceArgs {
+        match self {
+            ToolCommand::Topics(source) => source,
+            ToolCommand::Tail(args) => &args.source,
+            ToolCommand::Produce(args) => &args.source,
+            ToolCommand::DeadLetters(args) => &args.source,
+            ToolCommand::Groups(args) => &args.source,
+            ToolCommand::ResetOffsets(args) => &args.source,
+        }
+    }
+}
+
 /// Which app's topics, on which backplane.
 #[derive(Debug, Clone, Args)]
 pub struct SourceArgs {

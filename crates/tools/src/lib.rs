@@ -79,14 +79,7 @@ pub async fn run(
     descriptor: Option<&AppDescriptor>,
 ) -> Result<()> {
     use std::io::Write as _;
-    let source = match command {
-        ToolCommand::Topics(source) => source,
-        ToolCommand::Tail(args) => &args.source,
-        ToolCommand::Produce(args) => &args.source,
-        ToolCommand::DeadLetters(args) => &args.source,
-        ToolCommand::Groups(args) => &args.source,
-        ToolCommand::ResetOffsets(args) => &args.source,
-    };
+    let source = command.source();
     let from_file = match (&source.descriptor, descriptor) {
         (Some(path), None) => Some(read_descriptor(path)?),
         _ => None,

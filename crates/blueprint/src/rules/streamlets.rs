@@ -177,6 +177,29 @@ fn sql_streamlet<'a>(
     }
 }
 
+impl AppDescriptor {
+    /// The streamlet type a blueprint's reference names: the type of exactly that name, or
+    /// else the one type whose name ends with it at a segment boundary, as verification
+    /// resolves it; `None` when there is no such single type.
+    ///
+    /// ```
+    /// use runnel_blueprint::descriptor::{AppDescriptor, StreamletDescriptor};
+    /// let descriptor = AppDescriptor {
+    ///     streamlets: vec![StreamletDescriptor { type_name: "sensors::Validate".into(), ..Default::default() }],
+    ///     ..Default::default()
+    /// };
+    /// assert_eq!(descriptor.streamlet_type("Validate").unwrap().type_name, "sensors::Validate");
+    /// assert!(descriptor.streamlet_type("Missing").is_none());
+    /// ```
+    pub fn streamlet_type(
+        &self,
+        reference: &str,
+    ) -> Option<&crate::descriptor::StreamletDescriptor> {
+        let position = TypeIndex::new(self).resolve(reference).ok()?;
+        self.streamlets.get(position)
+    }
+}
+
 /// Why a reference names no single type.
 #[derive(Debug)]
 enum Unresolved {

@@ -116,6 +116,28 @@ async fn q2_selects_the_same_bids() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn q0_in_sql_passes_every_bid() {
+    let results: Vec<Bid> = app_results("q0-sql").await;
+    assert_eq!(sorted(results), sorted(streams().bids));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn q1_in_sql_converts_every_bid_as_the_streamlet_does() {
+    let results: Vec<Bid> = app_results("q1-sql").await;
+    let expected = on_bids(q1::streamlet(), q1::IN, q1::OUT).await;
+    assert_eq!(results.len(), 18_400);
+    assert_eq!(sorted(results), sorted(expected));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn q2_in_sql_selects_the_same_bids_as_the_streamlet() {
+    let results: Vec<q2::AuctionPrice> = app_results("q2-sql").await;
+    let expected = on_bids(q2::streamlet(), q2::IN, q2::OUT).await;
+    assert!(!expected.is_empty());
+    assert_eq!(sorted(results), sorted(expected));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn q3_finds_the_same_sellers() {
     let results: Vec<q3::NameCityStateId> = app_results("q3").await;
     let streams = streams();

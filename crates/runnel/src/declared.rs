@@ -1,0 +1,229 @@
+//! Streamlets declared in the blueprint rather than registered in code: SQL streamlets.
+//!
+//! Each is planned against the schemas of the topics it reads (their producers' outlet
+//! schemas, a SQL producer's inferred output included, so SQL streamlets chain), and
+//! registered as the type `sql:<instance>` beside the app's own types; what planning finds
+//! wrong goes to verification as [`QueryProblem`]s, reported at their place in the query.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use runnel_blueprint::descriptor::{AppDescriptor, Format};
+use runnel_blueprint::{Blueprint, QueryProblem, StreamletInstance};
+use runnel_runtime::Registry;
+
+/// The app's types with the blueprint's SQL streamlets added, and the problems found
+/// planning them.
+#[derive(Debug)]
+pub(crate) struct Declared {
+    pub(crate) registry: Registry,
+    pub(crate) problems: Vec<QueryProblem>,
+}
+
+/// How the app plans queries: its SQL functions, when built with SQL.
+#[cfg(feature = "sql")]
+pub(crate) type Planner = runnel_sql::Functions;
+/// How the app plans queries: it cannot, built without SQL.
+#[cfg(not(feature = "sql"))]
+pub(crate) type Planner = ();
+
+/// Plans the SQL streamlets of the blueprint `text` (read from `path`).
+pub(crate) fn declare(
+    app: &str,
+    registry: &Registry,
+    planner: &Planner,
+    path: &Path,
+    text: &str,
+) -> Declared {
+    let mut declared = Declared {
+        registry: registry.clone(),
+        problems: Vec::new(),
+    };
+    // A blueprint that does not parse gets its problems from verification first.
+    let Some(blueprint) = runnel_blueprint::parse(path, text).blueprint else {
+        return declared;
+    };
+    let mut pending: Vec<&StreamletInstance> = blueprint
+        .streamlets
+        .iter()
+        .filter(|streamlet| streamlet.sql.is_some())
+        .collect();
+    if pending.is_empty() {
+        return declared;
+    }
+    let descriptor = registry.descriptor(app);
+    let mut outputs: HashMap<&str, serde_json::Value> = HashMap::new();
+    loop {
+        let mut waiting = Vec::new();
+        let before = pending.len();
+        for instance in pending {
+            let problem = |message: String| QueryProblem {
+                instance: instance.name.clone(),
+                message,
+                position: None,
+            };
+            match inputs(
+                &blueprint,
+                &descriptor,
+                &outputs,
+                &declared.problems,
+                instance,
+            ) {
+                Inputs::Waiting => waiting.push(instance),
+                Inputs::Unresolved => {}
+                Inputs::Problem(message) => declared.problems.push(problem(message)),
+                Inputs::Ready(tables) => match plan(planner, instance, &tables) {
+                    Ok((output, register)) => {
+                        outputs.insert(&instance.name, output);
+                        declared.registry = register(declared.registry.clone());
+                    }
+                    Err(found) => declared.problems.push(found),
+                },
+            }
+        }
+        pending = waiting;
+        if pending.is_empty() || pending.len() == before {
+            break;
+        }
+    }
+    for instance in pending {
+        declared.problems.push(QueryProblem {
+            instance: instance.name.clone(),
+            message: "its input is the output of a SQL streamlet that reads this one's output, in a cycle; SQL streamlets plan in the order data flows".to_owned(),
+            position: None,
+        });
+    }
+    declared
+}
+
+/// What a SQL streamlet reads, as far as known.
+enum Inputs {
+    /// Each table (inlet) with its topic's Avro schema.
+    Ready(Vec<(String, serde_json::Value)>),
+    /// A table's topic is written by a SQL streamlet not planned yet.
+    Waiting,
+    /// A producer's type or port does not resolve: verification reports that.
+    Unresolved,
+    /// Something the user must fix.
+    Problem(String),
+}
+
+fn inputs(
+    blueprint: &Blueprint,
+    descriptor: &AppDescriptor,
+    outputs: &HashMap<&str, serde_json::Value>,
+    problems: &[QueryProblem],
+    instance: &StreamletInstance,
+) -> Inputs {
+    let mut tables = Vec::new();
+    for topic in &blueprint.topics {
+        for consumer in topic
+            .consumers
+            .iter()
+            .filter(|consumer| consumer.streamlet == instance.name)
+        {
+            let table = &consumer.port;
+            let Some(producer) = topic.producers.first() else {
+                return Inputs::Problem(format!(
+                    "table '{table}' reads topic '{}', which has no producer in the blueprint to take its schema from",
+                    topic.id
+                ));
+            };
+            let Some(writer) = blueprint.streamlet(&producer.streamlet) else {
+                return Inputs::Unresolved;
+            };
+            let schema = if writer.sql.is_some() {
+                match outputs.get(writer.name.as_str()) {
+                    Some(schema) => schema.clone(),
+                    None if problems.iter().any(|p| p.instance == writer.name) => {
+                        return Inputs::Problem(format!(
+                            "table '{table}' is the output of SQL streamlet '{}', whose query has problems",
+                            writer.name
+                        ));
+                    }
+                    None => return Inputs::Waiting,
+                }
+            } else {
+                let Some(outlet) = descriptor
+                    .streamlet_type(&writer.type_name)
+                    .and_then(|streamlet| streamlet.outlet(&producer.port))
+                else {
+                    return Inputs::Unresolved;
+                };
+                if outlet.schema.format != Format::Avro {
+                    return Inputs::Problem(format!(
+                        "table '{table}' reads topic '{}', whose producer '{producer}' writes JSON; SQL streamlets read Avro",
+                        topic.id
+                    ));
+                }
+                outlet.schema.definition.clone()
+            };
+            tables.push((table.clone(), schema));
+        }
+    }
+    if tables.is_empty() {
+        return Inputs::Problem(format!(
+            "it reads no topic: list '{0}.<table>' among the consumers of each topic it reads, the table being the name in FROM",
+            instance.name
+        ));
+    }
+    Inputs::Ready(tables)
+}
+
+/// Adds a planned SQL streamlet's type to a registry.
+type Registration = Box<dyn FnOnce(Registry) -> Registry>;
+
+/// Plans the query of `instance` over `tables`: its output schema and its registration.
+#[cfg(feature = "sql")]
+fn plan(
+    functions: &runnel_sql::Functions,
+    instance: &StreamletInstance,
+    tables: &[(String, serde_json::Value)],
+) -> Result<(serde_json::Value, Registration), QueryProblem> {
+    use std::sync::Arc;
+    let problem = |error: runnel_sql::Error| QueryProblem {
+        instance: instance.name.clone(),
+        message: error.to_string(),
+        position: error.position().map(|at| (at.line, at.column)),
+    };
+    let sql = instance
+        .sql
+        .as_ref()
+        .expect("only SQL streamlets are planned");
+    let tables = tables
+        .iter()
+        .map(|(name, schema)| runnel_sql::Table::from_avro(name, schema))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(problem)?;
+    let record_name = sql
+        .record_name
+        .clone()
+        .unwrap_or_else(|| runnel_sql::record_name(&instance.name));
+    let query = runnel_sql::Query::plan_with(&sql.query, &tables, &record_name, functions)
+        .map_err(problem)?;
+    let output = query.output_schema().clone();
+    let query = Arc::new(query);
+    let type_name = runnel_blueprint::sql_type_name(&instance.name);
+    let register: Registration = Box::new(move |registry: Registry| {
+        registry.register(&type_name, move || {
+            runnel_sql::SqlStreamlet::new(query.clone())
+        })
+    });
+    Ok((output, register))
+}
+
+/// Without SQL, every SQL streamlet is a problem that says how to get it.
+#[cfg(not(feature = "sql"))]
+fn plan(
+    _: &(),
+    instance: &StreamletInstance,
+    _: &[(String, serde_json::Value)],
+) -> Result<(serde_json::Value, Registration), QueryProblem> {
+    Err(QueryProblem {
+        instance: instance.name.clone(),
+        message:
+            "this app is built without SQL: enable the `sql` feature of its `runnel` dependency"
+                .to_owned(),
+        position: None,
+    })
+}
