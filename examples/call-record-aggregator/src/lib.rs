@@ -26,4 +26,5 @@ pub fn app() -> runnel::App {
         .streamlet("cdr-aggregator", || aggregator::Aggregator)
         .streamlet("console-egress", loggers::console)
         .streamlet("error-egress", || loggers::Errors)
+        .streamlet("long-call-egress", loggers::long_calls)
 }

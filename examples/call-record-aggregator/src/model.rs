@@ -39,3 +39,15 @@ pub struct CallStats {
     /// Their average duration, in seconds.
     pub average_duration: f64,
 }
+
+/// A call of five minutes or more, as the `long-calls` SQL streamlet writes it.
+#[record]
+#[derive(Debug, Clone, PartialEq)]
+pub struct LongCall {
+    /// The caller or callee the record is of.
+    pub user: String,
+    /// Incoming or Outgoing.
+    pub direction: String,
+    /// Whole minutes.
+    pub minutes: i64,
+}

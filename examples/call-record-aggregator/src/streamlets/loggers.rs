@@ -5,7 +5,7 @@ use runnel::prelude::*;
 use runnel::tracing;
 use runnel::window::Pane;
 
-use crate::model::{CallRecord, CallStats, InvalidRecord};
+use crate::model::{CallRecord, CallStats, InvalidRecord, LongCall};
 
 /// Statistics per window.
 pub const STATS: Inlet<Pane<String, CallStats>> = Inlet::new("in");
@@ -13,6 +13,23 @@ pub const STATS: Inlet<Pane<String, CallStats>> = Inlet::new("in");
 pub const INVALID: Inlet<InvalidRecord> = Inlet::new("in");
 /// Records too late for their window.
 pub const LATE: Inlet<CallRecord> = Inlet::new("late");
+
+/// Long calls, from the `long-calls` SQL streamlet.
+pub const LONG_CALLS: Inlet<LongCall> = Inlet::new("in");
+
+/// Logs each long call.
+pub fn long_calls() -> impl Streamlet {
+    Egress::new(LONG_CALLS, |call: LongCall| async move {
+        tracing::info!(
+            "long call: {} ({}), {} minutes",
+            call.user,
+            call.direction,
+            call.minutes
+        );
+        Ok(())
+    })
+    .describe("logs the long calls the SQL streamlet selects")
+}
 
 /// Logs the statistics of each window.
 pub fn console() -> impl Streamlet {

@@ -2,7 +2,7 @@ use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::Duration;
 
-use call_record_aggregator::model::{CallRecord, CallStats, InvalidRecord};
+use call_record_aggregator::model::{CallRecord, CallStats, InvalidRecord, LongCall};
 use runnel::serde_json;
 use runnel::window::Pane;
 use runnel_app_test::wait_until;
@@ -10,6 +10,28 @@ use runnel_app_test::{Running, open, read_values};
 use runnel_embedded_log::LogInspector;
 
 const BLUEPRINT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/blueprint.toml");
+
+/// The valid calls of five minutes or more so far, as the log holds them now.
+fn long_valid_calls(inspector: &LogInspector) -> usize {
+    use runnel::apache_avro::{self, AvroSchema};
+    let partitions = inspector
+        .offsets("valid-call-records")
+        .map_or(0, |offsets| offsets.len());
+    let mut long = 0;
+    for partition in 0..partitions as u32 {
+        for record in inspector
+            .read("valid-call-records", partition, 0, usize::MAX)
+            .unwrap_or_default()
+        {
+            let mut value = record.record.value.as_deref().unwrap_or_default();
+            let datum =
+                apache_avro::from_avro_datum(&CallRecord::get_schema(), &mut value, None).unwrap();
+            let call: CallRecord = apache_avro::from_value(&datum).unwrap();
+            long += usize::from(call.duration >= 300);
+        }
+    }
+    long
+}
 
 fn records_in(inspector: &LogInspector, topic: &str) -> u64 {
     inspector
@@ -93,6 +115,13 @@ async fn calls_from_every_producer_are_split_and_aggregated_in_windows_of_the_gi
     wait_until(Duration::from_secs(60), "windows fire", || {
         records_in(&inspector, "call-stats") >= 2
     });
+    let long = long_valid_calls(&inspector);
+    assert!(long > 100, "{long} long calls");
+    wait_until(
+        Duration::from_secs(60),
+        "the SQL streamlet selects every long call",
+        || records_in(&inspector, "long-calls") == long as u64,
+    );
     let pid = running.child.id().to_string();
     assert!(
         Command::new("kill")
@@ -123,6 +152,23 @@ async fn calls_from_every_producer_are_split_and_aggregated_in_windows_of_the_gi
     let valid: Vec<CallRecord> = read_values(&backend, "valid-call-records").await;
     assert_eq!(valid.len(), 1005 - invalid.len());
     assert!(valid.iter().all(|r| r.duration >= 0));
+
+    // The SQL streamlet's output, read as the Rust type the egress reads.
+    let long_calls: Vec<LongCall> = read_values(&backend, "long-calls").await;
+    let mut expected: Vec<LongCall> = valid
+        .iter()
+        .filter(|call| call.duration >= 300)
+        .map(|call| LongCall {
+            user: call.user.clone(),
+            direction: call.direction.clone(),
+            minutes: call.duration / 60,
+        })
+        .collect();
+    let key = |call: &LongCall| (call.user.clone(), call.direction.clone(), call.minutes);
+    expected.sort_by_key(key);
+    let mut selected = long_calls.clone();
+    selected.sort_by_key(key);
+    assert_eq!(selected, expected);
 
     let late: Vec<CallRecord> = read_values(&backend, "late-call-records").await;
     let panes: Vec<Pane<String, CallStats>> = read_values(&backend, "call-stats").await;
