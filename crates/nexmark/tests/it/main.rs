@@ -3,3 +3,4 @@
 
 mod bounded_runs;
 mod crash;
+mod sql;

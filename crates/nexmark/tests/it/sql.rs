@@ -1,0 +1,81 @@
+//! SQL streamlets through the app binary: a mistake in a query is reported at its line and
+//! column in the blueprint, by `verify` and by `run`, which then starts nothing.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use runnel_app_test::{run_to_end, stderr_of, stdout_of};
+
+/// The q1-sql blueprint with `from` replaced by `to`, written into `directory`.
+fn blueprint_with(directory: &Path, from: &str, to: &str) -> String {
+    let original = concat!(env!("CARGO_MANIFEST_DIR"), "/blueprints/q1-sql.toml");
+    let text = std::fs::read_to_string(original).unwrap();
+    assert!(text.contains(from), "{from}");
+    let path = directory.join("blueprint.toml");
+    std::fs::write(&path, text.replace(from, to)).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+fn nexmark(args: &[&str]) -> std::process::Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_nexmark"));
+    command.args(args).env("RUST_LOG", "warn");
+    run_to_end(command, Duration::from_secs(60))
+}
+
+#[test]
+fn an_unknown_column_is_reported_at_its_place_with_the_closest_name() {
+    let directory = tempfile::tempdir().unwrap();
+    let blueprint = blueprint_with(
+        directory.path(),
+        "price * 89 / 100 AS price",
+        "prices * 89 / 100 AS price",
+    );
+    let output = nexmark(&["verify", &blueprint]);
+    assert_eq!(output.status.code(), Some(1));
+    let report = stdout_of(&output) + &stderr_of(&output);
+    assert!(report.contains("error[InvalidSqlQuery]: SQL streamlet 'q1': no field named prices. Did you mean 'bids.price'?"), "{report}");
+    // Line 11 of the file, column 25: where `prices` is written.
+    assert!(report.contains("blueprint.toml:11:25"), "{report}");
+
+    let output = nexmark(&["verify", &blueprint, "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_str(&stdout_of(&output)).unwrap();
+    let problem = &json[0];
+    assert_eq!(problem["code"], "InvalidSqlQuery", "{json}");
+    assert_eq!(
+        (&problem["line"], &problem["column"]),
+        (&11.into(), &25.into())
+    );
+    assert_eq!(problem["facts"]["streamlet"], "q1");
+}
+
+#[test]
+fn run_refuses_a_query_it_cannot_run_and_starts_nothing() {
+    let directory = tempfile::tempdir().unwrap();
+    let blueprint = blueprint_with(directory.path(), "FROM bids", "FROM bids\nORDER BY price");
+    let data = directory.path().join("data");
+    let output = nexmark(&["run", &blueprint, "--data-dir", data.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    let report = stderr_of(&output);
+    assert!(
+        report.contains("ORDER BY is not supported: an unbounded stream has no end to sort at"),
+        "{report}"
+    );
+    assert!(
+        report.contains("has errors; nothing was started"),
+        "{report}"
+    );
+    assert!(!data.exists(), "nothing was started, not even the log");
+}
+
+#[test]
+fn a_table_no_topic_feeds_is_named() {
+    let directory = tempfile::tempdir().unwrap();
+    let blueprint = blueprint_with(directory.path(), "FROM bids", "FROM bid");
+    let output = nexmark(&["verify", &blueprint]);
+    let report = stdout_of(&output) + &stderr_of(&output);
+    assert!(
+        report.contains("table 'bid' is not an input of this query; its inputs are 'bids'"),
+        "{report}"
+    );
+}
