@@ -154,6 +154,58 @@ fn where_keeps_rows_that_are_true_not_null() {
 /// DataFusion says a function's result may be null unless the function knows better, so
 /// `upper` and `concat` give unions with null; `coalesce` with a literal does not.
 #[test]
+fn predicates_in_between_like_is_null_and_regular_expressions() {
+    let records = [
+        reading("alpha", 10.0, 1, None),
+        reading("beta", 20.0, 2, Some("x")),
+        reading("gamma", 30.0, 3, None),
+        reading("alpine", 40.0, 4, Some("y")),
+    ];
+    let kept = |sql: &str| -> Vec<usize> {
+        run(sql, &records)
+            .0
+            .iter()
+            .map(|(index, _)| *index)
+            .collect()
+    };
+    assert_eq!(
+        kept("SELECT sensor FROM readings WHERE sensor IN ('beta', 'gamma')"),
+        [1, 2]
+    );
+    assert_eq!(
+        kept("SELECT sensor FROM readings WHERE celsius BETWEEN 15 AND 35"),
+        [1, 2]
+    );
+    assert_eq!(
+        kept("SELECT sensor FROM readings WHERE sensor LIKE 'al%'"),
+        [0, 3]
+    );
+    assert_eq!(
+        kept("SELECT sensor FROM readings WHERE note IS NULL"),
+        [0, 2]
+    );
+    assert_eq!(
+        kept("SELECT sensor FROM readings WHERE NOT (count > 1)"),
+        [0]
+    );
+    assert_eq!(
+        kept("SELECT sensor FROM readings WHERE regexp_like(sensor, '^a.p')"),
+        [0, 3]
+    );
+    let (results, _) = run(
+        "SELECT nullif(count, 2) AS count, encode(sensor, 'hex') AS hex FROM readings",
+        &records[..2],
+    );
+    assert_eq!(
+        results[1].1,
+        record(&[
+            ("count", none()),
+            ("hex", some(Value::String("62657461".into()))),
+        ])
+    );
+}
+
+#[test]
 fn flinks_mod_is_the_remainder() {
     let (results, _) = run(
         "SELECT sensor FROM readings WHERE MOD(count, 3) = 0 AND mod(count, 2) = 1",
