@@ -10,59 +10,34 @@ use datafusion_common::arrow::datatypes::{
 };
 use serde_json::{Value, json};
 
-use crate::Error;
+use crate::{ColumnType, Error};
 
-/// An output column's Avro type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    Boolean,
-    Int,
-    Long,
-    Float,
-    Double,
-    String,
-    Bytes,
-}
-
-impl Kind {
-    fn of(data_type: &DataType) -> Option<(Kind, DataType)> {
-        Some(match data_type {
-            DataType::Boolean => (Kind::Boolean, DataType::Boolean),
-            DataType::Int8
-            | DataType::Int16
-            | DataType::Int32
-            | DataType::UInt8
-            | DataType::UInt16 => (Kind::Int, DataType::Int32),
-            DataType::Int64 | DataType::UInt32 => (Kind::Long, DataType::Int64),
-            DataType::Float16 | DataType::Float32 => (Kind::Float, DataType::Float32),
-            DataType::Float64 => (Kind::Double, DataType::Float64),
-            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
-                (Kind::String, DataType::Utf8)
-            }
-            DataType::Binary | DataType::LargeBinary | DataType::BinaryView => {
-                (Kind::Bytes, DataType::Binary)
-            }
-            _ => return None,
-        })
-    }
-
-    fn avro(self) -> &'static str {
-        match self {
-            Kind::Boolean => "boolean",
-            Kind::Int => "int",
-            Kind::Long => "long",
-            Kind::Float => "float",
-            Kind::Double => "double",
-            Kind::String => "string",
-            Kind::Bytes => "bytes",
+/// The column type results of `data_type` are written as, and the Arrow type they are cast
+/// to first (Int16 to Int32, say).
+fn written_as(data_type: &DataType) -> Option<(ColumnType, DataType)> {
+    Some(match data_type {
+        DataType::Boolean => (ColumnType::Boolean, DataType::Boolean),
+        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::UInt8 | DataType::UInt16 => {
+            (ColumnType::Int, DataType::Int32)
         }
-    }
+        DataType::Int64 | DataType::UInt32 => (ColumnType::Long, DataType::Int64),
+        DataType::Float16 | DataType::Float32 => (ColumnType::Float, DataType::Float32),
+        DataType::Float64 => (ColumnType::Double, DataType::Float64),
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
+            (ColumnType::String, DataType::Utf8)
+        }
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView => {
+            (ColumnType::Bytes, DataType::Binary)
+        }
+        _ => return None,
+    })
 }
 
 /// One column of the output.
 #[derive(Clone, Debug)]
 struct OutputColumn {
-    kind: Kind,
+    /// Never an enum.
+    kind: ColumnType,
     /// The Arrow type results are cast to before writing (Int16 to Int32, say).
     data_type: DataType,
     nullable: bool,
@@ -93,14 +68,14 @@ impl Output {
                     position: None,
                 });
             }
-            let (kind, data_type) = Kind::of(field.data_type()).ok_or_else(|| Error::Plan {
+            let (kind, data_type) = written_as(field.data_type()).ok_or_else(|| Error::Plan {
                 message: format!(
                     "output column '{name}' is of type {}, which has no Avro type here: CAST it to BIGINT, DOUBLE or VARCHAR",
                     field.data_type()
                 ),
                 position: None,
             })?;
-            let avro = kind.avro();
+            let avro = kind.avro_primitive().expect("results are never enums");
             fields.push(if field.is_nullable() {
                 json!({"name": name, "type": ["null", avro], "default": null})
             } else {
@@ -149,33 +124,34 @@ impl Output {
                 }
                 bytes.push(2); // branch 1, zigzag encoded
             }
-            match column.kind {
-                Kind::Boolean => {
+            match &column.kind {
+                ColumnType::Boolean => {
                     let values: &BooleanArray = array.as_boolean();
                     bytes.push(u8::from(values.value(row)));
                 }
-                Kind::Int => {
+                ColumnType::Int => {
                     let values: &Int32Array = array.as_primitive::<Int32Type>();
                     write_long(i64::from(values.value(row)), bytes);
                 }
-                Kind::Long => {
+                ColumnType::Long => {
                     let values: &Int64Array = array.as_primitive::<Int64Type>();
                     write_long(values.value(row), bytes);
                 }
-                Kind::Float => {
+                ColumnType::Float => {
                     let values: &Float32Array = array.as_primitive::<Float32Type>();
                     bytes.extend_from_slice(&values.value(row).to_le_bytes());
                 }
-                Kind::Double => {
+                ColumnType::Double => {
                     let values: &Float64Array = array.as_primitive::<Float64Type>();
                     bytes.extend_from_slice(&values.value(row).to_le_bytes());
                 }
-                Kind::String => {
+                ColumnType::String => {
                     let value = array.as_string::<i32>().value(row);
                     write_long(value.len() as i64, bytes);
                     bytes.extend_from_slice(value.as_bytes());
                 }
-                Kind::Bytes => {
+                ColumnType::Enum(_) => unreachable!("results are never enums"),
+                ColumnType::Bytes => {
                     let values: &BinaryArray = array.as_binary::<i32>();
                     let value = values.value(row);
                     write_long(value.len() as i64, bytes);

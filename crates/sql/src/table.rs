@@ -29,6 +29,20 @@ pub enum ColumnType {
 }
 
 impl ColumnType {
+    /// The Avro type of a column of this type that is not an enum (which is a named type).
+    pub(crate) fn avro_primitive(&self) -> Option<&'static str> {
+        Some(match self {
+            ColumnType::Boolean => "boolean",
+            ColumnType::Int => "int",
+            ColumnType::Long => "long",
+            ColumnType::Float => "float",
+            ColumnType::Double => "double",
+            ColumnType::String => "string",
+            ColumnType::Bytes => "bytes",
+            ColumnType::Enum(_) => return None,
+        })
+    }
+
     /// The Arrow type of the column.
     pub fn data_type(&self) -> DataType {
         match self {
@@ -190,17 +204,12 @@ fn definition_of(table: &str, columns: &[Column]) -> Value {
     let fields: Vec<Value> = columns
         .iter()
         .map(|column| {
-            let avro = match &column.column_type {
-                ColumnType::Boolean => Value::from("boolean"),
-                ColumnType::Int => Value::from("int"),
-                ColumnType::Long => Value::from("long"),
-                ColumnType::Float => Value::from("float"),
-                ColumnType::Double => Value::from("double"),
-                ColumnType::String => Value::from("string"),
-                ColumnType::Bytes => Value::from("bytes"),
-                ColumnType::Enum(symbols) => serde_json::json!({
+            let avro = match (&column.column_type, column.column_type.avro_primitive()) {
+                (_, Some(primitive)) => Value::from(primitive),
+                (ColumnType::Enum(symbols), None) => serde_json::json!({
                     "type": "enum", "name": format!("{}_{}", record_name(table), column.name), "symbols": symbols
                 }),
+                (_, None) => unreachable!("only enums are named types"),
             };
             match column.null_branch {
                 Some(0) => serde_json::json!({"name": column.name, "type": ["null", avro], "default": null}),

@@ -88,15 +88,10 @@ impl<T: Data> InletStream<T> {
         format: runnel_blueprint::descriptor::Format,
         schema: Option<&serde_json::Value>,
     ) -> Self {
-        let reader = match schema {
-            Some(definition) => Codec::with_schema(format, definition)
-                .expect("a datum port has an Avro schema (`avro_schema_descriptor`)"),
-            None => Codec::new(format),
-        };
         let codec = parts
             .writer_schemas
             .iter()
-            .fold(reader, |codec, definition| {
+            .fold(crate::port::codec(format, schema), |codec, definition| {
                 codec.with_writer_schema(definition)
             });
         let mut codec = match &parts.base_schema {

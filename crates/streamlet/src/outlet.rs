@@ -125,11 +125,7 @@ impl<T: Data> OutletSender<T> {
         forward_headers: bool,
         schema: Option<&serde_json::Value>,
     ) -> Self {
-        let codec = match schema {
-            Some(definition) => Codec::with_schema(format, definition)
-                .expect("a datum port has an Avro schema (`avro_schema_descriptor`)"),
-            None => Codec::new(format),
-        };
+        let codec = crate::port::codec(format, schema);
         let codec = match parts.registry_id {
             Some(id) => codec.with_registry_id(id),
             None => codec,

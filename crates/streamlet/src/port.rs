@@ -7,6 +7,8 @@ use std::marker::PhantomData;
 
 use runnel_blueprint::descriptor::{BadDataPolicy, Format, SchemaDescriptor};
 
+use runnel_codec::Codec;
+
 use crate::Data;
 
 /// An input port receiving values of `T`.
@@ -266,6 +268,16 @@ impl PortSpec {
             type_name: std::any::type_name::<runnel_codec::AvroDatum>(),
             schema: PortSchema::Given(std::sync::Arc::new(schema)),
         }
+    }
+}
+
+/// The codec of a port in `format`: of `T`'s own schema, or of `schema` where it is given
+/// at run time (a port of [`AvroDatum`](runnel_codec::AvroDatum)s).
+pub(crate) fn codec<T: Data>(format: Format, schema: Option<&serde_json::Value>) -> Codec<T> {
+    match schema {
+        Some(definition) => Codec::with_schema(format, definition)
+            .expect("a datum port has an Avro schema (`avro_schema_descriptor`)"),
+        None => Codec::new(format),
     }
 }
 
