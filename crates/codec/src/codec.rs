@@ -310,6 +310,17 @@ impl<T: Data> Codec<T> {
         }
     }
 
+    /// The definition of the writer schema the codec knows by `fingerprint` (from the
+    /// topic's producers, its kept schemas or the registry): what an
+    /// [`AvroDatum`](crate::AvroDatum)'s `writer` names.
+    pub fn writer_schema(&self, fingerprint: &[u8]) -> Option<serde_json::Value> {
+        let writer = self
+            .writers
+            .iter()
+            .find(|known| known.fingerprint == fingerprint)?;
+        serde_json::to_value(&writer.schema).ok()
+    }
+
     /// The format values are encoded in.
     pub fn format(&self) -> Format {
         self.format

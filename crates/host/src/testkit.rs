@@ -218,6 +218,9 @@ pub struct TestRun {
     scripted: bool,
     /// The largest record the outlets' and the dead-letter topics accept.
     max_record_bytes: Option<usize>,
+    /// Per inlet, the schemas of the types fed to it: the writer schemas its records name,
+    /// as a topic's producers' are in a run, so an inlet of an evolved type resolves them.
+    writer_schemas: BTreeMap<&'static str, Vec<serde_json::Value>>,
 }
 
 impl TestRun {
@@ -235,6 +238,7 @@ impl TestRun {
             cursor: None,
             scripted: false,
             max_record_bytes: None,
+            writer_schemas: BTreeMap::new(),
         }
     }
 
@@ -254,6 +258,13 @@ impl TestRun {
         records: impl IntoIterator<Item = TestRecord<T>>,
     ) -> Self {
         let codec = Codec::<T>::new(inlet.format());
+        if inlet.format() == runnel_blueprint::descriptor::Format::Avro {
+            let definition = runnel_codec::schema_descriptor::<T>(inlet.format()).definition;
+            let known = self.writer_schemas.entry(inlet.name()).or_default();
+            if !known.contains(&definition) {
+                known.push(definition);
+            }
+        }
         for record in records {
             let value = codec.encode(&record.value).expect("test input encodes");
             let mut headers = record.headers;
@@ -506,7 +517,7 @@ impl TestRun {
                 port: port.to_owned(),
                 group: format!("{}.{}", self.instance, port),
                 topic,
-                writer_schemas: Vec::new(),
+                writer_schemas: self.writer_schemas.get(port).cloned().unwrap_or_default(),
                 end_of_input: ended.clone(),
                 consumer_settings: BTreeMap::new(),
             });

@@ -36,6 +36,7 @@ mod encode;
 mod error;
 mod functions;
 mod query;
+mod resolve;
 mod streamlet;
 mod table;
 

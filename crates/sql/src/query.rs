@@ -20,6 +20,7 @@ use crate::decode::BatchDecoder;
 use crate::encode::Output;
 use crate::error::Position;
 use crate::functions::{Catalog, Functions};
+use crate::resolve::Resolution;
 use crate::{Error, Table};
 
 /// One step of a stateless query, applied to each batch in turn.
@@ -185,8 +186,61 @@ impl Query {
     /// ```
     pub fn process(&self, table: &str, records: &[&[u8]]) -> Processed {
         assert_eq!(table, self.input.name(), "the query reads only its inputs");
+        self.process_decoded(records, &mut BatchDecoder::new(&self.input), |batch| {
+            Ok(batch)
+        })
+    }
+
+    /// [`process`](Query::process) for records written with another schema, `writer`,
+    /// than the table's (a producer's older or newer schema): each is read with the
+    /// writer's schema and resolved to the table's as Avro resolves it (fields by name,
+    /// promotions, the table's defaults for fields the writer lacks).
+    ///
+    /// ```
+    /// use runnel_sql::{Query, Table};
+    /// use serde_json::json;
+    /// let now = Table::from_avro("readings", &json!({"type": "record", "name": "R", "fields": [
+    ///     {"name": "celsius", "type": "double"},
+    ///     {"name": "unit", "type": "string", "default": "C"}]})).unwrap();
+    /// let before = Table::from_avro("readings", &json!({"type": "record", "name": "R", "fields": [
+    ///     {"name": "celsius", "type": "float"}]})).unwrap();
+    /// let query = Query::plan("SELECT unit FROM readings WHERE celsius > 1", &[now], "Unit").unwrap();
+    /// let processed = query.process_written_with("readings", &before, &[&2.5f32.to_le_bytes()]);
+    /// assert_eq!(processed.results, [(0, vec![2, b'C'])]);
+    /// ```
+    pub fn process_written_with(
+        &self,
+        table: &str,
+        writer: &Table,
+        records: &[&[u8]],
+    ) -> Processed {
+        assert_eq!(table, self.input.name(), "the query reads only its inputs");
+        let resolution = match Resolution::new(writer, &self.input) {
+            Ok(resolution) => resolution,
+            Err(error) => {
+                let message = error.to_string();
+                return Processed {
+                    results: Vec::new(),
+                    rejected: (0..records.len())
+                        .map(|index| (index, Error::Evaluate(message.clone())))
+                        .collect(),
+                };
+            }
+        };
+        self.process_decoded(records, &mut BatchDecoder::new(writer), |batch| {
+            resolution.resolve(&batch)
+        })
+    }
+
+    /// Decodes `records` with `decoder`, makes the batch the table's with `resolve`, and
+    /// runs the query over it.
+    fn process_decoded(
+        &self,
+        records: &[&[u8]],
+        decoder: &mut BatchDecoder,
+        resolve: impl Fn(RecordBatch) -> Result<RecordBatch, Error>,
+    ) -> Processed {
         let mut processed = Processed::default();
-        let mut decoder = BatchDecoder::new(&self.input);
         let mut indices = Vec::with_capacity(records.len());
         for (index, record) in records.iter().enumerate() {
             match decoder.append(record) {
@@ -194,8 +248,21 @@ impl Query {
                 Err(error) => processed.rejected.push((index, error)),
             }
         }
-        let batch = decoder.finish();
         let indices = UInt32Array::from(indices);
+        let batch = match resolve(decoder.finish()) {
+            Ok(batch) => batch,
+            Err(error) => {
+                let message = error.to_string();
+                processed.rejected.extend(
+                    indices
+                        .values()
+                        .iter()
+                        .map(|index| (*index as usize, Error::Evaluate(message.clone()))),
+                );
+                processed.rejected.sort_by_key(|(index, _)| *index);
+                return processed;
+            }
+        };
         match self.evaluate(batch.clone(), indices.clone()) {
             Ok((indices, columns)) => self.encode(&indices, &columns, &mut processed),
             Err(_) => {

@@ -3,11 +3,14 @@
 
 use std::sync::Arc;
 
+use std::collections::HashMap;
+
+use bytes::Bytes;
 use runnel_streamlet::{
-    AvroDatum, Context, Message, Result, Shape, Streamlet, avro_schema_descriptor,
+    AvroDatum, Context, InletStream, Message, Result, Shape, Streamlet, avro_schema_descriptor,
 };
 
-use crate::Query;
+use crate::{Processed, Query, Table};
 
 /// The name of a SQL streamlet's outlet.
 pub const OUTLET: &str = "out";
@@ -45,6 +48,79 @@ impl SqlStreamlet {
     }
 }
 
+/// The tables of the other schemas records of the input were written with, by fingerprint
+/// (or why such a schema cannot be read).
+type Writers = HashMap<Bytes, Result<Table, String>>;
+
+impl SqlStreamlet {
+    /// The query over one batch: the records of the table's own schema together, those of
+    /// each other writer's schema resolved to it.
+    fn process(
+        &self,
+        table: &str,
+        batch: &[Message<AvroDatum>],
+        inlet: &InletStream<AvroDatum>,
+        writers: &mut Writers,
+    ) -> Processed {
+        if batch.iter().all(|message| message.value().writer.is_none()) {
+            let records: Vec<&[u8]> = batch.iter().map(|m| m.value().bytes.as_ref()).collect();
+            return self.query.process(table, &records);
+        }
+        let mut groups: HashMap<Option<&Bytes>, Vec<usize>> = HashMap::new();
+        for (index, message) in batch.iter().enumerate() {
+            groups
+                .entry(message.value().writer.as_ref())
+                .or_default()
+                .push(index);
+        }
+        let mut processed = Processed::default();
+        for (writer, indices) in groups {
+            let records: Vec<&[u8]> = indices
+                .iter()
+                .map(|index| batch[*index].value().bytes.as_ref())
+                .collect();
+            let group = match writer {
+                None => self.query.process(table, &records),
+                Some(fingerprint) => {
+                    let written_with = writers.entry(fingerprint.clone()).or_insert_with(|| {
+                        let definition = inlet.writer_schema(fingerprint).ok_or_else(|| {
+                            format!(
+                                "written with schema {}, which the inlet does not know",
+                                String::from_utf8_lossy(fingerprint)
+                            )
+                        })?;
+                        Table::from_avro(table, &definition).map_err(|error| error.to_string())
+                    });
+                    match written_with {
+                        Ok(writer) => self.query.process_written_with(table, writer, &records),
+                        Err(reason) => Processed {
+                            results: Vec::new(),
+                            rejected: (0..records.len())
+                                .map(|at| (at, crate::Error::Evaluate(reason.clone())))
+                                .collect(),
+                        },
+                    }
+                }
+            };
+            processed.results.extend(
+                group
+                    .results
+                    .into_iter()
+                    .map(|(at, bytes)| (indices[at], bytes)),
+            );
+            processed.rejected.extend(
+                group
+                    .rejected
+                    .into_iter()
+                    .map(|(at, error)| (indices[at], error)),
+            );
+        }
+        processed.results.sort_by_key(|(index, _)| *index);
+        processed.rejected.sort_by_key(|(index, _)| *index);
+        processed
+    }
+}
+
 impl Streamlet for SqlStreamlet {
     fn shape(&self) -> Shape {
         let schema = |definition| {
@@ -65,6 +141,7 @@ impl Streamlet for SqlStreamlet {
         let mut inlet = ctx.datum_inlet(&table);
         let out = ctx.datum_outlet(OUTLET);
         let mut batch: Vec<Message<AvroDatum>> = Vec::with_capacity(BATCH);
+        let mut writers = Writers::default();
         while let Some(first) = inlet.next().await? {
             batch.push(first);
             while batch.len() < BATCH && inlet.ready() > 0 {
@@ -73,11 +150,7 @@ impl Streamlet for SqlStreamlet {
                     None => break,
                 }
             }
-            let records: Vec<&[u8]> = batch
-                .iter()
-                .map(|message| message.value().bytes.as_ref())
-                .collect();
-            let processed = self.query.process(&table, &records);
+            let processed = self.process(&table, &batch, &inlet, &mut writers);
             let mut results = processed.results.into_iter().peekable();
             let mut rejected = processed.rejected.into_iter().peekable();
             for (index, message) in batch.drain(..).enumerate() {
@@ -86,13 +159,7 @@ impl Streamlet for SqlStreamlet {
                 while let Some((_, bytes)) = results.next_if(|(at, _)| *at == index) {
                     own.push(bytes);
                 }
-                if let Some(writer) = &message.value().writer {
-                    let reason = format!(
-                        "written with schema {}, not the schema of table '{table}'; SQL streamlets read records of their input's current schema only",
-                        String::from_utf8_lossy(writer)
-                    );
-                    message.reject(reason).await?;
-                } else if let Some((_, error)) = rejection {
+                if let Some((_, error)) = rejection {
                     message.reject(error).await?;
                 } else {
                     let (_, token) = message.into_parts();

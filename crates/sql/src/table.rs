@@ -66,6 +66,9 @@ pub struct Column {
     pub column_type: ColumnType,
     /// Where the field is a union of `null` and its type: the branch index of `null`.
     pub null_branch: Option<u8>,
+    /// The field's default in the Avro schema, if it has one: what records written without
+    /// the field read as.
+    pub default: Option<Value>,
 }
 
 impl Column {
@@ -75,13 +78,16 @@ impl Column {
             name: name.into(),
             column_type,
             null_branch: None,
+            default: None,
         }
     }
 
-    /// A column that may be null: an Avro union of `null` (first) and its type.
+    /// A column that may be null: an Avro union of `null` (first) and its type, default
+    /// `null`.
     pub fn nullable(name: impl Into<String>, column_type: ColumnType) -> Self {
         Column {
             null_branch: Some(0),
+            default: Some(Value::Null),
             ..Column::new(name, column_type)
         }
     }
@@ -150,13 +156,14 @@ impl Table {
                 .and_then(Value::as_str)
                 .ok_or_else(|| refuse(format!("field {field} has no name")))?;
             let field_type = field.get("type").unwrap_or(&Value::Null);
-            let column = column(field_name, field_type, &mut named_enums).ok_or_else(|| {
+            let mut column = column(field_name, field_type, &mut named_enums).ok_or_else(|| {
                 refuse(format!(
                     "field '{field_name}' is of type {field_type}, which SQL does not read yet \
                      (it reads boolean, int, long, float, double, string, bytes, enums, and \
                      unions of null with one of these)"
                 ))
             })?;
+            column.default = field.get("default").cloned();
             columns.push(column);
         }
         Ok(Table {
@@ -260,9 +267,8 @@ fn column(
         };
         let column_type = column_type(other, named_enums)?;
         return Some(Column {
-            name: name.to_owned(),
-            column_type,
             null_branch: Some(null_branch),
+            ..Column::new(name, column_type)
         });
     }
     Some(Column::new(name, column_type(field_type, named_enums)?))

@@ -98,3 +98,88 @@ async fn many_records_keep_their_order_across_batches() -> anyhow::Result<()> {
     assert_eq!(sensors, expected);
     Ok(())
 }
+
+/// The readings of an older producer: `celsius` a float, no `unit`.
+mod before {
+    use super::*;
+
+    /// The readings of the current producer.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+    #[serde(rename = "Reading")]
+    #[avro(name = "Reading")]
+    pub(super) struct Current {
+        pub(super) sensor: String,
+        pub(super) celsius: f64,
+        pub(super) unit: String,
+    }
+
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+    pub(super) struct Reading {
+        pub(super) sensor: String,
+        pub(super) celsius: f32,
+    }
+}
+
+#[tokio::test]
+async fn records_of_an_older_schema_are_resolved_to_the_tables() -> anyhow::Result<()> {
+    let now = serde_json::json!({"type": "record", "name": "Reading", "fields": [
+        {"name": "sensor", "type": "string"},
+        {"name": "celsius", "type": "double"},
+        {"name": "unit", "type": "string", "default": "C"},
+    ]});
+    let readings = Table::from_avro("readings", &now)?;
+    let query = Query::plan(
+        "SELECT sensor, celsius AS fahrenheit, CASE WHEN unit = 'C' THEN 1 ELSE 0 END AS share FROM readings",
+        &[readings],
+        "Hot",
+    )?;
+    let old: Inlet<before::Reading> = Inlet::new("readings");
+    let run = TestRun::new(SqlStreamlet::new(Arc::new(query)))
+        .input(
+            old,
+            [before::Reading {
+                sensor: "old".into(),
+                celsius: 1.5,
+            }],
+        )
+        .input(
+            Inlet::new("readings"),
+            [before::Current {
+                sensor: "new".into(),
+                celsius: 2.5,
+                unit: "F".into(),
+            }],
+        )
+        .input(
+            old,
+            [before::Reading {
+                sensor: "old again".into(),
+                celsius: 3.5,
+            }],
+        )
+        .run()
+        .await?;
+    assert!(run.dead_letters().is_empty(), "{:?}", run.dead_letters());
+    // In input order, old and new schemas mixed in one batch.
+    assert_eq!(
+        run.output(OUT),
+        [
+            Hot {
+                sensor: "old".into(),
+                fahrenheit: 1.5,
+                share: 1
+            },
+            Hot {
+                sensor: "new".into(),
+                fahrenheit: 2.5,
+                share: 0
+            },
+            Hot {
+                sensor: "old again".into(),
+                fahrenheit: 3.5,
+                share: 1
+            },
+        ]
+    );
+    Ok(())
+}

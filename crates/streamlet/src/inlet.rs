@@ -255,6 +255,14 @@ impl<T: Data> InletStream<T> {
         self.buffer.len()
     }
 
+    /// The schema some producer of the topic wrote with, by the fingerprint an
+    /// [`AvroDatum`]'s `writer` names; `None` when the inlet does not know it.
+    ///
+    /// [`AvroDatum`]: runnel_codec::AvroDatum
+    pub fn writer_schema(&self, fingerprint: &[u8]) -> Option<serde_json::Value> {
+        self.codec.writer_schema(fingerprint)
+    }
+
     /// The inlet's name.
     pub fn name(&self) -> &'static str {
         self.parts.port
