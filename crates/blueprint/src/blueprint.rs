@@ -84,6 +84,9 @@ pub struct SqlQuery {
     /// The Avro name of its output records (`record-name`), when set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub record_name: Option<String>,
+    /// The guarantee it runs with (`delivery`; at-least-once unless set).
+    #[serde(skip_serializing_if = "crate::descriptor::Delivery::is_default")]
+    pub delivery: crate::descriptor::Delivery,
 }
 
 /// A topic and the ports bound to it.

@@ -82,6 +82,8 @@ pub(crate) struct SqlEntry {
     pub(crate) query: Located<String>,
     /// `record-name`: the Avro name of the output records.
     pub(crate) record_name: Option<Located<String>>,
+    /// `delivery`: the guarantee the streamlet runs with.
+    pub(crate) delivery: Option<Located<crate::descriptor::Delivery>>,
 }
 
 /// A `[topics.<id>]` table.

@@ -174,7 +174,14 @@ fn parse_streamlets(
 }
 
 /// The keys of a SQL streamlet's table.
-const SQL_STREAMLET_KEYS: &[&str] = &["sql", "record-name"];
+const SQL_STREAMLET_KEYS: &[&str] = &["sql", "record-name", "delivery"];
+
+/// The guarantees a SQL streamlet can ask for, as `delivery` spells them.
+const DELIVERIES: &[(&str, crate::descriptor::Delivery)] = &[
+    ("at-least-once", crate::descriptor::Delivery::AtLeastOnce),
+    ("exactly-once", crate::descriptor::Delivery::ExactlyOnce),
+    ("at-most-once", crate::descriptor::Delivery::AtMostOnce),
+];
 
 /// `[streamlets.<name>]` with `sql = "SELECT ..."` and optionally `record-name`.
 fn parse_sql_streamlet(
@@ -197,6 +204,7 @@ fn parse_sql_streamlet(
     }
     let mut query = None;
     let mut record_name = None;
+    let mut delivery = None;
     for (key, value) in in_file_order(declaration) {
         if is_recovery_artefact(value) {
             continue;
@@ -208,13 +216,38 @@ fn parse_sql_streamlet(
             "record-name" => {
                 record_name = expect_string(value, &what, facts().key("record-name"), report);
             }
+            "delivery" => {
+                let Some(text) = expect_string(value, &what, facts().key("delivery"), report)
+                else {
+                    continue;
+                };
+                match DELIVERIES.iter().find(|(name, _)| *name == text.value) {
+                    Some((_, guarantee)) => delivery = Some(Located::new(*guarantee, text.span)),
+                    None => {
+                        let expected = DELIVERIES
+                            .iter()
+                            .map(|(name, _)| *name)
+                            .collect::<Vec<_>>()
+                            .join(", ");
+                        report.at(
+                            Code::BlueprintFormatError,
+                            text.span,
+                            format!(
+                                "{what} is '{}', which is not a guarantee; expected one of {expected}",
+                                text.value
+                            ),
+                            facts().key("delivery").expected(&expected).found(&text.value),
+                        );
+                    }
+                }
+            }
             unknown => {
                 let suggestion = closest(unknown, SQL_STREAMLET_KEYS.iter().copied());
                 report.at(
                     Code::BlueprintFormatError,
                     key.span(),
                     format!(
-                        "unknown key '{unknown}' in streamlet '{instance}' (a SQL streamlet has sql and record-name){}",
+                        "unknown key '{unknown}' in streamlet '{instance}' (a SQL streamlet has sql, record-name and delivery){}",
                         hint(suggestion)
                     ),
                     facts().suggestions(suggestion),
@@ -227,7 +260,11 @@ fn parse_sql_streamlet(
     Some(StreamletEntry {
         name: located_key(name),
         type_ref: Located::new(crate::sql_type_name(instance), query.span.clone()),
-        sql: Some(SqlEntry { query, record_name }),
+        sql: Some(SqlEntry {
+            query,
+            record_name,
+            delivery,
+        }),
     })
 }
 
@@ -622,6 +659,36 @@ mod tests {
         assert_eq!(names, ["z", "a"]);
         assert_eq!(file.topics[0].partitions.as_ref().map(|p| p.value), Some(3));
         assert_eq!(file.topics[0].producers[0].value, "z.out");
+    }
+
+    #[test]
+    fn reads_sql_streamlets_and_names_what_is_wrong_with_them() {
+        let (file, diagnostics) = parse(
+            "name = \"app\"\n[streamlets.q]\nsql = \"SELECT a FROM t\"\nrecord-name = \"R\"\n\
+             delivery = \"exactly-once\"\n",
+        );
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        let entry = &file.streamlets.unwrap().entries[0];
+        assert_eq!(entry.type_ref.value, "sql:q");
+        let sql = entry.sql.as_ref().unwrap();
+        assert_eq!(sql.query.value, "SELECT a FROM t");
+        assert_eq!(sql.record_name.as_ref().unwrap().value, "R");
+        assert_eq!(
+            sql.delivery.as_ref().unwrap().value,
+            crate::descriptor::Delivery::ExactlyOnce
+        );
+
+        let (_, diagnostics) = parse(
+            "name = \"app\"\n[streamlets.q]\nsql = \"SELECT a FROM t\"\ndelivery = \"twice\"\nrecordname = \"R\"\n",
+        );
+        let messages: Vec<&str> = diagnostics.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(
+            messages,
+            [
+                "'delivery' of streamlet 'q' is 'twice', which is not a guarantee; expected one of at-least-once, exactly-once, at-most-once",
+                "unknown key 'recordname' in streamlet 'q' (a SQL streamlet has sql, record-name and delivery); did you mean 'record-name'?",
+            ]
+        );
     }
 
     #[test]

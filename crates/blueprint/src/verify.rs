@@ -222,6 +222,10 @@ fn build(cx: &Context<'_>) -> Blueprint {
                 .map(|sql| crate::blueprint::SqlQuery {
                     query: sql.query.value.clone(),
                     record_name: sql.record_name.as_ref().map(|name| name.value.clone()),
+                    delivery: sql
+                        .delivery
+                        .as_ref()
+                        .map_or_else(Default::default, |delivery| delivery.value),
                 }),
         })
         .collect();

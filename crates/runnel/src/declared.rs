@@ -204,9 +204,10 @@ fn plan(
     let output = query.output_schema().clone();
     let query = Arc::new(query);
     let type_name = runnel_blueprint::sql_type_name(&instance.name);
+    let delivery = sql.delivery;
     let register: Registration = Box::new(move |registry: Registry| {
         registry.register(&type_name, move || {
-            runnel_sql::SqlStreamlet::new(query.clone())
+            runnel_sql::SqlStreamlet::new(query.clone()).delivery(delivery)
         })
     });
     Ok((output, register))

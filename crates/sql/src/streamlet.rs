@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::collections::HashMap;
 
 use bytes::Bytes;
+use runnel_blueprint::descriptor::Delivery;
 use runnel_streamlet::{
     AvroDatum, Context, InletStream, Message, Result, Shape, Streamlet, avro_schema_descriptor,
 };
@@ -21,7 +22,8 @@ const BATCH: usize = 1024;
 
 /// A query run as a streamlet: an inlet per input table, named as the table, reading its
 /// records encoded; one outlet, [`OUTLET`], writing the results with the query's output
-/// schema. Records are processed in batches of what the inlet has ready; each result is
+/// schema. Records are processed in batches of what the inlet has ready
+/// ([`InletStream::next_ready`]); each result is
 /// sent derived from its input (keeping its headers), and each input is committed once its
 /// result is sent. A record that does not decode, or on which the query fails, goes to the
 /// dead-letter topic with the reason, as any bad record does.
@@ -39,12 +41,34 @@ const BATCH: usize = 1024;
 #[derive(Clone, Debug)]
 pub struct SqlStreamlet {
     query: Arc<Query>,
+    delivery: Delivery,
 }
 
 impl SqlStreamlet {
-    /// The streamlet running `query`.
+    /// The streamlet running `query`, at-least-once.
     pub fn new(query: Arc<Query>) -> Self {
-        SqlStreamlet { query }
+        SqlStreamlet {
+            query,
+            delivery: Delivery::AtLeastOnce,
+        }
+    }
+
+    /// Runs with `delivery` instead: exactly-once commits each batch's results and input
+    /// offsets in one transaction, at-most-once commits inputs without waiting for results.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use runnel_sql::{Column, ColumnType, Query, SqlStreamlet, Table};
+    /// use runnel_streamlet::Streamlet;
+    /// use runnel_blueprint::descriptor::Delivery;
+    /// # let bids = Table::new("bids", vec![Column::new("price", ColumnType::Long)]);
+    /// # let query = Arc::new(Query::plan("SELECT price FROM bids", &[bids], "Price").unwrap());
+    /// let streamlet = SqlStreamlet::new(query).delivery(Delivery::ExactlyOnce);
+    /// assert_eq!(streamlet.shape().descriptor("sql:q").delivery, Delivery::ExactlyOnce);
+    /// ```
+    pub fn delivery(mut self, delivery: Delivery) -> Self {
+        self.delivery = delivery;
+        self
     }
 }
 
@@ -133,7 +157,12 @@ impl Streamlet for SqlStreamlet {
             .fold(Shape::new().describe("runs a SQL query"), |shape, table| {
                 shape.datum_inlet(table.name(), schema(table.avro_schema()))
             });
-        shape.datum_outlet(OUTLET, schema(self.query.output_schema()))
+        let shape = shape.datum_outlet(OUTLET, schema(self.query.output_schema()));
+        match self.delivery {
+            Delivery::AtLeastOnce => shape,
+            Delivery::ExactlyOnce => shape.exactly_once(),
+            Delivery::AtMostOnce => shape.at_most_once(),
+        }
     }
 
     async fn run(self, mut ctx: Context) -> Result<()> {
@@ -144,8 +173,8 @@ impl Streamlet for SqlStreamlet {
         let mut writers = Writers::default();
         while let Some(first) = inlet.next().await? {
             batch.push(first);
-            while batch.len() < BATCH && inlet.ready() > 0 {
-                match inlet.next().await? {
+            while batch.len() < BATCH {
+                match inlet.next_ready().await? {
                     Some(message) => batch.push(message),
                     None => break,
                 }

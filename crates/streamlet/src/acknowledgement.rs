@@ -148,6 +148,17 @@ impl Acknowledgements {
         }
     }
 
+    /// A permit for one more uncommitted message if one is free and (exactly-once) the gate
+    /// is open, without waiting; `None` otherwise.
+    pub(crate) fn try_message_permit(&self) -> Option<OwnedSemaphorePermit> {
+        // The permit is taken before the gate is looked at, as in `message_permit`.
+        let permit = self.messages.clone().try_acquire_owned().ok()?;
+        match &self.gate {
+            Some(gate) if !gate.is_open() => None,
+            _ => Some(permit),
+        }
+    }
+
     /// Wakes the committer if events are queued: the caller is about to wait (for the log),
     /// and the events should not wait with it.
     pub(crate) fn flush(&self) {

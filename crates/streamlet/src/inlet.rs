@@ -177,7 +177,7 @@ impl<T: Data> InletStream<T> {
                 // would wait that long, and with it the commits. Tokio's cooperative budget
                 // makes the task yield once every 128 messages.
                 tokio::task::coop::consume_budget().await;
-                if let Some(message) = self.deliver_front().await? {
+                if let Some(message) = self.deliver_front(None).await? {
                     return Ok(Some(Next::Message(message)));
                 }
             }
@@ -248,11 +248,31 @@ impl<T: Data> InletStream<T> {
         .boxed()
     }
 
-    /// How many records are read from the log and not handed out yet: that many calls to
-    /// [`next`](InletStream::next) return without waiting for the log (records that do not
-    /// decode aside). Streamlets that work on batches take what is ready.
-    pub fn ready(&self) -> usize {
-        self.buffer.len()
+    /// The next message if it can be handed out without waiting: read from the log
+    /// already, within the bound on uncommitted messages, and (exactly-once) with no commit
+    /// under way; `None` otherwise. A streamlet that works on batches takes the first
+    /// message with [`next`](InletStream::next) and the rest of the batch with this, so it
+    /// never waits for more input, nor for a commit, while it holds messages it has not
+    /// committed (an exactly-once commit waits for those).
+    ///
+    /// # Errors
+    ///
+    /// As [`next`](InletStream::next).
+    pub async fn next_ready(&mut self) -> Result<Option<Message<T>>> {
+        loop {
+            if self.buffer.is_empty()
+                || self.parts.shutdown.is_cancelled()
+                || self.parts.consumer.revocations() != self.revocations
+            {
+                return Ok(None);
+            }
+            let Some(permit) = self.parts.acknowledgements.try_message_permit() else {
+                return Ok(None);
+            };
+            if let Some(message) = self.deliver_front(Some(permit)).await? {
+                return Ok(Some(message));
+            }
+        }
     }
 
     /// The schema some producer of the topic wrote with, by the fingerprint an
@@ -348,7 +368,12 @@ impl<T: Data> InletStream<T> {
     /// Decodes the first buffered record; one that does not decode, or that failed the
     /// streamlet too often, is handled by the bad-data policy and yields `None`. Cancel
     /// safe: the record leaves the buffer only once it is delivered or handled.
-    async fn deliver_front(&mut self) -> Result<Option<Message<T>>> {
+    /// `permit` is the message's permit when the caller took it already; otherwise this
+    /// waits for one.
+    async fn deliver_front(
+        &mut self,
+        permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    ) -> Result<Option<Message<T>>> {
         let unknown_schema = self
             .buffer
             .front()
@@ -357,7 +382,10 @@ impl<T: Data> InletStream<T> {
         if let Some(id) = unknown_schema {
             self.learn_registry_schema(id).await?;
         }
-        let permit = self.parts.acknowledgements.message_permit().await;
+        let permit = match permit {
+            Some(permit) => permit,
+            None => self.parts.acknowledgements.message_permit().await,
+        };
         let front = self
             .buffer
             .front()
