@@ -1,5 +1,6 @@
 //! SQL streamlets through the app binary: a mistake in a query is reported at its line and
-//! column in the blueprint, by `verify` and by `run`, which then starts nothing.
+//! column in the blueprint, by `verify` and by `run`, which then starts nothing; and a SQL
+//! streamlet asked for exactly-once gives the hand-written streamlet's results.
 
 use std::path::Path;
 use std::process::Command;
@@ -10,6 +11,16 @@ use runnel_app_test::{run_to_end, stderr_of, stdout_of};
 /// The q1-sql blueprint with `from` replaced by `to`, written into `directory`.
 fn blueprint_with(directory: &Path, from: &str, to: &str) -> String {
     let original = concat!(env!("CARGO_MANIFEST_DIR"), "/blueprints/q1-sql.toml");
+    let text = std::fs::read_to_string(original).unwrap();
+    assert!(text.contains(from), "{from}");
+    let path = directory.join("blueprint.toml");
+    std::fs::write(&path, text.replace(from, to)).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+/// The q2-sql blueprint with `from` replaced by `to`, written into `directory`.
+fn q2_blueprint_with(directory: &Path, from: &str, to: &str) -> String {
+    let original = concat!(env!("CARGO_MANIFEST_DIR"), "/blueprints/q2-sql.toml");
     let text = std::fs::read_to_string(original).unwrap();
     assert!(text.contains(from), "{from}");
     let path = directory.join("blueprint.toml");
@@ -78,4 +89,50 @@ fn a_table_no_topic_feeds_is_named() {
         report.contains("table 'bid' is not an input of this query; its inputs are 'bids'"),
         "{report}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exactly_once_sql_streamlet_gives_the_streamlets_results() {
+    use runnel::testkit::TestRun;
+    use runnel_nexmark::generator::{Generator, GeneratorConfig};
+    use runnel_nexmark::queries::q2;
+
+    let directory = tempfile::tempdir().unwrap();
+    let blueprint = q2_blueprint_with(
+        directory.path(),
+        "record-name = \"AuctionPrice\"",
+        "record-name = \"AuctionPrice\"\ndelivery = \"exactly-once\"",
+    );
+    let data = directory.path().join("data");
+    let output = nexmark(&[
+        "run",
+        &blueprint,
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--view",
+        "plain",
+        "--admin",
+        "off",
+        "--set",
+        "generator.count=20000",
+    ]);
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    let backend = runnel_app_test::open(&data);
+    let mut results: Vec<q2::AuctionPrice> =
+        runnel_app_test::read_values(&backend, "q2-sql-results").await;
+    let bids = Generator::new(GeneratorConfig::default())
+        .unwrap()
+        .streams(20_000)
+        .bids;
+    let mut expected = TestRun::new(q2::streamlet())
+        .input(q2::IN, bids)
+        .run()
+        .await
+        .unwrap()
+        .output(q2::OUT);
+    assert!(!expected.is_empty());
+    let key = |price: &q2::AuctionPrice| (price.auction, price.price);
+    results.sort_by_key(key);
+    expected.sort_by_key(key);
+    assert_eq!(results, expected);
 }
