@@ -108,6 +108,9 @@ pub struct BatchDecoder {
     table: Table,
     builders: Vec<Builder>,
     rows: usize,
+    /// The cells of the record being read, kept empty between records so their room is
+    /// allocated once (see [`recycle`]).
+    cells: Vec<Cell<'static>>,
 }
 
 impl std::fmt::Debug for BatchDecoder {
@@ -130,6 +133,7 @@ impl BatchDecoder {
                 .map(|column| Builder::of(&column.column_type))
                 .collect(),
             rows: 0,
+            cells: Vec::with_capacity(table.columns().len()),
         }
     }
 
@@ -140,28 +144,38 @@ impl BatchDecoder {
     /// Bytes that are not one value of the table's schema, saying which field failed; the
     /// batch is then as it was.
     pub fn append(&mut self, record: &[u8]) -> Result<(), crate::Error> {
-        let mut cells = Vec::with_capacity(self.builders.len());
+        let mut cells = recycle(std::mem::take(&mut self.cells));
         let mut reader = Reader { bytes: record };
+        let mut failure = None;
         for column in self.table.columns() {
-            let cell = reader
-                .cell(column.null_branch, &column.column_type)
-                .map_err(|message| crate::Error::Decode {
-                    table: self.table.name().to_owned(),
-                    message: format!("field '{}': {message}", column.name),
-                })?;
-            cells.push(cell);
+            match reader.cell(column.null_branch, &column.column_type) {
+                Ok(cell) => cells.push(cell),
+                Err(message) => {
+                    failure = Some(format!("field '{}': {message}", column.name));
+                    break;
+                }
+            }
         }
-        if !reader.bytes.is_empty() {
-            return Err(crate::Error::Decode {
+        if failure.is_none() && !reader.bytes.is_empty() {
+            failure = Some(format!(
+                "{} bytes left over after the record",
+                reader.bytes.len()
+            ));
+        }
+        if failure.is_none() {
+            for (builder, cell) in self.builders.iter_mut().zip(cells.drain(..)) {
+                builder.append(cell);
+            }
+            self.rows += 1;
+        }
+        self.cells = recycle(cells);
+        match failure {
+            None => Ok(()),
+            Some(message) => Err(crate::Error::Decode {
                 table: self.table.name().to_owned(),
-                message: format!("{} bytes left over after the record", reader.bytes.len()),
-            });
+                message,
+            }),
         }
-        for (builder, cell) in self.builders.iter_mut().zip(cells) {
-            builder.append(cell);
-        }
-        self.rows += 1;
-        Ok(())
     }
 
     /// How many records are appended since the last [`finish`](BatchDecoder::finish).
@@ -181,6 +195,14 @@ impl BatchDecoder {
         RecordBatch::try_new(self.table.arrow_schema(), columns)
             .expect("one column of each field's type, each as long as the others")
     }
+}
+
+/// An empty vector of cells of another lifetime, in the same allocation: the standard
+/// library collects a mapped `into_iter` in place when the element layouts match, so the
+/// decoder keeps one vector of cells for every record without borrowing any across them.
+fn recycle<'from, 'to>(mut cells: Vec<Cell<'from>>) -> Vec<Cell<'to>> {
+    cells.clear();
+    cells.into_iter().map(|_| Cell::Null).collect()
 }
 
 /// Reads Avro's binary encoding from the front of a slice.

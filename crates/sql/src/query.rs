@@ -338,10 +338,15 @@ impl Query {
     }
 
     fn encode(&self, indices: &UInt32Array, columns: &[ArrayRef], processed: &mut Processed) {
+        // Each row is written into one buffer, then copied into a value of exactly its
+        // length: one allocation per result, none wasted.
+        let mut buffer = Vec::with_capacity(256);
         for (row, index) in indices.values().iter().enumerate() {
-            let mut bytes = Vec::new();
-            self.output.write_row(columns, row, &mut bytes);
-            processed.results.push((*index as usize, bytes));
+            buffer.clear();
+            self.output.write_row(columns, row, &mut buffer);
+            processed
+                .results
+                .push((*index as usize, buffer.as_slice().to_vec()));
         }
     }
 }
