@@ -52,7 +52,7 @@ impl App {
             name: name.to_owned(),
             version: None,
             registry: Registry::new(),
-            planner: Default::default(),
+            planner: crate::declared::default_planner(),
         }
     }
 
@@ -76,7 +76,7 @@ impl App {
     /// ```
     #[cfg(feature = "sql")]
     pub fn sql_functions(mut self, functions: runnel_sql::Functions) -> Self {
-        self.planner = functions;
+        self.planner = Some(functions);
         self
     }
 

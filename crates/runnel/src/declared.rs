@@ -20,12 +20,24 @@ pub(crate) struct Declared {
     pub(crate) problems: Vec<QueryProblem>,
 }
 
-/// How the app plans queries: its SQL functions, when built with SQL.
+/// The functions queries may call, with the `sql` feature.
 #[cfg(feature = "sql")]
-pub(crate) type Planner = runnel_sql::Functions;
-/// How the app plans queries: it cannot, built without SQL.
+pub(crate) type Functions = runnel_sql::Functions;
+/// Without the `sql` feature there are none, and no value of this type.
 #[cfg(not(feature = "sql"))]
-pub(crate) type Planner = ();
+pub(crate) type Functions = std::convert::Infallible;
+
+/// How the app plans queries: with its SQL functions, or `None` when it cannot (built
+/// without the `sql` feature).
+pub(crate) type Planner = Option<Functions>;
+
+/// The planner of an app: DataFusion's functions where it is built with SQL.
+pub(crate) fn default_planner() -> Planner {
+    #[cfg(feature = "sql")]
+    return Some(runnel_sql::Functions::standard());
+    #[cfg(not(feature = "sql"))]
+    None
+}
 
 /// Plans the SQL streamlets of the blueprint `text` (read from `path`).
 pub(crate) fn declare(
@@ -174,8 +186,32 @@ fn inputs(
 type Registration = Box<dyn FnOnce(Registry) -> Registry>;
 
 /// Plans the query of `instance` over `tables`: its output schema and its registration.
-#[cfg(feature = "sql")]
+/// Without a planner, every SQL streamlet is a problem that says how to get one.
 fn plan(
+    planner: &Planner,
+    instance: &StreamletInstance,
+    tables: &[(String, serde_json::Value)],
+) -> Result<(serde_json::Value, Registration), QueryProblem> {
+    #[cfg(not(feature = "sql"))]
+    let _ = tables;
+    match planner {
+        #[cfg(feature = "sql")]
+        Some(functions) => plan_sql(functions, instance, tables),
+        #[cfg(not(feature = "sql"))]
+        Some(never) => match *never {},
+        None => Err(QueryProblem {
+            instance: instance.name.clone(),
+            message:
+                "this app is built without SQL: enable the `sql` feature of its `runnel` dependency"
+                    .to_owned(),
+            position: None,
+        }),
+    }
+}
+
+/// Plans the query of `instance` over `tables` with DataFusion.
+#[cfg(feature = "sql")]
+fn plan_sql(
     functions: &runnel_sql::Functions,
     instance: &StreamletInstance,
     tables: &[(String, serde_json::Value)],
@@ -213,18 +249,53 @@ fn plan(
     Ok((output, register))
 }
 
-/// Without SQL, every SQL streamlet is a problem that says how to get it.
-#[cfg(not(feature = "sql"))]
-fn plan(
-    _: &(),
-    instance: &StreamletInstance,
-    _: &[(String, serde_json::Value)],
-) -> Result<(serde_json::Value, Registration), QueryProblem> {
-    Err(QueryProblem {
-        instance: instance.name.clone(),
-        message:
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BLUEPRINT: &str = "name = \"demo\"\n[streamlets]\nprinter = \"printer\"\n\
+        [streamlets.hot]\nsql = \"SELECT * FROM readings\"\n\
+        [topics.readings]\nconsumers = [\"hot.readings\"]\n";
+
+    #[test]
+    fn an_app_without_sql_says_how_to_get_it() {
+        let declared = declare(
+            "demo",
+            &Registry::new(),
+            &None,
+            Path::new("b.toml"),
+            BLUEPRINT,
+        );
+        assert_eq!(
+            declared.problems,
+            [QueryProblem {
+                instance: "hot".into(),
+                message: "table 'readings' reads topic 'readings', which has no producer in the blueprint to take its schema from".into(),
+                position: None,
+            }]
+        );
+        let with_producer = BLUEPRINT.replace(
+            "[topics.readings]\n",
+            "[topics.readings]\nproducers = [\"printer.out\"]\n",
+        );
+        let registry = Registry::new().register("printer", || {
+            use runnel_streamlet::prelude::*;
+            Processor::new(Inlet::<String>::new("in"), Outlet::new("out"), Some)
+        });
+        let declared = declare(
+            "demo",
+            &registry,
+            &None,
+            Path::new("b.toml"),
+            &with_producer,
+        );
+        assert_eq!(
+            declared.problems[0].message,
             "this app is built without SQL: enable the `sql` feature of its `runnel` dependency"
-                .to_owned(),
-        position: None,
-    })
+        );
+        assert!(
+            declared.registry.factory("sql:hot").is_none(),
+            "nothing is registered for it"
+        );
+    }
 }

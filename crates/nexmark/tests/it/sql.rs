@@ -10,17 +10,12 @@ use runnel_app_test::{run_to_end, stderr_of, stdout_of};
 
 /// The q1-sql blueprint with `from` replaced by `to`, written into `directory`.
 fn blueprint_with(directory: &Path, from: &str, to: &str) -> String {
-    let original = concat!(env!("CARGO_MANIFEST_DIR"), "/blueprints/q1-sql.toml");
-    let text = std::fs::read_to_string(original).unwrap();
-    assert!(text.contains(from), "{from}");
-    let path = directory.join("blueprint.toml");
-    std::fs::write(&path, text.replace(from, to)).unwrap();
-    path.to_str().unwrap().to_owned()
+    query_blueprint_with("q1-sql", directory, from, to)
 }
 
-/// The q2-sql blueprint with `from` replaced by `to`, written into `directory`.
-fn q2_blueprint_with(directory: &Path, from: &str, to: &str) -> String {
-    let original = concat!(env!("CARGO_MANIFEST_DIR"), "/blueprints/q2-sql.toml");
+/// The blueprint of `query` with `from` replaced by `to`, written into `directory`.
+fn query_blueprint_with(query: &str, directory: &Path, from: &str, to: &str) -> String {
+    let original = format!("{}/blueprints/{query}.toml", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(original).unwrap();
     assert!(text.contains(from), "{from}");
     let path = directory.join("blueprint.toml");
@@ -98,7 +93,8 @@ async fn an_exactly_once_sql_streamlet_gives_the_streamlets_results() {
     use runnel_nexmark::queries::q2;
 
     let directory = tempfile::tempdir().unwrap();
-    let blueprint = q2_blueprint_with(
+    let blueprint = query_blueprint_with(
+        "q2-sql",
         directory.path(),
         "record-name = \"AuctionPrice\"",
         "record-name = \"AuctionPrice\"\ndelivery = \"exactly-once\"",
@@ -117,9 +113,27 @@ async fn an_exactly_once_sql_streamlet_gives_the_streamlets_results() {
         "generator.count=20000",
     ]);
     assert!(output.status.success(), "{}", stderr_of(&output));
+    // The tools decode the SQL streamlet's output with the schema its query gives it.
+    let tail = nexmark(&[
+        "tail",
+        "q2-sql-results",
+        "--values",
+        "--blueprint",
+        &blueprint,
+        "--data-dir",
+        data.to_str().unwrap(),
+    ]);
+    assert!(tail.status.success(), "{}", stderr_of(&tail));
+    let tailed: Vec<serde_json::Value> = stdout_of(&tail)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
     let backend = runnel_app_test::open(&data);
     let mut results: Vec<q2::AuctionPrice> =
         runnel_app_test::read_values(&backend, "q2-sql-results").await;
+    assert_eq!(tailed.len(), results.len());
+    assert_eq!(tailed[0]["auction"], results[0].auction);
+    assert_eq!(tailed[0]["price"], results[0].price);
     let bids = Generator::new(GeneratorConfig::default())
         .unwrap()
         .streams(20_000)

@@ -59,27 +59,3 @@ fn an_invalid_blueprint_is_refused_with_the_report() {
         "{stderr}"
     );
 }
-
-#[test]
-fn a_sql_streamlet_in_an_app_built_without_sql_says_how_to_get_it() {
-    let data = tempfile::tempdir().unwrap();
-    let blueprint = data.path().join("blueprint.toml");
-    let text = std::fs::read_to_string(BLUEPRINT).unwrap().replace(
-        "invalid-logger = \"invalid-logger\"\n",
-        "invalid-logger = \"invalid-logger\"\n\n[streamlets.hot]\nsql = \"SELECT * FROM metrics\"\n",
-    ) + "\n[topics.hot-metrics]\nproducers = [\"hot.out\"]\n";
-    let text = text.replace(
-        "consumers = [\"validation.in\"]",
-        "consumers = [\"validation.in\", \"hot.metrics\"]",
-    );
-    std::fs::write(&blueprint, text).unwrap();
-    let mut verify = std::process::Command::new(env!("CARGO_BIN_EXE_sensor-data"));
-    verify.arg("verify").arg(&blueprint);
-    let output = run_to_end(verify, Duration::from_secs(30));
-    assert_eq!(output.status.code(), Some(1));
-    let report = crate::support::stdout_of(&output) + &stderr_of(&output);
-    assert!(
-        report.contains("error[InvalidSqlQuery]: SQL streamlet 'hot': this app is built without SQL: enable the `sql` feature of its `runnel` dependency"),
-        "{report}"
-    );
-}
