@@ -370,6 +370,15 @@ fn an_output_column_needs_a_field_name() {
 }
 
 #[test]
+fn a_result_avro_has_no_plain_type_for_asks_for_a_cast() {
+    let (message, _) = error("SELECT CAST(celsius AS DECIMAL(10, 2)) AS exact FROM readings");
+    assert_eq!(
+        message,
+        "output column 'exact' is of type Decimal128(10, 2), which has no Avro type here: CAST it to BIGINT, DOUBLE or VARCHAR"
+    );
+}
+
+#[test]
 fn constructs_not_run_yet_are_named() {
     for (sql, named) in [
         (
