@@ -92,6 +92,40 @@ impl Error {
         }
     }
 
+    /// The error for SQL that does not parse, at the place sqlparser names ("at Line: 1,
+    /// Column: 8"), or just past the end of `sql` when it ended too early.
+    pub(crate) fn from_parser(message: &str, sql: &str) -> Error {
+        let message = message
+            .strip_prefix("sql parser error: ")
+            .unwrap_or(message);
+        let (text, position) = match message.rfind(" at Line: ") {
+            Some(at) => {
+                let place = &message[at + " at Line: ".len()..];
+                let mut numbers = place
+                    .split(|c: char| !c.is_ascii_digit())
+                    .filter(|part| !part.is_empty())
+                    .map(|part| part.parse::<u64>().ok());
+                let position = match (numbers.next().flatten(), numbers.next().flatten()) {
+                    (Some(line), Some(column)) => Some(Position { line, column }),
+                    _ => None,
+                };
+                (message[..at].to_owned(), position)
+            }
+            // The query ended too early: the place is just past its end.
+            None if message.ends_with("found: EOF") => {
+                let text = sql.trim_end();
+                let line = text.lines().count().max(1) as u64;
+                let column = text.lines().last().map_or(0, |last| last.chars().count()) as u64 + 1;
+                (message.to_owned(), Some(Position { line, column }))
+            }
+            None => (message.to_owned(), None),
+        };
+        Error::Syntax {
+            message: lowercase_first(&text),
+            position,
+        }
+    }
+
     /// The error for what DataFusion reported while planning: its diagnostic's message and
     /// place where it has one, else its own message without DataFusion's prefixes.
     pub(crate) fn from_planner(error: datafusion_common::DataFusionError) -> Error {

@@ -18,7 +18,6 @@ use datafusion_sql::sqlparser::parser::Parser;
 
 use crate::decode::BatchDecoder;
 use crate::encode::Output;
-use crate::error::Position;
 use crate::functions::{Catalog, Functions};
 use crate::resolve::Resolution;
 use crate::{Error, Table};
@@ -95,7 +94,7 @@ impl Query {
         let mut statements = Parser::new(&GenericDialect {})
             .try_with_sql(sql)
             .and_then(|mut parser| parser.parse_statements())
-            .map_err(|error| syntax_error(&error.to_string(), sql))?;
+            .map_err(|error| Error::from_parser(&error.to_string(), sql))?;
         let mut statement = match statements.len() {
             1 => statements.remove(0),
             0 => return Err(Error::unsupported("the query is empty: write one SELECT")),
@@ -404,52 +403,4 @@ fn unsupported(node: &LogicalPlan) -> Error {
         }
     };
     Error::unsupported(construct)
-}
-
-/// The error for SQL that does not parse, at the place sqlparser names ("at Line: 1,
-/// Column: 8").
-fn syntax_error(message: &str, sql: &str) -> Error {
-    let message = message
-        .strip_prefix("sql parser error: ")
-        .unwrap_or(message);
-    let (text, position) = match message.rfind(" at Line: ") {
-        Some(at) => {
-            let place = &message[at + " at Line: ".len()..];
-            let mut numbers = place
-                .split(|c: char| !c.is_ascii_digit())
-                .filter(|part| !part.is_empty())
-                .map(|part| part.parse::<u64>().ok());
-            let position = match (numbers.next().flatten(), numbers.next().flatten()) {
-                (Some(line), Some(column)) => Some(Position { line, column }),
-                _ => None,
-            };
-            (message[..at].to_owned(), position)
-        }
-        // The query ended too early: the place is just past its end.
-        None if message.ends_with("found: EOF") => {
-            let text = sql.trim_end();
-            let line = text.lines().count().max(1) as u64;
-            let column = text.lines().last().map_or(0, |last| last.chars().count()) as u64 + 1;
-            (message.to_owned(), Some(Position { line, column }))
-        }
-        None => (message.to_owned(), None),
-    };
-    Error::Syntax {
-        message: text.to_lowercase_first(),
-        position,
-    }
-}
-
-trait LowercaseFirst {
-    fn to_lowercase_first(&self) -> String;
-}
-
-impl LowercaseFirst for String {
-    fn to_lowercase_first(&self) -> String {
-        let mut characters = self.chars();
-        match characters.next() {
-            Some(first) => first.to_lowercase().chain(characters).collect(),
-            None => String::new(),
-        }
-    }
 }
