@@ -30,19 +30,24 @@
 //! [`Functions`]), CASE and casts, over one input. Aggregates, windows and joins are
 //! refused, named, at planning. Guide: `docs/sql.md`.
 
+mod accumulators;
 mod decode;
 mod dialect;
 mod encode;
 mod error;
 mod functions;
+mod group_window;
+mod grouping;
 mod query;
 mod resolve;
 mod streamlet;
 mod table;
+mod value;
 
 pub use decode::BatchDecoder;
 pub use error::{Error, Position};
 pub use functions::Functions;
+pub use group_window::{WINDOW_END, WINDOW_START};
 pub use query::{Processed, Query};
 pub use streamlet::{OUTLET, SqlStreamlet};
 pub use table::{Column, ColumnType, Table, record_name};

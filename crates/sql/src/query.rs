@@ -16,15 +16,19 @@ use datafusion_sql::planner::{ParserOptions, SqlToRel};
 use datafusion_sql::sqlparser::dialect::GenericDialect;
 use datafusion_sql::sqlparser::parser::Parser;
 
+use datafusion_common::arrow::array::Int64Array;
+
 use crate::decode::BatchDecoder;
 use crate::encode::Output;
 use crate::functions::{Catalog, Functions};
+use crate::group_window::{WINDOW_END, WINDOW_START, rewrite_group_windows};
+use crate::grouping::{GroupPane, GroupedRow, Grouping};
 use crate::resolve::Resolution;
-use crate::{Error, Table};
+use crate::{Column, ColumnType, Error, Table};
 
-/// One step of a stateless query, applied to each batch in turn.
+/// One stateless step of a query, applied to each batch in turn.
 #[derive(Debug)]
-enum Stage {
+pub(crate) enum Stage {
     /// Keeps the rows for which the predicate is true.
     Filter(Arc<dyn PhysicalExpr>),
     /// Computes the next batch's columns.
@@ -55,18 +59,45 @@ enum Stage {
 #[derive(Debug)]
 pub struct Query {
     input: Table,
+    /// The stages over each batch of input: all of them, or those before the `GROUP BY`.
     stages: Vec<Stage>,
+    /// A `GROUP BY` with a group window, and the stages after it.
+    grouping: Option<Grouping>,
+    /// The schema of the input as the plan reads it: the table's, and with a group window
+    /// the two window columns.
+    scan: SchemaRef,
     output: Output,
 }
 
 /// What a batch of records gave: each result with the index of the record it came from, in
 /// record order, and each record that could not be read or computed, with why.
-#[derive(Debug, Default)]
-pub struct Processed {
+#[derive(Debug)]
+pub struct Processed<T = Vec<u8>> {
     /// Results, Avro encoded with the [`Query::output_schema`], by input index.
-    pub results: Vec<(usize, Vec<u8>)>,
+    pub results: Vec<(usize, T)>,
     /// Records that failed, by input index.
     pub rejected: Vec<(usize, Error)>,
+}
+
+impl<T> Default for Processed<T> {
+    fn default() -> Self {
+        Processed {
+            results: Vec::new(),
+            rejected: Vec::new(),
+        }
+    }
+}
+
+impl<T> Processed<T> {
+    /// Every one of `count` records rejected for the same `reason`.
+    pub(crate) fn all_rejected(count: usize, reason: &str) -> Self {
+        Processed {
+            results: Vec::new(),
+            rejected: (0..count)
+                .map(|index| (index, Error::Evaluate(reason.to_owned())))
+                .collect(),
+        }
+    }
 }
 
 impl Query {
@@ -105,7 +136,15 @@ impl Query {
             }
         };
         crate::dialect::rewrite_flink_spellings(&mut statement);
-        let catalog = Catalog::new(tables, functions);
+        let window = rewrite_group_windows(&mut statement)?;
+        let planned_tables = match &window {
+            Some(_) => tables
+                .iter()
+                .map(with_window_columns)
+                .collect::<Result<Vec<_>, _>>()?,
+            None => tables.to_vec(),
+        };
+        let catalog = Catalog::new(&planned_tables, functions);
         let options = ParserOptions {
             collect_spans: true,
             ..ParserOptions::new()
@@ -117,9 +156,22 @@ impl Query {
             .execute_and_check(plan, catalog.options(), |_, _| {})
             .map_err(Error::from_planner)?;
         let mut stages = Vec::new();
+        let mut aggregate = None;
         let mut node = &plan;
         let input = loop {
             match node {
+                LogicalPlan::Aggregate(node_here) if aggregate.is_none() => {
+                    let Some(window) = &window else {
+                        return Err(unsupported(node));
+                    };
+                    stages.reverse();
+                    aggregate = Some(Grouping::plan(
+                        node_here,
+                        window,
+                        std::mem::take(&mut stages),
+                    )?);
+                    node = &node_here.input;
+                }
                 LogicalPlan::Projection(projection) => {
                     let expressions = physical(&projection.expr, projection.input.schema())?;
                     stages.push(Stage::Project(
@@ -129,6 +181,9 @@ impl Query {
                     node = &projection.input;
                 }
                 LogicalPlan::Filter(filter) => {
+                    if window.is_some() && aggregate.is_none() {
+                        refuse_window_columns_before_grouping(&filter.predicate)?;
+                    }
                     let predicate = physical(
                         std::slice::from_ref(&filter.predicate),
                         filter.input.schema(),
@@ -150,12 +205,31 @@ impl Query {
             }
         };
         stages.reverse();
+        let scan = planned_tables
+            .iter()
+            .find(|table| table.name() == input.name())
+            .expect("the input was planned")
+            .arrow_schema();
         let output = Output::new(plan.schema().as_arrow(), record_name)?;
         Ok(Query {
             input,
             stages,
+            grouping: aggregate,
+            scan,
             output,
         })
+    }
+
+    /// Whether the query groups by an event-time window (`GROUP BY ..., TUMBLE(...)`), so
+    /// its results come from windows as they fire rather than from each record
+    /// ([`SqlStreamlet`](crate::SqlStreamlet) runs it either way).
+    pub fn is_windowed(&self) -> bool {
+        self.grouping.is_some()
+    }
+
+    /// The `GROUP BY` of a windowed query.
+    pub(crate) fn grouping(&self) -> Option<&Grouping> {
+        self.grouping.as_ref()
     }
 
     /// The tables the query reads (in `FROM`): the SQL streamlet's inlets.
@@ -183,11 +257,13 @@ impl Query {
     /// assert_eq!(processed.results, [(0, vec![84])]);
     /// assert_eq!(processed.rejected[0].0, 2);
     /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `table` is not an input, or the query [is windowed](Query::is_windowed): its
+    /// results come from windows, not from records.
     pub fn process(&self, table: &str, records: &[&[u8]]) -> Processed {
-        assert_eq!(table, self.input.name(), "the query reads only its inputs");
-        self.process_decoded(records, &mut BatchDecoder::new(&self.input), |batch| {
-            Ok(batch)
-        })
+        self.process_written(table, None, records)
     }
 
     /// [`process`](Query::process) for records written with another schema, `writer`,
@@ -207,38 +283,89 @@ impl Query {
     /// let processed = query.process_written_with("readings", &before, &[&2.5f32.to_le_bytes()]);
     /// assert_eq!(processed.results, [(0, vec![2, b'C'])]);
     /// ```
+    ///
+    /// # Panics
+    ///
+    /// As [`process`](Query::process).
     pub fn process_written_with(
         &self,
         table: &str,
         writer: &Table,
         records: &[&[u8]],
     ) -> Processed {
-        assert_eq!(table, self.input.name(), "the query reads only its inputs");
-        let resolution = match Resolution::new(writer, &self.input) {
-            Ok(resolution) => resolution,
-            Err(error) => {
-                let message = error.to_string();
-                return Processed {
-                    results: Vec::new(),
-                    rejected: (0..records.len())
-                        .map(|index| (index, Error::Evaluate(message.clone())))
-                        .collect(),
-                };
-            }
-        };
-        self.process_decoded(records, &mut BatchDecoder::new(writer), |batch| {
-            resolution.resolve(&batch)
+        self.process_written(table, Some(writer), records)
+    }
+
+    /// [`process`](Query::process) of records written with `writer`'s schema, or the
+    /// table's.
+    pub(crate) fn process_written(
+        &self,
+        table: &str,
+        writer: Option<&Table>,
+        records: &[&[u8]],
+    ) -> Processed {
+        assert!(
+            self.grouping.is_none(),
+            "a windowed query's results come from its windows: run it as a SqlStreamlet"
+        );
+        self.read(table, writer, records, |batch, indices| {
+            let (indices, batch) = run_stages(&self.stages, batch, indices)?;
+            let columns = self.output.cast(batch.columns().to_vec())?;
+            Ok(self.encode(&indices, &columns))
         })
     }
 
-    /// Decodes `records` with `decoder`, makes the batch the table's with `resolve`, and
-    /// runs the query over it.
-    fn process_decoded(
+    /// The key, event time and aggregate arguments of each record of a windowed query
+    /// that passes its `WHERE`, by input index; records that fail, with why.
+    pub(crate) fn group(
         &self,
+        table: &str,
+        writer: Option<&Table>,
         records: &[&[u8]],
-        decoder: &mut BatchDecoder,
-        resolve: impl Fn(RecordBatch) -> Result<RecordBatch, Error>,
-    ) -> Processed {
+    ) -> Processed<GroupedRow> {
+        let grouping = self.grouping.as_ref().expect("a windowed query");
+        self.read(table, writer, records, |batch, indices| {
+            let (indices, batch) = run_stages(&self.stages, batch, indices)?;
+            grouping.rows(&batch, indices.values())
+        })
+    }
+
+    /// The results of the panes a windowed query's windows fired, by pane index: each
+    /// pane's row through `HAVING` and the `SELECT` list; a pane the query fails on, with
+    /// why.
+    pub(crate) fn fire(&self, panes: &[GroupPane]) -> Processed {
+        let grouping = self.grouping.as_ref().expect("a windowed query");
+        let batch = match grouping.batch(panes) {
+            Ok(batch) => batch,
+            Err(error) => return Processed::all_rejected(panes.len(), &error.to_string()),
+        };
+        let indices = UInt32Array::from_iter_values(0..panes.len() as u32);
+        let mut processed = Processed::default();
+        self.each_row(batch, indices, &mut processed, |batch, indices| {
+            let (indices, batch) = run_stages(&grouping.after, batch, indices)?;
+            let columns = self.output.cast(batch.columns().to_vec())?;
+            Ok(self.encode(&indices, &columns))
+        });
+        processed
+    }
+
+    /// Decodes `records` of `table` (written with `writer`'s schema, or the table's),
+    /// resolves them to the table's schema and hands the batch to `finish`, which gives
+    /// each result with its record's index.
+    fn read<T>(
+        &self,
+        table: &str,
+        writer: Option<&Table>,
+        records: &[&[u8]],
+        finish: impl Fn(RecordBatch, UInt32Array) -> Result<Vec<(usize, T)>, Error>,
+    ) -> Processed<T> {
+        assert_eq!(table, self.input.name(), "the query reads only its inputs");
+        let resolution = match writer.map(|writer| Resolution::new(writer, &self.input)) {
+            None => None,
+            Some(Ok(resolution)) => Some(resolution),
+            Some(Err(error)) => return Processed::all_rejected(records.len(), &error.to_string()),
+        };
+        let mut decoder = BatchDecoder::new(writer.unwrap_or(&self.input));
         let mut processed = Processed::default();
         let mut indices = Vec::with_capacity(records.len());
         for (index, record) in records.iter().enumerate() {
@@ -248,7 +375,15 @@ impl Query {
             }
         }
         let indices = UInt32Array::from(indices);
-        let batch = match resolve(decoder.finish()) {
+        let resolved = match &resolution {
+            Some(resolution) => resolution.resolve(&decoder.finish()),
+            None => Ok(decoder.finish()),
+        };
+        let with_windows = |batch: RecordBatch| match &self.grouping {
+            Some(_) => with_unset_window_columns(batch, &self.scan),
+            None => Ok(batch),
+        };
+        let batch = match resolved.and_then(with_windows) {
             Ok(batch) => batch,
             Err(error) => {
                 let message = error.to_string();
@@ -262,16 +397,26 @@ impl Query {
                 return processed;
             }
         };
-        match self.evaluate(batch.clone(), indices.clone()) {
-            Ok((indices, columns)) => self.encode(&indices, &columns, &mut processed),
+        self.each_row(batch, indices, &mut processed, finish);
+        processed
+    }
+
+    /// Runs `finish` over `batch`, whose rows came from the inputs at `indices`; if it
+    /// fails, over each row alone, so that only the rows it fails on are rejected.
+    fn each_row<T>(
+        &self,
+        batch: RecordBatch,
+        indices: UInt32Array,
+        processed: &mut Processed<T>,
+        finish: impl Fn(RecordBatch, UInt32Array) -> Result<Vec<(usize, T)>, Error>,
+    ) {
+        match finish(batch.clone(), indices.clone()) {
+            Ok(results) => processed.results.extend(results),
             Err(_) => {
-                // Find the records it failed on: one at a time.
                 for row in 0..batch.num_rows() {
                     let index = indices.slice(row, 1);
-                    match self.evaluate(batch.slice(row, 1), index.clone()) {
-                        Ok((indices, columns)) => {
-                            self.encode(&indices, &columns, &mut processed);
-                        }
+                    match finish(batch.slice(row, 1), index.clone()) {
+                        Ok(results) => processed.results.extend(results),
                         Err(error) => processed.rejected.push((index.value(0) as usize, error)),
                     }
                 }
@@ -279,74 +424,118 @@ impl Query {
             }
         }
         processed.rejected.sort_by_key(|(index, _)| *index);
-        processed
     }
 
-    /// The stages over one batch: the input index of each result row, and the result
-    /// columns, cast to the types written.
-    fn evaluate(
-        &self,
-        mut batch: RecordBatch,
-        mut indices: UInt32Array,
-    ) -> Result<(UInt32Array, Vec<ArrayRef>), Error> {
-        let evaluate_error = |error: datafusion_common::DataFusionError| {
-            Error::Evaluate(error.find_root().to_string())
-        };
-        let arrow_error =
-            |error: datafusion_common::arrow::error::ArrowError| Error::Evaluate(error.to_string());
-        for stage in &self.stages {
-            match stage {
-                Stage::Filter(predicate) => {
-                    let mask = predicate
-                        .evaluate(&batch)
-                        .and_then(|value| value.into_array(batch.num_rows()))
-                        .map_err(evaluate_error)?;
-                    let mask = mask
-                        .as_any()
-                        .downcast_ref::<BooleanArray>()
-                        .ok_or_else(|| {
-                            Error::Evaluate("the WHERE clause is not a boolean".into())
-                        })?;
-                    batch = filter_record_batch(&batch, mask).map_err(arrow_error)?;
-                    let kept = filter(&indices, mask).map_err(arrow_error)?;
-                    indices = kept
-                        .as_any()
-                        .downcast_ref::<UInt32Array>()
-                        .expect("filtering keeps the type")
-                        .clone();
-                }
-                Stage::Project(expressions, schema) => {
-                    let columns = expressions
-                        .iter()
-                        .map(|expression| {
-                            expression
-                                .evaluate(&batch)
-                                .and_then(|value| value.into_array(batch.num_rows()))
-                        })
-                        .collect::<Result<Vec<_>, _>>()
-                        .map_err(evaluate_error)?;
-                    let options = datafusion_common::arrow::array::RecordBatchOptions::new()
-                        .with_row_count(Some(batch.num_rows()));
-                    batch = RecordBatch::try_new_with_options(schema.clone(), columns, &options)
-                        .map_err(arrow_error)?;
-                }
-            }
-        }
-        let columns = self.output.cast(batch.columns().to_vec())?;
-        Ok((indices, columns))
-    }
-
-    fn encode(&self, indices: &UInt32Array, columns: &[ArrayRef], processed: &mut Processed) {
+    /// Each row of `columns` written as Avro, with its input index.
+    fn encode(&self, indices: &UInt32Array, columns: &[ArrayRef]) -> Vec<(usize, Vec<u8>)> {
         // Each row is written into one buffer, then copied into a value of exactly its
         // length: one allocation per result, none wasted.
         let mut buffer = Vec::with_capacity(256);
+        let mut results = Vec::with_capacity(indices.len());
         for (row, index) in indices.values().iter().enumerate() {
             buffer.clear();
             self.output.write_row(columns, row, &mut buffer);
-            processed
-                .results
-                .push((*index as usize, buffer.as_slice().to_vec()));
+            results.push((*index as usize, buffer.as_slice().to_vec()));
         }
+        results
+    }
+}
+
+/// `stages` over one batch, whose rows came from the inputs at `indices`: the indices of
+/// the rows that remain, and the last stage's batch.
+fn run_stages(
+    stages: &[Stage],
+    mut batch: RecordBatch,
+    mut indices: UInt32Array,
+) -> Result<(UInt32Array, RecordBatch), Error> {
+    let evaluate_error =
+        |error: datafusion_common::DataFusionError| Error::Evaluate(error.find_root().to_string());
+    let arrow_error =
+        |error: datafusion_common::arrow::error::ArrowError| Error::Evaluate(error.to_string());
+    for stage in stages {
+        match stage {
+            Stage::Filter(predicate) => {
+                let mask = predicate
+                    .evaluate(&batch)
+                    .and_then(|value| value.into_array(batch.num_rows()))
+                    .map_err(evaluate_error)?;
+                let mask = mask
+                    .as_any()
+                    .downcast_ref::<BooleanArray>()
+                    .ok_or_else(|| Error::Evaluate("the WHERE clause is not a boolean".into()))?;
+                batch = filter_record_batch(&batch, mask).map_err(arrow_error)?;
+                let kept = filter(&indices, mask).map_err(arrow_error)?;
+                indices = kept
+                    .as_any()
+                    .downcast_ref::<UInt32Array>()
+                    .expect("filtering keeps the type")
+                    .clone();
+            }
+            Stage::Project(expressions, schema) => {
+                let columns = expressions
+                    .iter()
+                    .map(|expression| {
+                        expression
+                            .evaluate(&batch)
+                            .and_then(|value| value.into_array(batch.num_rows()))
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(evaluate_error)?;
+                let options = datafusion_common::arrow::array::RecordBatchOptions::new()
+                    .with_row_count(Some(batch.num_rows()));
+                batch = RecordBatch::try_new_with_options(schema.clone(), columns, &options)
+                    .map_err(arrow_error)?;
+            }
+        }
+    }
+    Ok((indices, batch))
+}
+
+/// `table` as a windowed query reads it: with the columns [`WINDOW_START`] and
+/// [`WINDOW_END`], which it must not have already.
+fn with_window_columns(table: &Table) -> Result<Table, Error> {
+    let mut columns = table.columns().to_vec();
+    for name in [WINDOW_START, WINDOW_END] {
+        if columns.iter().any(|column| column.name == name) {
+            return Err(Error::Plan {
+                message: format!(
+                    "table '{}' has a column '{name}', which a query with a group window adds \
+                     (the window's bounds): rename it in the producer's schema",
+                    table.name()
+                ),
+                position: None,
+            });
+        }
+        columns.push(Column::new(name, ColumnType::Long));
+    }
+    Ok(Table::new(table.name(), columns))
+}
+
+/// A decoded batch of the input with the two window columns the plan reads, zero until a
+/// window fires (nothing reads them before: `WHERE` may not).
+fn with_unset_window_columns(batch: RecordBatch, scan: &SchemaRef) -> Result<RecordBatch, Error> {
+    let unset: ArrayRef = Arc::new(Int64Array::from(vec![0; batch.num_rows()]));
+    let mut columns = batch.columns().to_vec();
+    columns.push(unset.clone());
+    columns.push(unset);
+    RecordBatch::try_new(scan.clone(), columns).map_err(|error| Error::Evaluate(error.to_string()))
+}
+
+/// Refuses a `WHERE` that reads a row's window, which is known only once its window fires.
+fn refuse_window_columns_before_grouping(predicate: &Expr) -> Result<(), Error> {
+    match predicate
+        .column_refs()
+        .into_iter()
+        .find(|column| column.name == WINDOW_START || column.name == WINDOW_END)
+    {
+        Some(column) => Err(Error::Plan {
+            message: format!(
+                "WHERE reads {}, which is known only once a window fires: filter on it in HAVING",
+                column.name
+            ),
+            position: None,
+        }),
+        None => Ok(()),
     }
 }
 
@@ -354,7 +543,7 @@ impl Query {
 ///
 /// Each is simplified first, as DataFusion's optimizer would: constants folded, and the
 /// functions that only exist to be rewritten (`coalesce`, `nvl`...) rewritten.
-fn physical(
+pub(crate) fn physical(
     expressions: &[Expr],
     schema: &DFSchemaRef,
 ) -> Result<Vec<Arc<dyn PhysicalExpr>>, Error> {
@@ -381,7 +570,8 @@ fn physical(
 fn unsupported(node: &LogicalPlan) -> Error {
     let construct = match node {
         LogicalPlan::Aggregate(_) => {
-            "GROUP BY and aggregate functions are not supported by SQL streamlets yet"
+            "GROUP BY without a group window (TUMBLE, HOP or SESSION) is not supported by SQL \
+             streamlets yet, nor are aggregates over a windowed aggregate"
         }
         LogicalPlan::Join(_) => "joins are not supported by SQL streamlets yet",
         LogicalPlan::Sort(_) => {

@@ -7,9 +7,12 @@ use std::collections::HashMap;
 
 use bytes::Bytes;
 use runnel_blueprint::descriptor::Delivery;
+use runnel_streamlet::watermark::Watermarks;
 use runnel_streamlet::{
     AvroDatum, Context, InletStream, Message, Result, Shape, Streamlet, avro_schema_descriptor,
 };
+
+mod windowed;
 
 use crate::{Processed, Query, Table};
 
@@ -42,6 +45,7 @@ const BATCH: usize = 1024;
 pub struct SqlStreamlet {
     query: Arc<Query>,
     delivery: Delivery,
+    watermarks: Watermarks,
 }
 
 impl SqlStreamlet {
@@ -50,7 +54,26 @@ impl SqlStreamlet {
         SqlStreamlet {
             query,
             delivery: Delivery::AtLeastOnce,
+            watermarks: Watermarks::default(),
         }
+    }
+
+    /// How a windowed query's watermarks follow event time (default: up to 5 s out of
+    /// order, a partition idle after a minute without records); a window fires once the
+    /// watermark passes its end.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use std::time::Duration;
+    /// # use runnel_sql::{Column, ColumnType, Query, SqlStreamlet, Table};
+    /// use runnel_streamlet::watermark::Watermarks;
+    /// # let bids = Table::new("bids", vec![Column::new("time", ColumnType::Long)]);
+    /// # let query = Arc::new(Query::plan("SELECT COUNT(*) AS bids FROM bids GROUP BY TUMBLE(time, INTERVAL '1' MINUTE)", &[bids], "Count").unwrap());
+    /// let streamlet = SqlStreamlet::new(query).watermarks(Watermarks::bounded(Duration::from_secs(1)));
+    /// ```
+    pub fn watermarks(mut self, watermarks: Watermarks) -> Self {
+        self.watermarks = watermarks;
+        self
     }
 
     /// Runs with `delivery` instead: exactly-once commits each batch's results and input
@@ -76,73 +99,95 @@ impl SqlStreamlet {
 /// (or why such a schema cannot be read).
 type Writers = HashMap<Bytes, Result<Table, String>>;
 
-impl SqlStreamlet {
-    /// The query over one batch: the records of the table's own schema together, those of
-    /// each other writer's schema resolved to it.
-    fn process(
-        &self,
-        table: &str,
-        batch: &[Message<AvroDatum>],
-        inlet: &InletStream<AvroDatum>,
-        writers: &mut Writers,
-    ) -> Processed {
-        if batch.iter().all(|message| message.value().writer.is_none()) {
-            let records: Vec<&[u8]> = batch.iter().map(|m| m.value().bytes.as_ref()).collect();
-            return self.query.process(table, &records);
-        }
-        let mut groups: HashMap<Option<&Bytes>, Vec<usize>> = HashMap::new();
-        for (index, message) in batch.iter().enumerate() {
-            groups
-                .entry(message.value().writer.as_ref())
-                .or_default()
-                .push(index);
-        }
-        let mut processed = Processed::default();
-        for (writer, indices) in groups {
-            let records: Vec<&[u8]> = indices
-                .iter()
-                .map(|index| batch[*index].value().bytes.as_ref())
-                .collect();
-            let group = match writer {
-                None => self.query.process(table, &records),
-                Some(fingerprint) => {
-                    let written_with = writers.entry(fingerprint.clone()).or_insert_with(|| {
-                        let definition = inlet.writer_schema(fingerprint).ok_or_else(|| {
-                            format!(
-                                "written with schema {}, which the inlet does not know",
-                                String::from_utf8_lossy(fingerprint)
-                            )
-                        })?;
-                        Table::from_avro(table, &definition).map_err(|error| error.to_string())
-                    });
-                    match written_with {
-                        Ok(writer) => self.query.process_written_with(table, writer, &records),
-                        Err(reason) => Processed {
-                            results: Vec::new(),
-                            rejected: (0..records.len())
-                                .map(|at| (at, crate::Error::Evaluate(reason.clone())))
-                                .collect(),
-                        },
-                    }
-                }
-            };
-            processed.results.extend(
-                group
-                    .results
-                    .into_iter()
-                    .map(|(at, bytes)| (indices[at], bytes)),
-            );
-            processed.rejected.extend(
-                group
-                    .rejected
-                    .into_iter()
-                    .map(|(at, error)| (indices[at], error)),
-            );
-        }
-        processed.results.sort_by_key(|(index, _)| *index);
-        processed.rejected.sort_by_key(|(index, _)| *index);
-        processed
+/// `run` over the records of one batch: those of the table's own schema together, those
+/// of each other writer's schema together, with that writer's table (for resolving them to
+/// the table's). Results and rejections come back by index in `batch`.
+fn by_writer<T>(
+    table: &str,
+    batch: &[Message<AvroDatum>],
+    inlet: &InletStream<AvroDatum>,
+    writers: &mut Writers,
+    run: impl Fn(Option<&Table>, &[&[u8]]) -> Processed<T>,
+) -> Processed<T> {
+    if batch.iter().all(|message| message.value().writer.is_none()) {
+        let records: Vec<&[u8]> = batch.iter().map(|m| m.value().bytes.as_ref()).collect();
+        return run(None, &records);
     }
+    let mut groups: HashMap<Option<&Bytes>, Vec<usize>> = HashMap::new();
+    for (index, message) in batch.iter().enumerate() {
+        groups
+            .entry(message.value().writer.as_ref())
+            .or_default()
+            .push(index);
+    }
+    let mut processed = Processed::default();
+    for (writer, indices) in groups {
+        let records: Vec<&[u8]> = indices
+            .iter()
+            .map(|index| batch[*index].value().bytes.as_ref())
+            .collect();
+        let group = match writer {
+            None => run(None, &records),
+            Some(fingerprint) => {
+                let written_with = writers.entry(fingerprint.clone()).or_insert_with(|| {
+                    let definition = inlet.writer_schema(fingerprint).ok_or_else(|| {
+                        format!(
+                            "written with schema {}, which the inlet does not know",
+                            String::from_utf8_lossy(fingerprint)
+                        )
+                    })?;
+                    Table::from_avro(table, &definition).map_err(|error| error.to_string())
+                });
+                match written_with {
+                    Ok(writer) => run(Some(writer), &records),
+                    Err(reason) => Processed::all_rejected(records.len(), reason),
+                }
+            }
+        };
+        processed.results.extend(
+            group
+                .results
+                .into_iter()
+                .map(|(at, result)| (indices[at], result)),
+        );
+        processed.rejected.extend(
+            group
+                .rejected
+                .into_iter()
+                .map(|(at, error)| (indices[at], error)),
+        );
+    }
+    processed.results.sort_by_key(|(index, _)| *index);
+    processed.rejected.sort_by_key(|(index, _)| *index);
+    processed
+}
+
+/// Takes the next batch from `inlet`: the next message, waiting for it, then as many as
+/// are ready, up to [`BATCH`]. False when the input ended.
+async fn next_batch(
+    inlet: &mut InletStream<AvroDatum>,
+    batch: &mut Vec<Message<AvroDatum>>,
+) -> Result<bool> {
+    let Some(first) = inlet.next().await? else {
+        return Ok(false);
+    };
+    batch.push(first);
+    fill_batch(inlet, batch).await?;
+    Ok(true)
+}
+
+/// Adds to `batch` the messages `inlet` has ready, up to [`BATCH`].
+async fn fill_batch(
+    inlet: &mut InletStream<AvroDatum>,
+    batch: &mut Vec<Message<AvroDatum>>,
+) -> Result<()> {
+    while batch.len() < BATCH {
+        match inlet.next_ready().await? {
+            Some(message) => batch.push(message),
+            None => break,
+        }
+    }
+    Ok(())
 }
 
 impl Streamlet for SqlStreamlet {
@@ -158,6 +203,11 @@ impl Streamlet for SqlStreamlet {
                 shape.datum_inlet(table.name(), schema(table.avro_schema()))
             });
         let shape = shape.datum_outlet(OUTLET, schema(self.query.output_schema()));
+        let shape = if self.query.is_windowed() {
+            shape.checkpointed()
+        } else {
+            shape
+        };
         match self.delivery {
             Delivery::AtLeastOnce => shape,
             Delivery::ExactlyOnce => shape.exactly_once(),
@@ -167,19 +217,17 @@ impl Streamlet for SqlStreamlet {
 
     async fn run(self, mut ctx: Context) -> Result<()> {
         let table = self.query.inputs()[0].name().to_owned();
+        if self.query.is_windowed() {
+            return windowed::run(&self.query, &table, self.watermarks, ctx).await;
+        }
         let mut inlet = ctx.datum_inlet(&table);
         let out = ctx.datum_outlet(OUTLET);
         let mut batch: Vec<Message<AvroDatum>> = Vec::with_capacity(BATCH);
         let mut writers = Writers::default();
-        while let Some(first) = inlet.next().await? {
-            batch.push(first);
-            while batch.len() < BATCH {
-                match inlet.next_ready().await? {
-                    Some(message) => batch.push(message),
-                    None => break,
-                }
-            }
-            let processed = self.process(&table, &batch, &inlet, &mut writers);
+        while next_batch(&mut inlet, &mut batch).await? {
+            let processed = by_writer(&table, &batch, &inlet, &mut writers, |writer, records| {
+                self.query.process_written(&table, writer, records)
+            });
             let mut results = processed.results.into_iter().peekable();
             let mut rejected = processed.rejected.into_iter().peekable();
             for (index, message) in batch.drain(..).enumerate() {

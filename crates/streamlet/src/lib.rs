@@ -93,6 +93,7 @@ pub use rejection::{FailedAttempts, RejectedRecord};
 pub use runnel_codec::{AvroDatum, CodecError, Data, SCHEMA_HEADER, avro_schema_descriptor};
 pub use shape::Shape;
 pub use streamlet::{DynStreamlet, Streamlet};
+pub use throttled_warning::{ThrottledWarning, WARNING_INTERVAL_MILLIS};
 
 /// Everything a streamlet file needs, in one import.
 ///

@@ -2,14 +2,22 @@
 //! second (records too late for their windows), logged at most once an interval with a
 //! count of those in between, so a flood cannot drown the log.
 
-/// How often a throttled warning is logged at most.
-pub(crate) const WARNING_INTERVAL_MILLIS: i64 = 10_000;
+/// How often a throttled warning is logged at most, by the helpers that log floods.
+pub const WARNING_INTERVAL_MILLIS: i64 = 10_000;
 
 /// Decides which occurrences of one warning are logged: the first, then the first after
 /// each interval, each with the number of occurrences that were not logged since the one
 /// before.
+///
+/// ```
+/// use runnel_streamlet::ThrottledWarning;
+/// let mut late = ThrottledWarning::new(10_000);
+/// assert_eq!(late.occurred(0), Some(0)); // logged
+/// assert_eq!(late.occurred(5_000), None); // counted
+/// assert_eq!(late.occurred(10_000), Some(1)); // logged: one more since the last line
+/// ```
 #[derive(Debug)]
-pub(crate) struct ThrottledWarning {
+pub struct ThrottledWarning {
     interval_millis: i64,
     last_logged: Option<i64>,
     suppressed: u64,
@@ -17,7 +25,7 @@ pub(crate) struct ThrottledWarning {
 
 impl ThrottledWarning {
     /// A warning logged at most once every `interval_millis` milliseconds.
-    pub(crate) const fn new(interval_millis: i64) -> Self {
+    pub const fn new(interval_millis: i64) -> Self {
         ThrottledWarning {
             interval_millis,
             last_logged: None,
@@ -27,7 +35,7 @@ impl ThrottledWarning {
 
     /// One occurrence at `now` (milliseconds): whether to log it, with how many occurrences
     /// were not logged since the last line.
-    pub(crate) fn occurred(&mut self, now: i64) -> Option<u64> {
+    pub fn occurred(&mut self, now: i64) -> Option<u64> {
         let due = self
             .last_logged
             .is_none_or(|last| now.saturating_sub(last) >= self.interval_millis);

@@ -1,0 +1,314 @@
+//! Windowed SQL streamlets on the test kit: `GROUP BY` a key and a group window (TUMBLE,
+//! HOP, SESSION) with each aggregate function, checked against the same aggregation
+//! computed over the whole input at once.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use apache_avro::AvroSchema;
+use runnel_host::testkit::TestRun;
+use runnel_sql::{Query, SqlStreamlet, Table};
+use runnel_streamlet::watermark::Watermarks;
+use runnel_streamlet::{Inlet, Outlet};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+struct Bid {
+    auction: i64,
+    bidder: i64,
+    price: i64,
+    channel: String,
+    date_time: i64,
+}
+
+const BIDS: Inlet<Bid> = Inlet::new("bids");
+
+fn bids_table() -> Table {
+    Table::from_avro("bids", &serde_json::to_value(Bid::get_schema()).unwrap()).unwrap()
+}
+
+fn streamlet(sql: &str, record: &str) -> SqlStreamlet {
+    let query = Query::plan(sql, &[bids_table()], record).unwrap();
+    assert!(query.is_windowed());
+    SqlStreamlet::new(Arc::new(query))
+}
+
+/// 300 bids over 210 s of event time, from 3 bidders on 4 auctions and 3 channels.
+fn bids() -> Vec<Bid> {
+    (0..300)
+        .map(|n| Bid {
+            auction: n % 4,
+            bidder: n % 3,
+            price: (n * 37) % 101,
+            channel: ["web", "app", "api"][(n % 5 % 3) as usize].into(),
+            date_time: n * 700,
+        })
+        .collect()
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+struct BidderTotal {
+    bidder: i64,
+    bids: i64,
+    total: Option<i64>,
+    starts: i64,
+    ends: i64,
+}
+
+#[tokio::test]
+async fn tumbling_windows_count_and_sum_per_key() -> anyhow::Result<()> {
+    let sql = "SELECT bidder, COUNT(*) AS bids, SUM(price) AS total, \
+                      TUMBLE_START(date_time, INTERVAL '10' SECOND) AS starts, \
+                      TUMBLE_END(date_time, INTERVAL '10' SECOND) AS ends \
+               FROM bids GROUP BY bidder, TUMBLE(date_time, INTERVAL '10' SECOND)";
+    let run = TestRun::new(streamlet(sql, "BidderTotal"))
+        .input(BIDS, bids())
+        .run()
+        .await?;
+    let out: Outlet<BidderTotal> = Outlet::new("out");
+    let mut streamed = run.output(out);
+    streamed.sort_by_key(|total| (total.bidder, total.starts));
+
+    let mut expected: BTreeMap<(i64, i64), (i64, i64)> = BTreeMap::new();
+    for bid in bids() {
+        let start = bid.date_time / 10_000 * 10_000;
+        let entry = expected.entry((bid.bidder, start)).or_default();
+        *entry = (entry.0 + 1, entry.1 + bid.price);
+    }
+    let expected: Vec<BidderTotal> = expected
+        .into_iter()
+        .map(|((bidder, starts), (bids, total))| BidderTotal {
+            bidder,
+            bids,
+            total: Some(total),
+            starts,
+            ends: starts + 10_000,
+        })
+        .collect();
+    assert_eq!(expected.len(), 3 * 21);
+    assert_eq!(streamed, expected);
+    Ok(())
+}
+
+#[derive(Debug, Clone, PartialEq, PartialOrd, Serialize, Deserialize, AvroSchema)]
+struct Spread {
+    parity: i64,
+    lowest: Option<i64>,
+    highest: Option<i64>,
+    mean: Option<f64>,
+    channels: i64,
+    starts: i64,
+}
+
+#[tokio::test]
+async fn hopping_windows_take_min_max_avg_and_count_distinct() -> anyhow::Result<()> {
+    let sql = "SELECT auction % 2 AS parity, MIN(price) AS lowest, MAX(price) AS highest, \
+                      AVG(price) AS mean, COUNT(DISTINCT channel) AS channels, \
+                      HOP_START(date_time, INTERVAL '5' SECOND, INTERVAL '10' SECOND) AS starts \
+               FROM bids WHERE price > 10 \
+               GROUP BY auction % 2, HOP(date_time, INTERVAL '5' SECOND, INTERVAL '10' SECOND)";
+    let run = TestRun::new(streamlet(sql, "Spread"))
+        .input(BIDS, bids())
+        .run()
+        .await?;
+    let out: Outlet<Spread> = Outlet::new("out");
+    assert!(run.dead_letters().is_empty(), "{:?}", run.dead_letters());
+    let mut streamed = run.output(out);
+    streamed.sort_by_key(|spread| (spread.parity, spread.starts));
+
+    // Every window of 10 s starting every 5 s holds the bids of its two slices.
+    let mut windows: BTreeMap<(i64, i64), Vec<Bid>> = BTreeMap::new();
+    for bid in bids().into_iter().filter(|bid| bid.price > 10) {
+        let slice = bid.date_time / 5_000 * 5_000;
+        for start in [slice - 5_000, slice] {
+            windows
+                .entry((bid.auction % 2, start))
+                .or_default()
+                .push(bid.clone());
+        }
+    }
+    let expected: Vec<Spread> = windows
+        .into_iter()
+        .map(|((parity, starts), bids)| {
+            let prices: Vec<i64> = bids.iter().map(|bid| bid.price).collect();
+            let channels: BTreeSet<&str> = bids.iter().map(|bid| bid.channel.as_str()).collect();
+            Spread {
+                parity,
+                lowest: prices.iter().min().copied(),
+                highest: prices.iter().max().copied(),
+                mean: Some(prices.iter().sum::<i64>() as f64 / prices.len() as f64),
+                channels: channels.len() as i64,
+                starts,
+            }
+        })
+        .collect();
+    assert!(expected.iter().any(|spread| spread.channels < 3));
+    assert_eq!(streamed.len(), expected.len());
+    for (streamed, expected) in streamed.iter().zip(&expected) {
+        let mean = |spread: &Spread| spread.mean.unwrap();
+        assert!(
+            (mean(streamed) - mean(expected)).abs() < 1e-9,
+            "{streamed:?} {expected:?}"
+        );
+        assert_eq!(
+            Spread {
+                mean: None,
+                ..streamed.clone()
+            },
+            Spread {
+                mean: None,
+                ..expected.clone()
+            }
+        );
+    }
+    Ok(())
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, AvroSchema)]
+struct Session {
+    bidder: i64,
+    bids: i64,
+    starts: i64,
+    ends: i64,
+}
+
+#[tokio::test]
+async fn sessions_end_after_the_gap_and_having_filters_them() -> anyhow::Result<()> {
+    // Bidder 1 bids in bursts: 5 bids 1 s apart, then 4 s of silence.
+    let bids: Vec<Bid> = (0..40)
+        .map(|n| Bid {
+            auction: 1,
+            bidder: 1 + n % 2,
+            price: 1,
+            channel: "web".into(),
+            date_time: (n / 5) * 9_000 + (n % 5) * 1_000,
+        })
+        .collect();
+    let sql = "SELECT bidder, COUNT(*) AS bids, \
+                      SESSION_START(date_time, INTERVAL '3' SECOND) AS starts, \
+                      SESSION_ROWTIME(date_time, INTERVAL '3' SECOND) AS ends \
+               FROM bids GROUP BY bidder, SESSION(date_time, INTERVAL '3' SECOND) \
+               HAVING COUNT(*) > 2";
+    let run = TestRun::new(streamlet(sql, "Session"))
+        .input(BIDS, bids.clone())
+        .run()
+        .await?;
+    let out: Outlet<Session> = Outlet::new("out");
+    let mut streamed = run.output(out);
+    streamed.sort();
+    // Each burst of 5 bids (1 s apart) holds 3 of one bidder, 2 of the other, 2 s apart:
+    // a session of 3 bids from its first bid to 3 s after its last, and one of 2 that
+    // HAVING drops.
+    let mut expected = Vec::new();
+    for burst in 0..8 {
+        let first = burst * 5;
+        let bidder = 1 + first % 2;
+        let start = burst * 9_000;
+        expected.push(Session {
+            bidder,
+            bids: 3,
+            starts: start,
+            ends: start + 4_000 + 3_000 - 1,
+        });
+    }
+    expected.sort();
+    assert_eq!(streamed, expected);
+    Ok(())
+}
+
+#[tokio::test]
+async fn records_too_late_for_their_window_are_dropped_and_counted() -> anyhow::Result<()> {
+    let at = |date_time: i64, price: i64| Bid {
+        auction: 1,
+        bidder: 1,
+        price,
+        channel: "web".into(),
+        date_time,
+    };
+    let sql = "SELECT bidder, COUNT(*) AS bids, SUM(price) AS total, \
+                      TUMBLE_START(date_time, INTERVAL '10' SECOND) AS starts, \
+                      TUMBLE_END(date_time, INTERVAL '10' SECOND) AS ends \
+               FROM bids GROUP BY bidder, TUMBLE(date_time, INTERVAL '10' SECOND)";
+    let streamlet =
+        streamlet(sql, "BidderTotal").watermarks(Watermarks::bounded(Duration::from_secs(1)));
+    // 25 s passes the first window's end (and 1 s of disorder): the bid at 3 s is late.
+    let run = TestRun::new(streamlet)
+        .input(
+            BIDS,
+            [at(1_000, 5), at(25_000, 7), at(3_000, 100), at(26_000, 1)],
+        )
+        .run()
+        .await?;
+    let out: Outlet<BidderTotal> = Outlet::new("out");
+    let totals: Vec<(i64, Option<i64>)> = run
+        .output(out)
+        .into_iter()
+        .map(|total| (total.starts, total.total))
+        .collect();
+    assert_eq!(totals, [(0, Some(5)), (20_000, Some(8))]);
+    assert_eq!(run.metrics().late(), 1);
+    Ok(())
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+struct Reading {
+    sensor: String,
+    at: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+struct Readings {
+    sensor: String,
+    readings: i64,
+}
+
+#[tokio::test]
+async fn a_record_without_event_time_goes_to_the_dead_letters() -> anyhow::Result<()> {
+    let table = Table::from_avro("readings", &serde_json::to_value(Reading::get_schema())?)?;
+    let query = Query::plan(
+        "SELECT sensor, COUNT(*) AS readings FROM readings \
+         GROUP BY sensor, TUMBLE(at, INTERVAL '1' MINUTE)",
+        &[table],
+        "Readings",
+    )?;
+    let reading = |sensor: &str, at| Reading {
+        sensor: sensor.into(),
+        at,
+    };
+    let readings: Inlet<Reading> = Inlet::new("readings");
+    let run = TestRun::new(SqlStreamlet::new(Arc::new(query)))
+        .input(
+            readings,
+            [
+                reading("a", Some(1)),
+                reading("b", None),
+                reading("a", Some(2)),
+            ],
+        )
+        .run()
+        .await?;
+    let out: Outlet<Readings> = Outlet::new("out");
+    assert_eq!(
+        run.output(out),
+        [Readings {
+            sensor: "a".into(),
+            readings: 2
+        }]
+    );
+    let dead = run.dead_letters();
+    assert_eq!(dead.len(), 1);
+    let reasons: Vec<String> = dead[0]
+        .record
+        .headers
+        .iter()
+        .map(|header| String::from_utf8_lossy(&header.value).into_owned())
+        .collect();
+    assert!(
+        reasons
+            .iter()
+            .any(|reason| reason.contains("the event time of the record is null")),
+        "{reasons:?}"
+    );
+    Ok(())
+}
