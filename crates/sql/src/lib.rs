@@ -27,8 +27,11 @@
 //! ```
 //!
 //! What runs: SELECT with projections, WHERE, scalar functions (DataFusion's and the app's,
-//! [`Functions`]), CASE and casts, over one input. Aggregates, windows and joins are
-//! refused, named, at planning. Guide: `docs/sql.md`.
+//! [`Functions`]), CASE and casts, over one input; and `GROUP BY` an event-time window
+//! (Flink's `TUMBLE`, `HOP`, `SESSION`) with `COUNT`, `COUNT(DISTINCT)`, `SUM`, `MIN`,
+//! `MAX`, `AVG` and `HAVING` ([`Query::is_windowed`]), which [`SqlStreamlet`] runs on
+//! Runnel's window engine with watermarks and checkpointed state. Joins and aggregates
+//! without a window are refused, named, at planning. Guide: `docs/sql.md`.
 
 mod accumulators;
 mod decode;

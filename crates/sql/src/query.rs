@@ -181,7 +181,7 @@ impl Query {
                     node = &projection.input;
                 }
                 LogicalPlan::Filter(filter) => {
-                    if window.is_some() && aggregate.is_none() {
+                    if aggregate.is_some() {
                         refuse_window_columns_before_grouping(&filter.predicate)?;
                     }
                     let predicate = physical(

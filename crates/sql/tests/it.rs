@@ -410,3 +410,126 @@ fn constructs_not_run_yet_are_named() {
         assert!(error.to_string().contains(named), "{sql}: {error}");
     }
 }
+
+#[test]
+fn a_group_window_is_planned_with_its_bounds_as_columns() {
+    let query = plan(
+        "SELECT sensor, COUNT(*) AS readings, AVG(celsius) AS mean,\n\
+                TUMBLE_START(count, INTERVAL '1' MINUTE) AS starts,\n\
+                TUMBLE_ROWTIME(count, INTERVAL '1' MINUTE) AS rowtime\n\
+         FROM readings GROUP BY sensor, TUMBLE(count, INTERVAL '1' MINUTE)",
+    )
+    .unwrap();
+    assert!(query.is_windowed());
+    let fields = &query.output_schema()["fields"];
+    assert_eq!(fields[1], json!({"name": "readings", "type": "long"}));
+    assert_eq!(fields[2]["type"], json!(["null", "double"]));
+    assert_eq!(fields[3], json!({"name": "starts", "type": "long"}));
+    assert_eq!(fields[4], json!({"name": "rowtime", "type": "long"}));
+    // Flink's windowing table functions name the bounds window_start and window_end.
+    let query = plan(
+        "SELECT window_start, window_end, COUNT(DISTINCT sensor) AS sensors FROM readings \
+         GROUP BY HOP(count, INTERVAL '30 seconds', INTERVAL '2' MINUTE)",
+    )
+    .unwrap();
+    assert_eq!(query.output_schema()["fields"][0]["name"], "window_start");
+    // Expressions over aggregates.
+    let query = plan(
+        "SELECT SUM(count) / COUNT(*) AS mean FROM readings \
+         GROUP BY SESSION(count, INTERVAL '5' SECOND) HAVING MAX(celsius) > 0",
+    )
+    .unwrap();
+    assert_eq!(
+        query.output_schema()["fields"][0]["type"],
+        json!(["null", "long"])
+    );
+}
+
+#[test]
+fn group_window_mistakes_say_where() {
+    let (message, position) = error(
+        "SELECT sensor, TUMBLE_END(count, INTERVAL '2' MINUTE) AS ends FROM readings\n\
+         GROUP BY sensor, TUMBLE(count, INTERVAL '1' MINUTE)",
+    );
+    assert_eq!(
+        message,
+        "TUMBLE_END must name the window grouped by: TUMBLE(count, INTERVAL '1' MINUTE)"
+    );
+    assert_eq!(position.as_deref(), Some("1:16"));
+
+    let (message, position) =
+        error("SELECT SESSION_START(count, INTERVAL '1' MINUTE) AS s FROM readings");
+    assert_eq!(
+        message,
+        "SESSION_START reads the window of a GROUP BY SESSION(...), which this SELECT does not have"
+    );
+    assert_eq!(position.as_deref(), Some("1:8"));
+
+    let (message, position) =
+        error("SELECT sensor FROM readings\nGROUP BY sensor, TUMBLE(sensor, INTERVAL '1' MINUTE)");
+    assert_eq!(
+        message,
+        "the event-time column 'sensor' is Utf8: it must hold milliseconds since the epoch, as BIGINT"
+    );
+    assert_eq!(position.as_deref(), Some("2:18"));
+
+    let (message, _) =
+        error("SELECT sensor FROM readings GROUP BY sensor, TUMBLE(time, INTERVAL '1' MINUTE)");
+    assert!(
+        message.starts_with("the event-time column 'time' is not a column of the input (its columns: sensor, celsius,"),
+        "{message}"
+    );
+
+    let (message, position) =
+        error("SELECT sensor FROM readings GROUP BY sensor, HOP(count, INTERVAL '1' MINUTE)");
+    assert_eq!(
+        message,
+        "HOP takes 3 arguments: HOP(<event-time column>, INTERVAL '<slide>' SECOND, INTERVAL '<size>' SECOND)"
+    );
+    assert_eq!(position.as_deref(), Some("1:46"));
+
+    let (message, position) =
+        error("SELECT sensor FROM readings GROUP BY sensor, TUMBLE(count, 60)");
+    assert_eq!(
+        message,
+        "the size of TUMBLE: expected an interval, as INTERVAL '10' SECOND or INTERVAL '1.5 minutes', found 60"
+    );
+    assert_eq!(position.as_deref(), Some("1:60"));
+
+    let (message, _) = error(
+        "SELECT sensor FROM readings GROUP BY sensor, TUMBLE(count, INTERVAL '0.5' MILLISECOND)",
+    );
+    assert_eq!(
+        message,
+        "the size of TUMBLE: INTERVAL '0.5' MILLISECOND is not a whole, positive number of milliseconds"
+    );
+}
+
+#[test]
+fn aggregates_windows_do_not_run_are_named() {
+    for (sql, named) in [
+        (
+            "SELECT stddev(celsius) AS spread FROM readings GROUP BY TUMBLE(count, INTERVAL '1' SECOND)",
+            "the aggregate function stddev is not supported",
+        ),
+        (
+            "SELECT SUM(DISTINCT count) AS n FROM readings GROUP BY TUMBLE(count, INTERVAL '1' SECOND)",
+            "sum(DISTINCT)",
+        ),
+        (
+            "SELECT COUNT(*) FILTER (WHERE celsius > 1) AS n FROM readings GROUP BY TUMBLE(count, INTERVAL '1' SECOND)",
+            "FILTER on count",
+        ),
+        (
+            "SELECT sensor FROM readings WHERE window_start > 0 GROUP BY sensor, TUMBLE(count, INTERVAL '1' SECOND)",
+            "WHERE reads window_start",
+        ),
+        (
+            "SELECT COUNT(*) AS n FROM readings GROUP BY TUMBLE(count, INTERVAL '1' SECOND), SESSION(count, INTERVAL '1' SECOND)",
+            "a second group window (SESSION)",
+        ),
+    ] {
+        let error = plan(sql).expect_err(sql);
+        assert!(error.to_string().contains(named), "{sql}: {error}");
+    }
+}

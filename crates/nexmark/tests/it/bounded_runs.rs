@@ -226,6 +226,38 @@ async fn q11_finds_the_same_sessions() {
     assert_eq!(sorted(results), sorted(expected));
 }
 
+/// The result of Flink's q11 in SQL (`blueprints/q11-sql.toml`).
+#[derive(Debug, Clone, Serialize, Deserialize, AvroSchema)]
+struct BidderSession {
+    bidder: i64,
+    bid_count: i64,
+    starttime: i64,
+    endtime: i64,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn q11_in_sql_finds_the_same_sessions_as_the_streamlet() {
+    let results: Vec<BidderSession> = app_results("q11-sql").await;
+    let expected = on_bids(q11::streamlet(), q11::IN, q11::OUT).await;
+    assert!(expected.len() > 100);
+    let results: Vec<(i64, i64, i64, i64)> = results
+        .into_iter()
+        .map(|session| {
+            (
+                session.bidder,
+                session.starttime,
+                session.endtime,
+                session.bid_count,
+            )
+        })
+        .collect();
+    let expected: Vec<(i64, i64, i64, i64)> = expected
+        .into_iter()
+        .map(|pane| (pane.key, pane.window_start, pane.window_end, pane.value))
+        .collect();
+    assert_eq!(sorted(results), sorted(expected));
+}
+
 /// Processing-time panes depend on when bids arrive, so the run is checked by what does
 /// not: every bid is counted once, per bidder.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

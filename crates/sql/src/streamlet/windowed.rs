@@ -250,18 +250,73 @@ impl Windows<'_> {
     }
 }
 
+/// [`Saved`], borrowed from the running streamlet.
+#[derive(Serialize)]
+struct SavedRef<'a> {
+    operator: &'a State<Vec<Value>, Vec<Accumulator>, Vec<Value>>,
+    watermarks: &'a WatermarkHolder,
+}
+
 /// Checkpoints the windows and watermarks, with the input offsets committed so far.
 fn save(checkpoints: Option<&Checkpoints>, operator: &Operator, watermarks: &WatermarkHolder) {
-    #[derive(Serialize)]
-    struct SavedRef<'a> {
-        operator: &'a State<Vec<Value>, Vec<Accumulator>, Vec<Value>>,
-        watermarks: &'a WatermarkHolder,
-    }
     if let Some(checkpoints) = checkpoints {
         let saved = SavedRef {
             operator: operator.state(),
             watermarks,
         };
         checkpoints.save(serde_json::to_vec(&saved).expect("window state serializes"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use runnel_streamlet::window::WindowSpec;
+
+    use super::*;
+    use crate::accumulators::Function;
+
+    /// Windows of every function, with text, float and null keys and values.
+    fn operator() -> Operator {
+        let functions = vec![
+            Function::Count,
+            Function::CountDistinct,
+            Function::Sum { float: true },
+            Function::Min,
+            Function::Average,
+        ];
+        let spec = WindowSpec::sliding(Duration::from_secs(10), Duration::from_secs(5));
+        Operator::new(spec, Accumulators::new(functions))
+    }
+
+    #[test]
+    fn restored_windows_fire_what_the_saved_ones_would() {
+        let mut saved = operator();
+        let mut panes = Vec::new();
+        for n in 0..50_i64 {
+            let key = vec![Value::Text(format!("k{}", n % 3)), Value::Null];
+            let value = if n % 7 == 0 {
+                Value::Null
+            } else {
+                Value::Float(n as f64 / 3.0)
+            };
+            saved.add(key, n * 400, &vec![value; 5], 0, &mut panes);
+        }
+        saved.advance_watermark(9_000, 0, &mut panes);
+        let json = serde_json::to_vec(&SavedRef {
+            operator: saved.state(),
+            watermarks: &WatermarkHolder::new(Watermarks::default()),
+        })
+        .unwrap();
+        let mut restored = operator();
+        let checkpoint: Saved = serde_json::from_slice(&json).unwrap();
+        restored.set_state(checkpoint.operator);
+
+        let (mut before, mut after) = (Vec::new(), Vec::new());
+        saved.advance_watermark(i64::MAX, 0, &mut before);
+        restored.advance_watermark(i64::MAX, 0, &mut after);
+        assert!(before.len() > 6, "{before:?}");
+        assert_eq!(after, before);
     }
 }
