@@ -101,21 +101,20 @@ fn auxiliary(name: &str) -> Option<(Kind, Part)> {
     Some((Kind::named(kind)?, part))
 }
 
-/// Takes the group window out of `statement`'s `GROUP BY` and rewrites the functions that
-/// read it, as the module says. `None` when the query has no group window.
-pub(crate) fn rewrite_group_windows(
-    statement: &mut Statement,
-) -> Result<Option<GroupWindow>, Error> {
-    let mut found = None;
+/// Takes the group windows out of the `GROUP BY`s of `statement` and rewrites the
+/// functions that read them, as the module says. The windows come in the order of the
+/// `SELECT`s that group by them, each after those of the subqueries in its `FROM` (left to
+/// right): the order of the aggregates in the plan, children first.
+pub(crate) fn rewrite_group_windows(statement: &mut Statement) -> Result<Vec<GroupWindow>, Error> {
+    let mut found = Vec::new();
     if let Statement::Query(query) = statement {
         rewrite_set(&mut query.body, &mut found)?;
     }
-    Ok(found.map(|(window, _)| window))
+    Ok(found)
 }
 
-/// A group window found, with its function's arguments as written (the auxiliary functions
-/// must repeat them).
-type Found = Option<(GroupWindow, String)>;
+/// The group windows found so far.
+type Found = Vec<GroupWindow>;
 
 fn rewrite_set(body: &mut SetExpr, found: &mut Found) -> Result<(), Error> {
     match body {
@@ -148,10 +147,10 @@ fn rewrite_select(select: &mut Select, found: &mut Found) -> Result<(), Error> {
                 continue;
             };
             let position = position_of(&expression);
-            if here.is_some() || found.is_some() {
+            if here.is_some() {
                 return Err(Error::Unsupported {
                     message: format!(
-                        "a second group window ({}): a SQL streamlet groups by one window",
+                        "a second group window ({}) in one GROUP BY: a SELECT groups by one window",
                         kind.name()
                     ),
                     position,
@@ -161,9 +160,8 @@ fn rewrite_select(select: &mut Select, found: &mut Found) -> Result<(), Error> {
             let span = expression.span();
             rewritten.push(Expr::Identifier(Ident::with_span(span, WINDOW_START)));
             rewritten.push(Expr::Identifier(Ident::with_span(span, WINDOW_END)));
-            let written = arguments_text(arguments);
-            here = Some((kind, written.clone()));
-            *found = Some((window, written));
+            here = Some((kind, arguments_text(arguments)));
+            found.push(window);
         }
         *expressions = rewritten;
     }

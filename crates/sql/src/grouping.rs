@@ -15,7 +15,7 @@ use runnel_streamlet::window::{Pane, WindowSpec};
 use crate::Error;
 use crate::accumulators::{Accumulators, Function};
 use crate::group_window::{GroupWindow, WINDOW_END, WINDOW_START};
-use crate::query::{Stage, physical};
+use crate::query::physical;
 use crate::value::{Cells, Value, array_of, is_supported};
 
 /// A row on its way into a window: its key, its event time and each aggregate function's
@@ -42,8 +42,8 @@ enum Source {
     Aggregate(usize),
 }
 
-/// The `GROUP BY` of a windowed query, and the stages after it (`HAVING`, the `SELECT`
-/// list).
+/// The `GROUP BY` of a group window: what makes a row's key, event time and aggregate
+/// arguments, and the row each pane gives.
 #[derive(Debug)]
 pub(crate) struct Grouping {
     spec: WindowSpec,
@@ -54,17 +54,11 @@ pub(crate) struct Grouping {
     sources: Vec<Source>,
     /// The aggregate's output.
     schema: SchemaRef,
-    /// The stages over the aggregate's output, in order.
-    pub(crate) after: Vec<Stage>,
 }
 
 impl Grouping {
-    /// The grouping `node` computes in `window`, followed by `after`.
-    pub(crate) fn plan(
-        node: &AggregateNode,
-        window: &GroupWindow,
-        after: Vec<Stage>,
-    ) -> Result<Grouping, Error> {
+    /// The grouping `node` computes in `window`.
+    pub(crate) fn plan(node: &AggregateNode, window: &GroupWindow) -> Result<Grouping, Error> {
         let input = node.input.schema();
         let at_window = |message: String| Error::Plan {
             message,
@@ -132,7 +126,6 @@ impl Grouping {
             accumulators: Accumulators::new(functions),
             sources,
             schema: Arc::new(node.schema.as_arrow().clone()),
-            after,
         })
     }
 

@@ -29,7 +29,7 @@
 //! What runs: SELECT with projections, WHERE, scalar functions (DataFusion's and the app's,
 //! [`Functions`]), CASE and casts, over one input; and `GROUP BY` an event-time window
 //! (Flink's `TUMBLE`, `HOP`, `SESSION`) with `COUNT`, `COUNT(DISTINCT)`, `SUM`, `MIN`,
-//! `MAX`, `AVG` and `HAVING` ([`Query::is_windowed`]), which [`SqlStreamlet`] runs on
+//! `MAX`, `AVG` and `HAVING` ([`Query::is_stateful`]), which [`SqlStreamlet`] runs on
 //! Runnel's window engine with watermarks and checkpointed state. Joins and aggregates
 //! without a window are refused, named, at planning. Guide: `docs/sql.md`.
 
@@ -38,13 +38,16 @@ mod decode;
 mod dialect;
 mod encode;
 mod error;
+mod flow;
 mod functions;
 mod group_window;
 mod grouping;
+mod join;
 mod query;
 mod resolve;
 mod streamlet;
 mod table;
+mod tree;
 mod value;
 
 pub use decode::BatchDecoder;

@@ -10,7 +10,11 @@ use datafusion_expr::execution_props::ExecutionProps;
 use datafusion_expr::physical_planning_context::PhysicalPlanningContext;
 use datafusion_expr::simplify::SimplifyContext;
 use datafusion_expr::{Expr, LogicalPlan};
+use datafusion_optimizer::eliminate_cross_join::EliminateCrossJoin;
+use datafusion_optimizer::extract_equijoin_predicate::ExtractEquijoinPredicate;
+use datafusion_optimizer::push_down_filter::PushDownFilter;
 use datafusion_optimizer::simplify_expressions::ExprSimplifier;
+use datafusion_optimizer::{Optimizer, OptimizerContext};
 use datafusion_physical_expr::{PhysicalExpr, create_physical_expr};
 use datafusion_sql::planner::{ParserOptions, SqlToRel};
 use datafusion_sql::sqlparser::dialect::GenericDialect;
@@ -22,8 +26,8 @@ use crate::decode::BatchDecoder;
 use crate::encode::Output;
 use crate::functions::{Catalog, Functions};
 use crate::group_window::{WINDOW_END, WINDOW_START, rewrite_group_windows};
-use crate::grouping::{GroupPane, GroupedRow, Grouping};
 use crate::resolve::Resolution;
+use crate::tree::{Node, plan_tree};
 use crate::{Column, ColumnType, Error, Table};
 
 /// One stateless step of a query, applied to each batch in turn.
@@ -58,14 +62,16 @@ pub(crate) enum Stage {
 /// ```
 #[derive(Debug)]
 pub struct Query {
-    input: Table,
-    /// The stages over each batch of input: all of them, or those before the `GROUP BY`.
-    stages: Vec<Stage>,
-    /// A `GROUP BY` with a group window, and the stages after it.
-    grouping: Option<Grouping>,
-    /// The schema of the input as the plan reads it: the table's, and with a group window
-    /// the two window columns.
-    scan: SchemaRef,
+    /// The tables scanned, in the order the plan first scans them.
+    inputs: Vec<Table>,
+    /// The operators: a scan of one input through stateless stages, or a tree with windows
+    /// and joins.
+    tree: Node,
+    /// The schema of each input as the plan reads it: the table's, and in a query with
+    /// group windows the two window columns.
+    scans: Vec<SchemaRef>,
+    /// Whether the query has group windows (so scans add the window columns).
+    windowed: bool,
     output: Output,
 }
 
@@ -136,13 +142,15 @@ impl Query {
             }
         };
         crate::dialect::rewrite_flink_spellings(&mut statement);
-        let window = rewrite_group_windows(&mut statement)?;
-        let planned_tables = match &window {
-            Some(_) => tables
+        let windows = rewrite_group_windows(&mut statement)?;
+        let windowed = !windows.is_empty();
+        let planned_tables = if windowed {
+            tables
                 .iter()
                 .map(with_window_columns)
-                .collect::<Result<Vec<_>, _>>()?,
-            None => tables.to_vec(),
+                .collect::<Result<Vec<_>, _>>()?
+        } else {
+            tables.to_vec()
         };
         let catalog = Catalog::new(&planned_tables, functions);
         let options = ParserOptions {
@@ -152,89 +160,60 @@ impl Query {
         let plan = SqlToRel::new_with_options(&catalog, options)
             .sql_statement_to_plan(statement)
             .map_err(Error::from_planner)?;
-        let plan = datafusion_optimizer::Analyzer::new()
+        let mut plan = datafusion_optimizer::Analyzer::new()
             .execute_and_check(plan, catalog.options(), |_, _| {})
             .map_err(Error::from_planner)?;
-        let mut stages = Vec::new();
-        let mut aggregate = None;
-        let mut node = &plan;
-        let input = loop {
-            match node {
-                LogicalPlan::Aggregate(node_here) if aggregate.is_none() => {
-                    let Some(window) = &window else {
-                        return Err(unsupported(node));
-                    };
-                    stages.reverse();
-                    aggregate = Some(Grouping::plan(
-                        node_here,
-                        window,
-                        std::mem::take(&mut stages),
-                    )?);
-                    node = &node_here.input;
-                }
-                LogicalPlan::Projection(projection) => {
-                    let expressions = physical(&projection.expr, projection.input.schema())?;
-                    stages.push(Stage::Project(
-                        expressions,
-                        Arc::new(projection.schema.as_arrow().clone()),
-                    ));
-                    node = &projection.input;
-                }
-                LogicalPlan::Filter(filter) => {
-                    if aggregate.is_some() {
-                        refuse_window_columns_before_grouping(&filter.predicate)?;
-                    }
-                    let predicate = physical(
-                        std::slice::from_ref(&filter.predicate),
-                        filter.input.schema(),
-                    )?
-                    .remove(0);
-                    stages.push(Stage::Filter(predicate));
-                    node = &filter.input;
-                }
-                LogicalPlan::SubqueryAlias(alias) => node = &alias.input,
-                LogicalPlan::TableScan(scan) => {
-                    let name = scan.table_name.table();
-                    break tables
-                        .iter()
-                        .find(|table| table.name() == name)
-                        .cloned()
-                        .expect("the catalog knows only these tables");
-                }
-                other => return Err(unsupported(other)),
-            }
+        if has_join(&plan) {
+            // Join conditions written in WHERE become the join's keys, and filters on one
+            // side go below the join, so that its state keeps only the rows that can match.
+            plan = Optimizer::with_rules(vec![
+                Arc::new(EliminateCrossJoin::new()),
+                Arc::new(PushDownFilter::new()),
+                Arc::new(ExtractEquijoinPredicate::new()),
+            ])
+            .optimize(plan, &OptimizerContext::new(), |_, _| {})
+            .map_err(Error::from_planner)?;
+        }
+        let mut names = Vec::new();
+        let tree = plan_tree(&plan, &mut windows.into_iter(), &planned_tables, &mut names)?;
+        let find = |tables: &[Table], name: &String| {
+            tables
+                .iter()
+                .find(|table| table.name() == name)
+                .cloned()
+                .expect("the catalog knows only these tables")
         };
-        stages.reverse();
-        let scan = planned_tables
+        let inputs = names.iter().map(|name| find(tables, name)).collect();
+        let scans = names
             .iter()
-            .find(|table| table.name() == input.name())
-            .expect("the input was planned")
-            .arrow_schema();
+            .map(|name| find(&planned_tables, name).arrow_schema())
+            .collect();
         let output = Output::new(plan.schema().as_arrow(), record_name)?;
         Ok(Query {
-            input,
-            stages,
-            grouping: aggregate,
-            scan,
+            inputs,
+            tree,
+            scans,
+            windowed,
             output,
         })
     }
 
-    /// Whether the query groups by an event-time window (`GROUP BY ..., TUMBLE(...)`), so
-    /// its results come from windows as they fire rather than from each record
+    /// Whether the query keeps state: it groups by an event-time window (`GROUP BY ...,
+    /// TUMBLE(...)`) or joins, so its results come from windows as they fire and from
+    /// matches as they are found, rather than from each record alone
     /// ([`SqlStreamlet`](crate::SqlStreamlet) runs it either way).
-    pub fn is_windowed(&self) -> bool {
-        self.grouping.is_some()
+    pub fn is_stateful(&self) -> bool {
+        self.tree.is_stateful()
     }
 
-    /// The `GROUP BY` of a windowed query.
-    pub(crate) fn grouping(&self) -> Option<&Grouping> {
-        self.grouping.as_ref()
+    /// The operators of the query.
+    pub(crate) fn tree(&self) -> &Node {
+        &self.tree
     }
 
     /// The tables the query reads (in `FROM`): the SQL streamlet's inlets.
     pub fn inputs(&self) -> &[Table] {
-        std::slice::from_ref(&self.input)
+        &self.inputs
     }
 
     /// The Avro schema of the results: the SQL streamlet's outlet schema.
@@ -304,68 +283,52 @@ impl Query {
         writer: Option<&Table>,
         records: &[&[u8]],
     ) -> Processed {
-        assert!(
-            self.grouping.is_none(),
-            "a windowed query's results come from its windows: run it as a SqlStreamlet"
-        );
-        self.read(table, writer, records, |batch, indices| {
-            let (indices, batch) = run_stages(&self.stages, batch, indices)?;
-            let columns = self.output.cast(batch.columns().to_vec())?;
-            Ok(self.encode(&indices, &columns))
-        })
-    }
-
-    /// The key, event time and aggregate arguments of each record of a windowed query
-    /// that passes its `WHERE`, by input index; records that fail, with why.
-    pub(crate) fn group(
-        &self,
-        table: &str,
-        writer: Option<&Table>,
-        records: &[&[u8]],
-    ) -> Processed<GroupedRow> {
-        let grouping = self.grouping.as_ref().expect("a windowed query");
-        self.read(table, writer, records, |batch, indices| {
-            let (indices, batch) = run_stages(&self.stages, batch, indices)?;
-            grouping.rows(&batch, indices.values())
-        })
-    }
-
-    /// The results of the panes a windowed query's windows fired, by pane index: each
-    /// pane's row through `HAVING` and the `SELECT` list; a pane the query fails on, with
-    /// why.
-    pub(crate) fn fire(&self, panes: &[GroupPane]) -> Processed {
-        let grouping = self.grouping.as_ref().expect("a windowed query");
-        let batch = match grouping.batch(panes) {
-            Ok(batch) => batch,
-            Err(error) => return Processed::all_rejected(panes.len(), &error.to_string()),
+        let Node::Scan { stages, .. } = &self.tree else {
+            panic!(
+                "a stateful query's results come from its windows and joins: run it as a SqlStreamlet"
+            )
         };
-        let indices = UInt32Array::from_iter_values(0..panes.len() as u32);
-        let mut processed = Processed::default();
-        self.each_row(batch, indices, &mut processed, |batch, indices| {
-            let (indices, batch) = run_stages(&grouping.after, batch, indices)?;
-            let columns = self.output.cast(batch.columns().to_vec())?;
-            Ok(self.encode(&indices, &columns))
-        });
-        processed
+        self.read(
+            self.input_index(table),
+            writer,
+            records,
+            |batch, indices| {
+                let (indices, batch) = run_stages(stages, batch, indices)?;
+                let columns = self.output.cast(batch.columns().to_vec())?;
+                Ok(self.encode(&indices, &columns))
+            },
+        )
     }
 
-    /// Decodes `records` of `table` (written with `writer`'s schema, or the table's),
-    /// resolves them to the table's schema and hands the batch to `finish`, which gives
-    /// each result with its record's index.
-    fn read<T>(
+    /// The index of the input `table`.
+    ///
+    /// # Panics
+    ///
+    /// If the query does not read `table`.
+    pub(crate) fn input_index(&self, table: &str) -> usize {
+        self.inputs
+            .iter()
+            .position(|input| input.name() == table)
+            .unwrap_or_else(|| panic!("the query reads only its inputs, not {table}"))
+    }
+
+    /// Decodes `records` of the input `input` (written with `writer`'s schema, or the
+    /// table's), resolves them to the table's schema and hands the batch to `finish`,
+    /// which gives each result with its record's index.
+    pub(crate) fn read<T>(
         &self,
-        table: &str,
+        input: usize,
         writer: Option<&Table>,
         records: &[&[u8]],
         finish: impl Fn(RecordBatch, UInt32Array) -> Result<Vec<(usize, T)>, Error>,
     ) -> Processed<T> {
-        assert_eq!(table, self.input.name(), "the query reads only its inputs");
-        let resolution = match writer.map(|writer| Resolution::new(writer, &self.input)) {
+        let table = &self.inputs[input];
+        let resolution = match writer.map(|writer| Resolution::new(writer, table)) {
             None => None,
             Some(Ok(resolution)) => Some(resolution),
             Some(Err(error)) => return Processed::all_rejected(records.len(), &error.to_string()),
         };
-        let mut decoder = BatchDecoder::new(writer.unwrap_or(&self.input));
+        let mut decoder = BatchDecoder::new(writer.unwrap_or(table));
         let mut processed = Processed::default();
         let mut indices = Vec::with_capacity(records.len());
         for (index, record) in records.iter().enumerate() {
@@ -379,9 +342,12 @@ impl Query {
             Some(resolution) => resolution.resolve(&decoder.finish()),
             None => Ok(decoder.finish()),
         };
-        let with_windows = |batch: RecordBatch| match &self.grouping {
-            Some(_) => with_unset_window_columns(batch, &self.scan),
-            None => Ok(batch),
+        let with_windows = |batch: RecordBatch| {
+            if self.windowed {
+                with_unset_window_columns(batch, &self.scans[input])
+            } else {
+                Ok(batch)
+            }
         };
         let batch = match resolved.and_then(with_windows) {
             Ok(batch) => batch,
@@ -397,33 +363,19 @@ impl Query {
                 return processed;
             }
         };
-        self.each_row(batch, indices, &mut processed, finish);
+        each_row(batch, indices, &mut processed, finish);
         processed
     }
 
-    /// Runs `finish` over `batch`, whose rows came from the inputs at `indices`; if it
-    /// fails, over each row alone, so that only the rows it fails on are rejected.
-    fn each_row<T>(
-        &self,
-        batch: RecordBatch,
-        indices: UInt32Array,
-        processed: &mut Processed<T>,
-        finish: impl Fn(RecordBatch, UInt32Array) -> Result<Vec<(usize, T)>, Error>,
-    ) {
-        match finish(batch.clone(), indices.clone()) {
-            Ok(results) => processed.results.extend(results),
-            Err(_) => {
-                for row in 0..batch.num_rows() {
-                    let index = indices.slice(row, 1);
-                    match finish(batch.slice(row, 1), index.clone()) {
-                        Ok(results) => processed.results.extend(results),
-                        Err(error) => processed.rejected.push((index.value(0) as usize, error)),
-                    }
-                }
-                processed.results.sort_by_key(|(index, _)| *index);
-            }
-        }
-        processed.rejected.sort_by_key(|(index, _)| *index);
+    /// Each row of `batch`, the last stage's, written as Avro with the output schema.
+    pub(crate) fn encode_batch(&self, batch: &RecordBatch) -> Result<Vec<Vec<u8>>, Error> {
+        let columns = self.output.cast(batch.columns().to_vec())?;
+        let indices = UInt32Array::from_iter_values(0..batch.num_rows() as u32);
+        Ok(self
+            .encode(&indices, &columns)
+            .into_iter()
+            .map(|(_, bytes)| bytes)
+            .collect())
     }
 
     /// Each row of `columns` written as Avro, with its input index.
@@ -441,9 +393,33 @@ impl Query {
     }
 }
 
+/// Runs `finish` over `batch`, whose rows came from the inputs at `indices`; if it
+/// fails, over each row alone, so that only the rows it fails on are rejected.
+pub(crate) fn each_row<T>(
+    batch: RecordBatch,
+    indices: UInt32Array,
+    processed: &mut Processed<T>,
+    finish: impl Fn(RecordBatch, UInt32Array) -> Result<Vec<(usize, T)>, Error>,
+) {
+    match finish(batch.clone(), indices.clone()) {
+        Ok(results) => processed.results.extend(results),
+        Err(_) => {
+            for row in 0..batch.num_rows() {
+                let index = indices.slice(row, 1);
+                match finish(batch.slice(row, 1), index.clone()) {
+                    Ok(results) => processed.results.extend(results),
+                    Err(error) => processed.rejected.push((index.value(0) as usize, error)),
+                }
+            }
+            processed.results.sort_by_key(|(index, _)| *index);
+        }
+    }
+    processed.rejected.sort_by_key(|(index, _)| *index);
+}
+
 /// `stages` over one batch, whose rows came from the inputs at `indices`: the indices of
 /// the rows that remain, and the last stage's batch.
-fn run_stages(
+pub(crate) fn run_stages(
     stages: &[Stage],
     mut batch: RecordBatch,
     mut indices: UInt32Array,
@@ -521,22 +497,9 @@ fn with_unset_window_columns(batch: RecordBatch, scan: &SchemaRef) -> Result<Rec
     RecordBatch::try_new(scan.clone(), columns).map_err(|error| Error::Evaluate(error.to_string()))
 }
 
-/// Refuses a `WHERE` that reads a row's window, which is known only once its window fires.
-fn refuse_window_columns_before_grouping(predicate: &Expr) -> Result<(), Error> {
-    match predicate
-        .column_refs()
-        .into_iter()
-        .find(|column| column.name == WINDOW_START || column.name == WINDOW_END)
-    {
-        Some(column) => Err(Error::Plan {
-            message: format!(
-                "WHERE reads {}, which is known only once a window fires: filter on it in HAVING",
-                column.name
-            ),
-            position: None,
-        }),
-        None => Ok(()),
-    }
+/// Whether `plan` joins.
+fn has_join(plan: &LogicalPlan) -> bool {
+    matches!(plan, LogicalPlan::Join(_)) || plan.inputs().into_iter().any(has_join)
 }
 
 /// The physical expressions of `expressions` over rows of `schema`.
@@ -567,13 +530,12 @@ pub(crate) fn physical(
 }
 
 /// The error for a plan node SQL streamlets do not run yet.
-fn unsupported(node: &LogicalPlan) -> Error {
+pub(crate) fn unsupported(node: &LogicalPlan) -> Error {
     let construct = match node {
         LogicalPlan::Aggregate(_) => {
             "GROUP BY without a group window (TUMBLE, HOP or SESSION) is not supported by SQL \
-             streamlets yet, nor are aggregates over a windowed aggregate"
+             streamlets yet: its results change as rows arrive, which needs retractions"
         }
-        LogicalPlan::Join(_) => "joins are not supported by SQL streamlets yet",
         LogicalPlan::Sort(_) => {
             "ORDER BY is not supported: an unbounded stream has no end to sort at"
         }

@@ -12,7 +12,7 @@ use runnel_streamlet::{
     AvroDatum, Context, InletStream, Message, Result, Shape, Streamlet, avro_schema_descriptor,
 };
 
-mod windowed;
+mod stateful;
 
 use crate::{Processed, Query, Table};
 
@@ -58,7 +58,7 @@ impl SqlStreamlet {
         }
     }
 
-    /// How a windowed query's watermarks follow event time (default: up to 5 s out of
+    /// How the watermarks of a query's group windows follow event time (default: up to 5 s out of
     /// order, a partition idle after a minute without records); a window fires once the
     /// watermark passes its end.
     ///
@@ -101,17 +101,19 @@ type Writers = HashMap<Bytes, Result<Table, String>>;
 
 /// `run` over the records of one batch: those of the table's own schema together, those
 /// of each other writer's schema together, with that writer's table (for resolving them to
-/// the table's). Results and rejections come back by index in `batch`.
+/// the table's), each group with the records' indices in `batch`. Results and rejections
+/// come back by index in `batch`.
 fn by_writer<T>(
     table: &str,
     batch: &[Message<AvroDatum>],
     inlet: &InletStream<AvroDatum>,
     writers: &mut Writers,
-    run: impl Fn(Option<&Table>, &[&[u8]]) -> Processed<T>,
+    mut run: impl FnMut(Option<&Table>, &[&[u8]], &[usize]) -> Processed<T>,
 ) -> Processed<T> {
     if batch.iter().all(|message| message.value().writer.is_none()) {
         let records: Vec<&[u8]> = batch.iter().map(|m| m.value().bytes.as_ref()).collect();
-        return run(None, &records);
+        let indices: Vec<usize> = (0..batch.len()).collect();
+        return run(None, &records, &indices);
     }
     let mut groups: HashMap<Option<&Bytes>, Vec<usize>> = HashMap::new();
     for (index, message) in batch.iter().enumerate() {
@@ -127,7 +129,7 @@ fn by_writer<T>(
             .map(|index| batch[*index].value().bytes.as_ref())
             .collect();
         let group = match writer {
-            None => run(None, &records),
+            None => run(None, &records, &indices),
             Some(fingerprint) => {
                 let written_with = writers.entry(fingerprint.clone()).or_insert_with(|| {
                     let definition = inlet.writer_schema(fingerprint).ok_or_else(|| {
@@ -139,7 +141,7 @@ fn by_writer<T>(
                     Table::from_avro(table, &definition).map_err(|error| error.to_string())
                 });
                 match written_with {
-                    Ok(writer) => run(Some(writer), &records),
+                    Ok(writer) => run(Some(writer), &records, &indices),
                     Err(reason) => Processed::all_rejected(records.len(), reason),
                 }
             }
@@ -203,7 +205,7 @@ impl Streamlet for SqlStreamlet {
                 shape.datum_inlet(table.name(), schema(table.avro_schema()))
             });
         let shape = shape.datum_outlet(OUTLET, schema(self.query.output_schema()));
-        let shape = if self.query.is_windowed() {
+        let shape = if self.query.is_stateful() {
             shape.checkpointed()
         } else {
             shape
@@ -216,18 +218,22 @@ impl Streamlet for SqlStreamlet {
     }
 
     async fn run(self, mut ctx: Context) -> Result<()> {
-        let table = self.query.inputs()[0].name().to_owned();
-        if self.query.is_windowed() {
-            return windowed::run(&self.query, &table, self.watermarks, ctx).await;
+        if self.query.is_stateful() {
+            return stateful::run(&self.query, self.watermarks, ctx).await;
         }
+        let table = self.query.inputs()[0].name().to_owned();
         let mut inlet = ctx.datum_inlet(&table);
         let out = ctx.datum_outlet(OUTLET);
         let mut batch: Vec<Message<AvroDatum>> = Vec::with_capacity(BATCH);
         let mut writers = Writers::default();
         while next_batch(&mut inlet, &mut batch).await? {
-            let processed = by_writer(&table, &batch, &inlet, &mut writers, |writer, records| {
-                self.query.process_written(&table, writer, records)
-            });
+            let processed = by_writer(
+                &table,
+                &batch,
+                &inlet,
+                &mut writers,
+                |writer, records, _| self.query.process_written(&table, writer, records),
+            );
             let mut results = processed.results.into_iter().peekable();
             let mut rejected = processed.rejected.into_iter().peekable();
             for (index, message) in batch.drain(..).enumerate() {

@@ -386,8 +386,12 @@ fn constructs_not_run_yet_are_named() {
             "GROUP BY",
         ),
         (
-            "SELECT a.sensor FROM readings a JOIN readings b ON a.sensor = b.sensor",
-            "joins",
+            "SELECT a.sensor FROM readings a LEFT JOIN readings b ON a.sensor = b.sensor",
+            "left joins are not supported",
+        ),
+        (
+            "SELECT a.sensor FROM readings a, readings b WHERE a.celsius > b.celsius",
+            "a join without an equality between its inputs",
         ),
         ("SELECT sensor FROM readings ORDER BY celsius", "ORDER BY"),
         ("SELECT sensor FROM readings LIMIT 3", "LIMIT"),
@@ -420,7 +424,7 @@ fn a_group_window_is_planned_with_its_bounds_as_columns() {
          FROM readings GROUP BY sensor, TUMBLE(count, INTERVAL '1' MINUTE)",
     )
     .unwrap();
-    assert!(query.is_windowed());
+    assert!(query.is_stateful());
     let fields = &query.output_schema()["fields"];
     assert_eq!(fields[1], json!({"name": "readings", "type": "long"}));
     assert_eq!(fields[2]["type"], json!(["null", "double"]));

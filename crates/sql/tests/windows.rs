@@ -30,7 +30,7 @@ fn bids_table() -> Table {
 
 fn streamlet(sql: &str, record: &str) -> SqlStreamlet {
     let query = Query::plan(sql, &[bids_table()], record).unwrap();
-    assert!(query.is_windowed());
+    assert!(query.is_stateful());
     SqlStreamlet::new(Arc::new(query))
 }
 

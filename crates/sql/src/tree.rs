@@ -1,0 +1,191 @@
+//! [`Node`]: a query planned as a tree of operators, from DataFusion's logical plan. The
+//! leaves scan the inputs, each with the stateless stages over it (`WHERE`, computed
+//! columns); above them come the stateful operators, group-window aggregates and joins,
+//! and the stateless stages over their results.
+
+use std::sync::Arc;
+
+use datafusion_expr::{Expr, LogicalPlan};
+
+use crate::group_window::{GroupWindow, WINDOW_END, WINDOW_START};
+use crate::grouping::Grouping;
+use crate::join::JoinPlan;
+use crate::query::{Stage, physical, unsupported};
+use crate::{Error, Table};
+
+/// One operator of a planned query, with its inputs.
+#[derive(Debug)]
+pub(crate) enum Node {
+    /// The records of an input, through the stateless stages over its scan.
+    Scan {
+        /// The input, by index in the query's inputs.
+        input: usize,
+        /// In order.
+        stages: Vec<Stage>,
+    },
+    /// Stateless stages over a stateful operator's results.
+    Stages {
+        stages: Vec<Stage>,
+        input: Box<Node>,
+    },
+    /// A `GROUP BY` with a group window, over one input's scan.
+    Window {
+        grouping: Box<Grouping>,
+        input: Box<Node>,
+    },
+    /// An inner join.
+    Join {
+        plan: Box<JoinPlan>,
+        left: Box<Node>,
+        right: Box<Node>,
+    },
+}
+
+impl Node {
+    /// Whether the node runs with state (a window or a join at or below it).
+    pub(crate) fn is_stateful(&self) -> bool {
+        !matches!(self, Node::Scan { .. })
+    }
+}
+
+/// Plans `plan` as a tree over `tables` (the catalog's, with window columns where the
+/// query has windows), taking the group windows in order and adding each table scanned to
+/// `inputs` the first time.
+pub(crate) fn plan_tree(
+    plan: &LogicalPlan,
+    windows: &mut impl Iterator<Item = GroupWindow>,
+    tables: &[Table],
+    inputs: &mut Vec<String>,
+) -> Result<Node, Error> {
+    let mut stages = Vec::new();
+    let mut node = plan;
+    let below = loop {
+        match node {
+            LogicalPlan::Projection(projection) => {
+                let expressions = physical(&projection.expr, projection.input.schema())?;
+                stages.push(Stage::Project(
+                    expressions,
+                    Arc::new(projection.schema.as_arrow().clone()),
+                ));
+                node = &projection.input;
+            }
+            LogicalPlan::Filter(filter) => {
+                let predicate = physical(
+                    std::slice::from_ref(&filter.predicate),
+                    filter.input.schema(),
+                )?
+                .remove(0);
+                stages.push(Stage::Filter(predicate));
+                node = &filter.input;
+            }
+            LogicalPlan::SubqueryAlias(alias) => node = &alias.input,
+            LogicalPlan::TableScan(scan) => {
+                let name = scan.table_name.table();
+                assert!(
+                    tables.iter().any(|table| table.name() == name),
+                    "the catalog knows only these tables"
+                );
+                let input = match inputs.iter().position(|input| input == name) {
+                    Some(index) => index,
+                    None => {
+                        inputs.push(name.to_owned());
+                        inputs.len() - 1
+                    }
+                };
+                // Filters the optimizer pushed into the scan (joins are optimized so).
+                let mut scanned = Vec::new();
+                for filter in &scan.filters {
+                    let predicate =
+                        physical(std::slice::from_ref(filter), &scan.projected_schema)?.remove(0);
+                    scanned.push(Stage::Filter(predicate));
+                }
+                assert!(
+                    scan.projection.is_none(),
+                    "projections are not pushed into scans"
+                );
+                break Node::Scan {
+                    input,
+                    stages: scanned,
+                };
+            }
+            LogicalPlan::Aggregate(aggregate) => {
+                let input = plan_tree(&aggregate.input, windows, tables, inputs)?;
+                let Some(window) = windows.next() else {
+                    return Err(unsupported(node));
+                };
+                if !matches!(input, Node::Scan { .. }) {
+                    return Err(Error::unsupported(
+                        "a group window over the results of a join or of another window is \
+                         not supported by SQL streamlets yet: group a table's rows",
+                    ));
+                }
+                refuse_window_columns_before_grouping(&aggregate.input)?;
+                break Node::Window {
+                    grouping: Box::new(Grouping::plan(aggregate, &window)?),
+                    input: Box::new(input),
+                };
+            }
+            LogicalPlan::Join(join) => {
+                let left = plan_tree(&join.left, windows, tables, inputs)?;
+                let right = plan_tree(&join.right, windows, tables, inputs)?;
+                break Node::Join {
+                    plan: Box::new(JoinPlan::plan(join)?),
+                    left: Box::new(left),
+                    right: Box::new(right),
+                };
+            }
+            other => return Err(unsupported(other)),
+        }
+    };
+    stages.reverse();
+    Ok(match below {
+        _ if stages.is_empty() => below,
+        Node::Scan {
+            input,
+            stages: mut scanned,
+        } => {
+            scanned.extend(stages);
+            Node::Scan {
+                input,
+                stages: scanned,
+            }
+        }
+        stateful => Node::Stages {
+            stages,
+            input: Box::new(stateful),
+        },
+    })
+}
+
+/// Refuses a `WHERE` under a group window that reads a row's window, which is known only
+/// once its window fires.
+fn refuse_window_columns_before_grouping(mut plan: &LogicalPlan) -> Result<(), Error> {
+    loop {
+        plan = match plan {
+            LogicalPlan::Filter(filter) => {
+                reads_window(&filter.predicate)?;
+                &filter.input
+            }
+            LogicalPlan::Projection(projection) => &projection.input,
+            LogicalPlan::SubqueryAlias(alias) => &alias.input,
+            _ => return Ok(()),
+        };
+    }
+}
+
+fn reads_window(predicate: &Expr) -> Result<(), Error> {
+    match predicate
+        .column_refs()
+        .into_iter()
+        .find(|column| column.name == WINDOW_START || column.name == WINDOW_END)
+    {
+        Some(column) => Err(Error::Plan {
+            message: format!(
+                "WHERE reads {}, which is known only once a window fires: filter on it in HAVING",
+                column.name
+            ),
+            position: None,
+        }),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,234 @@
+//! SQL streamlets that join two inlets on the test kit: a regular inner join (with the
+//! join condition in `ON` or in `WHERE`, and filters on either side), a join with a
+//! condition beyond its keys, and a join of two group windows; each checked against the
+//! same join computed over the whole input at once.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use apache_avro::AvroSchema;
+use runnel_host::testkit::TestRun;
+use runnel_sql::{Query, SqlStreamlet, Table};
+use runnel_streamlet::{Inlet, Outlet};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+struct Person {
+    id: i64,
+    name: String,
+    state: String,
+    date_time: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+struct Auction {
+    id: i64,
+    seller: i64,
+    category: i64,
+    reserve: i64,
+    date_time: i64,
+}
+
+const PERSONS: Inlet<Person> = Inlet::new("persons");
+const AUCTIONS: Inlet<Auction> = Inlet::new("auctions");
+
+const STATES: [&str; 4] = ["OR", "ID", "CA", "NY"];
+
+/// 60 persons registering one every 2 s, and 300 auctions, one every 0.5 s, by sellers up
+/// to 5 persons ahead of the last registered (so some auctions come before their seller).
+fn persons() -> Vec<Person> {
+    (0..60)
+        .map(|id| Person {
+            id,
+            name: format!("p{id}"),
+            state: STATES[(id % 4) as usize].into(),
+            date_time: id * 2_000,
+        })
+        .collect()
+}
+
+fn auctions() -> Vec<Auction> {
+    (0..300)
+        .map(|n| Auction {
+            id: 1_000 + n,
+            seller: (n / 4 + n % 5).min(59),
+            category: n % 3,
+            reserve: n * 10,
+            date_time: n * 500,
+        })
+        .collect()
+}
+
+fn streamlet(sql: &str, record: &str) -> SqlStreamlet {
+    let table = |name, schema: apache_avro::Schema| {
+        Table::from_avro(name, &serde_json::to_value(schema).unwrap()).unwrap()
+    };
+    let tables = [
+        table("persons", Person::get_schema()),
+        table("auctions", Auction::get_schema()),
+    ];
+    let query = Query::plan(sql, &tables, record).unwrap_or_else(|error| panic!("{error}"));
+    assert!(query.is_stateful());
+    assert_eq!(query.inputs().len(), 2);
+    SqlStreamlet::new(Arc::new(query))
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, AvroSchema)]
+struct Suggestion {
+    name: String,
+    state: String,
+    id: i64,
+}
+
+/// Nexmark q3's shape: who sells in category 1 in Oregon, Idaho or California.
+fn expected_suggestions() -> BTreeSet<Suggestion> {
+    let mut expected = BTreeSet::new();
+    for auction in auctions().iter().filter(|auction| auction.category == 1) {
+        for person in persons()
+            .iter()
+            .filter(|person| person.id == auction.seller)
+        {
+            if ["OR", "ID", "CA"].contains(&person.state.as_str()) {
+                expected.insert(Suggestion {
+                    name: person.name.clone(),
+                    state: person.state.clone(),
+                    id: auction.id,
+                });
+            }
+        }
+    }
+    expected
+}
+
+async fn suggestions(sql: &str) -> anyhow::Result<Vec<Suggestion>> {
+    let run = TestRun::new(streamlet(sql, "Suggestion"))
+        .input(PERSONS, persons())
+        .input(AUCTIONS, auctions())
+        .run()
+        .await?;
+    let out: Outlet<Suggestion> = Outlet::new("out");
+    Ok(run.output(out))
+}
+
+#[tokio::test]
+async fn an_inner_join_matches_each_pair_once_whichever_comes_first() -> anyhow::Result<()> {
+    let joined = suggestions(
+        "SELECT P.name, P.state, A.id \
+         FROM auctions AS A INNER JOIN persons AS P ON A.seller = P.id \
+         WHERE A.category = 1 AND (P.state = 'OR' OR P.state = 'ID' OR P.state = 'CA')",
+    )
+    .await?;
+    let expected = expected_suggestions();
+    assert!(expected.len() > 40, "{}", expected.len());
+    assert_eq!(joined.len(), expected.len(), "each pair once");
+    assert_eq!(joined.into_iter().collect::<BTreeSet<_>>(), expected);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_join_written_in_where_joins_by_its_equality() -> anyhow::Result<()> {
+    let joined = suggestions(
+        "SELECT P.name, P.state, A.id FROM auctions A, persons P \
+         WHERE A.seller = P.id AND A.category = 1 AND P.state IN ('OR', 'ID', 'CA')",
+    )
+    .await?;
+    assert_eq!(
+        joined.into_iter().collect::<BTreeSet<_>>(),
+        expected_suggestions()
+    );
+    Ok(())
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, AvroSchema)]
+struct Early {
+    id: i64,
+    auction: i64,
+}
+
+#[tokio::test]
+async fn a_condition_beyond_the_keys_filters_the_pairs() -> anyhow::Result<()> {
+    // Auctions opened within 3 s after their seller registered.
+    let run = TestRun::new(streamlet(
+        "SELECT P.id, A.id AS auction FROM persons P JOIN auctions A \
+         ON P.id = A.seller AND A.date_time BETWEEN P.date_time AND P.date_time + 3000",
+        "Early",
+    ))
+    .input(PERSONS, persons())
+    .input(AUCTIONS, auctions())
+    .run()
+    .await?;
+    let out: Outlet<Early> = Outlet::new("out");
+    let joined: BTreeSet<Early> = run.output(out).into_iter().collect();
+    let mut expected = BTreeSet::new();
+    for person in persons() {
+        for auction in auctions() {
+            let within = (person.date_time..=person.date_time + 3_000).contains(&auction.date_time);
+            if auction.seller == person.id && within {
+                expected.insert(Early {
+                    id: person.id,
+                    auction: auction.id,
+                });
+            }
+        }
+    }
+    assert!(expected.len() > 10, "{}", expected.len());
+    assert_eq!(joined, expected);
+    Ok(())
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, AvroSchema)]
+struct NewSeller {
+    id: i64,
+    name: String,
+    starttime: i64,
+}
+
+#[tokio::test]
+async fn two_group_windows_join_on_their_bounds() -> anyhow::Result<()> {
+    // Nexmark q8 (Flink's): persons who opened an auction in the 10 s they registered in.
+    let sql = "SELECT P.id, P.name, P.starttime
+        FROM (
+          SELECT P.id, P.name,
+                 TUMBLE_START(P.date_time, INTERVAL '10' SECOND) AS starttime,
+                 TUMBLE_END(P.date_time, INTERVAL '10' SECOND) AS endtime
+          FROM persons P
+          GROUP BY P.id, P.name, TUMBLE(P.date_time, INTERVAL '10' SECOND)
+        ) P
+        JOIN (
+          SELECT A.seller,
+                 TUMBLE_START(A.date_time, INTERVAL '10' SECOND) AS starttime,
+                 TUMBLE_END(A.date_time, INTERVAL '10' SECOND) AS endtime
+          FROM auctions A
+          GROUP BY A.seller, TUMBLE(A.date_time, INTERVAL '10' SECOND)
+        ) A
+        ON P.id = A.seller AND P.starttime = A.starttime AND P.endtime = A.endtime";
+    let run = TestRun::new(streamlet(sql, "NewSeller"))
+        .input(PERSONS, persons())
+        .input(AUCTIONS, auctions())
+        .run()
+        .await?;
+    let out: Outlet<NewSeller> = Outlet::new("out");
+    let joined = run.output(out);
+    let mut expected = BTreeSet::new();
+    for person in persons() {
+        let window = person.date_time / 10_000 * 10_000;
+        let opened = auctions().iter().any(|auction| {
+            auction.seller == person.id && auction.date_time / 10_000 * 10_000 == window
+        });
+        if opened {
+            expected.insert(NewSeller {
+                id: person.id,
+                name: person.name.clone(),
+                starttime: window,
+            });
+        }
+    }
+    assert!(expected.len() > 10, "{}", expected.len());
+    assert_eq!(
+        joined.len(),
+        expected.len(),
+        "one row per person and window"
+    );
+    assert_eq!(joined.into_iter().collect::<BTreeSet<_>>(), expected);
+    Ok(())
+}
