@@ -4,17 +4,32 @@
 //! | Flink | DataFusion |
 //! |---|---|
 //! | `MOD(a, b)` | `a % b` |
+//! | `t - INTERVAL '10' SECOND`, `t + INTERVAL ...` | `t - 10000`: event times are `BIGINT` milliseconds |
 
 use std::ops::ControlFlow;
 
 use datafusion_sql::sqlparser::ast::{
-    BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Statement,
-    visit_expressions_mut,
+    BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Spanned, Statement,
+    Value, ValueWithSpan, visit_expressions_mut,
 };
+
+use crate::group_window::interval_millis;
 
 /// Rewrites Flink's spellings in `statement`.
 pub(crate) fn rewrite_flink_spellings(statement: &mut Statement) {
     let _ = visit_expressions_mut(statement, |expression| {
+        if let Expr::BinaryOp {
+            op: BinaryOperator::Plus | BinaryOperator::Minus,
+            right,
+            ..
+        } = expression
+            && let Ok(millis) = interval_millis(right)
+        {
+            **right = Expr::Value(ValueWithSpan {
+                value: Value::Number(millis.to_string(), false),
+                span: right.span(),
+            });
+        }
         if let Some((left, right)) = modulo_arguments(expression) {
             *expression = Expr::Nested(Box::new(Expr::BinaryOp {
                 left: Box::new(left),

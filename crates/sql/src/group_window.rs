@@ -346,7 +346,7 @@ fn normalized(ident: &Ident) -> String {
 }
 
 /// The length of `INTERVAL '10' SECOND` or `INTERVAL '10 seconds'` in milliseconds.
-fn interval_millis(expression: &Expr) -> Result<u64, String> {
+pub(crate) fn interval_millis(expression: &Expr) -> Result<u64, String> {
     let expected = || {
         format!(
             "expected an interval, as INTERVAL '10' SECOND or INTERVAL '1.5 minutes', found {expression}"

@@ -221,6 +221,39 @@ async fn q7_finds_the_same_highest_bids() {
     assert_eq!(sorted(results), sorted(expected));
 }
 
+/// The result of Flink's q7 in SQL (`blueprints/q7-sql.toml`): a bid, its columns in the
+/// order Flink's query selects them.
+#[derive(Debug, Clone, Serialize, Deserialize, AvroSchema)]
+struct HighestBid {
+    auction: i64,
+    price: i64,
+    bidder: i64,
+    date_time: i64,
+    extra: String,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn q7_in_sql_finds_the_same_highest_bids_as_the_streamlet() {
+    let results: Vec<HighestBid> = app_results("q7-sql").await;
+    let results: Vec<Bid> = results
+        .into_iter()
+        .map(|bid| Bid {
+            auction: bid.auction,
+            bidder: bid.bidder,
+            price: bid.price,
+            date_time: bid.date_time,
+            extra: bid.extra,
+        })
+        .collect();
+    let expected: Vec<Bid> = on_bids(q7::streamlet(), q7::IN, q7::OUT)
+        .await
+        .into_iter()
+        .flat_map(|pane| pane.value.bids)
+        .collect();
+    assert!(expected.len() >= 4, "{expected:?}");
+    assert_eq!(sorted(results), sorted(expected));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn q8_finds_the_same_new_sellers() {
     let results: Vec<q8::NewSeller> = app_results("q8").await;
