@@ -135,6 +135,9 @@ impl App {
         if let Command::Tools(command) = &cli.command {
             return self.tool(command);
         }
+        if let Command::Sql(args) = &cli.command {
+            return self.sql(args);
+        }
         let console = Console::stdout(commands::interactive());
         tracing_subscriber::fmt()
             .with_env_filter(
@@ -173,6 +176,41 @@ impl App {
         ));
         match ran {
             Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("error: {}", chain(&error));
+                ExitCode::FAILURE
+            }
+        }
+    }
+
+    /// Runs an ad hoc query over the app's topics: results on standard output, logs
+    /// (warnings and worse: records skipped) on standard error.
+    fn sql(&self, args: &crate::cli::SqlArgs) -> ExitCode {
+        tracing_subscriber::fmt()
+            .with_env_filter(
+                EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
+            )
+            .with_writer(std::io::stderr)
+            .with_target(false)
+            .init();
+        let declared = self.declared(&args.source.blueprint);
+        let descriptor = declared.registry.descriptor(&self.name);
+        let stdout = std::io::stdout();
+        let ran = runtime().block_on(crate::adhoc::query_topics(
+            &self.name,
+            &descriptor,
+            &self.planner,
+            args,
+            &mut stdout.lock(),
+        ));
+        match ran {
+            Ok(()) => ExitCode::SUCCESS,
+            // The reader went away (`| head`): nothing more to print.
+            Err(AppError::Write { source, .. })
+                if source.kind() == std::io::ErrorKind::BrokenPipe =>
+            {
+                ExitCode::SUCCESS
+            }
             Err(error) => {
                 eprintln!("error: {}", chain(&error));
                 ExitCode::FAILURE
@@ -221,6 +259,18 @@ impl App {
                 let descriptor = declared.registry.descriptor(&self.name);
                 let ran = runnel_tools::run(&command, Some(&self.name), Some(&descriptor));
                 Ok(runtime().block_on(ran)?)
+            }
+            Command::Sql(args) => {
+                let declared = self.declared(&args.source.blueprint);
+                let descriptor = declared.registry.descriptor(&self.name);
+                let stdout = std::io::stdout();
+                runtime().block_on(crate::adhoc::query_topics(
+                    &self.name,
+                    &descriptor,
+                    &self.planner,
+                    &args,
+                    &mut stdout.lock(),
+                ))
             }
             Command::Build(args) => crate::build::build(
                 &self.name,

@@ -40,10 +40,37 @@ pub(crate) enum Command {
     State(runnel_status::StateCommand),
     #[command(flatten)]
     Tools(runnel_tools::ToolCommand),
+    /// Run a SQL query over the app's topics, each a table named as its topic: over the
+    /// records there now (then every window fires), or with --follow over new ones too.
+    Sql(SqlArgs),
     /// Write what a Kubernetes cluster needs to run this app, without Docker: an OCI image
     /// (a layout directory and docker-archive and oci-archive tarballs) and the Application
     /// resource for `runnel deploy`.
     Build(BuildArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct SqlArgs {
+    /// The query, as in `SELECT auction, price FROM bids WHERE price > 1000`; a topic whose
+    /// name is not a plain identifier is quoted: `FROM "q1-results"`.
+    pub(crate) query: String,
+    /// Keep reading new records and print results as they come, until interrupted.
+    #[arg(long)]
+    pub(crate) follow: bool,
+    /// How results are printed.
+    #[arg(long, value_enum, default_value = "table")]
+    pub(crate) format: ResultFormat,
+    #[command(flatten)]
+    pub(crate) source: runnel_tools::SourceArgs,
+}
+
+/// How `sql` prints results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ResultFormat {
+    /// A table with a header, aligned.
+    Table,
+    /// One JSON object per line.
+    Json,
 }
 
 #[derive(Debug, Args)]

@@ -84,6 +84,14 @@ pub enum AppError {
         #[source]
         source: std::io::Error,
     },
+    /// `sql` was given to an app built without the `sql` feature.
+    #[error(
+        "sql needs SQL, which this app was built without: enable the `sql` feature of its `runnel` dependency (runnel = {{ version = \"...\", features = [\"sql\"] }})"
+    )]
+    SqlNotEnabled,
+    /// An ad hoc query cannot run: where, and why.
+    #[error("{0}")]
+    Query(String),
     /// Printing the descriptor failed.
     #[error("writing the descriptor failed")]
     Describe(#[source] serde_json::Error),

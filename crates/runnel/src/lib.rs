@@ -63,6 +63,7 @@
 //! [`prelude`] and [`App`].
 #![deny(missing_docs)]
 
+mod adhoc;
 mod app;
 mod backplane;
 mod build;

@@ -68,6 +68,15 @@ pub(crate) struct Flow<'q> {
     late: u64,
 }
 
+impl std::fmt::Debug for Flow<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Flow")
+            .field("nodes", &self.nodes.len())
+            .field("results", &self.results.len())
+            .finish_non_exhaustive()
+    }
+}
+
 impl<'q> Flow<'q> {
     /// The operators of `query` with empty state, windows following `watermarks`.
     pub(crate) fn new(query: &'q Query, watermarks: Watermarks) -> Flow<'q> {

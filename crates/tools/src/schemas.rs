@@ -24,6 +24,14 @@ use runnel_codec::{REGISTRY_PREFIX, registry_id};
 /// The header naming a record's writer schema (its Rabin fingerprint, in hex).
 pub const SCHEMA_HEADER: &str = "runnel.schema";
 
+/// How a record's value was written.
+enum Written<'r> {
+    Json(&'r [u8]),
+    /// The writer schema, the Avro body, and the registry id the value seemed to name
+    /// that the registry does not have (then it is read as written before the registry).
+    Avro(Schema, &'r [u8], Option<u32>),
+}
+
 /// The schemas of the topics of one blueprint.
 #[derive(Debug, Default)]
 pub struct Schemas {
@@ -233,6 +241,45 @@ impl Schemas {
     /// When the topic's schema is unknown, the value is null (a tombstone) or it does not
     /// decode with the schema.
     pub fn decode(&self, topic: &str, record: &Record) -> Result<serde_json::Value, String> {
+        match self.written(topic, record)? {
+            Written::Json(value) => serde_json::from_slice(value)
+                .map_err(|error| format!("the value is not JSON: {error}")),
+            Written::Avro(writer, body, None) => avro_json(&writer, body),
+            Written::Avro(writer, body, Some(id)) => avro_json(&writer, body)
+                .map_err(|_| format!("the schema registry has no schema with id {id}")),
+        }
+    }
+
+    /// The Avro body of the record's value (without a registry's prefix) and the schema it
+    /// was written with, as JSON: what a SQL query over the topic reads.
+    ///
+    /// # Errors
+    ///
+    /// As [`decode`](Self::decode), and when the topic holds JSON.
+    pub fn avro_body<'r>(
+        &self,
+        topic: &str,
+        record: &'r Record,
+    ) -> Result<(&'r [u8], serde_json::Value), String> {
+        match self.written(topic, record)? {
+            Written::Json(_) => Err(format!("topic '{topic}' holds JSON, not Avro")),
+            Written::Avro(writer, body, _) => Ok((
+                body,
+                serde_json::to_value(&writer).expect("a parsed schema serializes"),
+            )),
+        }
+    }
+
+    /// The schema new records of `topic` are written with, as JSON, when it is Avro.
+    pub fn avro_definition(&self, topic: &str) -> Option<serde_json::Value> {
+        let schemas = self.topics.get(topic)?;
+        (schemas.format == Format::Avro).then(|| {
+            serde_json::from_str(&schemas.preferred_definition).expect("a definition is JSON")
+        })
+    }
+
+    /// How the record's value was written: as JSON, or in Avro with which schema.
+    fn written<'r>(&self, topic: &str, record: &'r Record) -> Result<Written<'r>, String> {
         let value = record
             .value
             .as_deref()
@@ -247,7 +294,13 @@ impl Schemas {
         {
             let known = registry.read().expect("the schema cache is never poisoned");
             match known.get(&id) {
-                Some(writer) => return avro_json(writer, &value[REGISTRY_PREFIX..]),
+                Some(writer) => {
+                    return Ok(Written::Avro(
+                        writer.clone(),
+                        &value[REGISTRY_PREFIX..],
+                        None,
+                    ));
+                }
                 None => unknown_id = Some(id),
             }
         }
@@ -258,8 +311,7 @@ impl Schemas {
         let schemas =
             schemas.ok_or_else(|| unknown(format!("no schema is known for topic '{topic}'")))?;
         if schemas.format == Format::Json {
-            return serde_json::from_slice(value)
-                .map_err(|error| format!("the value is not JSON: {error}"));
+            return Ok(Written::Json(value));
         }
         let writer = match record.headers.get_str(SCHEMA_HEADER) {
             Some(fingerprint) => schemas
@@ -280,7 +332,7 @@ impl Schemas {
                     .unwrap_or(&schemas.preferred.1)
             }
         };
-        avro_json(writer, value).map_err(unknown)
+        Ok(Written::Avro(writer.clone(), value, unknown_id))
     }
 
     /// `value` encoded for `topic`, with the header naming its schema when the topic's

@@ -150,3 +150,154 @@ async fn an_exactly_once_sql_streamlet_gives_the_streamlets_results() {
     expected.sort_by_key(key);
     assert_eq!(results, expected);
 }
+
+/// Runs the q11-sql blueprint over `count` generated events in `data`.
+fn generate(blueprint: &str, data: &Path, count: u64) {
+    let output = nexmark(&[
+        "run",
+        blueprint,
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--view",
+        "off",
+        "--admin",
+        "off",
+        "--set",
+        &format!("generator.count={count}"),
+    ]);
+    assert!(output.status.success(), "{}", stderr_of(&output));
+}
+
+#[test]
+fn an_ad_hoc_query_reads_the_topics_as_tables() {
+    use runnel_nexmark::generator::{Generator, GeneratorConfig};
+    use std::collections::BTreeMap;
+
+    let directory = tempfile::tempdir().unwrap();
+    let data = directory.path().join("data");
+    let blueprint = concat!(env!("CARGO_MANIFEST_DIR"), "/blueprints/q11-sql.toml");
+    generate(blueprint, &data, 5_000);
+    let source = [
+        "--blueprint",
+        blueprint,
+        "--data-dir",
+        data.to_str().unwrap(),
+    ];
+
+    // A group window over the bids topic, as JSON lines.
+    let query = "SELECT bidder, COUNT(*) AS bids, SUM(price) AS total, \
+                 TUMBLE_START(date_time, INTERVAL '10' SECOND) AS starts \
+                 FROM bids WHERE price > 1000 \
+                 GROUP BY bidder, TUMBLE(date_time, INTERVAL '10' SECOND)";
+    let output = nexmark(&[&["sql", query, "--format", "json"][..], &source].concat());
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    let mut printed: Vec<(i64, i64, i64, i64)> = stdout_of(&output)
+        .lines()
+        .map(|line| {
+            let row: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert!(
+                line.starts_with("{\"bidder\":"),
+                "members in column order: {line}"
+            );
+            let get = |name: &str| row[name].as_i64().unwrap();
+            (get("bidder"), get("starts"), get("bids"), get("total"))
+        })
+        .collect();
+    printed.sort_unstable();
+    let mut expected: BTreeMap<(i64, i64), (i64, i64)> = BTreeMap::new();
+    let bids = Generator::new(GeneratorConfig::default())
+        .unwrap()
+        .streams(5_000)
+        .bids;
+    for bid in bids.iter().filter(|bid| bid.price > 1000) {
+        let entry = expected
+            .entry((bid.bidder, bid.date_time - bid.date_time.rem_euclid(10_000)))
+            .or_default();
+        *entry = (entry.0 + 1, entry.1 + bid.price);
+    }
+    let expected: Vec<(i64, i64, i64, i64)> = expected
+        .into_iter()
+        .map(|((bidder, starts), (count, total))| (bidder, starts, count, total))
+        .collect();
+    assert!(expected.len() > 50, "{}", expected.len());
+    assert_eq!(printed, expected);
+
+    // A table, over a topic whose name is quoted, the output of the SQL streamlet.
+    let output = nexmark(
+        &[&["sql", "SELECT COUNT(*) AS sessions FROM \"q11-sql-results\" GROUP BY TUMBLE(starttime, INTERVAL '1' HOUR)"][..], &source].concat(),
+    );
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    let table = stdout_of(&output);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines[0], "sessions");
+    assert_eq!(lines[1], "--------");
+    let sessions: usize = lines[2].trim().parse().unwrap();
+    assert!(sessions > 50, "{table}");
+    assert_eq!(lines[3], "(1 row)");
+
+    // A mistake, shown where it is.
+    let output = nexmark(&[&["sql", "SELECT bidder, pricee FROM bids"][..], &source].concat());
+    assert_eq!(output.status.code(), Some(1));
+    let report = stderr_of(&output);
+    assert!(
+        report.contains("the query, at 1:16: no field named pricee. Did you mean 'bids.price'?"),
+        "{report}"
+    );
+    assert!(
+        report.contains("  SELECT bidder, pricee FROM bids\n                 ^"),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_followed_ad_hoc_query_prints_new_results_as_they_come() {
+    use runnel_app_test::Running;
+
+    let directory = tempfile::tempdir().unwrap();
+    let data = directory.path().join("data");
+    let blueprint = concat!(env!("CARGO_MANIFEST_DIR"), "/blueprints/q11-sql.toml");
+    generate(blueprint, &data, 2_000);
+    let mut command = Command::new(env!("CARGO_BIN_EXE_nexmark"));
+    command
+        .args(["sql", "SELECT auction, price FROM bids WHERE price > 100"])
+        .args([
+            "--follow",
+            "--format",
+            "json",
+            "--blueprint",
+            blueprint,
+            "--data-dir",
+        ])
+        .arg(&data)
+        .env("RUST_LOG", "warn");
+    let mut following = Running::start(command);
+    let first = following.wait_for_line("a bid", Duration::from_secs(30), |line| {
+        line.starts_with("{\"auction\":")
+    });
+    assert!(first.contains("\"price\":"), "{first}");
+    // A bid appended while the query follows shows up.
+    let mut produce = Command::new(env!("CARGO_BIN_EXE_nexmark"));
+    produce
+        .args(["produce", "bids", "--blueprint", blueprint, "--data-dir"])
+        .arg(&data)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut producing = produce.spawn().unwrap();
+    use std::io::Write as _;
+    let bid = r#"{"auction": 424242, "bidder": 7, "price": 5000, "date_time": 1704067300000, "extra": ""}"#;
+    producing
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(bid.as_bytes())
+        .unwrap();
+    let produced = producing.wait_with_output().unwrap();
+    assert!(produced.status.success(), "{}", stderr_of(&produced));
+    let line = following.wait_for_line("the new bid", Duration::from_secs(30), |line| {
+        line.contains("424242")
+    });
+    assert_eq!(line, r#"{"auction":424242,"price":5000}"#);
+    following.child.kill().unwrap();
+    following.child.wait().unwrap();
+}
