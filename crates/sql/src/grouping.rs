@@ -129,6 +129,22 @@ impl Grouping {
         })
     }
 
+    /// For an output column holding a window bound, the least value it can take in rows
+    /// of windows that have not fired, as an offset from the window operator's watermark:
+    /// such windows end after it. `None` for other columns, and for the start of a session
+    /// (which can begin any time before).
+    pub(crate) fn bound_after_watermark(&self, column: usize) -> Option<i64> {
+        use runnel_streamlet::window::Windows;
+        match self.sources.get(column)? {
+            Source::WindowEnd => Some(1),
+            Source::WindowStart => match self.spec.windows() {
+                Windows::Tumbling { size } | Windows::Sliding { size, .. } => Some(1 - size),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// Which windows, and when they fire.
     pub(crate) fn spec(&self) -> WindowSpec {
         self.spec

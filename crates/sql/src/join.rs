@@ -38,6 +38,23 @@ pub(crate) struct JoinPlan {
     left_width: usize,
     /// The joined rows: the left side's columns, then the right side's.
     pub(crate) schema: SchemaRef,
+    /// How far apart the values of two columns of rows that match can be, for each pair
+    /// of columns the condition bounds (the first whose columns hold times is used).
+    pub(crate) bounds: Vec<TimeBound>,
+}
+
+/// What a join's condition says of a column of each side: `left - right` is between
+/// `lower` and `upper` (as `A.t BETWEEN B.t - 10000 AND B.t` says of `A.t - B.t`, or an
+/// equality of window bounds says with 0 and 0). With the time each side's rows have
+/// reached, it tells which kept rows can match nothing any more.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TimeBound {
+    /// The column in the left side's rows.
+    pub(crate) left: usize,
+    /// The column in the right side's rows.
+    pub(crate) right: usize,
+    pub(crate) lower: i64,
+    pub(crate) upper: i64,
 }
 
 impl JoinPlan {
@@ -79,6 +96,7 @@ impl JoinPlan {
             nulls_match: node.null_equality == NullEquality::NullEqualsNull,
             left_width: node.left.schema().fields().len(),
             schema: Arc::new(node.schema.as_arrow().clone()),
+            bounds: time_bounds(node),
         })
     }
 
@@ -90,6 +108,108 @@ impl JoinPlan {
 
 /// A row of one side, as kept.
 type Row = Vec<Value>;
+
+/// The pairs of columns, one of each side, whose difference the join's condition bounds
+/// from below and from above.
+fn time_bounds(node: &JoinNode) -> Vec<TimeBound> {
+    use datafusion_expr::{Expr, Operator, utils::split_conjunction};
+
+    // Which side's column an expression of the form `column + k` reads, and `k`.
+    let linear = |expression: &Expr| -> Option<(Side, usize, i64)> {
+        let (column, offset) = match expression {
+            Expr::Column(column) => (column, 0),
+            Expr::BinaryExpr(binary) => {
+                let (Expr::Column(column), Expr::Literal(value, _)) =
+                    (binary.left.as_ref(), binary.right.as_ref())
+                else {
+                    return None;
+                };
+                let value = integer(value)?;
+                match binary.op {
+                    Operator::Plus => (column, value),
+                    Operator::Minus => (column, value.checked_neg()?),
+                    _ => return None,
+                }
+            }
+            _ => return None,
+        };
+        if let Ok(index) = node.left.schema().index_of_column(column) {
+            Some((Side::Left, index, offset))
+        } else {
+            let index = node.right.schema().index_of_column(column).ok()?;
+            Some((Side::Right, index, offset))
+        }
+    };
+    // Each fact: `a + ka <= b + kb`, as (a, b, kb - ka), or an equality.
+    let mut bounds: Vec<((usize, usize), Option<i64>, Option<i64>)> = Vec::new();
+    let mut note = |small: &Expr, large: &Expr, equal: bool| {
+        let (Some(small), Some(large)) = (linear(small), linear(large)) else {
+            return;
+        };
+        // small.column + small.k <= large.column + large.k
+        let (pair, lower, upper) = match (small.0, large.0) {
+            // left - right <= large.k - small.k
+            (Side::Left, Side::Right) => ((small.1, large.1), None, Some(large.2 - small.2)),
+            // left - right >= small.k - large.k
+            (Side::Right, Side::Left) => ((large.1, small.1), Some(small.2 - large.2), None),
+            _ => return,
+        };
+        let (lower, upper) = if equal {
+            let difference = lower.or(upper).expect("one is known");
+            (Some(difference), Some(difference))
+        } else {
+            (lower, upper)
+        };
+        match bounds.iter_mut().find(|(known, ..)| *known == pair) {
+            Some((_, known_lower, known_upper)) => {
+                *known_lower = lower.or(*known_lower);
+                *known_upper = upper.or(*known_upper);
+            }
+            None => bounds.push((pair, lower, upper)),
+        }
+    };
+    for (left, right) in &node.on {
+        note(left, right, true);
+    }
+    if let Some(filter) = &node.filter {
+        for conjunct in split_conjunction(filter) {
+            match conjunct {
+                Expr::Between(between) if !between.negated => {
+                    note(&between.low, &between.expr, false);
+                    note(&between.expr, &between.high, false);
+                }
+                Expr::BinaryExpr(binary) => match binary.op {
+                    Operator::Lt | Operator::LtEq => note(&binary.left, &binary.right, false),
+                    Operator::Gt | Operator::GtEq => note(&binary.right, &binary.left, false),
+                    Operator::Eq => note(&binary.left, &binary.right, true),
+                    _ => {}
+                },
+                _ => {}
+            }
+        }
+    }
+    bounds
+        .into_iter()
+        .filter_map(|((left, right), lower, upper)| {
+            Some(TimeBound {
+                left,
+                right,
+                lower: lower?,
+                upper: upper?,
+            })
+        })
+        .collect()
+}
+
+/// An integer literal's value.
+fn integer(value: &datafusion_common::ScalarValue) -> Option<i64> {
+    use datafusion_common::ScalarValue;
+    match value {
+        ScalarValue::Int64(Some(value)) => Some(*value),
+        ScalarValue::Int32(Some(value)) => Some((*value).into()),
+        _ => None,
+    }
+}
 
 /// Each side's rows by join key.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -154,6 +274,51 @@ impl JoinState {
             .collect();
         RecordBatch::try_new(plan.schema.clone(), columns)
             .map_err(|error| Error::Evaluate(error.to_string()))
+    }
+
+    /// How many rows are kept, both sides together.
+    #[cfg(test)]
+    pub(crate) fn rows(&self) -> usize {
+        self.left
+            .values()
+            .chain(self.right.values())
+            .map(Vec::len)
+            .sum()
+    }
+
+    /// Forgets the rows that can match nothing any more: with `bound`, a left row at time
+    /// `l` matches right rows at `l - upper ..= l - lower`, so it goes once every right row
+    /// still to come is later (`left_from`, `right_from`: the least time rows still to come
+    /// on each side can have, where known).
+    pub(crate) fn expire(
+        &mut self,
+        bound: &TimeBound,
+        left_from: Option<i64>,
+        right_from: Option<i64>,
+    ) {
+        fn forget(
+            side: &mut HashMap<Vec<Value>, Vec<Row>>,
+            column: usize,
+            live: impl Fn(i64) -> bool,
+        ) {
+            side.retain(|_, rows| {
+                rows.retain(|row| match row[column] {
+                    Value::Integer(time) => live(time),
+                    _ => false,
+                });
+                !rows.is_empty()
+            });
+        }
+        if let Some(right_from) = right_from {
+            forget(&mut self.left, bound.left, |time| {
+                time.saturating_sub(bound.lower) >= right_from
+            });
+        }
+        if let Some(left_from) = left_from {
+            forget(&mut self.right, bound.right, |time| {
+                time.saturating_add(bound.upper) >= left_from
+            });
+        }
     }
 }
 
