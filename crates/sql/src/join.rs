@@ -140,8 +140,10 @@ fn time_bounds(node: &JoinNode) -> Vec<TimeBound> {
             Some((Side::Right, index, offset))
         }
     };
-    // Each fact: `a + ka <= b + kb`, as (a, b, kb - ka), or an equality.
-    let mut bounds: Vec<((usize, usize), Option<i64>, Option<i64>)> = Vec::new();
+    /// A pair of columns (left, right), and what is known of `left - right` so far:
+    /// at least, at most.
+    type Known = ((usize, usize), Option<i64>, Option<i64>);
+    let mut bounds: Vec<Known> = Vec::new();
     let mut note = |small: &Expr, large: &Expr, equal: bool| {
         let (Some(small), Some(large)) = (linear(small), linear(large)) else {
             return;
