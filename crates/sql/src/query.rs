@@ -239,8 +239,8 @@ impl Query {
     ///
     /// # Panics
     ///
-    /// If `table` is not an input, or the query [is windowed](Query::is_windowed): its
-    /// results come from windows, not from records.
+    /// If `table` is not an input, or the query [is stateful](Query::is_stateful): its
+    /// results come from windows and joins, not from each record ([`Execution`](crate::Execution) runs it).
     pub fn process(&self, table: &str, records: &[&[u8]]) -> Processed {
         self.process_written(table, None, records)
     }
