@@ -160,13 +160,7 @@ impl App {
     /// Runs a topic or offset tool: its output on standard output, logs (warnings and
     /// worse) on standard error, so the output can be piped.
     fn tool(&self, command: &runnel_tools::ToolCommand) -> ExitCode {
-        tracing_subscriber::fmt()
-            .with_env_filter(
-                EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
-            )
-            .with_writer(std::io::stderr)
-            .with_target(false)
-            .init();
+        log_warnings_to_stderr();
         let declared = self.declared(&command.source().blueprint);
         let descriptor = declared.registry.descriptor(&self.name);
         let ran = runtime().block_on(runnel_tools::run(
@@ -186,13 +180,7 @@ impl App {
     /// Runs an ad hoc query over the app's topics: results on standard output, logs
     /// (warnings and worse: records skipped) on standard error.
     fn sql(&self, args: &crate::cli::SqlArgs) -> ExitCode {
-        tracing_subscriber::fmt()
-            .with_env_filter(
-                EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
-            )
-            .with_writer(std::io::stderr)
-            .with_target(false)
-            .init();
+        log_warnings_to_stderr();
         let declared = self.declared(&args.source.blueprint);
         let descriptor = declared.registry.descriptor(&self.name);
         let stdout = std::io::stdout();
@@ -307,4 +295,16 @@ fn chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+/// Logs warnings and worse on standard error, for commands whose output on standard output
+/// may be piped.
+fn log_warnings_to_stderr() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
 }
