@@ -156,6 +156,23 @@ fn rewrite_select(select: &mut Select, found: &mut Found) -> Result<(), Error> {
                     position,
                 });
             }
+            let one_table = match select.from.as_slice() {
+                [from] => {
+                    from.joins.is_empty() && matches!(from.relation, TableFactor::Table { .. })
+                }
+                _ => false,
+            };
+            if !one_table {
+                return Err(Error::Unsupported {
+                    message: format!(
+                        "a group window ({}) over a subquery or a join: SQL streamlets group \
+                         the rows of one table by window, and the results of a window by its \
+                         bounds",
+                        kind.name()
+                    ),
+                    position,
+                });
+            }
             let window = group_window(kind, arguments, position)?;
             let span = expression.span();
             rewritten.push(Expr::Identifier(Ident::with_span(span, WINDOW_START)));

@@ -42,11 +42,37 @@ enum Source {
     Aggregate(usize),
 }
 
+/// A bound of the windows of a window below, as a column of its results holds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FiredBound {
+    /// The first millisecond; in rows of windows not fired yet it is at least this offset
+    /// from the window's watermark, when that is known.
+    Start(Option<i64>),
+    /// The first millisecond after the window.
+    End,
+}
+
+/// How a row finds its window.
+#[derive(Clone, Copy, Debug)]
+enum Windowing {
+    /// By its event time, in the query's group window.
+    GroupWindow,
+    /// It is a row a window below fired, grouped by that window's bounds (as Flink's q5
+    /// groups the counts of each `HOP` window by `HOP_START` and `HOP_END`): its window is
+    /// the one below's, which ends at key `end` and starts at key `start`. Such a window
+    /// fires once the window below has passed its end, so with the windows below.
+    Fired {
+        end: usize,
+        start: Option<(usize, Option<i64>)>,
+    },
+}
+
 /// The `GROUP BY` of a group window: what makes a row's key, event time and aggregate
 /// arguments, and the row each pane gives.
 #[derive(Debug)]
 pub(crate) struct Grouping {
     spec: WindowSpec,
+    windowing: Windowing,
     time: Arc<dyn PhysicalExpr>,
     keys: Vec<Arc<dyn PhysicalExpr>>,
     arguments: Vec<Arc<dyn PhysicalExpr>>,
@@ -110,6 +136,79 @@ impl Grouping {
                 }
             }
         }
+        Grouping::new(
+            node,
+            window.spec,
+            Windowing::GroupWindow,
+            time_column,
+            keys,
+            sources,
+        )
+    }
+
+    /// The grouping `node` computes over rows a window below fires, grouping them by that
+    /// window's bounds; `bound` tells which input columns hold which bound.
+    pub(crate) fn plan_over_fired(
+        node: &AggregateNode,
+        bound: impl Fn(usize) -> Option<FiredBound>,
+    ) -> Result<Grouping, Error> {
+        let input = node.input.schema();
+        let mut sources = Vec::new();
+        let mut keys = Vec::new();
+        let mut end = None;
+        let mut start = None;
+        for expression in &node.group_expr {
+            let held = match expression {
+                Expr::Column(column) => input
+                    .maybe_index_of_column(column)
+                    .and_then(&bound),
+                _ => None,
+            };
+            match held {
+                Some(FiredBound::End) if end.is_none() => {
+                    end = Some((keys.len(), expression.clone()));
+                    sources.push(Source::WindowEnd);
+                }
+                Some(FiredBound::Start(after_watermark)) if start.is_none() => {
+                    start = Some((keys.len(), after_watermark));
+                    sources.push(Source::WindowStart);
+                }
+                _ => {
+                    if let Expr::GroupingSet(_) = expression {
+                        return Err(Error::unsupported(
+                            "GROUPING SETS, CUBE and ROLLUP are not supported by SQL streamlets",
+                        ));
+                    }
+                    check_type(expression, input.as_ref(), "grouping by")?;
+                    sources.push(Source::Key(keys.len()));
+                }
+            }
+            keys.push(expression.clone());
+        }
+        let Some((end, time_column)) = end else {
+            return Err(Error::unsupported(
+                "GROUP BY over the results of a join or of a window, without the end of a \
+                 window below among its keys: SQL streamlets group such results by the \
+                 bounds of the window that gave them (as TUMBLE_END or HOP_END), and do not \
+                 run aggregates without a window yet",
+            ));
+        };
+        let windowing = Windowing::Fired { end, start };
+        // Each window below becomes a window of one millisecond, its last, in which its rows
+        // are grouped; it fires when the watermark passes the end of both.
+        let spec = WindowSpec::tumbling(std::time::Duration::from_millis(1));
+        Grouping::new(node, spec, windowing, time_column, keys, sources)
+    }
+
+    fn new(
+        node: &AggregateNode,
+        spec: WindowSpec,
+        windowing: Windowing,
+        time_column: Expr,
+        keys: Vec<Expr>,
+        mut sources: Vec<Source>,
+    ) -> Result<Grouping, Error> {
+        let input = node.input.schema();
         let mut functions = Vec::new();
         let mut arguments = Vec::new();
         for expression in &node.aggr_expr {
@@ -119,7 +218,8 @@ impl Grouping {
             arguments.push(argument);
         }
         Ok(Grouping {
-            spec: window.spec,
+            spec,
+            windowing,
             time: physical(std::slice::from_ref(&time_column), input)?.remove(0),
             keys: physical(&keys, input)?,
             arguments: physical(&arguments, input)?,
@@ -127,6 +227,37 @@ impl Grouping {
             sources,
             schema: Arc::new(node.schema.as_arrow().clone()),
         })
+    }
+
+    /// Which bound of its windows an output column holds, for a grouping above this one.
+    pub(crate) fn fired_bound(&self, column: usize) -> Option<FiredBound> {
+        match self.sources.get(column)? {
+            Source::WindowEnd => Some(FiredBound::End),
+            Source::WindowStart => Some(FiredBound::Start(self.bound_after_watermark(column))),
+            _ => None,
+        }
+    }
+
+    /// Whether the rows are those a window below fired, grouped by its bounds.
+    pub(crate) fn is_over_fired(&self) -> bool {
+        matches!(self.windowing, Windowing::Fired { .. })
+    }
+
+    /// Gives panes of rows a window below fired that window's bounds, from their keys.
+    pub(crate) fn restore_windows(&self, panes: &mut [GroupPane]) {
+        let Windowing::Fired { end, start } = self.windowing else {
+            return;
+        };
+        for pane in panes {
+            if let Value::Integer(end) = pane.key[end] {
+                pane.window_end = end;
+            }
+            if let Some((start, _)) = start
+                && let Value::Integer(start) = pane.key[start]
+            {
+                pane.window_start = start;
+            }
+        }
     }
 
     /// For an output column holding a window bound, the least value it can take in rows
@@ -137,8 +268,11 @@ impl Grouping {
         use runnel_streamlet::window::Windows;
         match self.sources.get(column)? {
             Source::WindowEnd => Some(1),
-            Source::WindowStart => match self.spec.windows() {
-                Windows::Tumbling { size } | Windows::Sliding { size, .. } => Some(1 - size),
+            Source::WindowStart => match (self.windowing, self.spec.windows()) {
+                (Windowing::Fired { start, .. }, _) => {
+                    start.and_then(|(_, after_watermark)| after_watermark)
+                }
+                (_, Windows::Tumbling { size } | Windows::Sliding { size, .. }) => Some(1 - size),
                 _ => None,
             },
             _ => None,
@@ -181,9 +315,13 @@ impl Grouping {
         let times = TimeCells::of(&time);
         let mut rows = Vec::with_capacity(batch.num_rows());
         for (row, index) in indices.iter().enumerate() {
-            let time = times.get(row).ok_or_else(|| {
+            let mut time = times.get(row).ok_or_else(|| {
                 Error::Evaluate("the event time of the record is null".to_owned())
             })?;
+            if self.is_over_fired() {
+                // The last millisecond of the window below.
+                time -= 1;
+            }
             rows.push((
                 *index as usize,
                 GroupedRow {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use datafusion_expr::{Expr, LogicalPlan};
 
 use crate::group_window::{GroupWindow, WINDOW_END, WINDOW_START};
-use crate::grouping::Grouping;
+use crate::grouping::{FiredBound, Grouping};
 use crate::join::JoinPlan;
 use crate::query::{Stage, physical, unsupported};
 use crate::{Error, Table};
@@ -110,15 +110,19 @@ pub(crate) fn plan_tree(
             }
             LogicalPlan::Aggregate(aggregate) => {
                 let input = plan_tree(&aggregate.input, windows, tables, inputs)?;
+                if !matches!(input, Node::Scan { .. }) {
+                    // Rows a window below fired (or a join gave), grouped by that window's
+                    // bounds.
+                    let grouping =
+                        Grouping::plan_over_fired(aggregate, |column| fired_bound(&input, column))?;
+                    break Node::Window {
+                        grouping: Box::new(grouping),
+                        input: Box::new(input),
+                    };
+                }
                 let Some(window) = windows.next() else {
                     return Err(unsupported(node));
                 };
-                if !matches!(input, Node::Scan { .. }) {
-                    return Err(Error::unsupported(
-                        "a group window over the results of a join or of another window is \
-                         not supported by SQL streamlets yet: group a table's rows",
-                    ));
-                }
                 refuse_window_columns_before_grouping(&aggregate.input)?;
                 break Node::Window {
                     grouping: Box::new(Grouping::plan(aggregate, &window)?),
@@ -157,6 +161,19 @@ pub(crate) fn plan_tree(
     })
 }
 
+/// Which bound of the windows of a window below `node` its rows' `column` holds: a window's
+/// bound, passed on unchanged by the stages over it.
+fn fired_bound(node: &Node, column: usize) -> Option<FiredBound> {
+    match node {
+        Node::Stages { stages, input } => match column_below(stages, column, 0)? {
+            (column, 0) => fired_bound(input, column),
+            _ => None,
+        },
+        Node::Window { grouping, .. } => grouping.fired_bound(column),
+        Node::Scan { .. } | Node::Join { .. } => None,
+    }
+}
+
 /// Refuses a `WHERE` under a group window that reads a row's window, which is known only
 /// once its window fires.
 fn refuse_window_columns_before_grouping(mut plan: &LogicalPlan) -> Result<(), Error> {
@@ -188,4 +205,40 @@ fn reads_window(predicate: &Expr) -> Result<(), Error> {
         }),
         None => Ok(()),
     }
+}
+
+/// Where `column` (plus `offset`) of the rows `stages` give comes from in the rows they
+/// take: a column passed on, or one plus or minus a constant; `None` for anything else.
+pub(crate) fn column_below(
+    stages: &[Stage],
+    mut column: usize,
+    mut offset: i64,
+) -> Option<(usize, i64)> {
+    use datafusion_expr::Operator;
+    use datafusion_physical_expr::expressions::{BinaryExpr, Column, Literal};
+    for stage in stages.iter().rev() {
+        let Stage::Project(expressions, _) = stage else {
+            continue;
+        };
+        let expression: &dyn datafusion_physical_expr::PhysicalExpr =
+            expressions.get(column)?.as_ref();
+        if let Some(passed) = expression.downcast_ref::<Column>() {
+            column = passed.index();
+            continue;
+        }
+        let binary = expression.downcast_ref::<BinaryExpr>()?;
+        let passed = binary.left().downcast_ref::<Column>()?;
+        let constant = match binary.right().downcast_ref::<Literal>()?.value() {
+            datafusion_common::ScalarValue::Int64(Some(value)) => *value,
+            datafusion_common::ScalarValue::Int32(Some(value)) => i64::from(*value),
+            _ => return None,
+        };
+        offset = match binary.op() {
+            Operator::Plus => offset.checked_add(constant)?,
+            Operator::Minus => offset.checked_sub(constant)?,
+            _ => return None,
+        };
+        column = passed.index();
+    }
+    Some((column, offset))
 }

@@ -537,3 +537,31 @@ fn aggregates_windows_do_not_run_are_named() {
         assert!(error.to_string().contains(named), "{sql}: {error}");
     }
 }
+
+#[test]
+fn groupings_over_stateful_results_without_a_window_below_are_named() {
+    let counts = "(SELECT sensor, COUNT(*) AS n, TUMBLE_START(count, INTERVAL '1' SECOND) AS starts \
+                  FROM readings GROUP BY sensor, TUMBLE(count, INTERVAL '1' SECOND)) c";
+    for (sql, named) in [
+        // Grouped by the start of the windows below, not by their end.
+        (
+            format!("SELECT MAX(n) AS most FROM {counts} GROUP BY starts"),
+            "without the end of a window below among its keys",
+        ),
+        // A group window over a window's results.
+        (
+            format!(
+                "SELECT SUM(n) AS total FROM {counts} GROUP BY TUMBLE(starts, INTERVAL '1' MINUTE)"
+            ),
+            "a group window (TUMBLE) over a subquery or a join",
+        ),
+        // An aggregate with no window at all.
+        (
+            "SELECT sensor, COUNT(*) AS n FROM readings GROUP BY sensor".to_owned(),
+            "not supported",
+        ),
+    ] {
+        let error = plan(&sql).expect_err(&sql);
+        assert!(error.to_string().contains(named), "{sql}: {error}");
+    }
+}

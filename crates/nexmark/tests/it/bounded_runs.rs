@@ -213,6 +213,37 @@ async fn q5_finds_the_same_hot_items() {
     assert_eq!(sorted(results), sorted(expected));
 }
 
+/// The result of Flink's q5 in SQL (`blueprints/q5-sql.toml`): one per hot auction and
+/// window.
+#[derive(Debug, Clone, Serialize, Deserialize, AvroSchema)]
+struct HotItem {
+    auction: i64,
+    num: i64,
+    starttime: i64,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn q5_in_sql_finds_the_same_hot_items_as_the_streamlet() {
+    let results: Vec<HotItem> = app_results("q5-sql").await;
+    let expected: Vec<(i64, i64, i64)> = on_bids(q5::streamlet(), q5::IN, q5::OUT)
+        .await
+        .into_iter()
+        .flat_map(|pane| {
+            let (start, bids) = (pane.window_start, pane.value.bids);
+            pane.value
+                .auctions
+                .into_iter()
+                .map(move |auction| (start, auction, bids))
+        })
+        .collect();
+    assert!(expected.len() >= 8, "{expected:?}");
+    let results: Vec<(i64, i64, i64)> = results
+        .into_iter()
+        .map(|item| (item.starttime, item.auction, item.num))
+        .collect();
+    assert_eq!(sorted(results), sorted(expected));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn q7_finds_the_same_highest_bids() {
     let results: Vec<runnel::window::Pane<String, q7::HighestBids>> = app_results("q7").await;
