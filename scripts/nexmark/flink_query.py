@@ -4,8 +4,9 @@ events file, into a blackhole sink, and exits when the bounded input is done.
     python flink_query.py QUERY EVENTS_FILE [PARALLELISM]
 
 The SQL is Flink's own Nexmark queries (github.com/nexmark/nexmark, flink-nexmark-queries)
-over the `datagen` layout, with q1 and q9 adjusted to the semantics Runnel's queries have
-(see docs/nexmark.md): q1 converts with integer arithmetic, q9 requires the reserve.
+over the `datagen` layout, with q1, q4 and q9 adjusted to the semantics Runnel's queries have
+(see docs/nexmark.md): q1 converts with integer arithmetic, q4 and q9 require the reserve
+(q4 also a bid before `expires`, as Runnel's q9 does).
 """
 
 import sys
@@ -30,6 +31,16 @@ QUERIES = {
            """SELECT P.name, P.city, P.state, A.id
               FROM auction AS A INNER JOIN person AS P ON A.seller = P.id
               WHERE A.category = 10 AND (P.state = 'OR' OR P.state = 'ID' OR P.state = 'CA')"""),
+    "q4": ("category BIGINT, average BIGINT",
+           """SELECT Q.category, AVG(Q.final)
+              FROM (
+                SELECT MAX(B.price) AS final, A.category
+                FROM auction A, bid B
+                WHERE A.id = B.auction AND B.event_time >= A.event_time AND B.event_time < A.expiresTime
+                  AND B.price >= A.reserve
+                GROUP BY A.id, A.category
+              ) Q
+              GROUP BY Q.category"""),
     "q5": ("auction BIGINT, num BIGINT",
            """SELECT AuctionBids.auction, AuctionBids.num
               FROM (

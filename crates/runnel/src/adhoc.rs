@@ -174,7 +174,7 @@ pub(crate) async fn query_topics(
                 flush(&mut run, &run_writer)?;
             }
         }
-        printer.print(&query, execution.take_results(), out)?;
+        printer.print(&query, execution.take_changes(), out)?;
         if !progressed {
             if !args.follow {
                 break;
@@ -183,7 +183,7 @@ pub(crate) async fn query_topics(
         }
     }
     execution.finish();
-    printer.print(&query, execution.take_results(), out)?;
+    printer.print(&query, execution.take_changes(), out)?;
     printer.finish(out)
 }
 
@@ -227,24 +227,30 @@ impl Printer {
     fn print(
         &mut self,
         query: &runnel_sql::Query,
-        results: Vec<Vec<u8>>,
+        changes: Vec<(runnel_sql::RowKind, Vec<u8>)>,
         out: &mut dyn Write,
     ) -> Result<(), AppError> {
+        // The changes of a query whose results update come with their kind first.
+        let updating = query.is_updating();
         if self.header.is_none() {
-            let names = query
-                .output_columns()
+            let kind = updating.then(|| "op".to_owned());
+            let names = kind
                 .into_iter()
-                .map(str::to_owned)
+                .chain(query.output_columns().into_iter().map(str::to_owned))
                 .collect();
             self.header = Some(names);
             if self.follow && self.format == ResultFormat::Table {
                 self.write_table(&[], out)?;
             }
         }
+        let (kinds, results): (Vec<_>, Vec<_>) = changes.into_iter().unzip();
         let rows = query
             .json_rows(&results)
             .map_err(|error| AppError::Query(error.to_string()))?;
-        for row in rows {
+        for (kind, mut row) in kinds.into_iter().zip(rows) {
+            if updating {
+                row.insert(0, serde_json::Value::from(kind.as_str()));
+            }
             match self.format {
                 ResultFormat::Json => {
                     // Members in the order of the columns.

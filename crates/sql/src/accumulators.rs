@@ -101,11 +101,52 @@ impl Multiset {
 #[derive(Clone, Debug)]
 pub(crate) struct Accumulators {
     functions: Vec<Function>,
+    /// Whether rows can be taken back ([`retract`](Accumulators::retract)): `MIN` and `MAX`
+    /// then keep every value with its multiplicity, not only the extreme.
+    retracting: bool,
 }
 
 impl Accumulators {
     pub(crate) fn new(functions: Vec<Function>) -> Self {
-        Accumulators { functions }
+        Accumulators {
+            functions,
+            retracting: false,
+        }
+    }
+
+    /// Functions over rows that may be taken back, as the results of an aggregate without
+    /// a window are when they update.
+    pub(crate) fn retracting(functions: Vec<Function>) -> Self {
+        Accumulators {
+            functions,
+            retracting: true,
+        }
+    }
+
+    /// Takes back a row [`add`](Aggregate::add) added, with the same `arguments`.
+    pub(crate) fn retract(&self, accumulators: &mut [Accumulator], arguments: &[Value]) {
+        debug_assert!(
+            self.retracting,
+            "only retracting accumulators take rows back"
+        );
+        for (accumulator, value) in accumulators.iter_mut().zip(arguments) {
+            if value.is_null() {
+                continue;
+            }
+            match accumulator {
+                Accumulator::Count(count) => *count -= 1,
+                Accumulator::Distinct(seen) => seen.add(value, -1),
+                Accumulator::Sum { total, count } => {
+                    add_number(total, value, -1);
+                    *count -= 1;
+                }
+                Accumulator::Average { total, count } => {
+                    *total -= as_float(value);
+                    *count -= 1;
+                }
+                Accumulator::Extreme(_) => unreachable!("retracting extremes keep multisets"),
+            }
+        }
     }
 }
 
@@ -130,6 +171,9 @@ impl Aggregate for Accumulators {
                     },
                     count: 0,
                 },
+                Function::Min | Function::Max if self.retracting => {
+                    Accumulator::Distinct(Multiset::default())
+                }
                 Function::Min | Function::Max => Accumulator::Extreme(Value::Null),
                 Function::Average => Accumulator::Average {
                     total: 0.0,
@@ -238,9 +282,14 @@ impl Aggregate for Accumulators {
     fn result(&self, accumulators: &Vec<Accumulator>) -> Vec<Value> {
         accumulators
             .iter()
-            .map(|accumulator| match accumulator {
+            .zip(&self.functions)
+            .map(|(accumulator, function)| match accumulator {
                 Accumulator::Count(count) => Value::Integer(*count),
-                Accumulator::Distinct(seen) => Value::Integer(seen.0.len() as i64),
+                Accumulator::Distinct(seen) => match function {
+                    Function::Min => seen.0.keys().next().cloned().unwrap_or(Value::Null),
+                    Function::Max => seen.0.keys().next_back().cloned().unwrap_or(Value::Null),
+                    _ => Value::Integer(seen.0.len() as i64),
+                },
                 Accumulator::Sum { count: 0, .. } | Accumulator::Average { count: 0, .. } => {
                     Value::Null
                 }

@@ -2,7 +2,7 @@
 //! an ad hoc query over topics (`APP sql`) runs.
 
 use crate::flow::Flow;
-use crate::{Error, Processed, Query, Table};
+use crate::{Error, Processed, Query, RowKind, Table};
 
 /// A query running over the records given to it, table by table, in the order they come:
 /// the results of a stateless query come per record, those of windows as watermarks
@@ -106,15 +106,28 @@ impl<'q> Execution<'q> {
     }
 
     /// The results so far, Avro encoded with the query's
-    /// [`output_schema`](Query::output_schema), taken.
+    /// [`output_schema`](Query::output_schema), taken. For a query whose results update
+    /// ([`Query::is_updating`]) each says how: use [`take_changes`](Execution::take_changes).
     pub fn take_results(&mut self) -> Vec<Vec<u8>> {
+        self.take_changes()
+            .into_iter()
+            .map(|(_, bytes)| bytes)
+            .collect()
+    }
+
+    /// The results so far, each with how it changes the result table (always
+    /// [`RowKind::Insert`] unless the query [updates](Query::is_updating)), taken.
+    pub fn take_changes(&mut self) -> Vec<(RowKind, Vec<u8>)> {
         match &mut self.flow {
             Some(flow) => flow
                 .take_results()
                 .into_iter()
-                .map(|(bytes, _)| bytes)
+                .map(|produced| (produced.kind.unwrap_or(RowKind::Insert), produced.bytes))
                 .collect(),
-            None => std::mem::take(&mut self.results),
+            None => std::mem::take(&mut self.results)
+                .into_iter()
+                .map(|bytes| (RowKind::Insert, bytes))
+                .collect(),
         }
     }
 }

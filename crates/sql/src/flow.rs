@@ -18,8 +18,9 @@ use crate::grouping::{GroupPane, Grouping};
 use crate::join::{JoinPlan, JoinState, Side, TimeBound};
 use crate::query::{Processed, Stage, each_row, run_stages};
 use crate::tree::{Node, column_below};
+use crate::updating::{Change, Updating};
 use crate::value::{Cells, Value};
-use crate::{Error, Query, Table};
+use crate::{Error, Query, RowKind, Table};
 
 /// A window's state: its operator over group keys and accumulators.
 pub(crate) type Operator = WindowOperator<Vec<Value>, Accumulators>;
@@ -27,6 +28,57 @@ pub(crate) type Operator = WindowOperator<Vec<Value>, Accumulators>;
 /// What a result record is stamped with, when it comes from a window's pane: the pane's
 /// event time and its headers (`docs/wire-format.md`).
 pub(crate) type Stamp = (i64, [(&'static str, String); 8]);
+
+/// A result of the query: its record, Avro encoded, and what else it carries.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Produced {
+    pub(crate) bytes: Vec<u8>,
+    /// When a window gave it.
+    pub(crate) stamp: Option<Stamp>,
+    /// When the query's results update.
+    pub(crate) kind: Option<RowKind>,
+}
+
+/// What the rows of a batch carry beyond their values, row by row.
+enum Marks {
+    /// Nothing: rows of scans and joins.
+    None,
+    /// Rows of windows' panes.
+    Stamps(Vec<Stamp>),
+    /// Rows that update.
+    Kinds(Vec<RowKind>),
+}
+
+impl Marks {
+    /// The marks of the rows at `indices`.
+    fn select(self, indices: &UInt32Array) -> Marks {
+        let pick = |index: &u32| *index as usize;
+        match self {
+            Marks::None => Marks::None,
+            Marks::Stamps(stamps) => Marks::Stamps(
+                indices
+                    .values()
+                    .iter()
+                    .map(|index| stamps[pick(index)].clone())
+                    .collect(),
+            ),
+            Marks::Kinds(kinds) => Marks::Kinds(
+                indices
+                    .values()
+                    .iter()
+                    .map(|index| kinds[pick(index)])
+                    .collect(),
+            ),
+        }
+    }
+
+    fn kinds(&self) -> Option<&[RowKind]> {
+        match self {
+            Marks::Kinds(kinds) => Some(kinds),
+            _ => None,
+        }
+    }
+}
 
 /// Where a node's results go.
 #[derive(Clone, Copy, Debug)]
@@ -75,6 +127,12 @@ enum Running<'q> {
         operator: Box<Operator>,
         watermarks: WatermarkHolder,
     },
+    /// A `GROUP BY` without a window.
+    Aggregate {
+        feed: Feed<'q>,
+        grouping: &'q Grouping,
+        state: Updating,
+    },
     /// A join.
     Join {
         plan: &'q JoinPlan,
@@ -95,6 +153,8 @@ enum Feed<'q> {
     /// The rows a window below fires (at this node), grouped by its bounds: this window's
     /// watermark follows that one's.
     Fired { window: usize },
+    /// The rows of the node below, an aggregate without a window's or a join's.
+    Rows,
 }
 
 /// A stateful query's operators and state.
@@ -102,7 +162,7 @@ pub(crate) struct Flow<'q> {
     query: &'q Query,
     nodes: Vec<(Running<'q>, Parent)>,
     /// Results not taken yet, Avro encoded, each with its stamp when a window gave it.
-    results: Vec<(Vec<u8>, Option<Stamp>)>,
+    results: Vec<Produced>,
     /// Rows too late for all their windows since the last [`take_late`](Flow::take_late).
     late: u64,
     /// The processing time of the records or the advance being run.
@@ -176,6 +236,24 @@ impl<'q> Flow<'q> {
                     }
                 }
             }
+            Node::Aggregate { grouping, input } => {
+                let feed = match input.as_ref() {
+                    Node::Scan { input, stages } => Feed::Records {
+                        input: *input,
+                        stages,
+                    },
+                    _ => Feed::Rows,
+                };
+                let running = Running::Aggregate {
+                    feed,
+                    grouping,
+                    state: Updating::default(),
+                };
+                self.nodes.push((running, parent));
+                if !matches!(input.as_ref(), Node::Scan { .. }) {
+                    self.add_node(input, Parent::Node(at, Side::Left), watermarks);
+                }
+            }
             Node::Join { plan, left, right } => {
                 let running = Running::Join {
                     plan,
@@ -231,7 +309,7 @@ impl<'q> Flow<'q> {
                     offset,
                 }),
             },
-            Running::Join { .. } => None,
+            Running::Join { .. } | Running::Aggregate { .. } => None,
         }
     }
 
@@ -320,6 +398,27 @@ impl<'q> Flow<'q> {
                     let grouping: &'q Grouping = grouping;
                     self.fire(grouping, parent, &mut panes);
                 }
+                Running::Aggregate {
+                    feed:
+                        Feed::Records {
+                            input: over,
+                            stages,
+                        },
+                    grouping,
+                    state,
+                } if *over == input => {
+                    let grouped = query.read(input, writer, records, |batch, indices| {
+                        let (indices, batch) = run_stages(stages, batch, indices)?;
+                        grouping.rows(&batch, indices.values())
+                    });
+                    for (index, error) in grouped.rejected {
+                        rejected.entry(index).or_insert(error);
+                    }
+                    let rows = grouped.results.into_iter().map(|(_, row)| row).collect();
+                    let changes = state.add(grouping.aggregates(), rows, None);
+                    let grouping: &'q Grouping = grouping;
+                    self.send_changes(grouping, parent, &changes);
+                }
                 Running::Scan {
                     input: over,
                     stages,
@@ -352,7 +451,7 @@ impl<'q> Flow<'q> {
                         }
                     }
                     if let Some(batch) = concatenated(batches) {
-                        self.push(parent, batch, None);
+                        self.push(parent, batch, Marks::None);
                     }
                 }
                 _ => {}
@@ -515,7 +614,7 @@ impl<'q> Flow<'q> {
     }
 
     /// The results so far, taken.
-    pub(crate) fn take_results(&mut self) -> Vec<(Vec<u8>, Option<Stamp>)> {
+    pub(crate) fn take_results(&mut self) -> Vec<Produced> {
         std::mem::take(&mut self.results)
     }
 
@@ -547,18 +646,33 @@ impl<'q> Flow<'q> {
                     .iter()
                     .map(|pane| (pane.timestamp, pane.info().header_values(pane.window())))
                     .collect();
-                self.push(parent, batch, Some(stamps));
+                self.push(parent, batch, Marks::Stamps(stamps));
             }
             Err(error) => tracing::error!("the rows of fired windows cannot be made: {error}"),
         }
     }
 
-    /// Hands `batch` (with the stamps of its rows, when they come from a window) to
-    /// `target`, which runs it and hands its results on.
-    fn push(&mut self, target: Parent, batch: RecordBatch, stamps: Option<Vec<Stamp>>) {
+    /// Sends the rows of `changes`, which `grouping`'s aggregate without a window made, to
+    /// `parent`.
+    fn send_changes(&mut self, grouping: &Grouping, parent: Parent, changes: &[Change]) {
+        if changes.is_empty() {
+            return;
+        }
+        match grouping.changes_batch(changes) {
+            Ok(batch) => {
+                let kinds = changes.iter().map(|(_, _, kind)| *kind).collect();
+                self.push(parent, batch, Marks::Kinds(kinds));
+            }
+            Err(error) => tracing::error!("the rows of updated groups cannot be made: {error}"),
+        }
+    }
+
+    /// Hands `batch` (with the marks of its rows) to `target`, which runs it and hands its
+    /// results on.
+    fn push(&mut self, target: Parent, batch: RecordBatch, marks: Marks) {
         let (at, side) = match target {
             Parent::Root => {
-                self.finish(&batch, stamps);
+                self.finish(&batch, marks);
                 return;
             }
             Parent::Node(at, side) => (at, side),
@@ -570,14 +684,7 @@ impl<'q> Flow<'q> {
                 let Some((indices, batch)) = stages_over(stages, batch) else {
                     return;
                 };
-                let stamps = stamps.map(|stamps| {
-                    indices
-                        .values()
-                        .iter()
-                        .map(|index| stamps[*index as usize].clone())
-                        .collect()
-                });
-                self.push(parent, batch, stamps);
+                self.push(parent, batch, marks.select(&indices));
             }
             Running::Join { plan, state, .. } => {
                 let joined = state
@@ -602,7 +709,7 @@ impl<'q> Flow<'q> {
                         None => Ok(joined),
                     });
                 match joined {
-                    Ok(joined) if joined.num_rows() > 0 => self.push(parent, joined, None),
+                    Ok(joined) if joined.num_rows() > 0 => self.push(parent, joined, Marks::None),
                     Ok(_) => {}
                     Err(error) => tracing::error!("joining rows failed, they are dropped: {error}"),
                 }
@@ -632,14 +739,31 @@ impl<'q> Flow<'q> {
                 }
                 self.fire(grouping, parent, &mut panes);
             }
-            Running::Scan { .. } | Running::Window { .. } => {
-                unreachable!("scans and windows over scans take records, not rows")
+            Running::Aggregate {
+                feed: Feed::Rows,
+                grouping,
+                state,
+            } => {
+                let grouping: &'q Grouping = grouping;
+                let indices: Vec<u32> = (0..batch.num_rows() as u32).collect();
+                let rows = match grouping.rows(&batch, &indices) {
+                    Ok(rows) => rows.into_iter().map(|(_, row)| row).collect(),
+                    Err(error) => {
+                        tracing::error!("grouping rows failed, they are dropped: {error}");
+                        return;
+                    }
+                };
+                let changes = state.add(grouping.aggregates(), rows, marks.kinds());
+                self.send_changes(grouping, parent, &changes);
+            }
+            Running::Scan { .. } | Running::Window { .. } | Running::Aggregate { .. } => {
+                unreachable!("scans, and windows and aggregates over scans, take records, not rows")
             }
         }
     }
 
     /// Encodes the query's result rows.
-    fn finish(&mut self, batch: &RecordBatch, stamps: Option<Vec<Stamp>>) {
+    fn finish(&mut self, batch: &RecordBatch, marks: Marks) {
         let encoded = match self.query.encode_batch(batch) {
             Ok(encoded) => encoded,
             Err(error) => {
@@ -647,25 +771,31 @@ impl<'q> Flow<'q> {
                 return;
             }
         };
-        match stamps {
-            Some(stamps) => self.results.extend(
-                encoded
-                    .into_iter()
-                    .zip(stamps)
-                    .map(|(bytes, stamp)| (bytes, Some(stamp))),
-            ),
-            None => self
-                .results
-                .extend(encoded.into_iter().map(|bytes| (bytes, None))),
-        }
+        let produced = |(at, bytes): (usize, Vec<u8>)| Produced {
+            bytes,
+            stamp: match &marks {
+                Marks::Stamps(stamps) => Some(stamps[at].clone()),
+                _ => None,
+            },
+            kind: match &marks {
+                Marks::Kinds(kinds) => Some(kinds[at]),
+                // The results of a query that updates are all marked, inserts too.
+                _ if self.query.is_updating() => Some(RowKind::Insert),
+                _ => None,
+            },
+        };
+        let produced: Vec<Produced> = encoded.into_iter().enumerate().map(produced).collect();
+        self.results.extend(produced);
     }
 
     /// The state of every window and join, to checkpoint.
     pub(crate) fn save(&self) -> Vec<u8> {
         let mut windows = Vec::new();
         let mut joins = Vec::new();
+        let mut aggregates = Vec::new();
         for (node, _) in &self.nodes {
             match node {
+                Running::Aggregate { state, .. } => aggregates.push(state),
                 Running::Window {
                     operator,
                     watermarks,
@@ -678,7 +808,12 @@ impl<'q> Flow<'q> {
                 _ => {}
             }
         }
-        serde_json::to_vec(&SavedRef { windows, joins }).expect("the state serializes")
+        serde_json::to_vec(&SavedRef {
+            windows,
+            joins,
+            aggregates,
+        })
+        .expect("the state serializes")
     }
 
     /// Restores the state [`save`](Flow::save) gave, the windows following `strategy`.
@@ -686,8 +821,14 @@ impl<'q> Flow<'q> {
         let saved: Saved = serde_json::from_slice(saved).map_err(|error| error.to_string())?;
         let mut windows = saved.windows.into_iter();
         let mut joins = saved.joins.into_iter();
+        let mut aggregates = saved.aggregates.into_iter();
         for (node, _) in &mut self.nodes {
             match node {
+                Running::Aggregate { state, .. } => {
+                    *state = aggregates
+                        .next()
+                        .ok_or("it holds fewer aggregates than the query has")?;
+                }
                 Running::Window {
                     operator,
                     watermarks,
@@ -751,6 +892,8 @@ fn concatenated(batches: Vec<(usize, RecordBatch)>) -> Option<RecordBatch> {
 struct Saved {
     windows: Vec<SavedWindow>,
     joins: Vec<JoinState>,
+    #[serde(default)]
+    aggregates: Vec<Updating>,
 }
 
 #[derive(Deserialize)]
@@ -763,6 +906,7 @@ struct SavedWindow {
 struct SavedRef<'a> {
     windows: Vec<SavedWindowRef<'a>>,
     joins: Vec<&'a JoinState>,
+    aggregates: Vec<&'a Updating>,
 }
 
 #[derive(Serialize)]

@@ -16,6 +16,7 @@ use crate::Error;
 use crate::accumulators::{Accumulators, Function};
 use crate::group_window::{GroupWindow, WINDOW_END, WINDOW_START};
 use crate::query::physical;
+use crate::updating::Change;
 use crate::value::{Cells, Value, array_of, is_supported};
 
 /// A row on its way into a window: its key, its event time and each aggregate function's
@@ -65,6 +66,8 @@ enum Windowing {
         end: usize,
         start: Option<(usize, Option<i64>)>,
     },
+    /// In no window: its group lives as long as the query, and its result updates.
+    Updating,
 }
 
 /// The `GROUP BY` of a group window: what makes a row's key, event time and aggregate
@@ -73,7 +76,8 @@ enum Windowing {
 pub(crate) struct Grouping {
     spec: WindowSpec,
     windowing: Windowing,
-    time: Arc<dyn PhysicalExpr>,
+    /// `None` without a window.
+    time: Option<Arc<dyn PhysicalExpr>>,
     keys: Vec<Arc<dyn PhysicalExpr>>,
     arguments: Vec<Arc<dyn PhysicalExpr>>,
     accumulators: Accumulators,
@@ -136,13 +140,50 @@ impl Grouping {
                 }
             }
         }
+        let functions = Grouping::functions(node, &mut sources)?;
         Grouping::new(
             node,
             window.spec,
             Windowing::GroupWindow,
-            time_column,
+            Some(time_column),
             keys,
             sources,
+            Accumulators::new(functions),
+        )
+    }
+
+    /// The grouping `node` computes without a window; `retracting` when its input rows
+    /// update (so they may be taken back).
+    pub(crate) fn plan_updating(node: &AggregateNode, retracting: bool) -> Result<Grouping, Error> {
+        let input = node.input.schema();
+        let mut sources = Vec::new();
+        let mut keys = Vec::new();
+        for expression in &node.group_expr {
+            if let Expr::GroupingSet(_) = expression {
+                return Err(Error::unsupported(
+                    "GROUPING SETS, CUBE and ROLLUP are not supported by SQL streamlets",
+                ));
+            }
+            check_type(expression, input.as_ref(), "grouping by")?;
+            sources.push(Source::Key(keys.len()));
+            keys.push(expression.clone());
+        }
+        let functions = Grouping::functions(node, &mut sources)?;
+        let accumulators = if retracting {
+            Accumulators::retracting(functions)
+        } else {
+            Accumulators::new(functions)
+        };
+        // The window engine's specification is not used without a window.
+        let spec = WindowSpec::tumbling(std::time::Duration::from_millis(1));
+        Grouping::new(
+            node,
+            spec,
+            Windowing::Updating,
+            None,
+            keys,
+            sources,
+            accumulators,
         )
     }
 
@@ -159,9 +200,7 @@ impl Grouping {
         let mut start = None;
         for expression in &node.group_expr {
             let held = match expression {
-                Expr::Column(column) => input
-                    .maybe_index_of_column(column)
-                    .and_then(&bound),
+                Expr::Column(column) => input.maybe_index_of_column(column).and_then(&bound),
                 _ => None,
             };
             match held {
@@ -197,33 +236,56 @@ impl Grouping {
         // Each window below becomes a window of one millisecond, its last, in which its rows
         // are grouped; it fires when the watermark passes the end of both.
         let spec = WindowSpec::tumbling(std::time::Duration::from_millis(1));
-        Grouping::new(node, spec, windowing, time_column, keys, sources)
+        let functions = Grouping::functions(node, &mut sources)?;
+        Grouping::new(
+            node,
+            spec,
+            windowing,
+            Some(time_column),
+            keys,
+            sources,
+            Accumulators::new(functions),
+        )
+    }
+
+    /// The aggregate functions `node` calls, each added to `sources` as an output column.
+    fn functions(node: &AggregateNode, sources: &mut Vec<Source>) -> Result<Vec<Function>, Error> {
+        let input = node.input.schema();
+        let mut functions = Vec::new();
+        for expression in &node.aggr_expr {
+            let (function, _) = aggregate_call(expression, input.as_ref())?;
+            sources.push(Source::Aggregate(functions.len()));
+            functions.push(function);
+        }
+        Ok(functions)
     }
 
     fn new(
         node: &AggregateNode,
         spec: WindowSpec,
         windowing: Windowing,
-        time_column: Expr,
+        time_column: Option<Expr>,
         keys: Vec<Expr>,
-        mut sources: Vec<Source>,
+        sources: Vec<Source>,
+        accumulators: Accumulators,
     ) -> Result<Grouping, Error> {
         let input = node.input.schema();
-        let mut functions = Vec::new();
-        let mut arguments = Vec::new();
-        for expression in &node.aggr_expr {
-            let (function, argument) = aggregate_call(expression, input.as_ref())?;
-            sources.push(Source::Aggregate(functions.len()));
-            functions.push(function);
-            arguments.push(argument);
-        }
+        let arguments = node
+            .aggr_expr
+            .iter()
+            .map(|expression| Ok(aggregate_call(expression, input.as_ref())?.1))
+            .collect::<Result<Vec<_>, Error>>()?;
+        let time = match time_column {
+            Some(column) => Some(physical(std::slice::from_ref(&column), input)?.remove(0)),
+            None => None,
+        };
         Ok(Grouping {
             spec,
             windowing,
-            time: physical(std::slice::from_ref(&time_column), input)?.remove(0),
+            time,
             keys: physical(&keys, input)?,
             arguments: physical(&arguments, input)?,
-            accumulators: Accumulators::new(functions),
+            accumulators,
             sources,
             schema: Arc::new(node.schema.as_arrow().clone()),
         })
@@ -289,6 +351,11 @@ impl Grouping {
         self.accumulators.clone()
     }
 
+    /// The aggregate functions, to run without a window.
+    pub(crate) fn aggregates(&self) -> &Accumulators {
+        &self.accumulators
+    }
+
     /// The key, event time and arguments of each row of `batch`, which the stages before
     /// the aggregate gave; `indices` are the rows' input indices.
     pub(crate) fn rows(
@@ -307,17 +374,23 @@ impl Grouping {
                 })
                 .collect()
         };
-        let time = evaluate(std::slice::from_ref(&self.time))?.remove(0);
+        let time = match &self.time {
+            Some(time) => Some(evaluate(std::slice::from_ref(time))?.remove(0)),
+            None => None,
+        };
         let keys = evaluate(&self.keys)?;
         let arguments = evaluate(&self.arguments)?;
         let key_cells: Vec<Cells<'_>> = keys.iter().map(Cells::of).collect();
         let argument_cells: Vec<Cells<'_>> = arguments.iter().map(Cells::of).collect();
-        let times = TimeCells::of(&time);
+        let times = time.as_ref().map(TimeCells::of);
         let mut rows = Vec::with_capacity(batch.num_rows());
         for (row, index) in indices.iter().enumerate() {
-            let mut time = times.get(row).ok_or_else(|| {
-                Error::Evaluate("the event time of the record is null".to_owned())
-            })?;
+            let mut time = match &times {
+                Some(times) => times.get(row).ok_or_else(|| {
+                    Error::Evaluate("the event time of the record is null".to_owned())
+                })?,
+                None => 0,
+            };
             if self.is_over_fired() {
                 // The last millisecond of the window below.
                 time -= 1;
@@ -336,6 +409,30 @@ impl Grouping {
 
     /// The aggregate's output rows for `panes`, one per pane, in order.
     pub(crate) fn batch(&self, panes: &[GroupPane]) -> Result<RecordBatch, Error> {
+        self.build(panes.iter().map(|pane| {
+            (
+                pane.window_start,
+                pane.window_end,
+                pane.key.as_slice(),
+                pane.value.as_slice(),
+            )
+        }))
+    }
+
+    /// The aggregate's output rows for `changes` of a grouping without a window, in order.
+    pub(crate) fn changes_batch(&self, changes: &[Change]) -> Result<RecordBatch, Error> {
+        self.build(
+            changes
+                .iter()
+                .map(|(key, values, _)| (0, 0, key.as_slice(), values.as_slice())),
+        )
+    }
+
+    /// Rows of window bounds, keys and aggregate results.
+    fn build<'a>(
+        &self,
+        rows: impl ExactSizeIterator<Item = (i64, i64, &'a [Value], &'a [Value])> + Clone,
+    ) -> Result<RecordBatch, Error> {
         let columns = self
             .schema
             .fields()
@@ -343,17 +440,16 @@ impl Grouping {
             .zip(&self.sources)
             .map(|(field, source)| {
                 let data_type = field.data_type();
+                let rows = rows.clone();
                 match *source {
-                    Source::WindowStart => Arc::new(Int64Array::from_iter_values(
-                        panes.iter().map(|pane| pane.window_start),
-                    )) as ArrayRef,
-                    Source::WindowEnd => Arc::new(Int64Array::from_iter_values(
-                        panes.iter().map(|pane| pane.window_end),
-                    )),
-                    Source::Key(at) => array_of(data_type, panes.iter().map(|pane| &pane.key[at])),
-                    Source::Aggregate(at) => {
-                        array_of(data_type, panes.iter().map(|pane| &pane.value[at]))
+                    Source::WindowStart => {
+                        Arc::new(Int64Array::from_iter_values(rows.map(|row| row.0))) as ArrayRef
                     }
+                    Source::WindowEnd => {
+                        Arc::new(Int64Array::from_iter_values(rows.map(|row| row.1)))
+                    }
+                    Source::Key(at) => array_of(data_type, rows.map(|row| &row.2[at])),
+                    Source::Aggregate(at) => array_of(data_type, rows.map(|row| &row.3[at])),
                 }
             })
             .collect();

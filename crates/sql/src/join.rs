@@ -216,9 +216,9 @@ fn integer(value: &datafusion_common::ScalarValue) -> Option<i64> {
 /// Each side's rows by join key.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub(crate) struct JoinState {
-    #[serde(with = "pairs")]
+    #[serde(with = "crate::pairs")]
     left: HashMap<Vec<Value>, Vec<Row>>,
-    #[serde(with = "pairs")]
+    #[serde(with = "crate::pairs")]
     right: HashMap<Vec<Value>, Vec<Row>>,
 }
 
@@ -321,31 +321,5 @@ impl JoinState {
                 time.saturating_add(bound.upper) >= left_from
             });
         }
-    }
-}
-
-/// A map with keys JSON cannot name, written as a list of pairs.
-mod pairs {
-    use std::collections::HashMap;
-    use std::hash::Hash;
-
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-    pub(super) fn serialize<K: Serialize, V: Serialize, S: Serializer>(
-        map: &HashMap<K, V>,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(map.iter())
-    }
-
-    pub(super) fn deserialize<'de, K, V, D>(deserializer: D) -> Result<HashMap<K, V>, D::Error>
-    where
-        K: Deserialize<'de> + Eq + Hash,
-        V: Deserialize<'de>,
-        D: Deserializer<'de>,
-    {
-        Ok(Vec::<(K, V)>::deserialize(deserializer)?
-            .into_iter()
-            .collect())
     }
 }

@@ -27,11 +27,14 @@
 //! ```
 //!
 //! What runs: SELECT with projections, WHERE, scalar functions (DataFusion's and the app's,
-//! [`Functions`]), CASE and casts, over one input; and `GROUP BY` an event-time window
-//! (Flink's `TUMBLE`, `HOP`, `SESSION`) with `COUNT`, `COUNT(DISTINCT)`, `SUM`, `MIN`,
-//! `MAX`, `AVG` and `HAVING` ([`Query::is_stateful`]), which [`SqlStreamlet`] runs on
-//! Runnel's window engine with watermarks and checkpointed state. Joins and aggregates
-//! without a window are refused, named, at planning. Guide: `docs/sql.md`.
+//! [`Functions`]), CASE and casts; `GROUP BY` an event-time window (Flink's `TUMBLE`, `HOP`,
+//! `SESSION`) with `COUNT`, `COUNT(DISTINCT)`, `SUM`, `MIN`, `MAX`, `AVG` and `HAVING`, and
+//! a window's results grouped by its bounds; inner equi-joins, whose state a bound on their
+//! time columns expires; and `GROUP BY` without a window, whose results update
+//! ([`Query::is_updating`], [`RowKind`]). Queries with state ([`Query::is_stateful`]) run
+//! in [`SqlStreamlet`] on Runnel's window engine with watermarks and checkpointed state.
+//! What does not run (outer joins, joins of updating rows, ...) is refused, named, at
+//! planning. Guide: `docs/sql.md`.
 
 mod accumulators;
 mod decode;
@@ -44,12 +47,15 @@ mod functions;
 mod group_window;
 mod grouping;
 mod join;
+mod pairs;
 mod query;
 mod resolve;
+mod row_kind;
 mod rows;
 mod streamlet;
 mod table;
 mod tree;
+mod updating;
 mod value;
 
 pub use decode::BatchDecoder;
@@ -58,6 +64,7 @@ pub use execution::Execution;
 pub use functions::Functions;
 pub use group_window::{WINDOW_END, WINDOW_START};
 pub use query::{Processed, Query};
+pub use row_kind::RowKind;
 pub use streamlet::{OUTLET, SqlStreamlet};
 pub use table::{Column, ColumnType, Table, record_name};
 

@@ -206,6 +206,27 @@ impl Query {
         self.tree.is_stateful()
     }
 
+    /// Whether the query's results update: it has an aggregate without a window (`GROUP BY
+    /// category` over every row so far), so each result says how it changes the result
+    /// table ([`RowKind`](crate::RowKind), in the header [`RowKind::HEADER`](crate::RowKind::HEADER)).
+    ///
+    /// ```
+    /// use runnel_sql::{Column, ColumnType, Query, Table};
+    /// let bids = Table::new("bids", vec![
+    ///     Column::new("auction", ColumnType::Long),
+    ///     Column::new("price", ColumnType::Long),
+    /// ]);
+    /// let highest = Query::plan(
+    ///     "SELECT auction, MAX(price) AS highest FROM bids GROUP BY auction",
+    ///     &[bids],
+    ///     "Highest",
+    /// ).unwrap();
+    /// assert!(highest.is_stateful() && highest.is_updating());
+    /// ```
+    pub fn is_updating(&self) -> bool {
+        self.tree.is_updating()
+    }
+
     /// The operators of the query.
     pub(crate) fn tree(&self) -> &Node {
         &self.tree

@@ -33,6 +33,11 @@ pub(crate) enum Node {
         grouping: Box<Grouping>,
         input: Box<Node>,
     },
+    /// A `GROUP BY` without a window, whose results update.
+    Aggregate {
+        grouping: Box<Grouping>,
+        input: Box<Node>,
+    },
     /// An inner join.
     Join {
         plan: Box<JoinPlan>,
@@ -45,6 +50,16 @@ impl Node {
     /// Whether the node runs with state (a window or a join at or below it).
     pub(crate) fn is_stateful(&self) -> bool {
         !matches!(self, Node::Scan { .. })
+    }
+
+    /// Whether the node's results update ([`RowKind`](crate::RowKind)): an aggregate
+    /// without a window at or below it.
+    pub(crate) fn is_updating(&self) -> bool {
+        match self {
+            Node::Aggregate { .. } => true,
+            Node::Stages { input, .. } => input.is_updating(),
+            Node::Scan { .. } | Node::Window { .. } | Node::Join { .. } => false,
+        }
     }
 }
 
@@ -110,12 +125,33 @@ pub(crate) fn plan_tree(
             }
             LogicalPlan::Aggregate(aggregate) => {
                 let input = plan_tree(&aggregate.input, windows, tables, inputs)?;
-                if !matches!(input, Node::Scan { .. }) {
-                    // Rows a window below fired (or a join gave), grouped by that window's
-                    // bounds.
-                    let grouping =
-                        Grouping::plan_over_fired(aggregate, |column| fired_bound(&input, column))?;
+                let bound = |column| fired_bound(&input, column);
+                let by_window_end = aggregate.group_expr.iter().any(|expression| {
+                    let Expr::Column(column) = expression else {
+                        return false;
+                    };
+                    aggregate
+                        .input
+                        .schema()
+                        .maybe_index_of_column(column)
+                        .and_then(bound)
+                        == Some(FiredBound::End)
+                });
+                let by_group_window = matches!(input, Node::Scan { .. })
+                    && aggregate.group_expr.iter().any(|expression| {
+                        matches!(expression, Expr::Column(column) if column.name == WINDOW_START)
+                    });
+                if by_window_end {
+                    // Rows a window below fired, grouped by that window's bounds.
+                    let grouping = Grouping::plan_over_fired(aggregate, bound)?;
                     break Node::Window {
+                        grouping: Box::new(grouping),
+                        input: Box::new(input),
+                    };
+                }
+                if !by_group_window {
+                    let grouping = Grouping::plan_updating(aggregate, input.is_updating())?;
+                    break Node::Aggregate {
                         grouping: Box::new(grouping),
                         input: Box::new(input),
                     };
@@ -132,6 +168,12 @@ pub(crate) fn plan_tree(
             LogicalPlan::Join(join) => {
                 let left = plan_tree(&join.left, windows, tables, inputs)?;
                 let right = plan_tree(&join.right, windows, tables, inputs)?;
+                if left.is_updating() || right.is_updating() {
+                    return Err(Error::unsupported(
+                        "a join of the results of an aggregate without a window: SQL \
+                         streamlets do not join rows that update yet",
+                    ));
+                }
                 break Node::Join {
                     plan: Box::new(JoinPlan::plan(join)?),
                     left: Box::new(left),
@@ -170,7 +212,7 @@ fn fired_bound(node: &Node, column: usize) -> Option<FiredBound> {
             _ => None,
         },
         Node::Window { grouping, .. } => grouping.fired_bound(column),
-        Node::Scan { .. } | Node::Join { .. } => None,
+        Node::Scan { .. } | Node::Join { .. } | Node::Aggregate { .. } => None,
     }
 }
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use runnel::prelude::*;
 use runnel::testkit::TestRun;
-use runnel_app_test::{open, read_values, run_to_end, stderr_of};
+use runnel_app_test::{open, read_topic, read_values, run_to_end, stderr_of};
 use runnel_nexmark::generator::{Generator, GeneratorConfig, Streams};
 use runnel_nexmark::model::{Auction, Bid, Person};
 use runnel_nexmark::queries::{q0, q1, q2, q3, q4, q5, q7, q8, q9, q11};
@@ -211,6 +211,84 @@ async fn q5_finds_the_same_hot_items() {
     let expected = on_bids(q5::streamlet(), q5::IN, q5::OUT).await;
     assert_eq!(expected.len(), 9);
     assert_eq!(sorted(results), sorted(expected));
+}
+
+/// The result of Flink's q4 in SQL (`blueprints/q4-sql.toml`): a category's average
+/// winning price, as a change to the result table.
+#[derive(Debug, Clone, Serialize, Deserialize, AvroSchema)]
+struct CategoryAverage {
+    category: i64,
+    average: Option<f64>,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn q4_in_sql_averages_the_winning_bids_of_the_streamlet_per_category() {
+    let data = tempfile::tempdir().unwrap();
+    run_query("q4-sql", data.path());
+    let backend = open(data.path());
+    // The changes, folded into the result table: each takes back the row before it.
+    let mut table: BTreeMap<i64, f64> = BTreeMap::new();
+    let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
+    for record in read_topic(&backend, "q4-sql-results").await {
+        let kind = record.record.headers.get_str(runnel::sql::RowKind::HEADER);
+        let kind = runnel::sql::RowKind::parse(kind.expect("every result says its kind"))
+            .expect("a known kind");
+        *kinds.entry(kind.as_str().to_owned()).or_default() += 1;
+        let row: CategoryAverage = runnel_app_test::decode(record.record.value.as_deref().unwrap());
+        let average = row.average.expect("categories with a winning bid");
+        if kind.is_retraction() {
+            assert_eq!(
+                table.remove(&row.category),
+                Some(average),
+                "{kind:?} of {row:?}"
+            );
+        } else {
+            assert_eq!(
+                table.insert(row.category, average),
+                None,
+                "{kind:?} of {row:?}"
+            );
+        }
+    }
+    // Categories' averages update as bids come: most results replace one.
+    assert!(kinds["-U"] > 20 && kinds["-U"] == kinds["+U"], "{kinds:?}");
+
+    let streams = streams();
+    let winners = TestRun::new(q9::streamlet())
+        .input(q9::AUCTIONS, streams.auctions)
+        .input(q9::BIDS, streams.bids)
+        .run()
+        .await
+        .unwrap()
+        .output(q9::OUT);
+    let mut prices: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
+    for winner in winners {
+        prices
+            .entry(winner.auction.category)
+            .or_default()
+            .push(winner.bid.price);
+    }
+    let expected: BTreeMap<i64, f64> = prices
+        .into_iter()
+        .map(|(category, prices)| {
+            (
+                category,
+                prices.iter().sum::<i64>() as f64 / prices.len() as f64,
+            )
+        })
+        .collect();
+    assert!(expected.len() >= 5, "{expected:?}");
+    assert_eq!(
+        table.keys().collect::<Vec<_>>(),
+        expected.keys().collect::<Vec<_>>()
+    );
+    for (category, average) in &expected {
+        let streamed = table[category];
+        assert!(
+            (streamed - average).abs() < 1e-6 * average.abs(),
+            "category {category}: {streamed} against {average}"
+        );
+    }
 }
 
 /// The result of Flink's q5 in SQL (`blueprints/q5-sql.toml`): one per hot auction and

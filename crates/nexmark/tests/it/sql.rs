@@ -235,6 +235,32 @@ fn an_ad_hoc_query_reads_the_topics_as_tables() {
     assert!(sessions > 50, "{table}");
     assert_eq!(lines[3], "(1 row)");
 
+    // An aggregate without a window: its changes, each with its kind, fold into the table.
+    let output = nexmark(
+        &[&["sql", "SELECT auction % 3 AS remainder, MAX(price) AS highest FROM bids GROUP BY auction % 3", "--format", "json"][..], &source].concat(),
+    );
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    let mut folded: BTreeMap<i64, i64> = BTreeMap::new();
+    for line in stdout_of(&output).lines() {
+        assert!(line.starts_with("{\"op\":"), "the kind first: {line}");
+        let row: serde_json::Value = serde_json::from_str(line).unwrap();
+        let (remainder, highest) = (
+            row["remainder"].as_i64().unwrap(),
+            row["highest"].as_i64().unwrap(),
+        );
+        match row["op"].as_str().unwrap() {
+            "+I" | "+U" => assert_eq!(folded.insert(remainder, highest), None),
+            "-U" | "-D" => assert_eq!(folded.remove(&remainder), Some(highest)),
+            other => panic!("unknown kind {other}"),
+        }
+    }
+    let mut expected: BTreeMap<i64, i64> = BTreeMap::new();
+    for bid in &bids {
+        let highest = expected.entry(bid.auction % 3).or_insert(bid.price);
+        *highest = (*highest).max(bid.price);
+    }
+    assert_eq!(folded, expected);
+
     // A mistake, shown where it is.
     let output = nexmark(&[&["sql", "SELECT bidder, pricee FROM bids"][..], &source].concat());
     assert_eq!(output.status.code(), Some(1));

@@ -16,8 +16,8 @@ use runnel_streamlet::{
 use tokio::time::Instant;
 
 use super::{BATCH, OUTLET, Writers, by_writer, fill_batch};
-use crate::Query;
 use crate::flow::Flow;
+use crate::{Query, RowKind};
 
 /// How often the state is checkpointed while records arrive.
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
@@ -198,14 +198,17 @@ fn report_late(ctx: &Context, flow: &mut Flow<'_>, warning: &mut ThrottledWarnin
 async fn send(out: &OutletSender<AvroDatum>, flow: &mut Flow<'_>) -> Result<bool> {
     let results = flow.take_results();
     let any = !results.is_empty();
-    for (bytes, stamp) in results {
-        let value = AvroDatum::new(bytes);
+    for produced in results {
+        let value = AvroDatum::new(produced.bytes);
         let mut record = Outgoing::new(&value);
-        if let Some((timestamp, headers)) = stamp {
+        if let Some((timestamp, headers)) = produced.stamp {
             record = record.timestamp(timestamp);
             for (header, value) in headers {
                 record = record.header(header, value);
             }
+        }
+        if let Some(kind) = produced.kind {
+            record = record.header(RowKind::HEADER, kind.as_str());
         }
         out.send_record(record).await?;
     }
