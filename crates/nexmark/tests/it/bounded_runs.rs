@@ -303,7 +303,19 @@ struct HotItem {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn q5_in_sql_finds_the_same_hot_items_as_the_streamlet() {
     let results: Vec<HotItem> = app_results("q5-sql").await;
-    let expected: Vec<(i64, i64, i64)> = on_bids(q5::streamlet(), q5::IN, q5::OUT)
+    let expected = hot_items_by_the_streamlet().await;
+    assert!(expected.len() >= 8, "{expected:?}");
+    let results: Vec<(i64, i64, i64)> = results
+        .into_iter()
+        .map(|item| (item.starttime, item.auction, item.num))
+        .collect();
+    assert_eq!(sorted(results), sorted(expected));
+}
+
+/// The hand-written q5's results over the generated bids, as (window start, auction,
+/// bids), one per hot auction and window.
+async fn hot_items_by_the_streamlet() -> Vec<(i64, i64, i64)> {
+    on_bids(q5::streamlet(), q5::IN, q5::OUT)
         .await
         .into_iter()
         .flat_map(|pane| {
@@ -313,11 +325,45 @@ async fn q5_in_sql_finds_the_same_hot_items_as_the_streamlet() {
                 .into_iter()
                 .map(move |auction| (start, auction, bids))
         })
-        .collect();
+        .collect()
+}
+
+/// q5 in SQL (windows, a window over their results, a join and checkpoints) run by the app
+/// on Apache Kafka, from the generator to the results topic, read back by a plain Kafka
+/// consumer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn q5_in_sql_on_apache_kafka_finds_the_same_hot_items_as_the_streamlet() {
+    use runnel_kafka::test_broker::ApacheKafka;
+
+    let broker = ApacheKafka::start();
+    let blueprint = format!("{}/blueprints/q5-sql.toml", env!("CARGO_MANIFEST_DIR"));
+    let data = tempfile::tempdir().unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_nexmark"));
+    command
+        .args(["run", &blueprint, "--data-dir"])
+        .arg(data.path())
+        .args(["--view", "plain"])
+        .args(["--set", &format!("generator.count={EVENTS}")])
+        .args(["--set", &format!("generator.events-per-second={RATE}")])
+        .args(broker.app_arguments())
+        .env("RUST_LOG", "warn");
+    let output = run_to_end(command, Duration::from_secs(240));
+    assert!(output.status.success(), "{}", stderr_of(&output));
+
+    let expected = hot_items_by_the_streamlet().await;
     assert!(expected.len() >= 8, "{expected:?}");
-    let results: Vec<(i64, i64, i64)> = results
-        .into_iter()
-        .map(|item| (item.starttime, item.auction, item.num))
+    let seen = runnel_app_test::kafka::read_topic(
+        &broker,
+        "q5-sql-results",
+        Duration::from_secs(60),
+        runnel_app_test::kafka::at_least(expected.len()),
+    );
+    let results: Vec<(i64, i64, i64)> = seen
+        .iter()
+        .map(|record| {
+            let item: HotItem = runnel_app_test::decode(&record.value);
+            (item.starttime, item.auction, item.num)
+        })
         .collect();
     assert_eq!(sorted(results), sorted(expected));
 }
