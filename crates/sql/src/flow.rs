@@ -40,42 +40,23 @@ pub(crate) struct Produced {
 }
 
 /// What the rows of a batch carry beyond their values, row by row.
-enum Marks {
-    /// Nothing: rows of scans and joins.
-    None,
-    /// Rows of windows' panes.
-    Stamps(Vec<Stamp>),
-    /// Rows that update.
-    Kinds(Vec<RowKind>),
+#[derive(Default)]
+struct Marks {
+    /// Rows of windows' panes: their stamps.
+    stamps: Option<Vec<Stamp>>,
+    /// Rows that update: their kinds.
+    kinds: Option<Vec<RowKind>>,
 }
 
 impl Marks {
     /// The marks of the rows at `indices`.
     fn select(self, indices: &UInt32Array) -> Marks {
-        let pick = |index: &u32| *index as usize;
-        match self {
-            Marks::None => Marks::None,
-            Marks::Stamps(stamps) => Marks::Stamps(
-                indices
-                    .values()
-                    .iter()
-                    .map(|index| stamps[pick(index)].clone())
-                    .collect(),
-            ),
-            Marks::Kinds(kinds) => Marks::Kinds(
-                indices
-                    .values()
-                    .iter()
-                    .map(|index| kinds[pick(index)])
-                    .collect(),
-            ),
-        }
-    }
-
-    fn kinds(&self) -> Option<&[RowKind]> {
-        match self {
-            Marks::Kinds(kinds) => Some(kinds),
-            _ => None,
+        let rows = indices.values().iter().map(|index| *index as usize);
+        Marks {
+            stamps: self
+                .stamps
+                .map(|stamps| rows.clone().map(|row| stamps[row].clone()).collect()),
+            kinds: self.kinds.map(|kinds| rows.map(|row| kinds[row]).collect()),
         }
     }
 }
@@ -451,7 +432,7 @@ impl<'q> Flow<'q> {
                         }
                     }
                     if let Some(batch) = concatenated(batches) {
-                        self.push(parent, batch, Marks::None);
+                        self.push(parent, batch, Marks::default());
                     }
                 }
                 _ => {}
@@ -646,7 +627,22 @@ impl<'q> Flow<'q> {
                     .iter()
                     .map(|pane| (pane.timestamp, pane.info().header_values(pane.window())))
                     .collect();
-                self.push(parent, batch, Marks::Stamps(stamps));
+                // With early results, each after a window's first replaces the one before.
+                let kinds = grouping.is_updating().then(|| {
+                    panes
+                        .iter()
+                        .map(|pane| match pane {
+                            _ if pane.retraction => RowKind::UpdateBefore,
+                            _ if pane.index == 0 => RowKind::Insert,
+                            _ => RowKind::UpdateAfter,
+                        })
+                        .collect()
+                });
+                let marks = Marks {
+                    stamps: Some(stamps),
+                    kinds,
+                };
+                self.push(parent, batch, marks);
             }
             Err(error) => tracing::error!("the rows of fired windows cannot be made: {error}"),
         }
@@ -661,7 +657,11 @@ impl<'q> Flow<'q> {
         match grouping.changes_batch(changes) {
             Ok(batch) => {
                 let kinds = changes.iter().map(|(_, _, kind)| *kind).collect();
-                self.push(parent, batch, Marks::Kinds(kinds));
+                let marks = Marks {
+                    stamps: None,
+                    kinds: Some(kinds),
+                };
+                self.push(parent, batch, marks);
             }
             Err(error) => tracing::error!("the rows of updated groups cannot be made: {error}"),
         }
@@ -709,7 +709,9 @@ impl<'q> Flow<'q> {
                         None => Ok(joined),
                     });
                 match joined {
-                    Ok(joined) if joined.num_rows() > 0 => self.push(parent, joined, Marks::None),
+                    Ok(joined) if joined.num_rows() > 0 => {
+                        self.push(parent, joined, Marks::default())
+                    }
                     Ok(_) => {}
                     Err(error) => tracing::error!("joining rows failed, they are dropped: {error}"),
                 }
@@ -753,7 +755,7 @@ impl<'q> Flow<'q> {
                         return;
                     }
                 };
-                let changes = state.add(grouping.aggregates(), rows, marks.kinds());
+                let changes = state.add(grouping.aggregates(), rows, marks.kinds.as_deref());
                 self.send_changes(grouping, parent, &changes);
             }
             Running::Scan { .. } | Running::Window { .. } | Running::Aggregate { .. } => {
@@ -773,15 +775,12 @@ impl<'q> Flow<'q> {
         };
         let produced = |(at, bytes): (usize, Vec<u8>)| Produced {
             bytes,
-            stamp: match &marks {
-                Marks::Stamps(stamps) => Some(stamps[at].clone()),
-                _ => None,
-            },
-            kind: match &marks {
-                Marks::Kinds(kinds) => Some(kinds[at]),
+            stamp: marks.stamps.as_ref().map(|stamps| stamps[at].clone()),
+            kind: match &marks.kinds {
+                Some(kinds) => Some(kinds[at]),
                 // The results of a query that updates are all marked, inserts too.
-                _ if self.query.is_updating() => Some(RowKind::Insert),
-                _ => None,
+                None if self.query.is_updating() => Some(RowKind::Insert),
+                None => None,
             },
         };
         let produced: Vec<Produced> = encoded.into_iter().enumerate().map(produced).collect();

@@ -76,6 +76,8 @@ enum Windowing {
 pub(crate) struct Grouping {
     spec: WindowSpec,
     windowing: Windowing,
+    /// Whether its windows send early results, each replacing the one before.
+    early: bool,
     /// `None` without a window.
     time: Option<Arc<dyn PhysicalExpr>>,
     keys: Vec<Arc<dyn PhysicalExpr>>,
@@ -141,7 +143,7 @@ impl Grouping {
             }
         }
         let functions = Grouping::functions(node, &mut sources)?;
-        Grouping::new(
+        let mut grouping = Grouping::new(
             node,
             window.spec,
             Windowing::GroupWindow,
@@ -149,7 +151,14 @@ impl Grouping {
             keys,
             sources,
             Accumulators::new(functions),
-        )
+        )?;
+        grouping.early = window.early;
+        Ok(grouping)
+    }
+
+    /// Whether its results update: its windows send early results (`EMIT`).
+    pub(crate) fn is_updating(&self) -> bool {
+        self.early
     }
 
     /// The grouping `node` computes without a window; `retracting` when its input rows
@@ -282,6 +291,7 @@ impl Grouping {
         Ok(Grouping {
             spec,
             windowing,
+            early: false,
             time,
             keys: physical(&keys, input)?,
             arguments: physical(&arguments, input)?,

@@ -28,8 +28,9 @@
 //!
 //! What runs: SELECT with projections, WHERE, scalar functions (DataFusion's and the app's,
 //! [`Functions`]), CASE and casts; `GROUP BY` an event-time window (Flink's `TUMBLE`, `HOP`,
-//! `SESSION`) with `COUNT`, `COUNT(DISTINCT)`, `SUM`, `MIN`, `MAX`, `AVG` and `HAVING`, and
-//! a window's results grouped by its bounds; inner equi-joins, whose state a bound on their
+//! `SESSION`) with `COUNT`, `COUNT(DISTINCT)`, `SUM`, `MIN`, `MAX`, `AVG` and `HAVING`,
+//! early results (`EMIT WITH DELAY '1' MINUTE BEFORE WATERMARK`), and a window's results
+//! grouped by its bounds; inner equi-joins, whose state a bound on their
 //! time columns expires; and `GROUP BY` without a window, whose results update
 //! ([`Query::is_updating`], [`RowKind`]). Queries with state ([`Query::is_stateful`]) run
 //! in [`SqlStreamlet`] on Runnel's window engine with watermarks and checkpointed state.
@@ -39,6 +40,7 @@
 mod accumulators;
 mod decode;
 mod dialect;
+mod emit;
 mod encode;
 mod error;
 mod execution;

@@ -128,6 +128,7 @@ impl Query {
         record_name: &str,
         functions: &Functions,
     ) -> Result<Query, Error> {
+        let (sql, emit) = crate::emit::split_emit(sql)?;
         let mut statements = Parser::new(&GenericDialect {})
             .try_with_sql(sql)
             .and_then(|mut parser| parser.parse_statements())
@@ -142,7 +143,21 @@ impl Query {
             }
         };
         crate::dialect::rewrite_flink_spellings(&mut statement);
-        let windows = rewrite_group_windows(&mut statement)?;
+        let mut windows = rewrite_group_windows(&mut statement)?;
+        if let Some(emit) = emit {
+            if windows.is_empty() {
+                return Err(Error::Plan {
+                    message: "EMIT says when group windows send results, and the query groups \
+                              by none (TUMBLE, HOP or SESSION)"
+                        .to_owned(),
+                    position: Some(emit.position),
+                });
+            }
+            for window in &mut windows {
+                window.spec = emit.apply(window.spec);
+                window.early = true;
+            }
+        }
         let windowed = !windows.is_empty();
         let planned_tables = if windowed {
             tables

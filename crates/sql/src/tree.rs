@@ -57,8 +57,9 @@ impl Node {
     pub(crate) fn is_updating(&self) -> bool {
         match self {
             Node::Aggregate { .. } => true,
+            Node::Window { grouping, .. } => grouping.is_updating(),
             Node::Stages { input, .. } => input.is_updating(),
-            Node::Scan { .. } | Node::Window { .. } | Node::Join { .. } => false,
+            Node::Scan { .. } | Node::Join { .. } => false,
         }
     }
 }
@@ -141,6 +142,12 @@ pub(crate) fn plan_tree(
                     && aggregate.group_expr.iter().any(|expression| {
                         matches!(expression, Expr::Column(column) if column.name == WINDOW_START)
                     });
+                if by_window_end && input.is_updating() {
+                    return Err(Error::unsupported(
+                        "grouping the results of windows with early results (EMIT) by their \
+                         bounds: SQL streamlets group such results only without EMIT",
+                    ));
+                }
                 if by_window_end {
                     // Rows a window below fired, grouped by that window's bounds.
                     let grouping = Grouping::plan_over_fired(aggregate, bound)?;
@@ -170,8 +177,8 @@ pub(crate) fn plan_tree(
                 let right = plan_tree(&join.right, windows, tables, inputs)?;
                 if left.is_updating() || right.is_updating() {
                     return Err(Error::unsupported(
-                        "a join of the results of an aggregate without a window: SQL \
-                         streamlets do not join rows that update yet",
+                        "a join of the results of an aggregate without a window, or of a \
+                         window with EMIT: SQL streamlets do not join rows that update yet",
                     ));
                 }
                 break Node::Join {

@@ -567,3 +567,29 @@ fn groupings_that_do_not_run_are_named() {
         assert!(plan(&sql).unwrap().is_updating(), "{sql}");
     }
 }
+
+#[test]
+fn emit_clauses_that_do_not_run_are_named() {
+    let (message, position) =
+        error("SELECT sensor FROM readings\nEMIT WITHOUT DELAY BEFORE WATERMARK");
+    assert_eq!(
+        message,
+        "EMIT says when group windows send results, and the query groups by none (TUMBLE, HOP or SESSION)"
+    );
+    assert_eq!(position.as_deref(), Some("2:1"));
+    let counts = "SELECT COUNT(*) AS n, TUMBLE_END(count, INTERVAL '1' SECOND) AS ends \
+                  FROM readings GROUP BY sensor, TUMBLE(count, INTERVAL '1' SECOND)";
+    let (message, _) = error(&format!(
+        "SELECT MAX(n) AS most, ends FROM ({counts}) c GROUP BY ends EMIT WITHOUT DELAY BEFORE WATERMARK"
+    ));
+    assert!(
+        message.starts_with("grouping the results of windows with early results (EMIT)"),
+        "{message}"
+    );
+    // An aggregate without a window over early results takes back what they replace.
+    let query = plan(&format!(
+        "SELECT SUM(n) AS total FROM ({counts}) c EMIT WITH DELAY '1' SECOND BEFORE WATERMARK"
+    ))
+    .unwrap();
+    assert!(query.is_updating());
+}

@@ -312,3 +312,61 @@ async fn a_record_without_event_time_goes_to_the_dead_letters() -> anyhow::Resul
     );
     Ok(())
 }
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+struct BidderCount {
+    bidder: i64,
+    bids: i64,
+    starts: i64,
+}
+
+#[tokio::test]
+async fn emit_before_the_watermark_sends_early_results_that_the_final_ones_replace()
+-> anyhow::Result<()> {
+    use runnel_sql::RowKind;
+
+    let sql = "SELECT bidder, COUNT(*) AS bids, \
+                      TUMBLE_START(date_time, INTERVAL '60' SECOND) AS starts \
+               FROM bids GROUP BY bidder, TUMBLE(date_time, INTERVAL '60' SECOND) \
+               EMIT WITH DELAY '2' SECOND BEFORE WATERMARK";
+    let query = Query::plan(sql, &[bids_table()], "BidderCount")?;
+    assert!(query.is_updating());
+    // Ten bids (7 s of event time) a second of processing time: each minute's window
+    // fills over some 9 s, and sends an early result every 2 s meanwhile.
+    let mut run = TestRun::new(SqlStreamlet::new(Arc::new(query)));
+    for (second, chunk) in bids().chunks(10).enumerate() {
+        run = run.at(second as i64 * 1_000).input(BIDS, chunk.to_vec());
+    }
+    let run = run.run().await?;
+    let out: Outlet<BidderCount> = Outlet::new("out");
+    let mut table: BTreeMap<(i64, i64), i64> = BTreeMap::new();
+    let mut kinds: BTreeMap<&str, usize> = BTreeMap::new();
+    for received in run.records(out) {
+        let kind = RowKind::parse(received.headers.get_str(RowKind::HEADER).unwrap()).unwrap();
+        *kinds.entry(kind.as_str()).or_default() += 1;
+        let row = received.value;
+        let key = (row.bidder, row.starts);
+        if kind.is_retraction() {
+            assert_eq!(table.remove(&key), Some(row.bids), "{kind:?} {key:?}");
+        } else {
+            assert_eq!(table.insert(key, row.bids), None, "{kind:?} {key:?}");
+        }
+    }
+    let mut expected: BTreeMap<(i64, i64), i64> = BTreeMap::new();
+    for bid in bids() {
+        *expected
+            .entry((bid.bidder, bid.date_time / 60_000 * 60_000))
+            .or_default() += 1;
+    }
+    assert_eq!(table, expected);
+    assert_eq!(
+        kinds["+I"],
+        expected.len(),
+        "one first result per key and window"
+    );
+    assert!(
+        kinds["-U"] >= expected.len() && kinds["-U"] == kinds["+U"],
+        "early results, each replaced: {kinds:?}"
+    );
+    Ok(())
+}
