@@ -108,7 +108,7 @@ pub(crate) fn split_emit(sql: &str) -> Result<(&str, Option<Emit>), Error> {
         return Ok((sql, None));
     };
     let position = position_of(&tokens[at]);
-    let cut = byte_offset(sql, position);
+    let cut = position.offset_in(sql);
     let clause: Vec<&TokenWithSpan> = tokens[at + 1..]
         .iter()
         .filter(|token| !matches!(token.token, Token::Whitespace(_) | Token::EOF))
@@ -220,23 +220,6 @@ fn position_of(token: &TokenWithSpan) -> Position {
         line: token.span.start.line,
         column: token.span.start.column,
     }
-}
-
-/// The byte offset of `position` (line and column from 1, columns in characters) in `text`.
-fn byte_offset(text: &str, position: Position) -> usize {
-    let mut offset = 0;
-    for (index, line) in text.split_inclusive('\n').enumerate() {
-        if index as u64 + 1 == position.line {
-            let column = position.column.saturating_sub(1) as usize;
-            return offset
-                + line
-                    .char_indices()
-                    .nth(column)
-                    .map_or(line.len(), |(at, _)| at);
-        }
-        offset += line.len();
-    }
-    text.len()
 }
 
 #[cfg(test)]

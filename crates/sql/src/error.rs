@@ -11,6 +11,25 @@ pub struct Position {
     pub column: u64,
 }
 
+impl Position {
+    /// The byte offset of this line and column in `text` (its end, past the last line).
+    pub(crate) fn offset_in(self, text: &str) -> usize {
+        let mut offset = 0;
+        for (index, content) in text.split_inclusive('\n').enumerate() {
+            if index as u64 + 1 == self.line {
+                let column = self.column.saturating_sub(1) as usize;
+                return offset
+                    + content
+                        .char_indices()
+                        .nth(column)
+                        .map_or(content.len(), |(at, _)| at);
+            }
+            offset += content.len();
+        }
+        text.len()
+    }
+}
+
 impl fmt::Display for Position {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}", self.line, self.column)

@@ -12,6 +12,7 @@
 //! | `TUMBLE_START(...)`, `HOP_START(...)`, `SESSION_START(...)` | `window_start` |
 //! | `TUMBLE_END(...)`, `HOP_END(...)`, `SESSION_END(...)` | `window_end` |
 //! | `TUMBLE_ROWTIME(...)`, `HOP_ROWTIME(...)`, `SESSION_ROWTIME(...)` | `window_end - 1` |
+//! | `FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(time), size))` (or `HOP`) | `FROM t`, the window recorded for the `SELECT`, which groups by `window_start, window_end` itself |
 //!
 //! DataFusion then plans an ordinary `GROUP BY`, and the window operator fills the two
 //! columns when a window fires.
@@ -21,8 +22,8 @@ use std::time::Duration;
 
 use datafusion_sql::sqlparser::ast::{
     BinaryOperator, DateTimeField, Expr, FunctionArg, FunctionArgExpr, FunctionArguments,
-    GroupByExpr, Ident, Select, SetExpr, Spanned, Statement, TableFactor, Value, ValueWithSpan,
-    visit_expressions_mut,
+    GroupByExpr, Ident, ObjectName, Select, SetExpr, Spanned, Statement, TableFactor, Value,
+    ValueWithSpan, visit_expressions_mut,
 };
 use runnel_streamlet::window::WindowSpec;
 
@@ -132,6 +133,11 @@ fn rewrite_set(body: &mut SetExpr, found: &mut Found) -> Result<(), Error> {
 }
 
 fn rewrite_select(select: &mut Select, found: &mut Found) -> Result<(), Error> {
+    let mut table_function = None;
+    let one_table = match select.from.as_slice() {
+        [from] => from.joins.is_empty(),
+        _ => false,
+    };
     for table in &mut select.from {
         let factors = std::iter::once(&mut table.relation)
             .chain(table.joins.iter_mut().map(|join| &mut join.relation));
@@ -139,7 +145,44 @@ fn rewrite_select(select: &mut Select, found: &mut Found) -> Result<(), Error> {
             if let TableFactor::Derived { subquery, .. } = factor {
                 rewrite_set(&mut subquery.body, found)?;
             }
+            if let Some(window) = window_table_function(factor)? {
+                if !one_table {
+                    return Err(Error::Unsupported {
+                        message: "a window table function joined with another table: SQL \
+                                  streamlets group one table's windows (window joins are not \
+                                  supported yet)"
+                            .to_owned(),
+                        position: window.position,
+                    });
+                }
+                table_function = Some(window);
+            }
         }
+    }
+    let by_table_function = table_function.is_some();
+    if let Some(window) = table_function {
+        let groups_by = |name: &str| match &select.group_by {
+            GroupByExpr::Expressions(expressions, _) => {
+                expressions.iter().any(|expression| match expression {
+                    Expr::Identifier(ident) => normalized(ident) == name,
+                    Expr::CompoundIdentifier(parts) => {
+                        parts.last().is_some_and(|ident| normalized(ident) == name)
+                    }
+                    _ => false,
+                })
+            }
+            GroupByExpr::All(_) => false,
+        };
+        if !(groups_by(WINDOW_START) && groups_by(WINDOW_END)) {
+            return Err(Error::Unsupported {
+                message: "a window table function without GROUP BY window_start, window_end: \
+                          SQL streamlets aggregate each window (window joins, Top-N and \
+                          deduplication over windows are not supported yet)"
+                    .to_owned(),
+                position: window.position,
+            });
+        }
+        found.push(window);
     }
     let mut here: Option<(Kind, String)> = None;
     if let GroupByExpr::Expressions(expressions, _) = &mut select.group_by {
@@ -150,7 +193,7 @@ fn rewrite_select(select: &mut Select, found: &mut Found) -> Result<(), Error> {
                 continue;
             };
             let position = position_of(&expression);
-            if here.is_some() {
+            if here.is_some() || by_table_function {
                 return Err(Error::Unsupported {
                     message: format!(
                         "a second group window ({}) in one GROUP BY: a SELECT groups by one window",
@@ -206,6 +249,187 @@ fn rewrite_select(select: &mut Select, found: &mut Found) -> Result<(), Error> {
         Some(error) => Err(error),
         None => Ok(()),
     }
+}
+
+/// A window table function in `FROM` (Flink's `TABLE(TUMBLE(TABLE bids,
+/// DESCRIPTOR(date_time), INTERVAL '10' SECOND))`, or `HOP` with a slide before the size),
+/// replaced by the table it windows: its window, when `factor` is one.
+fn window_table_function(factor: &mut TableFactor) -> Result<Option<GroupWindow>, Error> {
+    let TableFactor::TableFunction { expr, alias } = factor else {
+        return Ok(None);
+    };
+    let position = position_of(expr);
+    let Some((name, arguments)) = call(expr) else {
+        return Ok(None);
+    };
+    let kind = match name.to_ascii_lowercase().as_str() {
+        "tumble" => Kind::Tumble,
+        "hop" => Kind::Hop,
+        "session" | "cumulate" => {
+            return Err(Error::Unsupported {
+                message: format!(
+                    "the window table function {}: SQL streamlets take TUMBLE and HOP as \
+                     table functions, and SESSION in GROUP BY (GROUP BY key, SESSION(t, gap))",
+                    name.to_ascii_uppercase()
+                ),
+                position,
+            });
+        }
+        _ => return Ok(None),
+    };
+    let usage = || {
+        let sizes: Vec<String> = kind
+            .sizes()
+            .iter()
+            .map(|size| format!("INTERVAL '<{size}>' SECOND"))
+            .collect();
+        format!(
+            "TABLE({}(TABLE <table>, DESCRIPTOR(<event-time column>), {}))",
+            kind.name(),
+            sizes.join(", ")
+        )
+    };
+    // Flink's parameter names, for arguments passed by name.
+    let names: &[&str] = match kind {
+        Kind::Hop => &["data", "timecol", "slide", "size"],
+        _ => &["data", "timecol", "size"],
+    };
+    let mut given: Vec<Option<Expr>> = vec![None; names.len()];
+    for (at, argument) in arguments.iter().enumerate() {
+        let (slot, value) = match argument {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(value)) => (Some(at), value),
+            FunctionArg::Named {
+                name,
+                arg: FunctionArgExpr::Expr(value),
+                ..
+            } => (
+                names
+                    .iter()
+                    .position(|known| name.value.eq_ignore_ascii_case(known)),
+                value,
+            ),
+            _ => (None, &Expr::Value(Value::Null.into())),
+        };
+        match slot.and_then(|slot| given.get_mut(slot)) {
+            Some(place) if place.is_none() => *place = Some(value.clone()),
+            _ => {
+                return Err(Error::Plan {
+                    message: format!("{} takes {}", kind.name(), usage()),
+                    position,
+                });
+            }
+        }
+    }
+    let given: Vec<Expr> = match given.into_iter().collect::<Option<Vec<Expr>>>() {
+        Some(given) => given,
+        None => {
+            return Err(Error::Plan {
+                message: format!("{} takes {}", kind.name(), usage()),
+                position,
+            });
+        }
+    };
+    let table = match &given[0] {
+        Expr::Identifier(ident) => ObjectName::from(vec![ident.clone()]),
+        Expr::CompoundIdentifier(parts) => ObjectName::from(parts.clone()),
+        other => {
+            return Err(Error::Plan {
+                message: format!(
+                    "the data of {} is a table, not {other}: {}",
+                    kind.name(),
+                    usage()
+                ),
+                position: position_of(other),
+            });
+        }
+    };
+    let time_column = match call(&given[1]) {
+        Some((descriptor, [column])) if descriptor.eq_ignore_ascii_case("descriptor") => {
+            column.clone()
+        }
+        _ => {
+            return Err(Error::Plan {
+                message: format!(
+                    "the time column of {} is DESCRIPTOR(<event-time column>), not {}: {}",
+                    kind.name(),
+                    given[1],
+                    usage()
+                ),
+                position: position_of(&given[1]),
+            });
+        }
+    };
+    // As the group window function would name them: the time column, then the sizes.
+    let mut legacy = vec![time_column];
+    legacy.extend(
+        given[2..]
+            .iter()
+            .map(|size| FunctionArg::Unnamed(FunctionArgExpr::Expr(size.clone()))),
+    );
+    let window = group_window(kind, &legacy, position)?;
+    *factor = TableFactor::Table {
+        name: table,
+        alias: alias.take(),
+        args: None,
+        with_hints: Vec::new(),
+        version: None,
+        with_ordinality: false,
+        partitions: Vec::new(),
+        json_path: None,
+        sample: None,
+        index_hints: Vec::new(),
+    };
+    Ok(Some(window))
+}
+
+/// `TABLE <name>` passed to a function (`TUMBLE(TABLE bids, ...)`, as Flink's window table
+/// functions take their data), which sqlparser does not read: the `TABLE` is blanked out,
+/// leaving the table's name, every other character where it was.
+pub(crate) fn unwrap_table_arguments(sql: &str) -> std::borrow::Cow<'_, str> {
+    use datafusion_sql::sqlparser::dialect::GenericDialect;
+    use datafusion_sql::sqlparser::tokenizer::{Token, Tokenizer};
+    let Ok(tokens) = Tokenizer::new(&GenericDialect {}, sql).tokenize_with_location() else {
+        return sql.into();
+    };
+    let significant: Vec<&datafusion_sql::sqlparser::tokenizer::TokenWithSpan> = tokens
+        .iter()
+        .filter(|token| !matches!(token.token, Token::Whitespace(_)))
+        .collect();
+    let mut blanks = Vec::new();
+    for (at, token) in significant.iter().enumerate() {
+        let Token::Word(word) = &token.token else {
+            continue;
+        };
+        let after_open = at > 0
+            && matches!(
+                significant[at - 1].token,
+                Token::LParen | Token::Comma | Token::RArrow
+            );
+        let before_name = matches!(
+            significant.get(at + 1).map(|next| &next.token),
+            Some(Token::Word(_))
+        );
+        if word.quote_style.is_none()
+            && word.value.eq_ignore_ascii_case("table")
+            && after_open
+            && before_name
+        {
+            blanks.push(token.span.start);
+        }
+    }
+    if blanks.is_empty() {
+        return sql.into();
+    }
+    let mut text = sql.to_owned();
+    for start in blanks {
+        let offset = Position {
+            line: start.line,
+            column: start.column,
+        }
+        .offset_in(sql);
+        text.replace_range(offset..offset + "table".len(), "     ");
+    }
+    text.into()
 }
 
 /// The column (or expression) an auxiliary function stands for, or `None` when

@@ -129,8 +129,9 @@ impl Query {
         functions: &Functions,
     ) -> Result<Query, Error> {
         let (sql, emit) = crate::emit::split_emit(sql)?;
+        let unwrapped = crate::group_window::unwrap_table_arguments(sql);
         let mut statements = Parser::new(&GenericDialect {})
-            .try_with_sql(sql)
+            .try_with_sql(&unwrapped)
             .and_then(|mut parser| parser.parse_statements())
             .map_err(|error| Error::from_parser(&error.to_string(), sql))?;
         let mut statement = match statements.len() {

@@ -593,3 +593,32 @@ fn emit_clauses_that_do_not_run_are_named() {
     .unwrap();
     assert!(query.is_updating());
 }
+
+#[test]
+fn window_table_functions_that_do_not_run_are_named() {
+    for (sql, named) in [
+        (
+            "SELECT * FROM TABLE(TUMBLE(TABLE readings, DESCRIPTOR(count), INTERVAL '1' SECOND))",
+            "a window table function without GROUP BY window_start, window_end",
+        ),
+        (
+            "SELECT COUNT(*) AS n FROM TABLE(SESSION(TABLE readings, DESCRIPTOR(count), INTERVAL '1' SECOND)) \
+             GROUP BY window_start, window_end",
+            "the window table function SESSION",
+        ),
+        (
+            "SELECT COUNT(*) AS n FROM TABLE(TUMBLE(TABLE readings, count, INTERVAL '1' SECOND)) \
+             GROUP BY window_start, window_end",
+            "the time column of TUMBLE is DESCRIPTOR(<event-time column>), not count",
+        ),
+        (
+            "SELECT COUNT(*) AS n FROM TABLE(TUMBLE(TABLE readings, DESCRIPTOR(count))) \
+             GROUP BY window_start, window_end",
+            "TUMBLE takes TABLE(TUMBLE(TABLE <table>, DESCRIPTOR(<event-time column>), INTERVAL '<size>' SECOND))",
+        ),
+    ] {
+        let error = plan(sql).expect_err(sql);
+        assert!(error.to_string().contains(named), "{sql}: {error}");
+        assert!(error.position().is_some(), "{sql}: {error}");
+    }
+}
