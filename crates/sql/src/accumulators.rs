@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use runnel_streamlet::window::Aggregate;
 use serde::{Deserialize, Serialize};
 
+use crate::udaf::Udaf;
 use crate::value::Value;
 
 /// An aggregate function, as the query calls it.
@@ -29,6 +30,9 @@ pub(crate) enum Function {
     Max,
     /// `AVG(x)`, a `DOUBLE`.
     Average,
+    /// A function with DataFusion's accumulator: the one at this index of the
+    /// [`Accumulators`]' own.
+    Udaf(usize),
 }
 
 impl Function {
@@ -67,6 +71,8 @@ pub(crate) enum Accumulator {
     Extreme(Value),
     /// The sum and number of the values that were not null.
     Average { total: f64, count: i64 },
+    /// A DataFusion accumulator's state.
+    Udaf(Vec<Value>),
 }
 
 /// Values with how often each was seen, written as a list of pairs (JSON maps have string
@@ -101,24 +107,28 @@ impl Multiset {
 #[derive(Clone, Debug)]
 pub(crate) struct Accumulators {
     functions: Vec<Function>,
+    /// The functions with DataFusion's accumulators, by [`Function::Udaf`]'s index.
+    udafs: Vec<Udaf>,
     /// Whether rows can be taken back ([`retract`](Accumulators::retract)): `MIN` and `MAX`
     /// then keep every value with its multiplicity, not only the extreme.
     retracting: bool,
 }
 
 impl Accumulators {
-    pub(crate) fn new(functions: Vec<Function>) -> Self {
+    pub(crate) fn new(functions: Vec<Function>, udafs: Vec<Udaf>) -> Self {
         Accumulators {
             functions,
+            udafs,
             retracting: false,
         }
     }
 
     /// Functions over rows that may be taken back, as the results of an aggregate without
     /// a window are when they update.
-    pub(crate) fn retracting(functions: Vec<Function>) -> Self {
+    pub(crate) fn retracting(functions: Vec<Function>, udafs: Vec<Udaf>) -> Self {
         Accumulators {
             functions,
+            udafs,
             retracting: true,
         }
     }
@@ -129,11 +139,22 @@ impl Accumulators {
             self.retracting,
             "only retracting accumulators take rows back"
         );
-        for (accumulator, value) in accumulators.iter_mut().zip(arguments) {
+        for ((function, accumulator), value) in self
+            .functions
+            .iter()
+            .zip(accumulators.iter_mut())
+            .zip(arguments)
+        {
             if value.is_null() {
                 continue;
             }
             match accumulator {
+                Accumulator::Udaf(state) => {
+                    let Function::Udaf(at) = function else {
+                        unreachable!("a DataFusion accumulator's state is its function's");
+                    };
+                    self.udafs[*at].add(state, value, true);
+                }
                 Accumulator::Count(count) => *count -= 1,
                 Accumulator::Distinct(seen) => seen.add(value, -1),
                 Accumulator::Sum { total, count } => {
@@ -179,6 +200,7 @@ impl Aggregate for Accumulators {
                     total: 0.0,
                     count: 0,
                 },
+                Function::Udaf(at) => Accumulator::Udaf(self.udafs[*at].create()),
             })
             .collect()
     }
@@ -204,6 +226,12 @@ impl Aggregate for Accumulators {
                 Accumulator::Average { total, count } => {
                     *total += as_float(value);
                     *count += 1;
+                }
+                Accumulator::Udaf(state) => {
+                    let Function::Udaf(at) = function else {
+                        unreachable!("a DataFusion accumulator's state is its function's");
+                    };
+                    self.udafs[*at].add(state, value, false);
                 }
             }
         }
@@ -245,6 +273,12 @@ impl Aggregate for Accumulators {
                 ) => {
                     *total += other_total;
                     *count += other_count;
+                }
+                (Accumulator::Udaf(state), Accumulator::Udaf(other)) => {
+                    let Function::Udaf(at) = function else {
+                        unreachable!("a DataFusion accumulator's state is its function's");
+                    };
+                    self.udafs[*at].merge(state, other);
                 }
                 _ => unreachable!("accumulators of one function merge"),
             }
@@ -296,6 +330,10 @@ impl Aggregate for Accumulators {
                 Accumulator::Sum { total, .. } => total.clone(),
                 Accumulator::Extreme(extreme) => extreme.clone(),
                 Accumulator::Average { total, count } => Value::Float(total / *count as f64),
+                Accumulator::Udaf(state) => match function {
+                    Function::Udaf(at) => self.udafs[*at].result(state),
+                    _ => unreachable!("a DataFusion accumulator's state is its function's"),
+                },
             })
             .collect()
     }
@@ -343,7 +381,7 @@ mod tests {
     use super::*;
 
     fn run(functions: Vec<Function>, rows: &[Vec<Value>]) -> Vec<Value> {
-        let accumulators = Accumulators::new(functions);
+        let accumulators = Accumulators::new(functions, Vec::new());
         let mut state = accumulators.create();
         for row in rows {
             accumulators.add(&mut state, row);
@@ -403,10 +441,10 @@ mod tests {
 
     #[test]
     fn subtracting_a_merged_part_restores_the_rest() {
-        let accumulators = Accumulators::new(vec![
-            Function::CountDistinct,
-            Function::Sum { float: false },
-        ]);
+        let accumulators = Accumulators::new(
+            vec![Function::CountDistinct, Function::Sum { float: false }],
+            Vec::new(),
+        );
         let (mut whole, mut part) = (accumulators.create(), accumulators.create());
         for value in [3, 5, 3] {
             accumulators.add(&mut whole, &vec![Value::Integer(value); 2]);
@@ -419,13 +457,13 @@ mod tests {
             accumulators.result(&whole),
             [Value::Integer(1), Value::Integer(6)]
         );
-        let averages = Accumulators::new(vec![Function::Average]);
+        let averages = Accumulators::new(vec![Function::Average], Vec::new());
         assert!(!averages.subtract(&mut averages.create(), &averages.create()));
     }
 
     #[test]
     fn distinct_values_checkpoint_as_pairs() {
-        let accumulators = Accumulators::new(vec![Function::CountDistinct]);
+        let accumulators = Accumulators::new(vec![Function::CountDistinct], Vec::new());
         let mut state = accumulators.create();
         accumulators.add(&mut state, &vec![Value::Text("a".into())]);
         let json = serde_json::to_string(&state).unwrap();

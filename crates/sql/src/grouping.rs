@@ -16,6 +16,7 @@ use crate::Error;
 use crate::accumulators::{Accumulators, Function};
 use crate::group_window::{GroupWindow, WINDOW_END, WINDOW_START};
 use crate::query::physical;
+use crate::udaf::Udaf;
 use crate::updating::Change;
 use crate::value::{Cells, Value, array_of, is_supported};
 
@@ -142,7 +143,7 @@ impl Grouping {
                 }
             }
         }
-        let functions = Grouping::functions(node, &mut sources)?;
+        let (functions, udafs) = Grouping::functions(node, &mut sources)?;
         let mut grouping = Grouping::new(
             node,
             window.spec,
@@ -150,7 +151,7 @@ impl Grouping {
             Some(time_column),
             keys,
             sources,
-            Accumulators::new(functions),
+            Accumulators::new(functions, udafs),
         )?;
         grouping.early = window.early;
         Ok(grouping)
@@ -177,11 +178,18 @@ impl Grouping {
             sources.push(Source::Key(keys.len()));
             keys.push(expression.clone());
         }
-        let functions = Grouping::functions(node, &mut sources)?;
+        let (functions, udafs) = Grouping::functions(node, &mut sources)?;
+        if retracting && let Some(udaf) = udafs.iter().find(|udaf| !udaf.retracts()) {
+            return Err(Error::unsupported(format!(
+                "the aggregate function {} over rows that update: its accumulator cannot take \
+                 a value back",
+                udaf.name()
+            )));
+        }
         let accumulators = if retracting {
-            Accumulators::retracting(functions)
+            Accumulators::retracting(functions, udafs)
         } else {
-            Accumulators::new(functions)
+            Accumulators::new(functions, udafs)
         };
         // The window engine's specification is not used without a window.
         let spec = WindowSpec::tumbling(std::time::Duration::from_millis(1));
@@ -245,7 +253,7 @@ impl Grouping {
         // Each window below becomes a window of one millisecond, its last, in which its rows
         // are grouped; it fires when the watermark passes the end of both.
         let spec = WindowSpec::tumbling(std::time::Duration::from_millis(1));
-        let functions = Grouping::functions(node, &mut sources)?;
+        let (functions, udafs) = Grouping::functions(node, &mut sources)?;
         Grouping::new(
             node,
             spec,
@@ -253,20 +261,25 @@ impl Grouping {
             Some(time_column),
             keys,
             sources,
-            Accumulators::new(functions),
+            Accumulators::new(functions, udafs),
         )
     }
 
-    /// The aggregate functions `node` calls, each added to `sources` as an output column.
-    fn functions(node: &AggregateNode, sources: &mut Vec<Source>) -> Result<Vec<Function>, Error> {
+    /// The aggregate functions `node` calls, each added to `sources` as an output column,
+    /// and those run by DataFusion's accumulators.
+    fn functions(
+        node: &AggregateNode,
+        sources: &mut Vec<Source>,
+    ) -> Result<(Vec<Function>, Vec<Udaf>), Error> {
         let input = node.input.schema();
         let mut functions = Vec::new();
+        let mut udafs = Vec::new();
         for expression in &node.aggr_expr {
-            let (function, _) = aggregate_call(expression, input.as_ref())?;
+            let (function, _) = aggregate_call(expression, input.as_ref(), &mut udafs)?;
             sources.push(Source::Aggregate(functions.len()));
             functions.push(function);
         }
-        Ok(functions)
+        Ok((functions, udafs))
     }
 
     fn new(
@@ -282,7 +295,7 @@ impl Grouping {
         let arguments = node
             .aggr_expr
             .iter()
-            .map(|expression| Ok(aggregate_call(expression, input.as_ref())?.1))
+            .map(|expression| Ok(aggregate_call(expression, input.as_ref(), &mut Vec::new())?.1))
             .collect::<Result<Vec<_>, Error>>()?;
         let time = match time_column {
             Some(column) => Some(physical(std::slice::from_ref(&column), input)?.remove(0)),
@@ -505,7 +518,11 @@ fn check_type(expression: &Expr, schema: &dyn ExprSchema, role: &str) -> Result<
 }
 
 /// The function an aggregate expression calls, and its argument.
-fn aggregate_call(expression: &Expr, schema: &dyn ExprSchema) -> Result<(Function, Expr), Error> {
+fn aggregate_call(
+    expression: &Expr,
+    schema: &dyn ExprSchema,
+    udafs: &mut Vec<Udaf>,
+) -> Result<(Function, Expr), Error> {
     let call = match expression {
         Expr::Alias(alias) => alias.expr.as_ref(),
         other => other,
@@ -542,12 +559,17 @@ fn aggregate_call(expression: &Expr, schema: &dyn ExprSchema) -> Result<(Functio
         argument.get_type(schema),
         Ok(DataType::Float32 | DataType::Float64)
     );
-    let function = Function::named(name, params.distinct, float).ok_or_else(|| {
-        let distinct = if params.distinct { "(DISTINCT)" } else { "" };
-        Error::unsupported(format!(
-            "the aggregate function {name}{distinct} is not supported by SQL streamlets yet: \
-             they run COUNT, COUNT(DISTINCT), SUM, MIN, MAX and AVG"
-        ))
-    })?;
-    Ok((function, argument.clone()))
+    if let Some(function) = Function::named(name, params.distinct, float) {
+        return Ok((function, argument.clone()));
+    }
+    if params.distinct {
+        return Err(Error::unsupported(format!(
+            "the aggregate function {name}(DISTINCT) is not supported by SQL streamlets yet: \
+             DISTINCT goes with COUNT"
+        )));
+    }
+    // Any other function, DataFusion's or the app's, with its own accumulator.
+    let (_, field) = argument.to_field(schema).map_err(Error::from_planner)?;
+    udafs.push(Udaf::plan(call.func.clone(), field)?);
+    Ok((Function::Udaf(udafs.len() - 1), argument.clone()))
 }

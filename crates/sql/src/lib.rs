@@ -57,6 +57,7 @@ mod rows;
 mod streamlet;
 mod table;
 mod tree;
+mod udaf;
 mod updating;
 mod value;
 

@@ -133,7 +133,7 @@ mod tests {
     #[test]
     fn groups_send_their_first_result_then_updates_then_deletes() {
         let functions = vec![Function::Sum { float: false }, Function::Max];
-        let accumulators = Accumulators::retracting(functions);
+        let accumulators = Accumulators::retracting(functions, Vec::new());
         let mut state = Updating::default();
         let changes = state.add(&accumulators, vec![row(1, 5), row(1, 7), row(2, 1)], None);
         assert_eq!(

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use datafusion_common::arrow::array::{
     Array, ArrayRef, BinaryArray, BinaryBuilder, BooleanArray, BooleanBuilder, Float32Array,
     Float32Builder, Float64Array, Float64Builder, Int32Array, Int32Builder, Int64Array,
-    Int64Builder, StringArray, StringBuilder, new_null_array,
+    Int64Builder, StringArray, StringBuilder, UInt64Array, UInt64Builder, new_null_array,
 };
 use datafusion_common::arrow::datatypes::DataType;
 use serde::{Deserialize, Serialize};
@@ -101,6 +101,7 @@ pub(crate) fn is_supported(data_type: &DataType) -> bool {
             | DataType::Boolean
             | DataType::Int32
             | DataType::Int64
+            | DataType::UInt64
             | DataType::Float32
             | DataType::Float64
             | DataType::Utf8
@@ -114,6 +115,8 @@ pub(crate) enum Cells<'a> {
     Boolean(&'a BooleanArray),
     Int32(&'a Int32Array),
     Int64(&'a Int64Array),
+    /// As aggregates count in their state (`stddev`'s count); kept as `Integer`.
+    UInt64(&'a UInt64Array),
     Float32(&'a Float32Array),
     Float64(&'a Float64Array),
     Text(&'a StringArray),
@@ -130,6 +133,7 @@ impl<'a> Cells<'a> {
             DataType::Boolean => Cells::Boolean(any.downcast_ref().expect(downcast)),
             DataType::Int32 => Cells::Int32(any.downcast_ref().expect(downcast)),
             DataType::Int64 => Cells::Int64(any.downcast_ref().expect(downcast)),
+            DataType::UInt64 => Cells::UInt64(any.downcast_ref().expect(downcast)),
             DataType::Float32 => Cells::Float32(any.downcast_ref().expect(downcast)),
             DataType::Float64 => Cells::Float64(any.downcast_ref().expect(downcast)),
             DataType::Utf8 => Cells::Text(any.downcast_ref().expect(downcast)),
@@ -154,6 +158,7 @@ impl<'a> Cells<'a> {
             Cells::Boolean(array) => cell!(array, Value::Boolean),
             Cells::Int32(array) => cell!(array, |value: i32| Value::Integer(value.into())),
             Cells::Int64(array) => cell!(array, Value::Integer),
+            Cells::UInt64(array) => cell!(array, |value: u64| Value::Integer(value as i64)),
             Cells::Float32(array) => cell!(array, |value: f32| Value::Float(value.into())),
             Cells::Float64(array) => cell!(array, Value::Float),
             Cells::Text(array) => cell!(array, |value: &str| Value::Text(value.to_owned())),
@@ -202,6 +207,13 @@ pub(crate) fn array_of<'a>(
             let mut builder = Int64Builder::with_capacity(length);
             for value in values {
                 builder.append_option(integer(value));
+            }
+            Arc::new(builder.finish())
+        }
+        DataType::UInt64 => {
+            let mut builder = UInt64Builder::with_capacity(length);
+            for value in values {
+                builder.append_option(integer(value).map(|value| value as u64));
             }
             Arc::new(builder.finish())
         }

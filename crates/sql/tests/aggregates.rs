@@ -147,3 +147,43 @@ async fn an_aggregate_over_updating_results_takes_back_what_they_replace() {
     assert_eq!(table, expected);
     assert!(kinds["-U"] > 2, "{kinds:?}");
 }
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+struct Deviation {
+    parity: i64,
+    spread: Option<f64>,
+}
+
+#[tokio::test]
+async fn datafusions_aggregates_take_back_values_over_updating_rows() {
+    // The standard deviation of each auction's highest price so far, per parity: DataFusion's
+    // accumulator takes the replaced highest back.
+    let (table, _) = table(
+        "SELECT auction % 2 AS parity, stddev_pop(highest) AS spread \
+         FROM (SELECT auction, MAX(price) AS highest FROM bids GROUP BY auction) h \
+         GROUP BY auction % 2",
+        "Deviation",
+        |row: &Deviation| row.parity,
+    )
+    .await;
+    let mut highest: BTreeMap<i64, i64> = BTreeMap::new();
+    for bid in bids() {
+        let top = highest.entry(bid.auction).or_insert(bid.price);
+        *top = (*top).max(bid.price);
+    }
+    for parity in [0, 1] {
+        let tops: Vec<f64> = highest
+            .iter()
+            .filter(|(auction, _)| *auction % 2 == parity)
+            .map(|(_, top)| *top as f64)
+            .collect();
+        let mean = tops.iter().sum::<f64>() / tops.len() as f64;
+        let spread =
+            (tops.iter().map(|top| (top - mean).powi(2)).sum::<f64>() / tops.len() as f64).sqrt();
+        let streamed = table[&parity].spread.unwrap();
+        assert!(
+            (streamed - spread).abs() < 1e-6,
+            "parity {parity}: {streamed} against {spread}"
+        );
+    }
+}

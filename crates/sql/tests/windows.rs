@@ -409,3 +409,118 @@ async fn window_table_functions_group_as_the_group_window_functions_do() -> anyh
     assert_eq!(results[2], results[0]);
     Ok(())
 }
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+struct Range {
+    bidder: i64,
+    spread: Option<f64>,
+    range: Option<i64>,
+    starts: i64,
+}
+
+/// The app's own aggregate: the highest value less the lowest.
+fn range_function() -> runnel_sql::datafusion::expr::AggregateUDF {
+    use runnel_sql::datafusion::arrow::array::{Array, ArrayRef, Int64Array};
+    use runnel_sql::datafusion::arrow::datatypes::DataType;
+    use runnel_sql::datafusion::common::{Result, ScalarValue};
+    use runnel_sql::datafusion::expr::{Accumulator, Volatility, create_udaf};
+
+    #[derive(Debug, Default)]
+    struct Range {
+        bounds: Option<(i64, i64)>,
+    }
+    impl Range {
+        fn see(&mut self, low: i64, high: i64) {
+            self.bounds = Some(match self.bounds {
+                Some((least, most)) => (least.min(low), most.max(high)),
+                None => (low, high),
+            });
+        }
+    }
+    impl Accumulator for Range {
+        fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+            let values = values[0].as_any().downcast_ref::<Int64Array>().unwrap();
+            for value in values.iter().flatten() {
+                self.see(value, value);
+            }
+            Ok(())
+        }
+        fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
+            let lows = states[0].as_any().downcast_ref::<Int64Array>().unwrap();
+            let highs = states[1].as_any().downcast_ref::<Int64Array>().unwrap();
+            for row in 0..lows.len() {
+                if lows.is_valid(row) {
+                    self.see(lows.value(row), highs.value(row));
+                }
+            }
+            Ok(())
+        }
+        fn state(&mut self) -> Result<Vec<ScalarValue>> {
+            let (low, high) = self.bounds.unzip();
+            Ok(vec![ScalarValue::Int64(low), ScalarValue::Int64(high)])
+        }
+        fn evaluate(&mut self) -> Result<ScalarValue> {
+            Ok(ScalarValue::Int64(
+                self.bounds.map(|(low, high)| high - low),
+            ))
+        }
+        fn size(&self) -> usize {
+            std::mem::size_of_val(self)
+        }
+    }
+    create_udaf(
+        "price_range",
+        vec![DataType::Int64],
+        Arc::new(DataType::Int64),
+        Volatility::Immutable,
+        Arc::new(|_| Ok(Box::new(Range::default()))),
+        Arc::new(vec![DataType::Int64, DataType::Int64]),
+    )
+}
+
+#[tokio::test]
+async fn datafusions_other_aggregates_and_the_apps_own_run_in_windows() -> anyhow::Result<()> {
+    let sql = "SELECT bidder, stddev(price) AS spread, price_range(price) AS range, \
+                      HOP_START(date_time, INTERVAL '5' SECOND, INTERVAL '10' SECOND) AS starts \
+               FROM bids GROUP BY bidder, HOP(date_time, INTERVAL '5' SECOND, INTERVAL '10' SECOND)";
+    let functions = runnel_sql::Functions::standard().with_aggregate(range_function());
+    let query = Query::plan_with(sql, &[bids_table()], "Range", &functions)?;
+    let run = TestRun::new(SqlStreamlet::new(Arc::new(query)))
+        .input(BIDS, bids())
+        .run()
+        .await?;
+    let out: Outlet<Range> = Outlet::new("out");
+    let mut streamed = run.output(out);
+    streamed.sort_by_key(|range| (range.bidder, range.starts));
+
+    // Every window of 10 s starting every 5 s: the sample standard deviation and the range.
+    let mut prices: BTreeMap<(i64, i64), Vec<i64>> = BTreeMap::new();
+    for bid in bids() {
+        let last = bid.date_time - bid.date_time.rem_euclid(5_000);
+        for start in [last - 5_000, last] {
+            prices
+                .entry((bid.bidder, start))
+                .or_default()
+                .push(bid.price);
+        }
+    }
+    assert_eq!(streamed.len(), prices.len());
+    for (range, ((bidder, starts), prices)) in streamed.iter().zip(&prices) {
+        assert_eq!((range.bidder, range.starts), (*bidder, *starts));
+        let n = prices.len() as f64;
+        let mean = prices.iter().sum::<i64>() as f64 / n;
+        let spread = (prices
+            .iter()
+            .map(|p| (*p as f64 - mean).powi(2))
+            .sum::<f64>()
+            / (n - 1.0))
+            .sqrt();
+        match range.spread {
+            Some(streamed) => assert!((streamed - spread).abs() < 1e-9, "{range:?}: {spread}"),
+            None => assert_eq!(prices.len(), 1, "{range:?}"),
+        }
+        let expected = prices.iter().max().unwrap() - prices.iter().min().unwrap();
+        assert_eq!(range.range, Some(expected), "{range:?}");
+    }
+    Ok(())
+}
