@@ -14,7 +14,8 @@ use datafusion_expr::{AggregateUDF, HigherOrderUDF, ScalarUDF, TableSource, Wind
 use crate::Table;
 
 /// The functions queries may call: DataFusion's scalar functions (`abs`, `lower`,
-/// `concat`, `date_trunc`, the JSON-free string and math functions...) and aggregates, and
+/// `concat`, `date_trunc`, the string and math functions...) and aggregates, Flink's JSON
+/// functions (`JSON_VALUE`, `JSON_QUERY`, `JSON_EXISTS`), and
 /// any the app registers, in Rust.
 ///
 /// ```
@@ -51,7 +52,8 @@ pub struct Functions {
 }
 
 impl Functions {
-    /// DataFusion's scalar and aggregate functions.
+    /// DataFusion's scalar and aggregate functions, and Flink's `JSON_VALUE`, `JSON_QUERY`
+    /// and `JSON_EXISTS`.
     pub fn standard() -> Self {
         let mut functions = Functions {
             scalars: HashMap::new(),
@@ -62,6 +64,9 @@ impl Functions {
         }
         for aggregate in datafusion_functions_aggregate::all_default_aggregate_functions() {
             functions = functions.with_aggregate_arc(aggregate);
+        }
+        for json in crate::json::functions() {
+            functions = functions.with_scalar(json);
         }
         functions
     }

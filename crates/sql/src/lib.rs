@@ -49,6 +49,7 @@ mod functions;
 mod group_window;
 mod grouping;
 mod join;
+mod json;
 mod pairs;
 mod query;
 mod resolve;

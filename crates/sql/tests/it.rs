@@ -622,3 +622,68 @@ fn window_table_functions_that_do_not_run_are_named() {
         assert!(error.position().is_some(), "{sql}: {error}");
     }
 }
+
+#[test]
+fn json_functions_read_json_text_as_flink_s_do() {
+    let (results, rejected) = run(
+        "SELECT JSON_VALUE(note, '$.user.name') AS name, \
+                JSON_VALUE(note, '$.tags[1]') AS second_tag, \
+                JSON_QUERY(note, '$.tags') AS tags, \
+                JSON_EXISTS(note, 'lax $.user.age') AS has_age \
+         FROM readings WHERE JSON_VALUE(note, '$.user.age') IS NULL OR \
+                             CAST(JSON_VALUE(note, '$.user.age') AS BIGINT) > 20",
+        &[
+            reading(
+                "a",
+                1.0,
+                1,
+                Some(r#"{"user": {"name": "ada", "age": 36}, "tags": ["x", 7]}"#),
+            ),
+            reading("b", 2.0, 2, Some(r#"{"user": {"name": "bo", "age": 9}}"#)),
+            reading("c", 3.0, 3, Some("not json")),
+            reading("d", 4.0, 4, None),
+        ],
+    );
+    assert!(rejected.is_empty(), "{rejected:?}");
+    let text = |text: &str| some(Value::String(text.into()));
+    let null = Value::Union(0, Box::new(Value::Null));
+    assert_eq!(results.len(), 3, "b is 9: {results:?}");
+    assert_eq!(
+        results[0],
+        (
+            0,
+            record(&[
+                ("name", text("ada")),
+                ("second_tag", text("7")),
+                ("tags", text(r#"["x",7]"#)),
+                ("has_age", some(Value::Boolean(true))),
+            ])
+        )
+    );
+    // Not JSON: nulls, and false for JSON_EXISTS; a null document: nulls throughout.
+    assert_eq!(
+        results[1],
+        (
+            2,
+            record(&[
+                ("name", null.clone()),
+                ("second_tag", null.clone()),
+                ("tags", null.clone()),
+                ("has_age", some(Value::Boolean(false))),
+            ])
+        )
+    );
+    assert_eq!(results[2].0, 3);
+
+    // A path that is not one fails the row, saying which.
+    let (_, rejected) = run(
+        "SELECT JSON_VALUE(note, 'user.name') AS name FROM readings",
+        &[reading("a", 1.0, 1, Some("{}"))],
+    );
+    assert!(
+        rejected[0]
+            .1
+            .contains("the JSON path 'user.name' does not start with $"),
+        "{rejected:?}"
+    );
+}
