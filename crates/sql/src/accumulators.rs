@@ -139,6 +139,11 @@ impl Accumulators {
             self.retracting,
             "only retracting accumulators take rows back"
         );
+        self.apply(accumulators, arguments, -1);
+    }
+
+    /// Adds (`sign` 1) or takes back (-1) a row's `arguments`; nulls count for nothing.
+    fn apply(&self, accumulators: &mut [Accumulator], arguments: &[Value], sign: i64) {
         for ((function, accumulator), value) in self
             .functions
             .iter()
@@ -149,23 +154,26 @@ impl Accumulators {
                 continue;
             }
             match accumulator {
+                Accumulator::Count(count) => *count += sign,
+                Accumulator::Distinct(seen) => seen.add(value, sign),
+                Accumulator::Sum { total, count } => {
+                    add_number(total, value, sign);
+                    *count += sign;
+                }
+                Accumulator::Extreme(extreme) => {
+                    assert!(sign > 0, "retracting extremes keep multisets");
+                    keep_extreme(*function, extreme, value);
+                }
+                Accumulator::Average { total, count } => {
+                    *total += sign as f64 * as_float(value);
+                    *count += sign;
+                }
                 Accumulator::Udaf(state) => {
                     let Function::Udaf(at) = function else {
                         unreachable!("a DataFusion accumulator's state is its function's");
                     };
-                    self.udafs[*at].add(state, value, true);
+                    self.udafs[*at].add(state, value, sign < 0);
                 }
-                Accumulator::Count(count) => *count -= 1,
-                Accumulator::Distinct(seen) => seen.add(value, -1),
-                Accumulator::Sum { total, count } => {
-                    add_number(total, value, -1);
-                    *count -= 1;
-                }
-                Accumulator::Average { total, count } => {
-                    *total -= as_float(value);
-                    *count -= 1;
-                }
-                Accumulator::Extreme(_) => unreachable!("retracting extremes keep multisets"),
             }
         }
     }
@@ -206,35 +214,7 @@ impl Aggregate for Accumulators {
     }
 
     fn add(&self, accumulators: &mut Vec<Accumulator>, arguments: &Vec<Value>) {
-        for ((function, accumulator), value) in self
-            .functions
-            .iter()
-            .zip(accumulators.iter_mut())
-            .zip(arguments)
-        {
-            if value.is_null() {
-                continue;
-            }
-            match accumulator {
-                Accumulator::Count(count) => *count += 1,
-                Accumulator::Distinct(seen) => seen.add(value, 1),
-                Accumulator::Sum { total, count } => {
-                    add_number(total, value, 1);
-                    *count += 1;
-                }
-                Accumulator::Extreme(extreme) => keep_extreme(*function, extreme, value),
-                Accumulator::Average { total, count } => {
-                    *total += as_float(value);
-                    *count += 1;
-                }
-                Accumulator::Udaf(state) => {
-                    let Function::Udaf(at) = function else {
-                        unreachable!("a DataFusion accumulator's state is its function's");
-                    };
-                    self.udafs[*at].add(state, value, false);
-                }
-            }
-        }
+        self.apply(accumulators, arguments, 1);
     }
 
     fn merge(&self, accumulators: &mut Vec<Accumulator>, others: &Vec<Accumulator>) {

@@ -74,6 +74,16 @@ impl Kind {
         }
     }
 
+    /// The arguments after the time column, as a usage message writes them.
+    fn size_arguments(self) -> String {
+        let sizes: Vec<String> = self
+            .sizes()
+            .iter()
+            .map(|size| format!("INTERVAL '<{size}>' SECOND"))
+            .collect();
+        sizes.join(", ")
+    }
+
     /// What the arguments after the time column are, in order.
     fn sizes(self) -> &'static [&'static str] {
         match self {
@@ -278,15 +288,10 @@ fn window_table_function(factor: &mut TableFactor) -> Result<Option<GroupWindow>
         _ => return Ok(None),
     };
     let usage = || {
-        let sizes: Vec<String> = kind
-            .sizes()
-            .iter()
-            .map(|size| format!("INTERVAL '<{size}>' SECOND"))
-            .collect();
         format!(
             "TABLE({}(TABLE <table>, DESCRIPTOR(<event-time column>), {}))",
             kind.name(),
-            sizes.join(", ")
+            kind.size_arguments()
         )
     };
     // Flink's parameter names, for arguments passed by name.
@@ -518,12 +523,11 @@ fn group_window(
     position: Option<Position>,
 ) -> Result<GroupWindow, Error> {
     let usage = || {
-        let sizes: Vec<String> = kind
-            .sizes()
-            .iter()
-            .map(|size| format!("INTERVAL '<{size}>' SECOND"))
-            .collect();
-        format!("{}(<event-time column>, {})", kind.name(), sizes.join(", "))
+        format!(
+            "{}(<event-time column>, {})",
+            kind.name(),
+            kind.size_arguments()
+        )
     };
     let expressions: Vec<&Expr> = arguments
         .iter()

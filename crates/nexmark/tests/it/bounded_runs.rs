@@ -91,6 +91,18 @@ async fn on_bids<T: Data>(
         .output(outlet)
 }
 
+/// The hand-written q9's winning bids over the generated events.
+async fn winners_by_the_streamlet() -> Vec<q9::WinningBid> {
+    let streams = streams();
+    TestRun::new(q9::streamlet())
+        .input(q9::AUCTIONS, streams.auctions)
+        .input(q9::BIDS, streams.bids)
+        .run()
+        .await
+        .expect("the test run completes")
+        .output(q9::OUT)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn q0_passes_every_bid() {
     let results: Vec<Bid> = app_results("q0").await;
@@ -187,14 +199,7 @@ async fn q3_in_sql_finds_the_same_sellers_as_the_streamlet() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn q4_averages_the_same_winning_prices_through_two_stages() {
     let results: Vec<runnel::window::Pane<i64, i64>> = app_results("q4").await;
-    let streams = streams();
-    let winners = TestRun::new(q9::streamlet())
-        .input(q9::AUCTIONS, streams.auctions)
-        .input(q9::BIDS, streams.bids)
-        .run()
-        .await
-        .unwrap()
-        .output(q9::OUT);
+    let winners = winners_by_the_streamlet().await;
     let expected = TestRun::new(q4::streamlet())
         .input(q4::IN, winners)
         .run()
@@ -253,14 +258,7 @@ async fn q4_in_sql_averages_the_winning_bids_of_the_streamlet_per_category() {
     // Categories' averages update as bids come: most results replace one.
     assert!(kinds["-U"] > 20 && kinds["-U"] == kinds["+U"], "{kinds:?}");
 
-    let streams = streams();
-    let winners = TestRun::new(q9::streamlet())
-        .input(q9::AUCTIONS, streams.auctions)
-        .input(q9::BIDS, streams.bids)
-        .run()
-        .await
-        .unwrap()
-        .output(q9::OUT);
+    let winners = winners_by_the_streamlet().await;
     let mut prices: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
     for winner in winners {
         prices
@@ -460,14 +458,7 @@ async fn q8_in_sql_finds_the_same_new_sellers_as_the_streamlet() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn q9_finds_the_same_winners() {
     let results: Vec<q9::WinningBid> = app_results("q9").await;
-    let streams = streams();
-    let expected = TestRun::new(q9::streamlet())
-        .input(q9::AUCTIONS, streams.auctions)
-        .input(q9::BIDS, streams.bids)
-        .run()
-        .await
-        .unwrap()
-        .output(q9::OUT);
+    let expected = winners_by_the_streamlet().await;
     assert!(expected.len() > 100);
     assert_eq!(sorted(results), sorted(expected));
 }
