@@ -326,14 +326,13 @@ async fn hot_items_by_the_streamlet() -> Vec<(i64, i64, i64)> {
         .collect()
 }
 
-/// q5 in SQL (windows, a window over their results, a join and checkpoints) run by the app
-/// on Apache Kafka, from the generator to the results topic, read back by a plain Kafka
-/// consumer.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn q5_in_sql_on_apache_kafka_finds_the_same_hot_items_as_the_streamlet() {
-    use runnel_kafka::test_broker::ApacheKafka;
-
-    let broker = ApacheKafka::start();
+/// Runs q5 in SQL through the app on `broker` (with `settings` for its Kafka clients) and
+/// reads its results back with a plain Kafka consumer: each value as written, with the
+/// expected results.
+async fn q5_in_sql_on(
+    broker: &runnel_kafka::test_broker::ApacheKafka,
+    settings: &[String],
+) -> (Vec<Vec<u8>>, Vec<(i64, i64, i64)>) {
     let blueprint = format!("{}/blueprints/q5-sql.toml", env!("CARGO_MANIFEST_DIR"));
     let data = tempfile::tempdir().unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_nexmark"));
@@ -345,22 +344,77 @@ async fn q5_in_sql_on_apache_kafka_finds_the_same_hot_items_as_the_streamlet() {
         .args(["--set", &format!("generator.events-per-second={RATE}")])
         .args(broker.app_arguments())
         .env("RUST_LOG", "warn");
+    for setting in settings {
+        command.args(["--kafka-setting", setting]);
+    }
     let output = run_to_end(command, Duration::from_secs(240));
     assert!(output.status.success(), "{}", stderr_of(&output));
 
     let expected = hot_items_by_the_streamlet().await;
     assert!(expected.len() >= 8, "{expected:?}");
     let seen = runnel_app_test::kafka::read_topic(
-        &broker,
+        broker,
         "q5-sql-results",
         Duration::from_secs(60),
         runnel_app_test::kafka::at_least(expected.len()),
     );
-    let results: Vec<(i64, i64, i64)> = seen
+    (
+        seen.into_iter().map(|record| record.value).collect(),
+        expected,
+    )
+}
+
+fn hot_item(value: &[u8]) -> (i64, i64, i64) {
+    let item: HotItem = runnel_app_test::decode(value);
+    (item.starttime, item.auction, item.num)
+}
+
+/// q5 in SQL (windows, a window over their results, a join and checkpoints) run by the app
+/// on Apache Kafka, from the generator to the results topic, read back by a plain Kafka
+/// consumer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn q5_in_sql_on_apache_kafka_finds_the_same_hot_items_as_the_streamlet() {
+    let broker = runnel_kafka::test_broker::ApacheKafka::start();
+    let (values, expected) = q5_in_sql_on(&broker, &[]).await;
+    let results: Vec<(i64, i64, i64)> = values.iter().map(|value| hot_item(value)).collect();
+    assert_eq!(sorted(results), sorted(expected));
+}
+
+/// The same with a schema registry (Apicurio Registry): the generator's bids reach the SQL
+/// streamlet in the Confluent wire format, and its results leave in it, under the schema it
+/// inferred from its query, registered for the results topic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn q5_in_sql_reads_and_writes_through_a_schema_registry() {
+    let broker = runnel_kafka::test_broker::ApacheKafka::start();
+    let registry = runnel_kafka::test_registry::ApicurioRegistry::start();
+    let setting = format!("schema.registry.url={}", registry.url());
+    let (values, expected) = q5_in_sql_on(&broker, &[setting]).await;
+    let (_, subjects) = registry.request("GET", "/subjects", None).unwrap();
+    assert!(
+        subjects.contains("\"bids-value\""),
+        "the generator wrote the bids through the registry: {subjects}"
+    );
+    let (status, latest) = registry
+        .request(
+            "GET",
+            "/subjects/q5-sql-results-value/versions/latest",
+            None,
+        )
+        .unwrap();
+    assert_eq!(status, 200, "{latest}");
+    let latest: serde_json::Value = serde_json::from_str(&latest).unwrap();
+    let id = latest["id"].as_u64().unwrap() as u32;
+    assert!(
+        latest["schema"].as_str().unwrap().contains("HotItem"),
+        "the query's inferred schema: {latest}"
+    );
+    let results: Vec<(i64, i64, i64)> = values
         .iter()
-        .map(|record| {
-            let item: HotItem = runnel_app_test::decode(&record.value);
-            (item.starttime, item.auction, item.num)
+        .map(|value| {
+            // Magic byte 0, the schema's id, then the Avro body.
+            assert_eq!(value[0], 0, "the Confluent wire format");
+            assert_eq!(u32::from_be_bytes(value[1..5].try_into().unwrap()), id);
+            hot_item(&value[5..])
         })
         .collect();
     assert_eq!(sorted(results), sorted(expected));
