@@ -45,8 +45,8 @@ use runnel_backend::{
 use runnel_blueprint::descriptor::Delivery;
 use runnel_streamlet::InstanceMetrics;
 use runnel_streamlet::runtime::{
-    self, ChangelogRange, Event, EventReceiver, Gate, InletOffset, PartitionSave, SavedState,
-    checkpoint_record,
+    self, ChangelogBatch, ChangelogRange, Event, EventReceiver, Gate, InletOffset, PartitionSave,
+    SavedState,
 };
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
@@ -367,7 +367,9 @@ impl Committer {
         match event {
             Event::Finish { succeeded } => return Ok(Some(succeeded)),
             Event::Checkpoint { state, held } => match state {
-                SavedState::Whole(state) => self.checkpoint(state, held).await?,
+                SavedState::Whole { state, changes } => {
+                    self.checkpoint(state, changes, held).await?;
+                }
                 SavedState::Partitions(states) => self.checkpoint_partitions(states, held).await?,
             },
             Event::Restored {
@@ -598,15 +600,30 @@ impl Committer {
         committed
     }
 
-    /// Writes a checkpoint of `state` with every offset staged so far, waits until it is
-    /// durable, then commits those offsets to the consumer groups. Exactly-once: the
-    /// checkpoint goes into the open transaction, which then commits with the offsets, so
-    /// outputs, state and input offsets become visible together or not at all.
-    async fn checkpoint(&mut self, state: Bytes, held: usize) -> Result<(), CommitError> {
+    /// Writes a checkpoint of `state` with every offset staged so far (a state with a
+    /// changelog: its `changes` to partition 0 of the changelog first, named by the record),
+    /// waits until it is durable, then commits those offsets to the consumer groups.
+    /// Exactly-once: the checkpoint goes into the open transaction, which then commits with
+    /// the offsets, so outputs, state and input offsets become visible together or not at
+    /// all.
+    async fn checkpoint(
+        &mut self,
+        state: Bytes,
+        changes: Option<ChangelogBatch>,
+        held: usize,
+    ) -> Result<(), CommitError> {
         let transaction = self.checkpoint_transaction(held)?;
         self.settle().await?;
         let Some(writer) = &mut self.checkpoints else {
             return Ok(()); // not a checkpointed instance: nothing to write
+        };
+        let changelog = match (&mut writer.changelog, &changes) {
+            (Some(changelog), Some(changes)) => Some(
+                changelog
+                    .send(&*writer.producer, 0, changes, transaction.is_some())
+                    .await?,
+            ),
+            _ => None,
         };
         let mut offsets = Vec::new();
         for (inlet, target) in self.targets.iter().enumerate() {
@@ -622,31 +639,34 @@ impl Committer {
                 offset: *offset,
             }));
         }
-        let record = checkpoint_record(&writer.instance, state, &offsets, None);
-        let failed = |source| CommitError::Checkpoint {
-            topic: writer.topic.clone(),
-            source,
-        };
-        let receipt = writer
-            .producer
-            .send(&writer.topic, 0, record)
-            .await
-            .map_err(failed)?;
+        let pending = vec![PendingRecord {
+            partition: 0,
+            state,
+            offsets,
+            changelog,
+        }];
+        let (producer, topic, instance) = (
+            writer.producer.clone(),
+            writer.topic.clone(),
+            writer.instance.clone(),
+        );
+        let records = write_records(producer, topic, instance, pending, transaction.is_none());
         if let Some(transaction) = transaction {
-            drop(receipt); // the commit waits for it with every other record
-            return self.commit_checkpoint(&transaction, None).await;
+            // The commit waits for the records with every other one.
+            records.await?;
+            self.commit_checkpoint(&transaction, None).await?;
+            if let Some(changelog) = self.changelog() {
+                changelog.delete_superseded().await;
+            }
+            return Ok(());
         }
         // The offsets it reflects go to the groups once it is durable; meanwhile the
         // streamlet goes on.
-        let topic = writer.topic.clone();
         self.pending = false;
         let offsets = self.take_staged(None);
         self.in_flight = Some(InFlight(Box::pin(async move {
-            receipt
-                .await
-                .map_err(|source| CommitError::Checkpoint { topic, source })?;
             Ok(Written {
-                ranges: Vec::new(),
+                ranges: records.await?,
                 offsets,
             })
         })));

@@ -92,9 +92,9 @@ pub async fn run_instance(
     // One split by input partition restores each partition when it is assigned one.
     let by_partition = shape.is_checkpointed_by_partition();
     // Keyed state also writes its changes to a changelog with a partition per input
-    // partition.
+    // partition; a whole state with a changelog, to its one partition.
     let changelog = shape
-        .has_keyed_state()
+        .has_changelog()
         .then(|| changelog_topic(&wiring.app, &wiring.instance));
     let restored = if shape.is_checkpointed() {
         let partitions = if by_partition {
@@ -104,6 +104,8 @@ pub async fn run_instance(
         };
         if let Some(changelog) = &changelog {
             create_changelog(&*backend, &instance, changelog, partitions).await?;
+        }
+        if shape.has_keyed_state() {
             runtime::set_input_partitions(&metrics, partitions);
         }
         let spec = TopicSpec::new(&checkpoints_topic, partitions)
@@ -239,9 +241,14 @@ pub async fn run_instance(
         topic: Arc::from(checkpoints_topic.as_str()),
         instance: instance.clone(),
         offsets: checkpoint_offsets,
-        changelog: changelog
-            .as_ref()
-            .map(|topic| ChangelogWriter::new(backend.clone(), Arc::from(topic.as_str()))),
+        changelog: changelog.as_ref().map(|topic| {
+            let mut writer = ChangelogWriter::new(backend.clone(), Arc::from(topic.as_str()));
+            if let Some(restored) = restored.as_ref().filter(|_| !by_partition) {
+                // A whole state's records, in the changelog's one partition.
+                writer.restored(0, restored.changelog.clone());
+            }
+            writer
+        }),
     });
     let source = CheckpointSource {
         backend: backend.clone(),
@@ -250,7 +257,7 @@ pub async fn run_instance(
     };
     let checkpoints = shape
         .is_checkpointed()
-        .then(|| parts.checkpoints(restored.map(|restored| restored.state), source));
+        .then(|| parts.checkpoints(restored, source));
     let mode = match (transaction, gate) {
         (Some(producer), Some(gate)) => Mode::ExactlyOnce {
             producer,
@@ -331,7 +338,7 @@ async fn create_changelog(
     let existing = create_state_topic(backend, &spec).await?;
     if existing != partitions {
         return Err(Error::msg(format!(
-            "the changelog topic '{topic}' of streamlet '{instance}' has {existing} partition(s) where its input has {partitions}; its state is split by input partition, so the counts must match; delete the changelog and checkpoint topics to start from empty state"
+            "the changelog topic '{topic}' of streamlet '{instance}' has {existing} partition(s) where its state needs {partitions} (one per input partition for a state split by partition, one for a whole state); delete the changelog and checkpoint topics to start from empty state"
         )));
     }
     Ok(())

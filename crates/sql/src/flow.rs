@@ -3,17 +3,16 @@
 //! or a join (kept by key, matched against the other side); what a window fires and what a
 //! join matches goes on up the tree, through the stages over it, to the results. Windows
 //! follow watermarks from their rows' event times, per input partition. The state of every
-//! window and join is checkpointed together.
+//! window, join and aggregate is checkpointed together, by what changed (`changelog.rs`).
 
 use std::collections::BTreeMap;
 
 use datafusion_common::arrow::array::{BooleanArray, RecordBatch, UInt32Array};
 use datafusion_common::arrow::compute::{concat_batches, filter_record_batch};
 use runnel_streamlet::watermark::{WatermarkHolder, Watermarks};
-use runnel_streamlet::window::{Added, State, WindowOperator};
-use serde::{Deserialize, Serialize};
+use runnel_streamlet::window::{Added, WindowOperator};
 
-use crate::accumulators::{Accumulator, Accumulators};
+use crate::accumulators::Accumulators;
 use crate::grouping::{GroupPane, Grouping};
 use crate::join::{JoinPlan, JoinState, Side, TimeBound};
 use crate::query::{Processed, Stage, each_row, run_stages};
@@ -21,6 +20,8 @@ use crate::tree::{Node, column_below};
 use crate::updating::{Change, Updating};
 use crate::value::{Cells, Value};
 use crate::{Error, Query, RowKind, Table};
+
+mod changelog;
 
 /// A window's state: its operator over group keys and accumulators.
 pub(crate) type Operator = WindowOperator<Vec<Value>, Accumulators>;
@@ -148,6 +149,10 @@ pub(crate) struct Flow<'q> {
     late: u64,
     /// The processing time of the records or the advance being run.
     now: i64,
+    /// Changelog entries written since the last snapshot, and whether the next
+    /// checkpoint is one (`changelog.rs`).
+    since_snapshot: u64,
+    snapshot_next: bool,
 }
 
 impl std::fmt::Debug for Flow<'_> {
@@ -168,6 +173,8 @@ impl<'q> Flow<'q> {
             results: Vec::new(),
             late: 0,
             now: 0,
+            since_snapshot: 0,
+            snapshot_next: false,
         };
         flow.add_node(query.tree(), Parent::Root, watermarks);
         flow
@@ -198,10 +205,12 @@ impl<'q> Flow<'q> {
                     },
                     _ => Feed::Fired { window: at },
                 };
+                let mut operator = Operator::new(grouping.spec(), grouping.accumulators());
+                operator.track_changes();
                 let running = Running::Window {
                     feed,
                     grouping,
-                    operator: Box::new(Operator::new(grouping.spec(), grouping.accumulators())),
+                    operator: Box::new(operator),
                     watermarks: WatermarkHolder::new(watermarks),
                 };
                 self.nodes.push((running, parent));
@@ -786,86 +795,6 @@ impl<'q> Flow<'q> {
         let produced: Vec<Produced> = encoded.into_iter().enumerate().map(produced).collect();
         self.results.extend(produced);
     }
-
-    /// The state of every window, join and aggregate, and the watermarks of the scans that
-    /// expire join rows, to checkpoint.
-    pub(crate) fn save(&self) -> Vec<u8> {
-        let mut windows = Vec::new();
-        let mut joins = Vec::new();
-        let mut aggregates = Vec::new();
-        let mut scans = Vec::new();
-        for (node, _) in &self.nodes {
-            match node {
-                Running::Aggregate { state, .. } => aggregates.push(state),
-                Running::Scan {
-                    clock: Some(observed),
-                    ..
-                } => scans.push(&observed.watermarks),
-                Running::Window {
-                    operator,
-                    watermarks,
-                    ..
-                } => windows.push(SavedWindowRef {
-                    operator: operator.state(),
-                    watermarks,
-                }),
-                Running::Join { state, .. } => joins.push(state),
-                _ => {}
-            }
-        }
-        serde_json::to_vec(&SavedRef {
-            windows,
-            joins,
-            aggregates,
-            scans,
-        })
-        .expect("the state serializes")
-    }
-
-    /// Restores the state [`save`](Flow::save) gave, the windows following `strategy`.
-    pub(crate) fn restore(&mut self, saved: &[u8], strategy: Watermarks) -> Result<(), String> {
-        let saved: Saved = serde_json::from_slice(saved).map_err(|error| error.to_string())?;
-        let mut windows = saved.windows.into_iter();
-        let mut joins = saved.joins.into_iter();
-        let mut aggregates = saved.aggregates.into_iter();
-        // Checkpoints from before scans' watermarks were kept have none: those start over.
-        let mut scans = saved.scans.into_iter();
-        for (node, _) in &mut self.nodes {
-            match node {
-                Running::Scan {
-                    clock: Some(observed),
-                    ..
-                } => {
-                    if let Some(watermarks) = scans.next() {
-                        observed.watermarks = watermarks.with_strategy(strategy);
-                    }
-                }
-                Running::Aggregate { state, .. } => {
-                    *state = aggregates
-                        .next()
-                        .ok_or("it holds fewer aggregates than the query has")?;
-                }
-                Running::Window {
-                    operator,
-                    watermarks,
-                    ..
-                } => {
-                    let window = windows
-                        .next()
-                        .ok_or("it holds fewer windows than the query has")?;
-                    operator.set_state(window.operator);
-                    *watermarks = window.watermarks.with_strategy(strategy);
-                }
-                Running::Join { state, .. } => {
-                    *state = joins
-                        .next()
-                        .ok_or("it holds fewer joins than the query has")?;
-                }
-                _ => {}
-            }
-        }
-        Ok(())
-    }
 }
 
 /// `stages` over `batch`, whose rows are numbered from 0: the numbers of the rows that
@@ -902,43 +831,11 @@ fn concatenated(batches: Vec<(usize, RecordBatch)>) -> Option<RecordBatch> {
     Some(concat_batches(&schema, &batches).expect("batches of one schema concatenate"))
 }
 
-/// What a stateful SQL streamlet checkpoints: each window's and each join's state, in the
-/// order of the tree.
-#[derive(Deserialize)]
-struct Saved {
-    windows: Vec<SavedWindow>,
-    joins: Vec<JoinState>,
-    #[serde(default)]
-    aggregates: Vec<Updating>,
-    /// The watermarks of the scans whose time columns expire join rows.
-    #[serde(default)]
-    scans: Vec<WatermarkHolder>,
-}
-
-#[derive(Deserialize)]
-struct SavedWindow {
-    operator: State<Vec<Value>, Vec<Accumulator>, Vec<Value>>,
-    watermarks: WatermarkHolder,
-}
-
-#[derive(Serialize)]
-struct SavedRef<'a> {
-    windows: Vec<SavedWindowRef<'a>>,
-    joins: Vec<&'a JoinState>,
-    aggregates: Vec<&'a Updating>,
-    scans: Vec<&'a WatermarkHolder>,
-}
-
-#[derive(Serialize)]
-struct SavedWindowRef<'a> {
-    operator: &'a State<Vec<Value>, Vec<Accumulator>, Vec<Value>>,
-    watermarks: &'a WatermarkHolder,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::{Column, ColumnType};
+    use runnel_streamlet::checkpoint::{ChangelogEntries, ReplayTarget};
 
     /// A record of `(key: string, value: long, at: long)`, Avro encoded.
     fn record(key: &str, value: i64, at: i64) -> Vec<u8> {
@@ -974,34 +871,85 @@ mod tests {
         assert!(processed.rejected.is_empty(), "{:?}", processed.rejected);
     }
 
-    /// Runs `query` over two halves of each input, the second half after a checkpoint
-    /// restored into a new flow: the results after the checkpoint are the same as the
-    /// uninterrupted flow's.
+    /// Checkpoints `flow` as its streamlet does: its changes go to `changelog`, and the
+    /// checkpoint record's value comes back.
+    fn checkpoint(flow: &mut Flow<'_>, changelog: &mut Vec<ChangelogEntries>) -> Vec<u8> {
+        let (changes, saved, snapshot) = flow.take_changes();
+        if snapshot {
+            changelog.clear();
+        }
+        changelog.push(changes);
+        saved
+    }
+
+    /// A flow of `query` restored as its streamlet restores one: `changelog`'s entries
+    /// replayed in order, then the checkpoint record's value.
+    fn restored<'q>(query: &'q Query, changelog: &[ChangelogEntries], saved: &[u8]) -> Flow<'q> {
+        let mut flow = Flow::new(query, Watermarks::default());
+        for entry in changelog.iter().flat_map(ChangelogEntries::iter) {
+            let (key, value) = entry.unwrap();
+            assert!(flow.apply(key, value), "every entry is the flow's");
+        }
+        flow.restore(Some(saved), Watermarks::default()).unwrap();
+        flow
+    }
+
+    /// Runs `query` over two halves of each input, the second half after the checkpoints
+    /// of the first (two: the second writes what changed after the first) restored into a
+    /// new flow: the results after the checkpoint are the same as the uninterrupted flow's.
     fn check_restore(sql: &str) {
         let query = Query::plan(sql, &[table("t"), table("u")], "Out").unwrap();
-        let half = |input: usize, part: i64| -> Vec<Vec<u8>> {
-            (part * 40..(part + 1) * 40)
+        let part = |input: usize, part: i64| -> Vec<Vec<u8>> {
+            (part * 20..(part + 1) * 20)
                 .map(|n| record(&format!("k{}", n % 3), n * (input as i64 + 1), n * 300))
                 .collect()
         };
         let mut whole = Flow::new(&query, Watermarks::default());
+        let mut changelog = Vec::new();
+        let mut saved = Vec::new();
         for input in 0..query.inputs().len() {
             whole.add_partition(input, 0, 0);
-            add(&mut whole, input, &half(input, 0));
         }
-        let saved = whole.save();
+        for first in 0..2 {
+            for input in 0..query.inputs().len() {
+                add(&mut whole, input, &part(input, first));
+            }
+            saved = checkpoint(&mut whole, &mut changelog);
+        }
+        assert_eq!(
+            changelog.len(),
+            2,
+            "the second checkpoint is not a snapshot"
+        );
         whole.take_results();
-        let mut restored = Flow::new(&query, Watermarks::default());
-        restored.restore(&saved, Watermarks::default()).unwrap();
+        let mut restored = restored(&query, &changelog, &saved);
+        assert_eq!(restored.held_entries(), whole.held_entries());
         for flow in [&mut whole, &mut restored] {
             for input in 0..query.inputs().len() {
-                add(flow, input, &half(input, 1));
+                add(flow, input, &part(input, 2));
+                add(flow, input, &part(input, 3));
             }
             flow.advance(0, None, true);
         }
-        let results = whole.take_results();
+        // Keys whose windows end together may fire in another order after a restore.
+        let sorted = |flow: &mut Flow<'_>| {
+            let mut results: Vec<_> = flow
+                .take_results()
+                .into_iter()
+                .map(|result| {
+                    (
+                        result.stamp.map(|(time, _)| time),
+                        result.bytes,
+                        result.kind.map(RowKind::as_str),
+                    )
+                })
+                .collect();
+            results.sort();
+            results
+        };
+        let results = sorted(&mut whole);
         assert!(results.len() > 5, "{}", results.len());
-        assert_eq!(restored.take_results(), results);
+        assert_eq!(sorted(&mut restored), results);
     }
 
     /// The rows every join keeps.
@@ -1122,10 +1070,9 @@ mod tests {
         let mut whole = Flow::new(&query, Watermarks::default());
         whole.add_partition(0, 0, 0);
         add(&mut whole, 0, &records(0, 5_000));
-        let mut restored = Flow::new(&query, Watermarks::default());
-        restored
-            .restore(&whole.save(), Watermarks::default())
-            .unwrap();
+        let mut changelog = Vec::new();
+        let saved = checkpoint(&mut whole, &mut changelog);
+        let mut restored = restored(&query, &changelog, &saved);
         // The scan's watermark of its time column is restored, not started over: the
         // join goes on forgetting rows before new ones come.
         let scan_watermark = |flow: &Flow<'_>| {
@@ -1144,6 +1091,67 @@ mod tests {
         }
         assert!(kept(&whole) < 1_000, "{}", kept(&whole));
         assert_eq!(kept(&restored), kept(&whole));
+    }
+
+    #[test]
+    fn restored_aggregates_update_what_the_saved_ones_would() {
+        check_restore(
+            "SELECT k, COUNT(*) AS n, MAX(v) AS top FROM ( \
+               SELECT a.k, a.v FROM t a JOIN u b ON a.k = b.k AND a.v = b.v / 2) j \
+             GROUP BY k",
+        );
+    }
+
+    #[test]
+    fn a_checkpoint_from_before_the_changelog_restores_the_whole_state() {
+        let sql = "SELECT a.k, a.v, b.v AS w FROM t a JOIN ( \
+               SELECT k, SUM(v) AS v FROM u GROUP BY k, TUMBLE(at, INTERVAL '4' SECOND) \
+             ) b ON a.k = b.k AND a.v < b.v";
+        let query = Query::plan(sql, &[table("t"), table("u")], "Out").unwrap();
+        let records = |input: usize, from: i64, to: i64| -> Vec<Vec<u8>> {
+            (from..to)
+                .map(|n| record(&format!("k{}", n % 3), n * (input as i64 + 1), n * 300))
+                .collect()
+        };
+        let mut whole = Flow::new(&query, Watermarks::default());
+        for input in 0..2 {
+            whole.add_partition(input, 0, 0);
+            add(&mut whole, input, &records(input, 0, 40));
+        }
+        whole.take_results();
+        // What checkpoints held before: every window, join and aggregate whole.
+        let (mut windows, mut joins) = (Vec::new(), Vec::new());
+        for (node, _) in &whole.nodes {
+            match node {
+                Running::Window {
+                    operator,
+                    watermarks,
+                    ..
+                } => windows.push(serde_json::json!({
+                    "operator": operator.state(),
+                    "watermarks": watermarks,
+                })),
+                Running::Join { state, .. } => joins.push(serde_json::to_value(state).unwrap()),
+                _ => {}
+            }
+        }
+        let legacy = serde_json::json!({ "windows": windows, "joins": joins, "aggregates": [] });
+        let mut restored = restored(&query, &[], &serde_json::to_vec(&legacy).unwrap());
+        assert_eq!(restored.held_entries(), whole.held_entries());
+        let (_, _, snapshot) = restored.take_changes();
+        assert!(
+            snapshot,
+            "the first checkpoint after it writes the whole state"
+        );
+        for flow in [&mut whole, &mut restored] {
+            for input in 0..2 {
+                add(flow, input, &records(input, 40, 80));
+            }
+            flow.advance(0, None, true);
+        }
+        let results = whole.take_results();
+        assert!(results.len() > 5, "{}", results.len());
+        assert_eq!(restored.take_results().len(), results.len());
     }
 
     #[test]

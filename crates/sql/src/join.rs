@@ -4,7 +4,6 @@
 //! arrives. Inputs are append-only (records, and windows' results), so an inner join's
 //! results are too: nothing to retract.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use datafusion_common::arrow::array::{ArrayRef, RecordBatch};
@@ -16,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::Error;
 use crate::query::physical;
+use crate::tracked::{Kept, Tracked};
 use crate::value::{Cells, Value, array_of, is_supported};
 
 /// Which input of a join a row comes from.
@@ -216,10 +216,8 @@ fn integer(value: &datafusion_common::ScalarValue) -> Option<i64> {
 /// Each side's rows by join key.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub(crate) struct JoinState {
-    #[serde(with = "crate::pairs")]
-    left: HashMap<Vec<Value>, Vec<Row>>,
-    #[serde(with = "crate::pairs")]
-    right: HashMap<Vec<Value>, Vec<Row>>,
+    left: Tracked<Vec<Row>>,
+    right: Tracked<Vec<Row>>,
 }
 
 impl JoinState {
@@ -262,7 +260,7 @@ impl JoinState {
                     Side::Right => other.iter().chain(&values).cloned().collect(),
                 });
             }
-            mine.entry(key).or_default().push(values);
+            mine.change(&key, Vec::new).push(values);
         }
         debug_assert!(joined.iter().all(|row| row.len() >= plan.left_width));
         let columns = plan
@@ -288,6 +286,16 @@ impl JoinState {
             .sum()
     }
 
+    /// How many keys have rows, both sides together: the state's changelog entries.
+    pub(crate) fn held_entries(&self) -> u64 {
+        (self.left.len() + self.right.len()) as u64
+    }
+
+    /// Each side's rows, left then right.
+    pub(crate) fn sides_mut(&mut self) -> [&mut Tracked<Vec<Row>>; 2] {
+        [&mut self.left, &mut self.right]
+    }
+
     /// Forgets the rows that can match nothing any more: with `bound`, a left row at time
     /// `l` matches right rows at `l - upper ..= l - lower`, so it goes once every right row
     /// still to come is later (`left_from`, `right_from`: the least time rows still to come
@@ -298,17 +306,18 @@ impl JoinState {
         left_from: Option<i64>,
         right_from: Option<i64>,
     ) {
-        fn forget(
-            side: &mut HashMap<Vec<Value>, Vec<Row>>,
-            column: usize,
-            live: impl Fn(i64) -> bool,
-        ) {
-            side.retain(|_, rows| {
+        fn forget(side: &mut Tracked<Vec<Row>>, column: usize, live: impl Fn(i64) -> bool) {
+            side.retain(|rows| {
+                let before = rows.len();
                 rows.retain(|row| match row[column] {
                     Value::Integer(time) => live(time),
                     _ => false,
                 });
-                !rows.is_empty()
+                match rows.len() {
+                    0 => Kept::Gone,
+                    after if after == before => Kept::Unchanged,
+                    _ => Kept::Changed,
+                }
             });
         }
         if let Some(right_from) = right_from {

@@ -57,6 +57,7 @@ mod row_kind;
 mod rows;
 mod streamlet;
 mod table;
+mod tracked;
 mod tree;
 mod udaf;
 mod updating;

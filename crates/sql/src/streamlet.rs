@@ -206,7 +206,7 @@ impl Streamlet for SqlStreamlet {
             });
         let shape = shape.datum_outlet(OUTLET, schema(self.query.output_schema()));
         let shape = if self.query.is_stateful() {
-            shape.checkpointed()
+            shape.checkpointed_with_changelog()
         } else {
             shape
         };

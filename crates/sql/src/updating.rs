@@ -6,7 +6,7 @@
 //! sent once per batch of input, for the groups it touched, and none for a group whose
 //! result came out the same.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use runnel_streamlet::window::Aggregate;
 use serde::{Deserialize, Serialize};
@@ -14,11 +14,12 @@ use serde::{Deserialize, Serialize};
 use crate::RowKind;
 use crate::accumulators::{Accumulator, Accumulators};
 use crate::grouping::GroupedRow;
+use crate::tracked::Tracked;
 use crate::value::Value;
 
 /// One group: its accumulators, how many rows it holds, and the result last sent.
 #[derive(Debug, Serialize, Deserialize)]
-struct Group {
+pub(crate) struct Group {
     accumulators: Vec<Accumulator>,
     rows: i64,
     sent: Option<Vec<Value>>,
@@ -30,8 +31,7 @@ pub(crate) type Change = (Vec<Value>, Vec<Value>, RowKind);
 /// Every group of an aggregate without a window, by key.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub(crate) struct Updating {
-    #[serde(with = "crate::pairs")]
-    groups: HashMap<Vec<Value>, Group>,
+    groups: Tracked<Group>,
 }
 
 impl Updating {
@@ -49,17 +49,18 @@ impl Updating {
         let mut seen: HashSet<Vec<Value>> = HashSet::new();
         for (at, row) in rows.into_iter().enumerate() {
             let retract = kinds.is_some_and(|kinds| kinds[at].is_retraction());
-            let group = match self.groups.get_mut(&row.key) {
-                Some(group) => group,
-                None if retract => {
+            let group = if retract {
+                let Some(group) = self.groups.change_existing(&row.key) else {
                     tracing::warn!(key = ?row.key, "a row taken back from a group that has none is ignored");
                     continue;
-                }
-                None => self.groups.entry(row.key.clone()).or_insert_with(|| Group {
+                };
+                group
+            } else {
+                self.groups.change(&row.key, || Group {
                     accumulators: accumulators.create(),
                     rows: 0,
                     sent: None,
-                }),
+                })
             };
             if retract {
                 accumulators.retract(&mut group.accumulators, &row.arguments);
@@ -74,7 +75,10 @@ impl Updating {
         }
         let mut changes = Vec::new();
         for key in touched {
-            let group = self.groups.get_mut(&key).expect("touched groups exist");
+            let group = self
+                .groups
+                .change_existing(&key)
+                .expect("touched groups exist");
             let result = (group.rows > 0).then(|| accumulators.result(&group.accumulators));
             if result == group.sent {
                 if result.is_none() {
@@ -102,10 +106,14 @@ impl Updating {
         changes
     }
 
-    /// How many groups are kept.
-    #[cfg(test)]
-    pub(crate) fn groups(&self) -> usize {
-        self.groups.len()
+    /// How many groups are kept: the state's changelog entries.
+    pub(crate) fn held_entries(&self) -> u64 {
+        self.groups.len() as u64
+    }
+
+    /// The groups, whose changes a checkpoint writes.
+    pub(crate) fn tracked_mut(&mut self) -> &mut Tracked<Group> {
+        &mut self.groups
     }
 }
 
@@ -167,6 +175,6 @@ mod tests {
         // The last row of a group taken back deletes its result and forgets it.
         let changes = state.add(&accumulators, vec![row(2, 1)], Some(&[RowKind::Delete]));
         assert_eq!(kinds(&changes), [(1, RowKind::Delete)]);
-        assert_eq!(state.groups(), 1);
+        assert_eq!(state.held_entries(), 1);
     }
 }

@@ -186,8 +186,15 @@ pub struct CheckpointSource {
 /// What a checkpoint saves: the instance's whole state, or states by input partition.
 #[derive(Debug)]
 pub enum SavedState {
-    /// The instance's whole state.
-    Whole(Bytes),
+    /// The instance's whole state: the checkpoint record's value, and, for a state with a
+    /// changelog, the entries changed since the last checkpoint (for partition 0 of the
+    /// changelog, which the record then names).
+    Whole {
+        /// The checkpoint record's value.
+        state: Bytes,
+        /// The entries for the changelog, if the state keeps one.
+        changes: Option<ChangelogBatch>,
+    },
     /// States by input partition.
     Partitions(Vec<PartitionSave>),
 }

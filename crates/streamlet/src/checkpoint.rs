@@ -24,13 +24,21 @@
 //! entries changed since the last checkpoint go to the same partition of its changelog topic
 //! `<app>.<instance>.changelog` first, and the checkpoint record then says, in header
 //! `runnel.checkpoint.changelog`, which records of that partition make up the state (see
-//! [`ChangelogRange`]).
+//! [`ChangelogRange`]). A whole state can be written so too
+//! ([`Shape::checkpointed_with_changelog`](crate::Shape::checkpointed_with_changelog),
+//! [`Checkpoints::save_with_changes`]): its changes go to the changelog's one partition.
 
 use bytes::Bytes;
 use std::sync::Arc;
 
 use crate::acknowledgement::Acknowledgements;
 
+pub use runnel_event_time::changelog_entries::{
+    ChangelogEntries, ChangelogEntriesBuilder, ReplayTarget,
+};
+pub use runnel_state::changelog::Replayed;
+use runnel_state::changelog::{self, MAX_RANGES, Reading};
+use runnel_state::checkpoint::unique_id;
 #[doc(hidden)] // for the host, through `runtime`; not part of the author API
 pub use runnel_state::checkpoint::{
     CHANGELOG_ENTRIES_HEADER, CHANGELOG_HEADER, CHANGELOG_WRITER_HEADER, ChangelogBatch,
@@ -80,6 +88,11 @@ pub use runnel_state::checkpoint::{
 pub struct Checkpoints {
     acknowledgements: Acknowledgements,
     restored: Option<Bytes>,
+    /// A whole state with a changelog: the changelog's records that make up the restored
+    /// state.
+    restored_changelog: Vec<ChangelogRange>,
+    /// This instance's identity on a whole state's changelog.
+    writer: u64,
     /// Where checkpoints split by partition are read back from.
     source: Arc<CheckpointSource>,
 }
@@ -118,12 +131,18 @@ impl PartitionCheckpoint {
 impl Checkpoints {
     pub(crate) fn new(
         acknowledgements: Acknowledgements,
-        restored: Option<Bytes>,
+        restored: Option<Restored>,
         source: Arc<CheckpointSource>,
     ) -> Self {
+        let (restored, restored_changelog) = match restored {
+            Some(restored) => (Some(restored.state), restored.changelog),
+            None => (None, Vec::new()),
+        };
         Checkpoints {
             acknowledgements,
             restored,
+            restored_changelog,
+            writer: unique_id(),
             source,
         }
     }
@@ -143,8 +162,166 @@ impl Checkpoints {
     /// waits until they have. It must hold no uncommitted message when it saves (the
     /// instance fails if it does).
     pub fn save(&self, state: impl Into<Bytes>) {
-        self.acknowledgements
-            .checkpoint(SavedState::Whole(state.into()));
+        self.acknowledgements.checkpoint(SavedState::Whole {
+            state: state.into(),
+            changes: None,
+        });
+    }
+
+    /// Saves a whole state with a changelog, for a streamlet whose shape is
+    /// [`checkpointed_with_changelog`](crate::Shape::checkpointed_with_changelog): `changes`
+    /// go to the changelog, and `state` (what is not in the changelog, such as watermarks)
+    /// to a checkpoint record naming the changelog's records that make up the state, as
+    /// [`save`](Self::save) does otherwise. `changes` are the entries changed since the
+    /// last save, or every entry when `snapshot` says so (after which the earlier records are
+    /// no longer needed). Returns at once.
+    ///
+    /// The first save after a start must be a snapshot when
+    /// [`snapshot_due`](Self::snapshot_due) says so.
+    ///
+    /// ```
+    /// use runnel_streamlet::checkpoint::{ChangelogEntries, ChangelogEntriesBuilder, ReplayTarget};
+    /// use runnel_streamlet::prelude::*;
+    /// use std::collections::BTreeMap;
+    ///
+    /// const LEFT: Inlet<String> = Inlet::new("left");
+    /// const RIGHT: Inlet<String> = Inlet::new("right");
+    ///
+    /// /// Counts each word of two inlets, its counts checkpointed by what changed.
+    /// #[derive(Default)]
+    /// struct Counts {
+    ///     counts: BTreeMap<String, u64>,
+    ///     changed: Vec<String>,
+    /// }
+    ///
+    /// impl Counts {
+    ///     fn add(&mut self, word: &str) {
+    ///         *self.counts.entry(word.to_owned()).or_default() += 1;
+    ///         self.changed.push(word.to_owned());
+    ///     }
+    ///
+    ///     fn take_changes(&mut self, snapshot: bool) -> ChangelogEntries {
+    ///         let mut entries = ChangelogEntriesBuilder::default();
+    ///         let keys: Vec<String> = match snapshot {
+    ///             true => self.counts.keys().cloned().collect(),
+    ///             false => std::mem::take(&mut self.changed),
+    ///         };
+    ///         for word in keys {
+    ///             let count = self.counts[&word].to_be_bytes();
+    ///             entries.value(word.as_bytes(), 8, |buffer| buffer.extend_from_slice(&count));
+    ///         }
+    ///         self.changed.clear();
+    ///         entries.finish()
+    ///     }
+    /// }
+    ///
+    /// impl ReplayTarget for Counts {
+    ///     fn apply(&mut self, key: &[u8], value: Option<&[u8]>) -> bool {
+    ///         let (Ok(word), Some(Ok(count))) = (
+    ///             String::from_utf8(key.to_vec()),
+    ///             value.map(<[u8; 8]>::try_from),
+    ///         ) else {
+    ///             return false;
+    ///         };
+    ///         self.counts.insert(word, u64::from_be_bytes(count));
+    ///         true
+    ///     }
+    ///
+    ///     fn mark_changed(&mut self, key: &[u8]) {
+    ///         self.changed.push(String::from_utf8_lossy(key).into_owned());
+    ///     }
+    ///
+    ///     fn held_entries(&self) -> u64 {
+    ///         self.counts.len() as u64
+    ///     }
+    /// }
+    ///
+    /// struct WordCounts;
+    ///
+    /// impl Streamlet for WordCounts {
+    ///     fn shape(&self) -> Shape {
+    ///         Shape::new().inlet(LEFT).inlet(RIGHT).checkpointed_with_changelog()
+    ///     }
+    ///
+    ///     async fn run(self, mut ctx: Context) -> Result<()> {
+    ///         let checkpoints = ctx.checkpoints().expect("the shape is checkpointed");
+    ///         let mut counts = Counts::default();
+    ///         checkpoints.replay_changelog(&mut counts).await?;
+    ///         let mut snapshot = checkpoints.snapshot_due();
+    ///         let (mut left, mut right) = (ctx.inlet(LEFT), ctx.inlet(RIGHT));
+    ///         loop {
+    ///             let message = tokio::select! {
+    ///                 message = left.next() => message?,
+    ///                 message = right.next() => message?,
+    ///             };
+    ///             let Some(message) = message else { break };
+    ///             counts.add(message.value());
+    ///             message.commit();
+    ///             checkpoints.save_with_changes(Vec::new(), counts.take_changes(snapshot), snapshot);
+    ///             snapshot = false;
+    ///         }
+    ///         Ok(())
+    ///     }
+    /// }
+    /// # let _ = WordCounts;
+    /// ```
+    pub fn save_with_changes(
+        &self,
+        state: impl Into<Bytes>,
+        changes: ChangelogEntries,
+        snapshot: bool,
+    ) {
+        self.acknowledgements.checkpoint(SavedState::Whole {
+            state: state.into(),
+            changes: Some(ChangelogBatch {
+                entries: changes,
+                snapshot,
+                writer: self.writer,
+            }),
+        });
+    }
+
+    /// Reads the changelog's records that make up the restored whole state (of a streamlet
+    /// [`checkpointed_with_changelog`](crate::Shape::checkpointed_with_changelog)) into
+    /// `target`, in order; nothing when there was no checkpoint. Entries written after the
+    /// last checkpoint (by an instance that crashed before its next) are skipped, and their
+    /// keys marked changed, so the next save writes them as the state has them.
+    ///
+    /// # Errors
+    ///
+    /// An [`ErrorKind::External`](crate::ErrorKind::External) error when the changelog
+    /// cannot be read, its records are gone, or one is not an entry `target` takes.
+    pub async fn replay_changelog(
+        &self,
+        target: &mut impl ReplayTarget,
+    ) -> crate::Result<Replayed> {
+        if self.restored_changelog.is_empty() {
+            return Ok(Replayed::default());
+        }
+        let replayed = changelog::replay(
+            &self.source,
+            0,
+            &self.restored_changelog,
+            target,
+            Reading::default(),
+        )
+        .await
+        .map_err(crate::Error::external)?;
+        tracing::info!(
+            topic = ?self.source.changelog,
+            entries = target.held_entries(),
+            applied = replayed.applied,
+            skipped = replayed.skipped,
+            "restored the state from its changelog"
+        );
+        Ok(replayed)
+    }
+
+    /// Whether the first [`save_with_changes`](Self::save_with_changes) after the start
+    /// must be a snapshot: there is no state in the changelog yet, or the restored state
+    /// spans so many writers' records that its checkpoint records would grow.
+    pub fn snapshot_due(&self) -> bool {
+        self.restored_changelog.is_empty() || self.restored_changelog.len() >= MAX_RANGES
     }
 
     /// Saves the states of input partitions, for a streamlet whose shape is

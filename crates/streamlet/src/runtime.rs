@@ -207,9 +207,10 @@ impl InstanceParts {
         self.outlets.insert(outlet.port, parts);
     }
 
-    /// The checkpoints of a checkpointed streamlet: the state it restored, if any, and
-    /// where its partitions' checkpoints are read back from.
-    pub fn checkpoints(&self, restored: Option<Bytes>, source: CheckpointSource) -> Checkpoints {
+    /// The checkpoints of a checkpointed streamlet: the last checkpoint of its whole
+    /// state, if any, and where its partitions' checkpoints and its changelog are read back
+    /// from.
+    pub fn checkpoints(&self, restored: Option<Restored>, source: CheckpointSource) -> Checkpoints {
         Checkpoints::new(
             self.setup.acknowledgements.clone(),
             restored,

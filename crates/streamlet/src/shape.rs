@@ -34,6 +34,8 @@ pub struct Shape {
     checkpointed: bool,
     by_partition: bool,
     keyed: bool,
+    /// Whether a whole state is checkpointed incrementally, with a changelog.
+    whole_changelog: bool,
     delivery: Delivery,
     reports_readiness: bool,
 }
@@ -100,6 +102,36 @@ impl Shape {
     /// Whether the streamlet keeps state in checkpoints.
     pub fn is_checkpointed(&self) -> bool {
         self.checkpointed
+    }
+
+    /// Says the streamlet keeps its state whole in checkpoints, as
+    /// [`checkpointed`](Shape::checkpointed) does, but writes it incrementally: each
+    /// checkpoint ([`Checkpoints::save_with_changes`](crate::Checkpoints::save_with_changes))
+    /// writes the entries changed since the last to the one partition of the changelog topic
+    /// `<app>.<instance>.changelog` (which the runtime creates, compacted where the backplane
+    /// compacts), and its record names the changelog's records that make up the state. A
+    /// restart reads them back with
+    /// [`Checkpoints::replay_changelog`](crate::Checkpoints::replay_changelog). For a large
+    /// state of many keys that a streamlet reading several inlets keeps together (a join's
+    /// rows, a SQL query's groups): a checkpoint costs what changed, not the whole state,
+    /// and no record holds the whole state.
+    ///
+    /// ```
+    /// # use runnel_streamlet::prelude::*;
+    /// let shape = Shape::new().checkpointed_with_changelog();
+    /// assert!(shape.is_checkpointed() && shape.has_changelog());
+    /// assert!(!shape.is_checkpointed_by_partition() && !shape.has_keyed_state());
+    /// ```
+    pub fn checkpointed_with_changelog(mut self) -> Self {
+        self.checkpointed = true;
+        self.whole_changelog = true;
+        self
+    }
+
+    /// Whether the streamlet's checkpoints name records of a changelog: it keeps keyed state
+    /// or is [`checkpointed_with_changelog`](Shape::checkpointed_with_changelog).
+    pub fn has_changelog(&self) -> bool {
+        self.keyed || self.whole_changelog
     }
 
     /// Says the streamlet keeps its state in checkpoints split by input partition: the state

@@ -94,15 +94,25 @@ where
         self.changes.as_ref().map_or(0, |changes| changes.bytes)
     }
 
+    /// Whether the next [`take_changes`](Self::take_changes) writes every key: one was
+    /// asked for, or the entries written since the last outnumber the keys by far.
+    #[doc(hidden)]
+    pub fn snapshot_due(&self) -> bool {
+        self.changes.as_ref().is_some_and(|changes| {
+            changes.snapshot_next
+                || changes.since_snapshot
+                    > 2 * self.state.keys.len() as u64 + SNAPSHOT_SLACK_ENTRIES
+        })
+    }
+
     /// The entries of the keys that changed since the last call (every key when a snapshot
     /// is due), and whether they are a snapshot.
     #[doc(hidden)]
     pub fn take_changes(&mut self) -> (ChangelogEntries, bool) {
         self.track_changes();
+        let snapshot = self.snapshot_due();
         let changes = self.changes.as_mut().expect("tracked above");
         let keys = &mut self.state.keys;
-        let snapshot = changes.snapshot_next
-            || changes.since_snapshot > 2 * keys.len() as u64 + SNAPSHOT_SLACK_ENTRIES;
         let mut taken = ChangelogEntriesBuilder::with_capacity(0);
         let mut value = Vec::new();
         let mut written = 0;

@@ -47,7 +47,7 @@ impl ChangelogWriter {
     }
 
     /// Takes `ranges` as a restored partition's.
-    pub(super) fn restored(&mut self, partition: u32, ranges: Vec<ChangelogRange>) {
+    pub(crate) fn restored(&mut self, partition: u32, ranges: Vec<ChangelogRange>) {
         self.ranges.insert(partition, ranges);
     }
 

@@ -1,8 +1,8 @@
 //! How a SQL streamlet runs a stateful query (group windows, joins): batches of each
 //! inlet go through the query's [`Flow`], whose windows fire as watermarks pass their
-//! ends; each result is sent as a record of its own, and the state of every window and
-//! join is checkpointed with the input offsets it reflects, as the `WindowedAggregate`
-//! helper's is.
+//! ends; each result is sent as a record of its own, and the state of every window, join
+//! and aggregate is checkpointed with the input offsets it reflects: what changed since the
+//! last checkpoint goes to the changelog, as the `WindowedAggregate` helper's keys do.
 
 use std::time::Duration;
 
@@ -59,12 +59,17 @@ pub(super) async fn run(query: &Query, strategy: Watermarks, mut ctx: Context) -
     let mut scripted = ctx.scripted_watermarks();
     let mut flow = Flow::new(query, strategy);
     let checkpoints = ctx.checkpoints();
-    if let Some(state) = checkpoints.as_ref().and_then(Checkpoints::restored) {
-        flow.restore(state, strategy).map_err(|error| {
-            Error::msg(format!(
-                "the last checkpoint of the query's state does not decode: {error}"
-            ))
-        })?;
+    if let Some(checkpoints) = &checkpoints {
+        checkpoints.replay_changelog(&mut flow).await?;
+        flow.restore(checkpoints.restored(), strategy)
+            .map_err(|error| {
+                Error::msg(format!(
+                    "the last checkpoint of the query's state does not decode: {error}"
+                ))
+            })?;
+        if checkpoints.snapshot_due() {
+            flow.snapshot_next();
+        }
     }
     let start = clock.now_millis();
     for (index, input) in inputs.iter().enumerate() {
@@ -111,7 +116,7 @@ pub(super) async fn run(query: &Query, strategy: Watermarks, mut ctx: Context) -
         };
         match event {
             Event::CheckpointDue => {
-                save(checkpoints.as_ref(), &flow);
+                save(checkpoints.as_ref(), &mut flow);
                 next_checkpoint = None;
             }
             Event::Message(index, None) => inputs[index].ended = true,
@@ -168,7 +173,7 @@ pub(super) async fn run(query: &Query, strategy: Watermarks, mut ctx: Context) -
         flow.advance(clock.now_millis(), None, true);
         send(&out, &mut flow).await?;
     }
-    save(checkpoints.as_ref(), &flow);
+    save(checkpoints.as_ref(), &mut flow);
     Ok(())
 }
 
@@ -215,9 +220,11 @@ async fn send(out: &OutletSender<AvroDatum>, flow: &mut Flow<'_>) -> Result<bool
     Ok(any)
 }
 
-/// Checkpoints the state, with the input offsets committed so far.
-fn save(checkpoints: Option<&Checkpoints>, flow: &Flow<'_>) {
+/// Checkpoints the state, with the input offsets committed so far: what changed since the
+/// last checkpoint to the changelog, and the watermarks to the checkpoint record.
+fn save(checkpoints: Option<&Checkpoints>, flow: &mut Flow<'_>) {
     if let Some(checkpoints) = checkpoints {
-        checkpoints.save(flow.save());
+        let (changes, state, snapshot) = flow.take_changes();
+        checkpoints.save_with_changes(state, changes, snapshot);
     }
 }
