@@ -91,6 +91,10 @@ struct ScanClock {
     watermarks: WatermarkHolder,
 }
 
+/// The least time, in milliseconds of event time, a join's watermarks move between two
+/// scans of its rows for those no row still to come can match.
+const MIN_EXPIRY_STEP: i64 = 100;
+
 /// A node of the running tree.
 enum Running<'q> {
     /// An input's records through stateless stages.
@@ -123,7 +127,7 @@ enum Running<'q> {
         time_bound: Option<TimeBound>,
         /// Where the least time still to come is known on the left and the right side.
         clocks: [Option<Clock>; 2],
-        /// The times it last expired rows at.
+        /// The times (on its grid) it last forgot rows at.
         expired_at: (Option<i64>, Option<i64>),
     },
 }
@@ -467,7 +471,17 @@ impl<'q> Flow<'q> {
             let (Some(bound), [Some(left), Some(right)]) = (*time_bound, *clocks) else {
                 continue;
             };
-            let from = (self.least_to_come(left), self.least_to_come(right));
+            // Forgetting scans every kept row, so it runs once the least time to come
+            // crosses into the next step of a grid a quarter of the bound's width wide
+            // (rows are kept up to a step longer). On the grid, a restored join forgets
+            // at the same times as the saved one would have.
+            let step = (bound.upper.saturating_sub(bound.lower) / 4).max(MIN_EXPIRY_STEP);
+            let on_grid =
+                |time: Option<i64>| time.map(|time| time.saturating_sub(time.rem_euclid(step)));
+            let from = (
+                on_grid(self.least_to_come(left)),
+                on_grid(self.least_to_come(right)),
+            );
             if let Running::Join {
                 state, expired_at, ..
             } = &mut self.nodes[at].0
