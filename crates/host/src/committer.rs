@@ -645,32 +645,7 @@ impl Committer {
             offsets,
             changelog,
         }];
-        let (producer, topic, instance) = (
-            writer.producer.clone(),
-            writer.topic.clone(),
-            writer.instance.clone(),
-        );
-        let records = write_records(producer, topic, instance, pending, transaction.is_none());
-        if let Some(transaction) = transaction {
-            // The commit waits for the records with every other one.
-            records.await?;
-            self.commit_checkpoint(&transaction, None).await?;
-            if let Some(changelog) = self.changelog() {
-                changelog.delete_superseded().await;
-            }
-            return Ok(());
-        }
-        // The offsets it reflects go to the groups once it is durable; meanwhile the
-        // streamlet goes on.
-        self.pending = false;
-        let offsets = self.take_staged(None);
-        self.in_flight = Some(InFlight(Box::pin(async move {
-            Ok(Written {
-                ranges: records.await?,
-                offsets,
-            })
-        })));
-        Ok(())
+        self.write_checkpoint(pending, transaction, None).await
     }
 
     /// Writes the checkpoint of each input partition in `states` to that partition of the
@@ -729,6 +704,23 @@ impl Committer {
                 changelog,
             });
         }
+        self.write_checkpoint(pending, transaction, Some(&partitions))
+            .await
+    }
+
+    /// Writes the checkpoint records `pending` (each once its changelog records are
+    /// durable), then commits the offsets staged (of the partitions in `only`, if given):
+    /// exactly once in `transaction` at once, at least once when the records are durable,
+    /// as the checkpoint in flight while the streamlet goes on.
+    async fn write_checkpoint(
+        &mut self,
+        pending: Vec<PendingRecord>,
+        transaction: Option<CheckpointTransaction>,
+        only: Option<&BTreeSet<u32>>,
+    ) -> Result<(), CommitError> {
+        let Some(writer) = &self.checkpoints else {
+            return Ok(());
+        };
         let (producer, topic, instance) = (
             writer.producer.clone(),
             writer.topic.clone(),
@@ -738,16 +730,16 @@ impl Committer {
         if let Some(transaction) = transaction {
             // The changelog's ranges are known, and the commit waits for every record.
             records.await?;
-            self.commit_checkpoint(&transaction, Some(&partitions))
-                .await?;
+            self.commit_checkpoint(&transaction, only).await?;
             if let Some(changelog) = self.changelog() {
                 changelog.delete_superseded().await;
             }
             return Ok(());
         }
-        // The offsets it reflects go to the groups once it is durable; meanwhile the
-        // streamlet goes on.
-        let offsets = self.take_staged(Some(&partitions));
+        if only.is_none() {
+            self.pending = false; // everything staged goes with this checkpoint
+        }
+        let offsets = self.take_staged(only);
         self.in_flight = Some(InFlight(Box::pin(async move {
             Ok(Written {
                 ranges: records.await?,
