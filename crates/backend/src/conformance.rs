@@ -44,6 +44,7 @@ macro_rules! conformance_tests {
             flush_waits_for_every_receipt
             try_send_keeps_the_order_and_outcomes_of_send
             members_of_a_group_share_partitions
+            a_rebalance_that_takes_partitions_away_counts_a_revocation
             closing_a_member_hands_its_partitions_over
             a_partition_reader_starts_at_its_offset_and_reads_only_its_partition
             a_partition_reader_reads_a_set_of_partitions
@@ -667,6 +668,33 @@ pub async fn members_of_a_group_share_partitions(backend: &impl Backend) {
         "both members own a partition: {a:?} and {b:?}"
     );
     assert_eq!(a.union(&b).count(), 4);
+    first.close().await.unwrap();
+    second.close().await.unwrap();
+}
+
+/// A member that a joining one takes partitions from counts a revocation, so what it read
+/// ahead of those partitions (and any state it keeps of them) is known to be no longer its.
+pub async fn a_rebalance_that_takes_partitions_away_counts_a_revocation(backend: &impl Backend) {
+    let name = topic(backend, "revoke", 4).await;
+    let group = unique("g");
+    let first = backend
+        .consumer(&ConsumerConfig::new(&group, [&name]))
+        .await
+        .unwrap();
+    wait_for_assignment(&*first, 4).await;
+    let before = first.revocations();
+    let second = backend
+        .consumer(&ConsumerConfig::new(&group, [&name]))
+        .await
+        .unwrap();
+    tokio::join!(
+        wait_for_assignment(&*first, 2),
+        wait_for_assignment(&*second, 2)
+    );
+    assert!(
+        first.revocations() > before,
+        "the first member gave two partitions away without counting a revocation"
+    );
     first.close().await.unwrap();
     second.close().await.unwrap();
 }

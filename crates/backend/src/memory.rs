@@ -1,6 +1,7 @@
 //! [`MemoryBackend`]: a backplane held in memory, for tests and the streamlet test kit.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
@@ -333,6 +334,7 @@ impl MemoryBackend {
                 generation: u64::MAX,
                 of: Vec::new(),
             }),
+            revocations: AtomicU64::new(0),
             closed: std::sync::atomic::AtomicBool::new(false),
         })
     }
@@ -382,6 +384,8 @@ struct MemoryConsumer {
     member: MemberId,
     membership: Mutex<watch::Receiver<u64>>,
     positions: Mutex<Positions>,
+    /// How many rebalances took partitions from this member.
+    revocations: AtomicU64,
     closed: std::sync::atomic::AtomicBool,
 }
 
@@ -399,6 +403,11 @@ impl MemoryConsumer {
             .groups
             .assignment(&self.group, self.member, |t| self.state.partitions_of(t));
         let previous = std::mem::take(&mut positions.of);
+        if previous.iter().any(|(owned, _)| !assigned.contains(owned)) {
+            // Partitions left this member: one given back later starts at the committed
+            // offset, not where this member had read to.
+            self.revocations.fetch_add(1, Ordering::SeqCst);
+        }
         positions.of = assigned
             .into_iter()
             .map(|tp| {
@@ -494,6 +503,11 @@ impl Consumer for MemoryConsumer {
     fn positions(&self) -> Vec<(TopicPartition, u64)> {
         self.refresh_assignment();
         lock(&self.positions).of.clone()
+    }
+
+    fn revocations(&self) -> u64 {
+        self.refresh_assignment();
+        self.revocations.load(Ordering::SeqCst)
     }
 
     async fn close(&self) -> Result<()> {

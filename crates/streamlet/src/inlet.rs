@@ -310,17 +310,19 @@ impl<T: Data> InletStream<T> {
     /// # Errors
     ///
     /// An [`ErrorKind::External`](crate::ErrorKind::External) error when the backplane
-    /// refuses the position (the partition is not assigned to this member).
+    /// refuses the position (the partition is not assigned to this member); the records of
+    /// the partition read ahead are dropped then too.
     pub async fn rewind(&mut self, partition: u32, offset: u64) -> Result<()> {
+        // What was read ahead goes either way: read again from `offset`, or (when a
+        // rebalance took the partition away and the seek fails) not this member's to read.
+        self.buffer
+            .retain(|consumed| consumed.partition != partition);
+        self.parts.resume.remove(&partition);
         self.parts
             .consumer
             .seek(&self.parts.topic, partition, offset)
             .await
-            .map_err(Error::external)?;
-        self.buffer
-            .retain(|consumed| consumed.partition != partition);
-        self.parts.resume.remove(&partition);
-        Ok(())
+            .map_err(Error::external)
     }
 
     /// Whether the input is bounded and this member has read all of its partitions.
