@@ -47,6 +47,11 @@ fn member_config(bootstrap: &str) -> KafkaConfig {
 #[ignore = "a member process of exactly_once_survives_kills_scaling_and_a_zombie"]
 fn member() {
     let setup = std::env::var(MEMBER).expect("run by the soak test");
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_ansi(false)
+        .with_writer(std::io::stderr)
+        .init();
     // The test holds this process's stdin: when it ends, however it ends, so does this.
     std::thread::spawn(|| {
         let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
@@ -117,7 +122,8 @@ impl Member {
             .args(["--exact", "exactly_once_soak::member", "--ignored"])
             .args(["--nocapture", "--test-threads=1"])
             .env(MEMBER, format!("{setup}\n{name}"))
-            .env("RUST_LOG", "warn")
+            // The consumer's assignments too, so the test knows who holds partitions.
+            .env("RUST_LOG", "warn,runnel_kafka::consumer=info")
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -146,6 +152,22 @@ impl Member {
             .filter(|line| line.starts_with("failed:"))
             .cloned()
             .collect()
+    }
+
+    /// Whether the member's consumer holds partitions, by the last assignment or revocation
+    /// it logged (the group's rebalances are eager: an assignment lists all it holds).
+    fn holds_partitions(&self) -> bool {
+        let said = self.said.lock().unwrap();
+        said.iter()
+            .rev()
+            .find_map(|line| {
+                if line.contains("partitions revoked: ") {
+                    return Some(false);
+                }
+                let at = line.find("partitions assigned: ")?;
+                Some(!line[at..].trim_end().ends_with("none"))
+            })
+            .unwrap_or(false)
     }
 
     fn lines(&self) -> usize {
@@ -276,6 +298,26 @@ impl Soak<'_> {
         self.members.remove(chosen)
     }
 
+    /// One of the members that hold partitions (so have a transaction open), chosen at
+    /// random, taken out of the group's list; waits for one after a rebalance.
+    fn take_one_holding_partitions(&mut self) -> Member {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let holding: Vec<usize> = (0..self.members.len())
+                .filter(|&index| self.members[index].holds_partitions())
+                .collect();
+            if !holding.is_empty() {
+                let chosen = holding[self.dice.below(holding.len() as u64) as usize];
+                return self.members.remove(chosen);
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no member logged holding partitions"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// At the next mark, kills a member chosen at random with SIGKILL and starts it again
     /// under the same name.
     fn kill_one(&mut self) {
@@ -361,7 +403,9 @@ fn exactly_once_survives_kills_scaling_and_a_zombie() {
     // A zombie: one member paused mid-transaction until a replacement (a process of another
     // name, as a new pod would be) has its partitions and the copy has moved on, then resumed.
     soak.wait_for_next_mark("before the pause");
-    let zombie = soak.take_one();
+    // A member that was just restarted may not hold partitions yet, and so would have
+    // nothing to notice.
+    let zombie = soak.take_one_holding_partitions();
     zombie.signal("-STOP");
     soak.start("m3");
     soak.wait_for_next_mark("with a member paused");
@@ -373,8 +417,9 @@ fn exactly_once_survives_kills_scaling_and_a_zombie() {
     while zombie.failures_since(before).is_empty() {
         assert!(
             Instant::now() < deadline,
-            "the resumed zombie {} never noticed it was replaced",
-            zombie.name
+            "the resumed zombie {} never noticed it was replaced; it said:\n{}",
+            zombie.name,
+            zombie.said.lock().unwrap().join("\n")
         );
         std::thread::sleep(Duration::from_millis(100));
     }
