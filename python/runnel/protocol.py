@@ -1,0 +1,184 @@
+"""The protocol between the Runnel host and a Python streamlet's process (version 1).
+
+The host starts ``python -m runnel.worker module:attribute`` and speaks over the child's
+stdin (host to streamlet) and stdout (streamlet to host); stderr is the streamlet's log.
+Everything is a **frame**: a 4-byte big-endian length of what follows, a 1-byte kind, then
+the body. Integers are big-endian; ``bytes`` is a u32 length and the bytes; an optional
+``key`` is an i32 length (-1: no key) and the bytes. docs/python.md has the full table.
+
+Host to streamlet:
+
+* ``HELLO`` (1): JSON ``{"protocol": 1, "instance": ..., "parameters": {key: text}}``.
+  Answered by ``READY`` (the descriptor entry as JSON) or ``FAILED``.
+* ``SCHEMA`` (2): u16 inlet, u16 writer id, JSON Avro schema: a schema producers of the
+  inlet's topic wrote with; records name it by its id (0xFFFF: the inlet's own schema).
+* ``RESTORE`` (3): the snapshot a ``SNAPSHOT`` returned before. No answer.
+* ``BATCH`` (4): u16 inlet, i64 now (milliseconds since the epoch, the host's clock),
+  u32 count, then per record u32 partition, u64 offset, key, u16 writer id; then the
+  records' Avro datums, each as bytes. Answered by ``OUTPUTS``.
+* ``CHECKPOINT`` (5): answered by ``SNAPSHOT``.
+* ``QUIT`` (6): the process exits 0.
+
+Streamlet to host:
+
+* ``READY`` (129), ``FAILED`` (132): UTF-8 text (a traceback); the process exits after it.
+* ``OUTPUTS`` (130): u32 count (the batch's), then per input record a u8 status: 0, then
+  u32 outputs, each u16 outlet, key, bytes (an Avro datum of the outlet's schema); or 1 (the
+  record failed: dead letter it), then bytes (UTF-8: the error and its traceback).
+* ``SNAPSHOT`` (131): the pickled state (empty for a stateless streamlet).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import BinaryIO
+
+#: The protocol version this package speaks.
+VERSION = 1
+
+HELLO, SCHEMA, RESTORE, BATCH, CHECKPOINT, QUIT = 1, 2, 3, 4, 5, 6
+READY, OUTPUTS, SNAPSHOT, FAILED = 129, 130, 131, 132
+
+#: A record's writer id when it was written with the inlet's own schema.
+OWN_SCHEMA = 0xFFFF
+
+_HEADER = struct.Struct(">IB")
+_RECORD_HEADER = struct.Struct(">IQ")
+_U16 = struct.Struct(">H")
+_U32 = struct.Struct(">I")
+_I32 = struct.Struct(">i")
+_BATCH_HEADER = struct.Struct(">HqI")
+
+
+class ProtocolError(Exception):
+    """A frame that does not follow the protocol."""
+
+
+def read_frame(stream: BinaryIO) -> tuple[int, bytes] | None:
+    """The next frame's kind and body; ``None`` when the stream ended between frames."""
+    header = stream.read(_HEADER.size)
+    if not header:
+        return None
+    if len(header) < _HEADER.size:
+        raise ProtocolError("the stream ended inside a frame header")
+    length, kind = _HEADER.unpack(header)
+    body = stream.read(length - 1) if length > 1 else b""
+    if len(body) != length - 1:
+        raise ProtocolError(f"the stream ended inside a frame of kind {kind}")
+    return kind, body
+
+
+def write_frame(stream: BinaryIO, kind: int, body: bytes = b"") -> None:
+    """Writes one frame (the caller flushes)."""
+    stream.write(_HEADER.pack(len(body) + 1, kind))
+    stream.write(body)
+
+
+class Writer:
+    """Builds a frame body."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def u8(self, value: int) -> None:
+        self.parts.append(bytes((value,)))
+
+    def u16(self, value: int) -> None:
+        self.parts.append(_U16.pack(value))
+
+    def u32(self, value: int) -> None:
+        self.parts.append(_U32.pack(value))
+
+    def bytes(self, value: bytes) -> None:
+        self.parts.append(_U32.pack(len(value)))
+        self.parts.append(value)
+
+    def key(self, value: bytes | None) -> None:
+        if value is None:
+            self.parts.append(_I32.pack(-1))
+        else:
+            self.parts.append(_I32.pack(len(value)))
+            self.parts.append(value)
+
+    def body(self) -> bytes:
+        return b"".join(self.parts)
+
+
+class Reader:
+    """Reads a frame body."""
+
+    def __init__(self, body: bytes) -> None:
+        self.body = memoryview(body)
+        self.at = 0
+
+    def u16(self) -> int:
+        (value,) = _U16.unpack_from(self.body, self.at)
+        self.at += 2
+        return value
+
+    def u32(self) -> int:
+        (value,) = _U32.unpack_from(self.body, self.at)
+        self.at += 4
+        return value
+
+    def bytes(self) -> bytes:
+        length = self.u32()
+        value = bytes(self.body[self.at : self.at + length])
+        self.at += length
+        return value
+
+    def key(self) -> bytes | None:
+        (length,) = _I32.unpack_from(self.body, self.at)
+        self.at += 4
+        if length < 0:
+            return None
+        value = bytes(self.body[self.at : self.at + length])
+        self.at += length
+        return value
+
+    def rest(self) -> bytes:
+        return bytes(self.body[self.at :])
+
+
+class InputRecord:
+    """A record of a ``BATCH``: where it is in the log, its key, and its datum."""
+
+    __slots__ = ("partition", "offset", "key", "writer", "datum")
+
+    def __init__(self, partition: int, offset: int, key: bytes | None, writer: int, datum: bytes):
+        self.partition = partition
+        self.offset = offset
+        self.key = key
+        self.writer = writer
+        self.datum = datum
+
+
+def encode_batch(inlet: int, now: int, records: list[InputRecord]) -> bytes:
+    """The body of a ``BATCH`` frame (what the host sends; the test kit uses it)."""
+    writer = Writer()
+    writer.parts.append(_BATCH_HEADER.pack(inlet, now, len(records)))
+    for record in records:
+        writer.parts.append(_RECORD_HEADER.pack(record.partition, record.offset))
+        writer.key(record.key)
+        writer.u16(record.writer)
+    for record in records:
+        writer.bytes(record.datum)
+    return writer.body()
+
+
+def decode_batch(body: bytes) -> tuple[int, int, list[InputRecord]]:
+    """The inlet, time and records of a ``BATCH`` frame's body."""
+    inlet, now, count = _BATCH_HEADER.unpack_from(body, 0)
+    reader = Reader(body)
+    reader.at = _BATCH_HEADER.size
+    headers = []
+    for _ in range(count):
+        partition, offset = _RECORD_HEADER.unpack_from(reader.body, reader.at)
+        reader.at += _RECORD_HEADER.size
+        key = reader.key()
+        headers.append((partition, offset, key, reader.u16()))
+    records = [
+        InputRecord(partition, offset, key, writer, reader.bytes())
+        for partition, offset, key, writer in headers
+    ]
+    return inlet, now, records
