@@ -200,6 +200,13 @@ impl Context {
         })
     }
 
+    /// The checked value of parameter `key`, for a streamlet whose parameters are known
+    /// only at run time ([`Shape::parameter_descriptor`]); its text in the parameter's
+    /// syntax is its `to_string()`. `None` when the shape declares no such parameter.
+    pub fn parameter_value(&self, key: &str) -> Option<&ParameterValue> {
+        self.parameters.get(key)
+    }
+
     /// The processing-time clock.
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock

@@ -209,6 +209,26 @@ impl Shape {
         self
     }
 
+    /// Adds a configuration parameter known only at run time (a streamlet defined outside
+    /// Rust, such as in Python), by its descriptor; read its value with
+    /// [`Context::parameter_value`](crate::Context::parameter_value).
+    ///
+    /// ```
+    /// use runnel_streamlet::prelude::*;
+    /// use runnel_blueprint::descriptor::ParameterDescriptor;
+    /// use runnel_blueprint::parameter::ParameterKind;
+    /// let limit = ParameterDescriptor {
+    ///     default: Some("30.0".into()),
+    ///     ..ParameterDescriptor::new("limit", ParameterKind::Double)
+    /// };
+    /// let shape = Shape::new().parameter_descriptor(limit);
+    /// assert_eq!(shape.descriptor("t").parameters[0].key, "limit");
+    /// ```
+    pub fn parameter_descriptor(mut self, parameter: ParameterDescriptor) -> Self {
+        self.parameters.push(parameter);
+        self
+    }
+
     /// Asks for a volume mounted at an absolute `path` (bound by the Kubernetes deployment).
     pub fn volume_mount(mut self, name: &str, path: &str, access_mode: AccessMode) -> Self {
         self.volume_mounts.push(VolumeMountDescriptor {

@@ -1,0 +1,105 @@
+//! The `runnel` Python package (`python/runnel` in the repository), built into the host so
+//! the worker always speaks the host's protocol version: written out once to a directory
+//! named by its contents and put first on the worker's `PYTHONPATH`.
+
+use std::path::{Path, PathBuf};
+
+/// The package's modules, by file name.
+const MODULES: &[(&str, &str)] = &[
+    (
+        "__init__.py",
+        include_str!("../../../python/runnel/__init__.py"),
+    ),
+    (
+        "__main__.py",
+        include_str!("../../../python/runnel/__main__.py"),
+    ),
+    (
+        "definition.py",
+        include_str!("../../../python/runnel/definition.py"),
+    ),
+    (
+        "examples.py",
+        include_str!("../../../python/runnel/examples.py"),
+    ),
+    (
+        "protocol.py",
+        include_str!("../../../python/runnel/protocol.py"),
+    ),
+    (
+        "runner.py",
+        include_str!("../../../python/runnel/runner.py"),
+    ),
+    (
+        "schema.py",
+        include_str!("../../../python/runnel/schema.py"),
+    ),
+    (
+        "testkit.py",
+        include_str!("../../../python/runnel/testkit.py"),
+    ),
+    (
+        "worker.py",
+        include_str!("../../../python/runnel/worker.py"),
+    ),
+];
+
+/// The directory holding the package as `runnel/` (under `root`), written the first time.
+///
+/// # Errors
+///
+/// When the directory cannot be written.
+pub(crate) fn materialize(root: &Path) -> std::io::Result<PathBuf> {
+    let directory = root.join(format!("runnel-python-{:016x}", fingerprint()));
+    if directory.join("runnel").join("worker.py").exists() {
+        return Ok(directory);
+    }
+    // Written beside, then renamed into place: a concurrent start sees all of it or none.
+    let staging = root.join(format!(
+        "runnel-python-{:016x}.{}",
+        fingerprint(),
+        std::process::id()
+    ));
+    let package = staging.join("runnel");
+    std::fs::create_dir_all(&package)?;
+    for (name, source) in MODULES {
+        std::fs::write(package.join(name), source)?;
+    }
+    match std::fs::rename(&staging, &directory) {
+        Ok(()) => Ok(directory),
+        // Another process got there first: its copy is the same.
+        Err(_) if directory.join("runnel").join("worker.py").exists() => {
+            let _ = std::fs::remove_dir_all(&staging);
+            Ok(directory)
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// FNV-1a of every module's name and source.
+fn fingerprint() -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for (name, source) in MODULES {
+        for byte in name.bytes().chain([0]).chain(source.bytes()) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    hash
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_package_is_written_once_by_its_contents() {
+        let root = std::env::temp_dir().join(format!("runnel-package-test-{}", std::process::id()));
+        let first = materialize(&root).unwrap();
+        let again = materialize(&root).unwrap();
+        assert_eq!(first, again);
+        let worker = std::fs::read_to_string(first.join("runnel/worker.py")).unwrap();
+        assert!(worker.contains("def serve("));
+        std::fs::remove_dir_all(root).unwrap();
+    }
+}
