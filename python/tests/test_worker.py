@@ -153,3 +153,10 @@ def test_a_host_of_another_protocol_version_is_refused():
     kind, body = host.receive()
     assert kind == protocol.FAILED
     assert body.decode() == "the host speaks protocol 2, this runnel package 1"
+
+
+def test_the_worker_exits_when_the_host_closes_its_stdin():
+    host = Host("runnel.examples:too_hot")
+    assert host.hello()[0] == protocol.READY
+    host.process.stdin.close()  # as a host killed with -9 would
+    assert host.process.wait(timeout=10) == 0
