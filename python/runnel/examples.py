@@ -65,3 +65,15 @@ class Totals:
 
     def restore(self, snapshot: dict) -> None:
         self.by_sensor = snapshot
+
+
+@runnel.streamlet
+def warmer(reading: Reading) -> Reading:
+    """A trivial map: the reading a degree warmer (the benchmarks' Python map)."""
+    return Reading(reading.sensor, reading.celsius + 1.0)
+
+
+@runnel.streamlet(batch=True)
+def warmer_batch(readings: list[Reading]) -> list[Reading]:
+    """``warmer`` in batch form."""
+    return [Reading(reading.sensor, reading.celsius + 1.0) for reading in readings]

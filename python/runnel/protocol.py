@@ -14,8 +14,9 @@ Host to streamlet:
   inlet's topic wrote with; records name it by its id (0xFFFF: the inlet's own schema).
 * ``RESTORE`` (3): the snapshot a ``SNAPSHOT`` returned before. No answer.
 * ``BATCH`` (4): u16 inlet, i64 now (milliseconds since the epoch, the host's clock),
-  u32 count, then per record u32 partition, u64 offset, key, u16 writer id; then the
-  records' Avro datums, each as bytes. Answered by ``OUTPUTS``.
+  u32 count, then per record u32 partition, u64 offset, u16 writer id, i32 key length (-1:
+  no key), u32 datum length; then each record's key bytes and Avro datum, in order.
+  Answered by ``OUTPUTS``.
 * ``CHECKPOINT`` (5): answered by ``SNAPSHOT``.
 * ``QUIT`` (6): the process exits 0.
 
@@ -43,7 +44,6 @@ READY, OUTPUTS, SNAPSHOT, FAILED = 129, 130, 131, 132
 OWN_SCHEMA = 0xFFFF
 
 _HEADER = struct.Struct(">IB")
-_RECORD_HEADER = struct.Struct(">IQ")
 _U16 = struct.Struct(">H")
 _U32 = struct.Struct(">I")
 _I32 = struct.Struct(">i")
@@ -153,32 +153,40 @@ class InputRecord:
         self.datum = datum
 
 
+#: A batch record's fixed part: partition, offset, writer id, key length (-1: no key), datum
+#: length.
+_RECORD = struct.Struct(">IQHiI")
+
+
 def encode_batch(inlet: int, now: int, records: list[InputRecord]) -> bytes:
     """The body of a ``BATCH`` frame (what the host sends; the test kit uses it)."""
-    writer = Writer()
-    writer.parts.append(_BATCH_HEADER.pack(inlet, now, len(records)))
+    parts = [_BATCH_HEADER.pack(inlet, now, len(records))]
     for record in records:
-        writer.parts.append(_RECORD_HEADER.pack(record.partition, record.offset))
-        writer.key(record.key)
-        writer.u16(record.writer)
+        key_length = -1 if record.key is None else len(record.key)
+        parts.append(_RECORD.pack(record.partition, record.offset, record.writer, key_length, len(record.datum)))
     for record in records:
-        writer.bytes(record.datum)
-    return writer.body()
+        if record.key is not None:
+            parts.append(record.key)
+        parts.append(record.datum)
+    return b"".join(parts)
 
 
 def decode_batch(body: bytes) -> tuple[int, int, list[InputRecord]]:
     """The inlet, time and records of a ``BATCH`` frame's body."""
     inlet, now, count = _BATCH_HEADER.unpack_from(body, 0)
-    reader = Reader(body)
-    reader.at = _BATCH_HEADER.size
-    headers = []
-    for _ in range(count):
-        partition, offset = _RECORD_HEADER.unpack_from(reader.body, reader.at)
-        reader.at += _RECORD_HEADER.size
-        key = reader.key()
-        headers.append((partition, offset, key, reader.u16()))
-    records = [
-        InputRecord(partition, offset, key, writer, reader.bytes())
-        for partition, offset, key, writer in headers
-    ]
+    start = _BATCH_HEADER.size
+    at = start + _RECORD.size * count
+    if len(body) < at:
+        raise ProtocolError(f"a BATCH of {count} records is cut short in its record headers")
+    view = memoryview(body)
+    records = []
+    for partition, offset, writer, key_length, datum_length in _RECORD.iter_unpack(view[start:at]):
+        key = None
+        if key_length >= 0:
+            key = bytes(view[at : at + key_length])
+            at += key_length
+        records.append(InputRecord(partition, offset, key, writer, view[at : at + datum_length]))
+        at += datum_length
+    if at != len(body):
+        raise ProtocolError(f"a BATCH of {count} records has {len(body) - at} bytes too few or many")
     return inlet, now, records

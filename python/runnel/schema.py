@@ -254,8 +254,12 @@ class Codec:
         self.schema = avro_schema(cls)
         self._parsed = fastavro.parse_schema(self.schema)
         self._flat = _is_flat(cls)
+        # A flat dataclass's instance dict is the record fastavro writes (extra keys are
+        # ignored); one with slots has none.
+        self._flat_dict = self._flat and not hasattr(cls, "__slots__")
         self._names = [name for name, _, _ in _plan(cls)]
         self._writers: dict[int, Any] = {}
+        self._out = io.BytesIO()
 
     def add_writer_schema(self, index: int, schema: dict) -> None:
         """Learns a schema producers of the port wrote with, under ``index``."""
@@ -267,12 +271,16 @@ class Codec:
             raise TypeError(
                 f"expected a {self.cls.__name__}, got a {type(value).__name__}: {value!r}"
             )
-        out = io.BytesIO()
+        out = self._out
+        out.seek(0)
+        out.truncate()
         fastavro.schemaless_writer(out, self._parsed, self.to_record(value))
         return out.getvalue()
 
     def to_record(self, value: Any) -> dict:
         """``value`` as the dict fastavro writes."""
+        if self._flat_dict:
+            return value.__dict__
         if self._flat:
             return {name: getattr(value, name) for name in self._names}
         return _to_avro(self.cls, value)

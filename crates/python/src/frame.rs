@@ -92,7 +92,9 @@ pub fn frame(out: &mut BytesMut, kind: Kind, body: &[u8]) {
 }
 
 /// Appends a `BATCH` frame: `records` of inlet `inlet`, handed over at `now` (milliseconds
-/// since the epoch).
+/// since the epoch). After the inlet, time and count come each record's fixed part (u32
+/// partition, u64 offset, u16 writer id, i32 key length or -1, u32 datum length), then each
+/// record's key and datum, in order.
 pub fn batch(out: &mut BytesMut, inlet: u16, now: i64, records: &[InputRecord<'_>]) {
     let at = start(out, Kind::Batch);
     out.put_u16(inlet);
@@ -101,28 +103,20 @@ pub fn batch(out: &mut BytesMut, inlet: u16, now: i64, records: &[InputRecord<'_
     for record in records {
         out.put_u32(record.partition);
         out.put_u64(record.offset);
-        put_key(out, record.key);
         out.put_u16(record.writer);
+        match record.key {
+            None => out.put_i32(-1),
+            Some(key) => out.put_i32(i32::try_from(key.len()).expect("a key under 2 GiB")),
+        }
+        out.put_u32(u32::try_from(record.datum.len()).expect("a record under 4 GiB"));
     }
     for record in records {
-        put_bytes(out, record.datum);
-    }
-    finish(out, at);
-}
-
-fn put_bytes(out: &mut BytesMut, bytes: &[u8]) {
-    out.put_u32(u32::try_from(bytes.len()).expect("a record under 4 GiB"));
-    out.put_slice(bytes);
-}
-
-fn put_key(out: &mut BytesMut, key: Option<&[u8]>) {
-    match key {
-        None => out.put_i32(-1),
-        Some(key) => {
-            out.put_i32(i32::try_from(key.len()).expect("a key under 2 GiB"));
+        if let Some(key) = record.key {
             out.put_slice(key);
         }
+        out.put_slice(record.datum);
     }
+    finish(out, at);
 }
 
 /// An output the streamlet emitted.
@@ -223,6 +217,21 @@ fn take_key(body: &mut Bytes) -> Option<Option<Bytes>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn put_bytes(out: &mut BytesMut, bytes: &[u8]) {
+        out.put_u32(u32::try_from(bytes.len()).expect("a record under 4 GiB"));
+        out.put_slice(bytes);
+    }
+
+    fn put_key(out: &mut BytesMut, key: Option<&[u8]>) {
+        match key {
+            None => out.put_i32(-1),
+            Some(key) => {
+                out.put_i32(i32::try_from(key.len()).expect("a key under 2 GiB"));
+                out.put_slice(key);
+            }
+        }
+    }
 
     #[test]
     fn outcomes_read_what_the_worker_writes() {
