@@ -294,7 +294,11 @@ class Codec:
     def decode(self, datum: bytes, writer: int | None = None) -> Any:
         """The value of ``datum``, written with the schema learnt as ``writer`` (the
         port's own schema when ``None``)."""
-        return self.read(io.BytesIO(datum), writer)
+        if writer is None:
+            record = fastavro.schemaless_reader(io.BytesIO(datum), self._parsed, None)
+        else:
+            record = fastavro.schemaless_reader(io.BytesIO(datum), self._writers[writer], self._parsed)
+        return self.cls(**record) if self._flat else _from_avro(self.cls, record)
 
     def read(self, stream: io.BytesIO, writer: int | None = None) -> Any:
         """Reads one datum from ``stream`` (as :meth:`decode`)."""
