@@ -299,11 +299,3 @@ class Codec:
         else:
             record = fastavro.schemaless_reader(io.BytesIO(datum), self._writers[writer], self._parsed)
         return self.cls(**record) if self._flat else _from_avro(self.cls, record)
-
-    def read(self, stream: io.BytesIO, writer: int | None = None) -> Any:
-        """Reads one datum from ``stream`` (as :meth:`decode`)."""
-        if writer is None:
-            record = fastavro.schemaless_reader(stream, self._parsed, None)
-        else:
-            record = fastavro.schemaless_reader(stream, self._writers[writer], self._parsed)
-        return self.from_record(record)

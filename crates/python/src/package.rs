@@ -55,10 +55,14 @@ pub(crate) fn materialize(root: &Path) -> std::io::Result<PathBuf> {
         return Ok(directory);
     }
     // Written beside, then renamed into place: a concurrent start sees all of it or none.
+    // Named by process and by call: instances starting together in one process stage
+    // apart too.
+    static STAGINGS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let staging = root.join(format!(
-        "runnel-python-{:016x}.{}",
+        "runnel-python-{:016x}.{}.{}",
         fingerprint(),
-        std::process::id()
+        std::process::id(),
+        STAGINGS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     ));
     let package = staging.join("runnel");
     std::fs::create_dir_all(&package)?;
@@ -91,6 +95,27 @@ fn fingerprint() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_package_is_written_whole_when_many_start_at_once() {
+        let root = std::env::temp_dir().join(format!("runnel-package-race-{}", std::process::id()));
+        let written: Vec<PathBuf> = std::thread::scope(|scope| {
+            let writers: Vec<_> = (0..8).map(|_| scope.spawn(|| materialize(&root))).collect();
+            writers
+                .into_iter()
+                .map(|writer| writer.join().unwrap().unwrap())
+                .collect()
+        });
+        for directory in &written {
+            for (name, source) in MODULES {
+                assert_eq!(
+                    &std::fs::read_to_string(directory.join("runnel").join(name)).unwrap(),
+                    source
+                );
+            }
+        }
+        std::fs::remove_dir_all(root).unwrap();
+    }
 
     #[test]
     fn the_package_is_written_once_by_its_contents() {

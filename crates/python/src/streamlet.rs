@@ -169,6 +169,7 @@ impl Streamlet for PythonStreamlet {
             .map(|outlet| ctx.datum_outlet(&outlet.name))
             .collect();
         let mut host = Host {
+            streamlet: self.command.reference().to_owned(),
             worker,
             outlets,
             writers: vec![HashMap::new(); inlets.len()],
@@ -245,6 +246,8 @@ async fn save_due(at: Option<Instant>) {
 
 /// The host's side of a running Python streamlet.
 struct Host {
+    /// The streamlet reference, for errors.
+    streamlet: String,
     worker: Worker,
     outlets: Vec<OutletSender<AvroDatum>>,
     /// Per inlet, the writer id the process knows each writer schema by.
@@ -315,7 +318,7 @@ impl Host {
                     for output in outputs {
                         let Some(outlet) = self.outlets.get(usize::from(output.outlet)) else {
                             return Err(Error::external(PythonError::Protocol {
-                                streamlet: String::new(),
+                                streamlet: self.streamlet.clone(),
                                 reason: format!(
                                     "it emitted on outlet {}, which it does not have",
                                     output.outlet
