@@ -97,8 +97,13 @@ pub(crate) async fn lead(
             match try_acquire(&api, &config).await {
                 Ok(true) => last = tokio::time::Instant::now(),
                 Ok(false) => {
-                    tracing::error!("another replica took the leader lease over");
+                    // Stop writing first; the log line marks the moment for tests too.
                     renewing.cancel();
+                    tracing::error!(
+                        identity = %config.identity,
+                        "another replica took the leader lease over from {}",
+                        config.identity
+                    );
                     return;
                 }
                 Err(error) => {

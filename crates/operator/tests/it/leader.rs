@@ -1,3 +1,4 @@
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -8,6 +9,7 @@ use kube::{Api, ResourceExt as _};
 use runnel_operator::Application;
 use runnel_operator::leader::{LEASE_NAME, LeaderConfig, VERSION_ANNOTATION};
 
+use crate::deposed;
 use crate::support::{
     NAMESPACE, Operator, application, client, cluster, config, eventually, real_cluster,
 };
@@ -113,7 +115,13 @@ async fn a_deposed_leader_writes_nothing_once_it_sees_the_lease_taken() {
     let leases: Api<Lease> = Api::default_namespaced(client.clone());
     let apps: Api<Application> = Api::default_namespaced(client.clone());
     let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
-    let mut leader = Operator::start(client.clone(), leading("first"));
+    let mut leader = Operator::start(client.clone(), leading("deposed"));
+    // How many requests the server had received when the leader saw the lease taken.
+    let seen_taken = Arc::new(Mutex::new(None));
+    deposed::when_deposed("deposed", {
+        let (server, seen_taken) = (server.clone(), seen_taken.clone());
+        move || *seen_taken.lock().unwrap() = Some(server.requests().len())
+    });
     apps.create(&PostParams::default(), &application("one"))
         .await
         .unwrap();
@@ -170,14 +178,15 @@ async fn a_deposed_leader_writes_nothing_once_it_sees_the_lease_taken() {
         "{ended:?}"
     );
 
-    // From the leader's last look at the lease (when it saw it taken): at most the one write
-    // already on the wire, no Deployment, status or Event after it.
+    // From the moment the leader saw the lease taken (and had cancelled its writes): at most
+    // the one write of its (sequential) reconcile already on the wire, no Deployment, status
+    // or Event after it.
     let requests = server.requests();
-    let last_look = requests
-        .iter()
-        .rposition(|r| r.method == "GET" && r.path.ends_with(&format!("/leases/{LEASE_NAME}")))
-        .unwrap();
-    let writes_after: Vec<String> = requests[last_look + 1..]
+    let seen_taken = seen_taken
+        .lock()
+        .unwrap()
+        .expect("the leader logged that it saw the lease taken");
+    let writes_after: Vec<String> = requests[seen_taken..]
         .iter()
         .filter(|r| {
             r.method != "GET" && !r.path.contains("/applications/one")

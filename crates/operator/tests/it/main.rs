@@ -4,6 +4,8 @@
 mod controller;
 // The CRD as YAML, against a golden file.
 mod crd;
+// When a replica sees its lease taken, from its log.
+mod deposed;
 // Every generated object: golden files, k8s-openapi types, kubernetes-validate.
 mod objects;
 // Leader election between two operators.
