@@ -69,11 +69,30 @@ pub struct StreamletInstance {
     /// The streamlet type: after [`verify`](crate::verify), the type's full name as
     /// registered in the app (a suffix reference such as `Validate` is resolved to
     /// `sensors::Validate`); after [`parse`](crate::parse), the reference as written. A
-    /// SQL streamlet's is [`sql_type_name`](crate::sql_type_name).
+    /// SQL streamlet's is [`sql_type_name`](crate::sql_type_name), a Python streamlet's
+    /// [`python_type_name`](crate::python_type_name).
     pub type_name: String,
     /// A SQL streamlet's query; `None` for a streamlet of a type the app registers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sql: Option<SqlQuery>,
+    /// A Python streamlet's reference and interpreter; `None` for a streamlet of a type
+    /// the app registers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub python: Option<PythonSource>,
+}
+
+/// The declaration of a Python streamlet (`[streamlets.<name>]` with `python`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct PythonSource {
+    /// The streamlet, `module:attribute` (`python`).
+    pub reference: String,
+    /// The interpreter to run it with (`interpreter`), as written: a path (relative to the
+    /// blueprint's directory) or a command on the `PATH`; `python3` unless set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interpreter: Option<String>,
+    /// The guarantee it runs with (`delivery`; at-least-once unless set).
+    #[serde(skip_serializing_if = "crate::descriptor::Delivery::is_default")]
+    pub delivery: crate::descriptor::Delivery,
 }
 
 /// The declaration of a SQL streamlet (`[streamlets.<name>]` with `sql`).

@@ -123,6 +123,10 @@ codes! {
     /// have, mixes types that do not fit, uses a construct SQL streamlets do not run, or the
     /// app cannot run SQL. Located at the place in the query. (Runnel addition.)
     InvalidSqlQuery => Error,
+    /// A Python streamlet could not be described: its interpreter does not run, its module
+    /// does not import, or the reference is not a streamlet. Located at its `python`
+    /// reference. (Runnel addition.)
+    InvalidPythonStreamlet => Error,
     /// A streamlet type declares a parameter key that is not a valid key.
     InvalidConfigParameterKeyName => Error,
     /// A streamlet type declares the same parameter key twice.

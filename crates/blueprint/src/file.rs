@@ -63,7 +63,7 @@ pub(crate) struct ConnectionsSection {
     pub(crate) entries: Vec<(Located<String>, Vec<Located<String>>)>,
 }
 
-/// `instance = "type"`, or `[streamlets.instance]` with `sql = "..."`.
+/// `instance = "type"`, or `[streamlets.instance]` with `sql = "..."` or `python = "..."`.
 #[derive(Clone, Debug)]
 pub(crate) struct StreamletEntry {
     /// The instance name (the key).
@@ -73,6 +73,19 @@ pub(crate) struct StreamletEntry {
     pub(crate) type_ref: Located<String>,
     /// A SQL streamlet's query and the name of its output records.
     pub(crate) sql: Option<SqlEntry>,
+    /// A Python streamlet's reference, interpreter and guarantee.
+    pub(crate) python: Option<PythonEntry>,
+}
+
+/// The declaration of a Python streamlet.
+#[derive(Clone, Debug)]
+pub(crate) struct PythonEntry {
+    /// `python`: the streamlet, `module:attribute`.
+    pub(crate) reference: Located<String>,
+    /// `interpreter`: the interpreter to run it with.
+    pub(crate) interpreter: Option<Located<String>>,
+    /// `delivery`: the guarantee the streamlet runs with.
+    pub(crate) delivery: Option<Located<crate::descriptor::Delivery>>,
 }
 
 /// The declaration of a SQL streamlet.

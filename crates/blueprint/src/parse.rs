@@ -11,7 +11,8 @@ use crate::code::Code;
 use crate::connections;
 use crate::facts::Facts;
 use crate::file::{
-    BlueprintFile, Located, SqlEntry, StreamletEntry, StreamletsSection, TopicFile, in_file_order,
+    BlueprintFile, Located, PythonEntry, SqlEntry, StreamletEntry, StreamletsSection, TopicFile,
+    in_file_order,
 };
 use crate::report::Report;
 use crate::suggest::closest;
@@ -150,7 +151,12 @@ fn parse_streamlets(
             continue;
         }
         if let DeValue::Table(declaration) = type_ref.get_ref() {
-            match parse_sql_streamlet(name, declaration, report) {
+            let parsed = if declaration.contains_key("python") && !declaration.contains_key("sql") {
+                parse_python_streamlet(name, declaration, report)
+            } else {
+                parse_sql_streamlet(name, declaration, report)
+            };
+            match parsed {
                 Some(entry) => section.entries.push(entry),
                 None => section.unusable.push(located_key(name)),
             }
@@ -166,6 +172,7 @@ fn parse_streamlets(
                 name: located_key(name),
                 type_ref,
                 sql: None,
+                python: None,
             }),
             None => section.unusable.push(located_key(name)),
         }
@@ -176,7 +183,7 @@ fn parse_streamlets(
 /// The keys of a SQL streamlet's table.
 const SQL_STREAMLET_KEYS: &[&str] = &["sql", "record-name", "delivery"];
 
-/// The guarantees a SQL streamlet can ask for, as `delivery` spells them.
+/// The guarantees a SQL or Python streamlet can ask for, as `delivery` spells them.
 const DELIVERIES: &[(&str, crate::descriptor::Delivery)] = &[
     ("at-least-once", crate::descriptor::Delivery::AtLeastOnce),
     ("exactly-once", crate::descriptor::Delivery::ExactlyOnce),
@@ -196,7 +203,7 @@ fn parse_sql_streamlet(
             Code::BlueprintFormatError,
             name.span(),
             format!(
-                "streamlet '{instance}' is a table without 'sql'; declare a streamlet as `{instance} = \"type\"`, or a SQL streamlet with `sql = \"SELECT ...\"`"
+                "streamlet '{instance}' is a table without 'sql' or 'python'; declare a streamlet as `{instance} = \"type\"`, a SQL streamlet with `sql = \"SELECT ...\"`, or a Python streamlet with `python = \"module:attribute\"`"
             ),
             facts().key("sql"),
         );
@@ -216,31 +223,7 @@ fn parse_sql_streamlet(
             "record-name" => {
                 record_name = expect_string(value, &what, facts().key("record-name"), report);
             }
-            "delivery" => {
-                let Some(text) = expect_string(value, &what, facts().key("delivery"), report)
-                else {
-                    continue;
-                };
-                match DELIVERIES.iter().find(|(name, _)| *name == text.value) {
-                    Some((_, guarantee)) => delivery = Some(Located::new(*guarantee, text.span)),
-                    None => {
-                        let expected = DELIVERIES
-                            .iter()
-                            .map(|(name, _)| *name)
-                            .collect::<Vec<_>>()
-                            .join(", ");
-                        report.at(
-                            Code::BlueprintFormatError,
-                            text.span,
-                            format!(
-                                "{what} is '{}', which is not a guarantee; expected one of {expected}",
-                                text.value
-                            ),
-                            facts().key("delivery").expected(&expected).found(&text.value),
-                        );
-                    }
-                }
-            }
+            "delivery" => delivery = parse_delivery(instance, value, report).or(delivery),
             unknown => {
                 let suggestion = closest(unknown, SQL_STREAMLET_KEYS.iter().copied());
                 report.at(
@@ -265,7 +248,114 @@ fn parse_sql_streamlet(
             record_name,
             delivery,
         }),
+        python: None,
     })
+}
+
+/// The keys of a Python streamlet's table.
+const PYTHON_STREAMLET_KEYS: &[&str] = &["python", "interpreter", "delivery"];
+
+/// `[streamlets.<name>]` with `python = "module:attribute"` and optionally `interpreter`
+/// and `delivery`.
+fn parse_python_streamlet(
+    name: &Spanned<std::borrow::Cow<'_, str>>,
+    declaration: &DeTable<'_>,
+    report: &mut Report<'_>,
+) -> Option<StreamletEntry> {
+    let instance = name.get_ref().as_ref();
+    let facts = || Facts::new().streamlet(instance);
+    let mut reference = None;
+    let mut interpreter = None;
+    let mut delivery = None;
+    for (key, value) in in_file_order(declaration) {
+        if is_recovery_artefact(value) {
+            continue;
+        }
+        let key_name = key.get_ref().as_ref();
+        let what = format!("'{key_name}' of streamlet '{instance}'");
+        match key_name {
+            "python" => {
+                let written = expect_string(value, &what, facts().key("python"), report);
+                reference = written.filter(|written| {
+                    let well_formed = written
+                        .value
+                        .split_once(':')
+                        .is_some_and(|(module, attribute)| {
+                            !module.is_empty() && !attribute.is_empty()
+                        });
+                    if !well_formed {
+                        report.at(
+                            Code::BlueprintFormatError,
+                            written.span.clone(),
+                            format!(
+                                "{what} is '{}', which is not a streamlet reference; expected `module:attribute`, such as `scoring:score`",
+                                written.value
+                            ),
+                            facts().key("python").expected("module:attribute").found(&written.value),
+                        );
+                    }
+                    well_formed
+                });
+            }
+            "interpreter" => {
+                interpreter = expect_string(value, &what, facts().key("interpreter"), report);
+            }
+            "delivery" => delivery = parse_delivery(instance, value, report).or(delivery),
+            unknown => {
+                let suggestion = closest(unknown, PYTHON_STREAMLET_KEYS.iter().copied());
+                report.at(
+                    Code::BlueprintFormatError,
+                    key.span(),
+                    format!(
+                        "unknown key '{unknown}' in streamlet '{instance}' (a Python streamlet has python, interpreter and delivery){}",
+                        hint(suggestion)
+                    ),
+                    facts().suggestions(suggestion),
+                );
+            }
+        }
+    }
+    // Not a reference: reported already.
+    let reference = reference?;
+    Some(StreamletEntry {
+        name: located_key(name),
+        type_ref: Located::new(crate::python_type_name(instance), reference.span.clone()),
+        sql: None,
+        python: Some(PythonEntry {
+            reference,
+            interpreter,
+            delivery,
+        }),
+    })
+}
+
+/// A declared streamlet's `delivery`, or `None` after reporting what is wrong with it.
+fn parse_delivery(
+    instance: &str,
+    value: &Spanned<DeValue<'_>>,
+    report: &mut Report<'_>,
+) -> Option<Located<crate::descriptor::Delivery>> {
+    let what = format!("'delivery' of streamlet '{instance}'");
+    let facts = || Facts::new().streamlet(instance).key("delivery");
+    let text = expect_string(value, &what, facts(), report)?;
+    if let Some((_, guarantee)) = DELIVERIES.iter().find(|(name, _)| *name == text.value) {
+        return Some(Located::new(*guarantee, text.span));
+    }
+    let expected = DELIVERIES
+        .iter()
+        .map(|(name, _)| *name)
+        .collect::<Vec<_>>()
+        .join(", ");
+    report.at(
+        Code::BlueprintFormatError,
+        text.span,
+        format!(
+            "{what} is '{}', which is not a guarantee; expected one of {expected}",
+            text.value
+        ),
+        facts().expected(&expected).found(&text.value),
+    );
+    None
 }
 
 fn parse_topic(
@@ -659,6 +749,40 @@ mod tests {
         assert_eq!(names, ["z", "a"]);
         assert_eq!(file.topics[0].partitions.as_ref().map(|p| p.value), Some(3));
         assert_eq!(file.topics[0].producers[0].value, "z.out");
+    }
+
+    #[test]
+    fn reads_python_streamlets_and_names_what_is_wrong_with_them() {
+        let (file, diagnostics) = parse(
+            "name = \"app\"\n[streamlets.p]\npython = \"scoring:score\"\n\
+             interpreter = \".venv/bin/python\"\ndelivery = \"exactly-once\"\n",
+        );
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        let entry = &file.streamlets.unwrap().entries[0];
+        assert_eq!(entry.type_ref.value, "python:p");
+        let python = entry.python.as_ref().unwrap();
+        assert_eq!(python.reference.value, "scoring:score");
+        assert_eq!(
+            python.interpreter.as_ref().unwrap().value,
+            ".venv/bin/python"
+        );
+        assert_eq!(
+            python.delivery.as_ref().unwrap().value,
+            crate::descriptor::Delivery::ExactlyOnce
+        );
+
+        let (file, diagnostics) = parse(
+            "name = \"app\"\n[streamlets.p]\npython = \"scoring\"\ninterpeter = \"python3.12\"\n",
+        );
+        let messages: Vec<&str> = diagnostics.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(
+            messages,
+            [
+                "'python' of streamlet 'p' is 'scoring', which is not a streamlet reference; expected `module:attribute`, such as `scoring:score`",
+                "unknown key 'interpeter' in streamlet 'p' (a Python streamlet has python, interpreter and delivery); did you mean 'interpreter'?",
+            ]
+        );
+        assert!(file.streamlets.unwrap().entries.is_empty());
     }
 
     #[test]

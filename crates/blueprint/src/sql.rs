@@ -14,15 +14,19 @@ pub fn sql_type_name(instance: &str) -> String {
     format!("sql:{instance}")
 }
 
-/// What planning a SQL streamlet's query found wrong: verification reports it as
-/// `InvalidSqlQuery` at the query's line and column in the blueprint.
+/// What the app found wrong with a streamlet the blueprint declares itself. For a SQL
+/// streamlet, what planning its query found: verification reports it as `InvalidSqlQuery`
+/// at the query's line and column in the blueprint. For a Python streamlet, what describing
+/// it found (the module does not import, the interpreter does not run): reported as
+/// `InvalidPythonStreamlet` at its `python` reference.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QueryProblem {
-    /// The SQL streamlet instance.
+    /// The SQL or Python streamlet instance.
     pub instance: String,
     /// What is wrong.
     pub message: String,
-    /// Where in the query (1-based line and column), when known.
+    /// Where in the query (1-based line and column), when known; `None` for a Python
+    /// streamlet.
     pub position: Option<(u64, u64)>,
 }
 

@@ -60,6 +60,15 @@ impl PythonCommand {
     /// `python -m <module> <arguments>` with the `runnel` package (the host's own copy) and
     /// the module paths first on the `PYTHONPATH`.
     pub(crate) fn command(&self, module: &str, arguments: &[&str]) -> std::io::Result<Command> {
+        self.std_command(module, arguments).map(Command::from)
+    }
+
+    /// As [`command`](Self::command), for a caller that waits for it without a runtime.
+    pub(crate) fn std_command(
+        &self,
+        module: &str,
+        arguments: &[&str],
+    ) -> std::io::Result<std::process::Command> {
         let package = package::materialize(&std::env::temp_dir())?;
         let mut paths = vec![package];
         paths.extend(self.module_paths.iter().cloned());
@@ -68,7 +77,7 @@ impl PythonCommand {
         }
         let python_path: OsString = std::env::join_paths(paths)
             .map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidInput, error))?;
-        let mut command = Command::new(&self.interpreter);
+        let mut command = std::process::Command::new(&self.interpreter);
         command
             .arg("-m")
             .arg(module)

@@ -16,7 +16,7 @@ mod streamlet;
 mod worker;
 
 pub use command::PythonCommand;
-pub use describe::describe;
+pub use describe::{describe, describe_blocking};
 pub use error::PythonError;
 pub use streamlet::PythonStreamlet;
 pub use worker::Worker;

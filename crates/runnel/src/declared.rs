@@ -1,15 +1,19 @@
-//! Streamlets declared in the blueprint rather than registered in code: SQL streamlets.
+//! Streamlets declared in the blueprint rather than registered in code: SQL and Python
+//! streamlets.
 //!
-//! Each is planned against the schemas of the topics it reads (their producers' outlet
-//! schemas, a SQL producer's inferred output included, so SQL streamlets chain), and
-//! registered as the type `sql:<instance>` beside the app's own types; what planning finds
-//! wrong goes to verification as [`QueryProblem`]s, reported at their place in the query.
+//! A SQL streamlet is planned against the schemas of the topics it reads (their producers'
+//! outlet schemas, a SQL producer's inferred output included, so SQL streamlets chain), and
+//! registered as the type `sql:<instance>` beside the app's own types. A Python streamlet
+//! is described by its own process (`python -m runnel describe`) and registered as
+//! `python:<instance>`. What planning or describing finds wrong goes to verification as
+//! [`QueryProblem`]s, reported at their place in the blueprint.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use runnel_blueprint::descriptor::{AppDescriptor, Format};
-use runnel_blueprint::{Blueprint, QueryProblem, StreamletInstance};
+use runnel_blueprint::{Blueprint, PythonSource, QueryProblem, StreamletInstance};
+use runnel_python::{PythonCommand, PythonStreamlet};
 use runnel_runtime::Registry;
 
 /// The app's types with the blueprint's SQL streamlets added, and the problems found
@@ -55,6 +59,20 @@ pub(crate) fn declare(
     let Some(blueprint) = runnel_blueprint::parse(path, text).blueprint else {
         return declared;
     };
+    // Python streamlets first: a SQL streamlet may read what one writes.
+    let directory = path.parent().unwrap_or(Path::new("."));
+    for instance in &blueprint.streamlets {
+        if let Some(python) = &instance.python {
+            match describe_python(directory, &instance.name, python) {
+                Ok(register) => declared.registry = register(declared.registry.clone()),
+                Err(message) => declared.problems.push(QueryProblem {
+                    instance: instance.name.clone(),
+                    message,
+                    position: None,
+                }),
+            }
+        }
+    }
     let mut pending: Vec<&StreamletInstance> = blueprint
         .streamlets
         .iter()
@@ -63,7 +81,7 @@ pub(crate) fn declare(
     if pending.is_empty() {
         return declared;
     }
-    let descriptor = registry.descriptor(app);
+    let descriptor = declared.registry.descriptor(app);
     let mut outputs: HashMap<&str, serde_json::Value> = HashMap::new();
     loop {
         let mut waiting = Vec::new();
@@ -184,6 +202,45 @@ fn inputs(
 
 /// Adds a planned SQL streamlet's type to a registry.
 type Registration = Box<dyn FnOnce(Registry) -> Registry>;
+
+/// The command that runs the Python streamlet `python` declares: its interpreter (a path
+/// relative to the blueprint's `directory`, or a command on the `PATH`), with the
+/// blueprint's directory on its module path.
+pub(crate) fn python_command(directory: &Path, python: &PythonSource) -> PythonCommand {
+    let interpreter = python.interpreter.as_deref().unwrap_or("python3");
+    let interpreter = if interpreter.contains(std::path::MAIN_SEPARATOR) {
+        directory.join(interpreter)
+    } else {
+        PathBuf::from(interpreter)
+    };
+    let directory = if directory.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        directory
+    };
+    PythonCommand::new(&python.reference)
+        .interpreter(interpreter)
+        .module_path(directory)
+}
+
+/// Describes the Python streamlet `instance` by running it, and returns its registration
+/// as `python:<instance>`; or what went wrong, in Python's words.
+fn describe_python(
+    directory: &Path,
+    instance: &str,
+    python: &PythonSource,
+) -> Result<Registration, String> {
+    let command = python_command(directory, python);
+    let descriptor =
+        runnel_python::describe_blocking(&command).map_err(|error| error.to_string())?;
+    let type_name = runnel_blueprint::python_type_name(instance);
+    let delivery = python.delivery;
+    Ok(Box::new(move |registry: Registry| {
+        registry.register(&type_name, move || {
+            PythonStreamlet::new(command.clone(), descriptor.clone()).delivery(delivery)
+        })
+    }))
+}
 
 /// Plans the query of `instance` over `tables`: its output schema and its registration.
 /// Without a planner, every SQL streamlet is a problem that says how to get one.

@@ -71,8 +71,13 @@ pub(crate) fn check<'a>(cx: &mut Context<'a>, report: &mut Report<'_>) {
                 problem.facts().streamlet(name),
             );
         }
-        if let Some(sql) = &entry.sql {
-            let streamlet = sql_streamlet(cx, types.as_ref(), entry, sql, report);
+        let declared = match (&entry.sql, &entry.python) {
+            (Some(sql), _) => Some(Declared::Sql(sql)),
+            (None, Some(python)) => Some(Declared::Python(python)),
+            (None, None) => None,
+        };
+        if let Some(declared) = declared {
+            let streamlet = declared_streamlet(cx, types.as_ref(), entry, declared, report);
             let position = cx.instances.len();
             cx.by_name.entry(name.as_str()).or_insert(position);
             cx.instances.push(Instance { entry, streamlet });
@@ -124,27 +129,49 @@ pub(crate) fn check<'a>(cx: &mut Context<'a>, report: &mut Report<'_>) {
     }
 }
 
-/// The descriptor of a SQL streamlet instance, which the app registered as
-/// `sql:<instance>` after planning its query; or the problem the app found with the query,
-/// reported at its place in the query.
-fn sql_streamlet<'a>(
+/// A streamlet the blueprint declares itself rather than naming a type the app registers.
+#[derive(Clone, Copy)]
+enum Declared<'a> {
+    Sql(&'a crate::file::SqlEntry),
+    Python(&'a crate::file::PythonEntry),
+}
+
+/// The descriptor of a SQL or Python streamlet instance, which the app registered as
+/// `sql:<instance>` after planning its query, or `python:<instance>` after describing it;
+/// or the problem the app found, reported at its place in the query or at the reference.
+fn declared_streamlet<'a>(
     cx: &mut Context<'a>,
     types: Option<&TypeIndex<'a>>,
     entry: &'a crate::file::StreamletEntry,
-    sql: &crate::file::SqlEntry,
+    declared: Declared<'_>,
     report: &mut Report<'_>,
 ) -> Option<&'a crate::descriptor::StreamletDescriptor> {
     let name = &entry.name.value;
-    let span = &sql.query.span;
+    let (span, code, kind, key) = match declared {
+        Declared::Sql(sql) => (&sql.query.span, Code::InvalidSqlQuery, "SQL", "sql"),
+        Declared::Python(python) => (
+            &python.reference.span,
+            Code::InvalidPythonStreamlet,
+            "Python",
+            "python",
+        ),
+    };
     if let Some(problem) = cx.query_problems.iter().find(|p| p.instance == *name) {
-        let at = problem.position.map_or(span.start, |(line, column)| {
-            crate::sql::query_offset(report.text(), span, line, column)
-        });
+        // A place in a query is one character; a Python streamlet's problem, its reference.
+        let range = match declared {
+            Declared::Sql(_) => {
+                let at = problem.position.map_or(span.start, |(line, column)| {
+                    crate::sql::query_offset(report.text(), span, line, column)
+                });
+                at..(at + 1).min(span.end).max(at)
+            }
+            Declared::Python(_) => span.clone(),
+        };
         report.at(
-            Code::InvalidSqlQuery,
-            at..(at + 1).min(span.end).max(at),
-            format!("SQL streamlet '{name}': {}", problem.message),
-            Facts::new().streamlet(name).key("sql"),
+            code,
+            range,
+            format!("{kind} streamlet '{name}': {}", problem.message),
+            Facts::new().streamlet(name).key(key),
         );
         return None;
     }
@@ -159,17 +186,26 @@ fn sql_streamlet<'a>(
             Some(&types.descriptor.streamlets[*position])
         }
         _ => {
-            // With other errors the app may not have planned the query; they come first.
+            // With other errors the app may not have planned or described it; they come
+            // first.
             if !report.has_errors() {
+                let what = match declared {
+                    Declared::Sql(_) => "a SQL query",
+                    Declared::Python(_) => "a Python streamlet",
+                };
+                let how = match declared {
+                    Declared::Sql(_) => "plan the query",
+                    Declared::Python(_) => "describe it",
+                };
                 report.at(
-                    Code::InvalidSqlQuery,
+                    code,
                     span.clone(),
                     format!(
-                        "streamlet '{name}' is a SQL query, and the app's descriptor does not describe it: \
-                         run the app's own `verify` or `run`, which plan the query, or describe the app \
+                        "streamlet '{name}' is {what}, and the app's descriptor does not describe it: \
+                         run the app's own `verify` or `run`, which {how}, or describe the app \
                          with this blueprint (`describe --blueprint`)"
                     ),
-                    Facts::new().streamlet(name).key("sql"),
+                    Facts::new().streamlet(name).key(key),
                 );
             }
             None

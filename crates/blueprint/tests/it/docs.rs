@@ -34,6 +34,10 @@ fn the_json_schema_knows_every_key() {
         ["delivery", "record-name", "sql"]
     );
     assert_eq!(
+        keys(&schema["properties"]["streamlets"]["additionalProperties"]["oneOf"][2]["properties"]),
+        ["delivery", "interpreter", "python"]
+    );
+    assert_eq!(
         keys(&schema["definitions"]["topic"]["properties"]),
         [
             "bootstrap-servers",

@@ -48,8 +48,8 @@ pub(crate) fn descriptor_for(blueprint: &Path, text: &str) -> AppDescriptor {
 /// The blueprint at `path` verified against its descriptor ([`descriptor_for`]) and, where
 /// a `<case>.kept.json` beside it holds the schemas a backplane keeps for its topics (topic:
 /// `[{fingerprint, definition}]`), against those; where a `<case>.queries.json` holds what
-/// the app found planning its SQL streamlets (`[{instance, message, line, column}]`), with
-/// those.
+/// the app found planning its SQL streamlets (`[{instance, message, line, column}]`) or
+/// describing its Python ones (`[{instance, message}]`), with those.
 pub(crate) fn verify_fixture(path: &Path, text: &str) -> Verification {
     let descriptor = descriptor_for(path, text);
     let name = Path::new(path.file_name().unwrap());
@@ -62,10 +62,8 @@ pub(crate) fn verify_fixture(path: &Path, text: &str) -> Verification {
             .map(|problem| QueryProblem {
                 instance: problem["instance"].as_str().unwrap().to_owned(),
                 message: problem["message"].as_str().unwrap().to_owned(),
-                position: Some((
-                    problem["line"].as_u64().unwrap(),
-                    problem["column"].as_u64().unwrap(),
-                )),
+                // A Python streamlet's problem has no place within the reference.
+                position: problem["line"].as_u64().zip(problem["column"].as_u64()),
             })
             .collect();
         return verify_with_queries(name, text, &descriptor, None, &problems);

@@ -13,6 +13,7 @@ mod kafka; // `run --kafka`: the whole graph on a Kafka broker, outputs read by 
 mod kafka_support; // tansu-backed runs and a plain Kafka consumer
 mod kubernetes; // build, deploy, scale, configure, kill, undeploy on a process-backed cluster
 mod observability; // metrics, lag, status and the web view in headless Chromium
+mod python; // Python streamlets, their processes and the app killed with -9: nothing lost
 mod refusals; // bad blueprints and parameters stop the run before it starts
 mod scaling; // two run-streamlet processes share partitions; kill -9 one; nothing lost
 mod schema_registry; // Confluent Avro clients and the app read each other through Apicurio Registry
