@@ -1,4 +1,4 @@
-"""The protocol between the Runnel host and a Python streamlet's process (version 1).
+"""The protocol between the Runnel host and a Python streamlet's process (version 2).
 
 The host starts ``python -m runnel.worker module:attribute`` and speaks over the child's
 stdin (host to streamlet) and stdout (streamlet to host); stderr is the streamlet's log.
@@ -8,8 +8,9 @@ the body. Integers are big-endian; ``bytes`` is a u32 length and the bytes; an o
 
 Host to streamlet:
 
-* ``HELLO`` (1): JSON ``{"protocol": 1, "instance": ..., "parameters": {key: text}}``.
-  Answered by ``READY`` (the descriptor entry as JSON) or ``FAILED``.
+* ``HELLO`` (1): JSON ``{"protocol": 2, "instance": ..., "parameters": {key: text}}``.
+  Answered by ``READY`` (the descriptor entry as JSON, with ``form``: ``record``,
+  ``batch`` or ``arrow``) or ``FAILED``.
 * ``SCHEMA`` (2): u16 inlet, u16 writer id, JSON Avro schema: a schema producers of the
   inlet's topic wrote with; records name it by its id (0xFFFF: the inlet's own schema).
 * ``RESTORE`` (3): the snapshot a ``SNAPSHOT`` returned before. No answer.
@@ -19,13 +20,19 @@ Host to streamlet:
   Answered by ``OUTPUTS``.
 * ``CHECKPOINT`` (5): answered by ``SNAPSHOT``.
 * ``QUIT`` (6): the process exits 0.
+* ``ARROW_BATCH`` (7), to a streamlet of the ``arrow`` form instead of ``BATCH``: u16
+  inlet, i64 now, u32 count, then per record u32 partition, u64 offset, i32 key length;
+  then the keys; then bytes: the records, decoded by the host, as an Arrow IPC stream (one
+  row per record, a column per field of the inlet's record). Answered by ``OUTPUTS``.
 
 Streamlet to host:
 
 * ``READY`` (129), ``FAILED`` (132): UTF-8 text (a traceback); the process exits after it.
 * ``OUTPUTS`` (130): u32 count (the batch's), then per input record a u8 status: 0, then
   u32 outputs, each u16 outlet, key, bytes (an Avro datum of the outlet's schema); or 1 (the
-  record failed: dead letter it), then bytes (UTF-8: the error and its traceback).
+  record failed: dead letter it), then bytes (UTF-8: the error and its traceback); or 2
+  (the arrow form's outputs), then u32 tables, each u16 outlet, key (the name of the column
+  holding each row's key), bytes (an Arrow IPC stream of rows of the outlet's record).
 * ``SNAPSHOT`` (131): the pickled state (empty for a stateless streamlet).
 """
 
@@ -35,9 +42,9 @@ import struct
 from typing import BinaryIO
 
 #: The protocol version this package speaks.
-VERSION = 1
+VERSION = 2
 
-HELLO, SCHEMA, RESTORE, BATCH, CHECKPOINT, QUIT = 1, 2, 3, 4, 5, 6
+HELLO, SCHEMA, RESTORE, BATCH, CHECKPOINT, QUIT, ARROW_BATCH = 1, 2, 3, 4, 5, 6, 7
 READY, OUTPUTS, SNAPSHOT, FAILED = 129, 130, 131, 132
 
 #: A record's writer id when it was written with the inlet's own schema.
@@ -190,3 +197,68 @@ def decode_batch(body: bytes) -> tuple[int, int, list[InputRecord]]:
     if at != len(body):
         raise ProtocolError(f"a BATCH of {count} records has {len(body) - at} bytes too few or many")
     return inlet, now, records
+
+
+#: An Arrow batch record's fixed part: partition, offset, key length (-1: no key).
+_ARROW_RECORD = struct.Struct(">IQi")
+
+
+def encode_arrow_batch(inlet: int, now: int, records: list[InputRecord], ipc: bytes) -> bytes:
+    """The body of an ``ARROW_BATCH`` frame: where each record was and its key, then the
+    records themselves as an Arrow IPC stream (what the host sends; tests use it)."""
+    parts = [_BATCH_HEADER.pack(inlet, now, len(records))]
+    for record in records:
+        key_length = -1 if record.key is None else len(record.key)
+        parts.append(_ARROW_RECORD.pack(record.partition, record.offset, key_length))
+    for record in records:
+        if record.key is not None:
+            parts.append(record.key)
+    parts.append(_U32.pack(len(ipc)))
+    parts.append(ipc)
+    return b"".join(parts)
+
+
+def decode_arrow_batch(body: bytes) -> tuple[int, int, ArrowRecords, memoryview]:
+    """The inlet, time, records (where each came from, read when asked) and Arrow IPC stream
+    of an ``ARROW_BATCH`` frame's body."""
+    inlet, now, count = _BATCH_HEADER.unpack_from(body, 0)
+    start = _BATCH_HEADER.size
+    at = start + _ARROW_RECORD.size * count
+    if len(body) < at:
+        raise ProtocolError(f"an ARROW_BATCH of {count} records is cut short in its record headers")
+    view = memoryview(body)
+    headers = view[start:at]
+    keys = sum(max(key_length, 0) for _, _, key_length in _ARROW_RECORD.iter_unpack(headers))
+    at += keys
+    if len(body) < at + 4:
+        raise ProtocolError(f"an ARROW_BATCH of {count} records has no Arrow stream")
+    (length,) = _U32.unpack_from(body, at)
+    if at + 4 + length != len(body):
+        raise ProtocolError(
+            f"an ARROW_BATCH of {count} records has {len(body) - at - 4 - length} bytes too few or many"
+        )
+    return inlet, now, ArrowRecords(count, headers, view[start + _ARROW_RECORD.size * count : at]), view[at + 4 :]
+
+
+class ArrowRecords:
+    """The records of an ``ARROW_BATCH``: how many, and where each was (partition, offset,
+    key), read only when asked (for an error message), since the rows carry the values."""
+
+    def __init__(self, count: int, headers: memoryview, keys: memoryview) -> None:
+        self.count = count
+        self._headers = headers
+        self._keys = keys
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index: int) -> InputRecord:
+        key_at = 0
+        for at, (partition, offset, key_length) in enumerate(_ARROW_RECORD.iter_unpack(self._headers)):
+            key = None
+            if key_length >= 0:
+                key = bytes(self._keys[key_at : key_at + key_length])
+                key_at += key_length
+            if at == index:
+                return InputRecord(partition, offset, key, OWN_SCHEMA, b"")
+        raise IndexError(index)

@@ -32,15 +32,22 @@ def current_key() -> bytes | None:
 
 
 class Outcome:
-    """What became of one input record: the outputs it produced (outlet index, key, datum)
-    or the error that sends it to the dead letters."""
+    """What became of one input record: the outputs it produced (outlet index, key, datum),
+    or in the arrow form the tables (outlet index, key column, Arrow IPC stream), or the
+    error that sends it to the dead letters."""
 
-    __slots__ = ("outputs", "error")
+    __slots__ = ("outputs", "tables", "error")
 
     def __init__(self, outputs: list[tuple[int, bytes | None, bytes]] | None = None,
-                 error: str | None = None):
+                 error: str | None = None,
+                 tables: list[tuple[int, str | None, bytes]] | None = None):
         self.outputs = outputs if outputs is not None else []
+        self.tables = tables
         self.error = error
+
+
+#: The outcome of a record that produced nothing (shared: never modified).
+NOTHING = Outcome()
 
 
 class Runner:
@@ -90,6 +97,65 @@ class Runner:
             outcomes.append(encode_emitted())
         return outcomes
 
+    def process_arrow(self, inlet: int, now: int, records: protocol.ArrowRecords,
+                      stream: Any) -> list[Outcome]:
+        """Handles a batch the host decoded into an Arrow IPC stream (the arrow form's
+        ``ARROW_BATCH``): an outcome per record, the tables emitted answering the last."""
+        import pyarrow
+
+        _NOW.set(now)
+        _KEY.set(None)
+        table = pyarrow.ipc.open_stream(pyarrow.py_buffer(stream)).read_all()
+        if table.num_rows != len(records):
+            raise protocol.ProtocolError(
+                f"an ARROW_BATCH of {len(records)} records holds {table.num_rows} rows"
+            )
+        count = len(records)
+        if not count:
+            return []
+        # The records answered before the last have no outputs of their own: one shared
+        # empty outcome, which the worker writes in bulk.
+        outcomes = [NOTHING] * count
+        try:
+            self.instance.process_batch(inlet, table)
+            outcomes[-1] = self._tables_emitted()
+        except Exception:  # noqa: BLE001
+            # One row at a time, to find the ones that fail.
+            self.emitted.clear()
+            for index in range(count):
+                try:
+                    self.instance.process_batch(inlet, table.slice(index, 1))
+                    outcomes[index] = self._tables_emitted()
+                except Exception:  # noqa: BLE001
+                    self.emitted.clear()
+                    outcomes[index] = Outcome(error=self._failure(inlet, records[index]))
+        return outcomes
+
+    def _tables_emitted(self) -> Outcome:
+        """The tables emitted, as Arrow IPC streams for the host to encode."""
+        import pyarrow
+
+        tables = []
+        try:
+            for outlet, value, key in self.emitted:
+                if not _is_table(value):
+                    return Outcome(error=(
+                        f"an arrow-form streamlet emits pyarrow tables, and it emitted "
+                        f"{type(value).__name__} on outlet '{self.outlet_names[outlet]}'"
+                    ))
+                if key is not None and key not in value.column_names:
+                    return Outcome(error=(
+                        f"the table emitted on outlet '{self.outlet_names[outlet]}' has no "
+                        f"key column '{key}' (its columns: {', '.join(value.column_names)})"
+                    ))
+                sink = pyarrow.BufferOutputStream()
+                with pyarrow.ipc.new_stream(sink, value.schema) as writer:
+                    writer.write_table(value)
+                tables.append((outlet, key, sink.getvalue().to_pybytes()))
+        finally:
+            self.emitted.clear()
+        return Outcome(tables=tables)
+
     def _decode(self, inlet: int, record: protocol.InputRecord) -> Any:
         codec = self.inlets[inlet]
         writer = None if record.writer == protocol.OWN_SCHEMA else record.writer
@@ -121,7 +187,7 @@ class Runner:
                 self.instance.process_batch(inlet, self._batch_input(values))
                 outcome = self._encode_emitted()
                 for index in good[:-1]:
-                    outcomes[index] = Outcome()
+                    outcomes[index] = NOTHING
                 outcomes[good[-1]] = outcome
             except Exception:  # noqa: BLE001
                 # One record at a time, to find the ones that fail.
@@ -150,10 +216,14 @@ class Runner:
                     key = key.encode()
                 codec = self.outlets[outlet]
                 if self._arrow and _is_table(value):
+                    # An arrow-form key names the column holding each row's key.
                     for row in value.to_pylist():
                         out = io.BytesIO()
                         fastavro.schemaless_writer(out, codec._parsed, row)
-                        outputs.append((outlet, key, out.getvalue()))
+                        row_key = None if key is None else row[key.decode()]
+                        if isinstance(row_key, str):
+                            row_key = row_key.encode()
+                        outputs.append((outlet, row_key, out.getvalue()))
                 else:
                     outputs.append((outlet, key, codec.encode(value)))
         except Exception as error:  # noqa: BLE001

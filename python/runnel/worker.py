@@ -11,7 +11,7 @@ import traceback
 from typing import BinaryIO
 
 from . import protocol
-from .runner import Runner
+from .runner import NOTHING, Runner
 from .definition import load
 
 
@@ -34,7 +34,9 @@ def serve(reference: str, incoming: BinaryIO, outgoing: BinaryIO) -> int:
         runner = Runner(definition, hello.get("parameters", {}))
     except Exception:  # noqa: BLE001 - reported to the host, which restarts with backoff
         return _fail(outgoing, f"starting streamlet '{reference}' failed:\n{traceback.format_exc()}")
-    protocol.write_frame(outgoing, protocol.READY, json.dumps(definition.describe()).encode())
+    ready = definition.describe()
+    ready["form"] = definition.form
+    protocol.write_frame(outgoing, protocol.READY, json.dumps(ready).encode())
     outgoing.flush()
     while True:
         frame = protocol.read_frame(incoming)
@@ -44,6 +46,11 @@ def serve(reference: str, incoming: BinaryIO, outgoing: BinaryIO) -> int:
         if kind == protocol.BATCH:
             inlet, now, records = protocol.decode_batch(body)
             outcomes = runner.process(inlet, now, records)
+            protocol.write_frame(outgoing, protocol.OUTPUTS, _outputs(outcomes))
+            outgoing.flush()
+        elif kind == protocol.ARROW_BATCH:
+            inlet, now, records, stream = protocol.decode_arrow_batch(body)
+            outcomes = runner.process_arrow(inlet, now, records, stream)
             protocol.write_frame(outgoing, protocol.OUTPUTS, _outputs(outcomes))
             outgoing.flush()
         elif kind == protocol.SCHEMA:
@@ -61,13 +68,32 @@ def serve(reference: str, incoming: BinaryIO, outgoing: BinaryIO) -> int:
             return _fail(outgoing, f"unknown frame kind {kind}")
 
 
+#: How a record that produced nothing is written: status 0, no outputs.
+_NOTHING = b"\x00\x00\x00\x00\x00"
+
+
 def _outputs(outcomes: list) -> bytes:
     writer = protocol.Writer()
     writer.u32(len(outcomes))
+    nothing = 0
     for outcome in outcomes:
+        if outcome is NOTHING:
+            nothing += 1
+            continue
+        if nothing:
+            writer.parts.append(_NOTHING * nothing)
+            nothing = 0
         if outcome.error is not None:
             writer.u8(1)
             writer.bytes(outcome.error.encode())
+            continue
+        if outcome.tables is not None:
+            writer.u8(2)
+            writer.u32(len(outcome.tables))
+            for outlet, key_column, stream in outcome.tables:
+                writer.u16(outlet)
+                writer.key(None if key_column is None else key_column.encode())
+                writer.bytes(stream)
             continue
         writer.u8(0)
         writer.u32(len(outcome.outputs))
@@ -75,6 +101,8 @@ def _outputs(outcomes: list) -> bytes:
             writer.u16(outlet)
             writer.key(key)
             writer.bytes(datum)
+    if nothing:
+        writer.parts.append(_NOTHING * nothing)
     return writer.body()
 
 

@@ -33,7 +33,7 @@ class Host:
         return protocol.read_frame(self.process.stdout)
 
     def hello(self, parameters=None):
-        self.send(protocol.HELLO, json.dumps({"protocol": 1, "instance": "t", "parameters": parameters or {}}).encode())
+        self.send(protocol.HELLO, json.dumps({"protocol": protocol.VERSION, "instance": "t", "parameters": parameters or {}}).encode())
         return self.receive()
 
     def batch(self, records, inlet=0, now=0):
@@ -149,10 +149,10 @@ def test_a_streamlet_that_cannot_start_fails_with_the_traceback():
 
 def test_a_host_of_another_protocol_version_is_refused():
     host = Host("runnel.examples:too_hot")
-    host.send(protocol.HELLO, json.dumps({"protocol": 2}).encode())
+    host.send(protocol.HELLO, json.dumps({"protocol": 1}).encode())
     kind, body = host.receive()
     assert kind == protocol.FAILED
-    assert body.decode() == "the host speaks protocol 2, this runnel package 1"
+    assert body.decode() == "the host speaks protocol 1, this runnel package 2"
 
 
 def test_the_worker_exits_when_the_host_closes_its_stdin():

@@ -1,8 +1,9 @@
-//! A trivial Python map (`runnel.examples:warmer`, and `warmer_batch` in batch form) run by
-//! the host over the in-memory log: records per second and CPU per record, of the host and
-//! of the Python process, interleaved runs, medians (docs/benchmarks.md).
+//! A trivial Python map (`runnel.examples:warmer`, `warmer_batch` in batch form, and
+//! `runnel.arrow_examples:WarmerArrow` in the arrow form) run by the host over the in-memory
+//! log: records per second and CPU per record, of the host and of the Python process,
+//! interleaved runs, medians (docs/benchmarks.md).
 //!
-//! `cargo bench -p runnel-python --bench python_map -- [records] [runs]`
+//! `cargo bench -p runnel-python --features arrow --bench python_map -- [records] [runs]`
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -22,13 +23,14 @@ struct Reading {
     celsius: f64,
 }
 
-fn wiring() -> Wiring {
+/// The wiring of a map from topic `in` (to its inlet `inlet`) to `out` (from `outlet`).
+fn wiring(inlet: &str, outlet: &str) -> Wiring {
     let (_, ended) = tokio::sync::watch::channel(true);
     Wiring {
         app: "bench".into(),
         instance: "map".into(),
         inlets: vec![InletWiring {
-            port: "in".into(),
+            port: inlet.into(),
             topic: "in".into(),
             group: "bench.map.in".into(),
             writer_schemas: vec![],
@@ -36,7 +38,7 @@ fn wiring() -> Wiring {
             consumer_settings: Default::default(),
         }],
         outlets: vec![OutletWiring {
-            port: "out".into(),
+            port: outlet.into(),
             topic: "out".into(),
             tag_schema: false,
         }],
@@ -95,11 +97,14 @@ async fn run(reference: &str, records: usize) -> Measured {
         .await
         .unwrap();
     let shape = Streamlet::shape(&streamlet);
+    let inlet = shape.inlet_names().next().expect("a map has an inlet");
+    let outlet = shape.outlet_names().next().expect("a map has an outlet");
+    let wiring = wiring(inlet, outlet);
     let (start, before) = (Instant::now(), cpu());
     runnel_host::run_instance(
         Box::new(streamlet),
         backend.clone(),
-        wiring(),
+        wiring,
         Arc::new(SystemClock),
         Arc::new(InstanceMetrics::for_shape(&shape)),
         CancellationToken::new(),
@@ -133,10 +138,13 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let forms = [
+    let mut forms = vec![
         ("record at a time", "runnel.examples:warmer"),
         ("batch", "runnel.examples:warmer_batch"),
     ];
+    if cfg!(feature = "arrow") {
+        forms.push(("arrow", "runnel.arrow_examples:WarmerArrow"));
+    }
     let mut measured: Vec<Vec<Measured>> = forms.iter().map(|_| Vec::new()).collect();
     for _ in 0..runs {
         for (index, (_, reference)) in forms.iter().enumerate() {

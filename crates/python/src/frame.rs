@@ -1,11 +1,11 @@
 //! The frames of the protocol between the host and a Python streamlet's worker process
-//! (version 1, docs/python.md): a u32 length of what follows, a u8 kind, the body; integers
+//! (version 2, docs/python.md): a u32 length of what follows, a u8 kind, the body; integers
 //! big-endian. The Python side is `python/runnel/protocol.py`.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 /// The protocol version the host speaks.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// A record's writer id when it was written with the inlet's own schema.
 pub const OWN_SCHEMA: u16 = 0xFFFF;
@@ -26,6 +26,8 @@ pub enum Kind {
     Checkpoint = 5,
     /// Host to streamlet: exit.
     Quit = 6,
+    /// Host to streamlet of the arrow form: records of an inlet as an Arrow IPC stream.
+    ArrowBatch = 7,
     /// Streamlet to host: started; its descriptor entry.
     Ready = 129,
     /// Streamlet to host: what became of each record of a batch.
@@ -46,6 +48,7 @@ impl Kind {
             4 => Kind::Batch,
             5 => Kind::Checkpoint,
             6 => Kind::Quit,
+            7 => Kind::ArrowBatch,
             129 => Kind::Ready,
             130 => Kind::Outputs,
             131 => Kind::Snapshot,
@@ -119,6 +122,50 @@ pub fn batch(out: &mut BytesMut, inlet: u16, now: i64, records: &[InputRecord<'_
     finish(out, at);
 }
 
+/// Appends an `ARROW_BATCH` frame: the records of inlet `inlet` handed over at `now`, as
+/// the Arrow IPC `stream` holds them (a row each, in order). After the inlet, time and
+/// count come each record's u32 partition, u64 offset and i32 key length (or -1), then the
+/// keys, then the stream as `bytes`. `records`' writers and datums are not sent.
+pub fn arrow_batch(
+    out: &mut BytesMut,
+    inlet: u16,
+    now: i64,
+    records: &[InputRecord<'_>],
+    stream: &[u8],
+) {
+    let at = start(out, Kind::ArrowBatch);
+    out.put_u16(inlet);
+    out.put_i64(now);
+    out.put_u32(u32::try_from(records.len()).expect("a batch under 4G records"));
+    for record in records {
+        out.put_u32(record.partition);
+        out.put_u64(record.offset);
+        match record.key {
+            None => out.put_i32(-1),
+            Some(key) => out.put_i32(i32::try_from(key.len()).expect("a key under 2 GiB")),
+        }
+    }
+    for record in records {
+        if let Some(key) = record.key {
+            out.put_slice(key);
+        }
+    }
+    out.put_u32(u32::try_from(stream.len()).expect("a batch under 4 GiB"));
+    out.put_slice(stream);
+    finish(out, at);
+}
+
+/// A table the streamlet emitted (the arrow form).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableOutput {
+    /// The outlet's index (in the descriptor's order).
+    pub outlet: u16,
+    /// The column holding each row's key, if any.
+    pub key_column: Option<String>,
+    /// The rows, as an Arrow IPC stream.
+    pub stream: Bytes,
+}
+
 /// An output the streamlet emitted.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Output {
@@ -137,6 +184,8 @@ pub enum Outcome {
     Done(Vec<Output>),
     /// It failed (the streamlet raised, or it did not decode); the error with its traceback.
     Failed(String),
+    /// It was handled (the arrow form); these are the tables it emitted.
+    Tables(Vec<TableOutput>),
 }
 
 /// A body that does not follow the protocol.
@@ -184,7 +233,27 @@ pub fn outcomes(mut body: Bytes) -> Result<Vec<Outcome>, Malformed> {
                     String::from_utf8_lossy(&error).into_owned(),
                 ));
             }
-            _ => return Err(malformed("a status other than 0 or 1")),
+            2 => {
+                let tables = take_u32(&mut body).ok_or(malformed("no table count"))?;
+                let mut emitted = Vec::with_capacity(tables as usize);
+                for _ in 0..tables {
+                    if body.remaining() < 2 {
+                        return Err(malformed("a table cut short"));
+                    }
+                    let outlet = body.get_u16();
+                    let key_column = take_key(&mut body)
+                        .ok_or(malformed("a table's key column cut short"))?
+                        .map(|name| String::from_utf8_lossy(&name).into_owned());
+                    let stream = take_bytes(&mut body).ok_or(malformed("a table cut short"))?;
+                    emitted.push(TableOutput {
+                        outlet,
+                        key_column,
+                        stream,
+                    });
+                }
+                outcomes.push(Outcome::Tables(emitted));
+            }
+            _ => return Err(malformed("a status other than 0, 1 or 2")),
         }
     }
     if body.has_remaining() {

@@ -7,6 +7,8 @@
 //! [`PythonCommand`], over the framed protocol of [`frame`]; [`describe`] learns its ports,
 //! parameters and state from the streamlet itself. Start at [`PythonStreamlet`].
 
+#[cfg(feature = "arrow")]
+pub mod arrow;
 mod command;
 mod describe;
 mod error;

@@ -15,6 +15,10 @@ const MODULES: &[(&str, &str)] = &[
         include_str!("../../../python/runnel/__main__.py"),
     ),
     (
+        "arrow_examples.py",
+        include_str!("../../../python/runnel/arrow_examples.py"),
+    ),
+    (
         "definition.py",
         include_str!("../../../python/runnel/definition.py"),
     ),
@@ -115,6 +119,21 @@ mod tests {
             }
         }
         std::fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn every_module_of_the_package_is_built_in() {
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../python/runnel");
+        let mut on_disk: Vec<String> = std::fs::read_dir(source)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".py"))
+            .collect();
+        on_disk.sort();
+        let mut built_in: Vec<String> =
+            MODULES.iter().map(|(name, _)| (*name).to_owned()).collect();
+        built_in.sort();
+        assert_eq!(built_in, on_disk);
     }
 
     #[test]

@@ -17,7 +17,7 @@ use tokio::time::Instant;
 
 use crate::command::PythonCommand;
 use crate::error::PythonError;
-use crate::frame::{InputRecord, OWN_SCHEMA, Outcome};
+use crate::frame::{InputRecord, OWN_SCHEMA, Outcome, TableOutput};
 use crate::worker::Worker;
 
 /// The most records handed over in one batch.
@@ -76,6 +76,46 @@ impl PythonStreamlet {
 
     fn is_stateful(&self) -> bool {
         self.descriptor.state == StateScope::Instance
+    }
+
+    /// The conversions of the arrow form, for a streamlet that takes pyarrow tables.
+    #[cfg(feature = "arrow")]
+    fn arrow_form(&self) -> Result<ArrowForm> {
+        let failed = |port: &str, error: crate::arrow::ArrowError| {
+            Error::msg(format!(
+                "Python streamlet '{}' takes pyarrow tables, and port '{port}' has no Arrow form: {error}",
+                self.command.reference()
+            ))
+        };
+        let inlets = self
+            .descriptor
+            .inlets
+            .iter()
+            .map(|inlet| {
+                crate::arrow::ArrowInlet::new(&inlet.schema.definition)
+                    .map(|form| (form, crate::arrow::WriterSchemas::default()))
+                    .map_err(|error| failed(&inlet.name, error))
+            })
+            .collect::<Result<_>>()?;
+        let outlets = self
+            .descriptor
+            .outlets
+            .iter()
+            .map(|outlet| {
+                crate::arrow::ArrowOutlet::new(&outlet.schema.definition)
+                    .map_err(|error| failed(&outlet.name, error))
+            })
+            .collect::<Result<_>>()?;
+        Ok(ArrowForm { inlets, outlets })
+    }
+
+    /// Without Arrow, a streamlet that takes pyarrow tables cannot run.
+    #[cfg(not(feature = "arrow"))]
+    fn arrow_form(&self) -> Result<ArrowForm> {
+        Err(Error::msg(format!(
+            "Python streamlet '{}' takes pyarrow tables, and this host was built without Arrow: enable the `python-arrow` feature of the runnel crate",
+            self.command.reference()
+        )))
     }
 
     /// Checks that the process's own descriptor has the ports this one was built with.
@@ -148,6 +188,10 @@ impl Streamlet for PythonStreamlet {
             .await
             .map_err(Error::external)?;
         self.check_ready(&ready)?;
+        let arrow = match ready["form"].as_str() {
+            Some("arrow") => Some(self.arrow_form()?),
+            _ => None,
+        };
         let checkpoints = if self.is_stateful() {
             ctx.checkpoints()
         } else {
@@ -171,6 +215,13 @@ impl Streamlet for PythonStreamlet {
         let mut host = Host {
             streamlet: self.command.reference().to_owned(),
             worker,
+            arrow,
+            outlet_names: self
+                .descriptor
+                .outlets
+                .iter()
+                .map(|outlet| outlet.name.clone())
+                .collect(),
             outlets,
             writers: vec![HashMap::new(); inlets.len()],
             checkpoints,
@@ -244,12 +295,28 @@ async fn save_due(at: Option<Instant>) {
     }
 }
 
+/// The arrow form's conversions: per inlet, its records into Arrow (and the schemas its
+/// writers used); per outlet, tables back into its records.
+#[cfg(feature = "arrow")]
+struct ArrowForm {
+    inlets: Vec<(crate::arrow::ArrowInlet, crate::arrow::WriterSchemas)>,
+    outlets: Vec<crate::arrow::ArrowOutlet>,
+}
+
+/// Without the `arrow` feature there is no arrow form, and no value of this type.
+#[cfg(not(feature = "arrow"))]
+type ArrowForm = std::convert::Infallible;
+
 /// The host's side of a running Python streamlet.
 struct Host {
     /// The streamlet reference, for errors.
     streamlet: String,
     worker: Worker,
+    /// The streamlet's arrow form, when it takes pyarrow tables.
+    arrow: Option<ArrowForm>,
     outlets: Vec<OutletSender<AvroDatum>>,
+    /// The outlets' names, for errors.
+    outlet_names: Vec<String>,
     /// Per inlet, the writer id the process knows each writer schema by.
     writers: Vec<HashMap<Bytes, u16>>,
     checkpoints: Option<Checkpoints>,
@@ -268,16 +335,24 @@ impl Host {
         batch: &mut Vec<Message<AvroDatum>>,
     ) -> Result<()> {
         let inlet_index = u16::try_from(inlet).expect("fewer than 65,536 inlets");
-        // Records written with a schema the inlet does not know cannot be read: rejected.
-        let mut unknown = Vec::new();
+        // Records that cannot be read (written with a schema the inlet does not know; in
+        // the arrow form, not decoding) are rejected without reaching Python.
+        let mut refused: HashMap<usize, String> = HashMap::new();
         let mut records = Vec::with_capacity(batch.len());
+        let mut handed = Vec::with_capacity(batch.len());
         for (index, message) in batch.iter().enumerate() {
             let writer = match &message.value().writer {
                 None => OWN_SCHEMA,
                 Some(fingerprint) => match self.writer_id(stream, inlet_index, fingerprint) {
                     Some(writer) => writer,
                     None => {
-                        unknown.push(index);
+                        refused.insert(
+                            index,
+                            format!(
+                                "it was written with schema {}, which the inlet does not know",
+                                String::from_utf8_lossy(fingerprint)
+                            ),
+                        );
                         continue;
                     }
                 },
@@ -289,9 +364,21 @@ impl Host {
                 writer,
                 datum: &message.value().bytes,
             });
+            handed.push(index);
         }
         let outcomes = if records.is_empty() {
             Vec::new()
+        } else if self.arrow.is_some() {
+            self.arrow_batch(
+                stream,
+                inlet,
+                now,
+                batch,
+                &mut records,
+                &mut handed,
+                &mut refused,
+            )
+            .await?
         } else {
             self.worker
                 .batch(inlet_index, now, &records)
@@ -299,50 +386,177 @@ impl Host {
                 .map_err(Error::external)?
         };
         drop(records);
-        let mut outcomes = outcomes.into_iter();
+        let mut outcomes = handed.into_iter().zip(outcomes);
+        let mut next = outcomes.next();
         for (index, message) in batch.drain(..).enumerate() {
-            if unknown.contains(&index) {
-                let fingerprint = message.value().writer.clone().unwrap_or_default();
-                message
-                    .reject(format!(
-                        "it was written with schema {}, which the inlet does not know",
-                        String::from_utf8_lossy(&fingerprint)
-                    ))
-                    .await?;
+            if let Some(reason) = refused.remove(&index) {
+                message.reject(reason).await?;
                 continue;
             }
-            match outcomes.next().expect("an outcome per record handed over") {
-                Outcome::Failed(error) => message.reject(error).await?,
-                Outcome::Done(outputs) => {
-                    let (_, token) = message.into_parts();
-                    for output in outputs {
-                        let Some(outlet) = self.outlets.get(usize::from(output.outlet)) else {
-                            return Err(Error::external(PythonError::Protocol {
-                                streamlet: self.streamlet.clone(),
-                                reason: format!(
-                                    "it emitted on outlet {}, which it does not have",
-                                    output.outlet
-                                ),
-                            }));
-                        };
-                        let datum = AvroDatum::new(output.datum);
-                        let mut outgoing = Outgoing::new(&datum)
-                            .timestamp(token.timestamp())
-                            .input_headers(token.headers());
-                        if let Some(key) = output.key {
-                            outgoing = outgoing.key(key);
-                        }
-                        outlet.send_record(outgoing).await?;
-                    }
-                    token.commit();
+            let (handed, outcome) = next.take().expect("an outcome per record handed over");
+            debug_assert_eq!(handed, index);
+            next = outcomes.next();
+            let outputs = match outcome {
+                Outcome::Failed(error) => {
+                    message.reject(error).await?;
+                    continue;
                 }
+                Outcome::Done(outputs) => outputs
+                    .into_iter()
+                    .map(|output| (output.outlet, output.key, output.datum))
+                    .collect(),
+                Outcome::Tables(tables) => match self.rows(tables) {
+                    Ok(rows) => rows,
+                    Err(error) => {
+                        message.reject(error).await?;
+                        continue;
+                    }
+                },
+            };
+            let (_, token) = message.into_parts();
+            for (outlet, key, datum) in outputs {
+                let Some(sender) = self.outlets.get(usize::from(outlet)) else {
+                    return Err(Error::external(PythonError::Protocol {
+                        streamlet: self.streamlet.clone(),
+                        reason: format!("it emitted on outlet {outlet}, which it does not have"),
+                    }));
+                };
+                let datum = AvroDatum::new(datum);
+                let mut outgoing = Outgoing::new(&datum)
+                    .timestamp(token.timestamp())
+                    .input_headers(token.headers());
+                if let Some(key) = key {
+                    outgoing = outgoing.key(key);
+                }
+                sender.send_record(outgoing).await?;
             }
+            token.commit();
         }
         if self.checkpoints.is_some() {
             self.next_save
                 .get_or_insert_with(|| Instant::now() + CHECKPOINT_EVERY);
         }
         Ok(())
+    }
+
+    /// The arrow form: decodes `records` (of `batch`, at `handed`) into an Arrow IPC
+    /// stream and hands that over. Records that do not decode move to `refused`, out of
+    /// `records` and `handed`.
+    #[cfg(feature = "arrow")]
+    #[allow(clippy::too_many_arguments)] // the batch's parts, as `process` keeps them
+    async fn arrow_batch(
+        &mut self,
+        stream: &InletStream<AvroDatum>,
+        inlet: usize,
+        now: i64,
+        batch: &[Message<AvroDatum>],
+        records: &mut Vec<InputRecord<'_>>,
+        handed: &mut Vec<usize>,
+        refused: &mut HashMap<usize, String>,
+    ) -> Result<Vec<Outcome>> {
+        let form = self.arrow.as_mut().expect("the arrow form");
+        let (arrow_inlet, writers) = &mut form.inlets[inlet];
+        let mut values = Vec::with_capacity(records.len());
+        let mut kept = Vec::with_capacity(records.len());
+        for (record, index) in records.iter().zip(handed.iter()) {
+            let message = &batch[*index];
+            let writer = match &message.value().writer {
+                None => None,
+                Some(fingerprint) => writers
+                    .get_or_parse(fingerprint, || stream.writer_schema(fingerprint))
+                    .map_err(Error::external)?,
+            };
+            let reader = arrow_inlet.avro();
+            let decoded = match writer {
+                None => apache_avro::from_avro_datum(reader, &mut &*record.datum, None),
+                Some(writer) => {
+                    apache_avro::from_avro_datum(writer, &mut &*record.datum, Some(reader))
+                }
+            };
+            match decoded {
+                Ok(value) => {
+                    values.push(value);
+                    kept.push(true);
+                }
+                Err(error) => {
+                    refused.insert(*index, format!("it does not decode: {error}"));
+                    kept.push(false);
+                }
+            }
+        }
+        let mut keep = kept.iter();
+        records.retain(|_| *keep.next().expect("a flag per record"));
+        let mut keep = kept.iter();
+        handed.retain(|_| *keep.next().expect("a flag per record"));
+        if records.is_empty() {
+            return Ok(Vec::new());
+        }
+        let arrow_stream = arrow_inlet.stream(&values).map_err(Error::external)?;
+        let inlet_index = u16::try_from(inlet).expect("fewer than 65,536 inlets");
+        self.worker
+            .arrow_batch(inlet_index, now, records, &arrow_stream)
+            .await
+            .map_err(Error::external)
+    }
+
+    #[cfg(not(feature = "arrow"))]
+    #[allow(clippy::too_many_arguments, clippy::unused_async)] // as with the feature
+    async fn arrow_batch(
+        &mut self,
+        _stream: &InletStream<AvroDatum>,
+        _inlet: usize,
+        _now: i64,
+        _batch: &[Message<AvroDatum>],
+        _records: &mut Vec<InputRecord<'_>>,
+        _handed: &mut Vec<usize>,
+        _refused: &mut HashMap<usize, String>,
+    ) -> Result<Vec<Outcome>> {
+        match *self.arrow.as_ref().expect("the arrow form") {}
+    }
+
+    /// The records of the tables an arrow-form streamlet emitted, each with its outlet and
+    /// key; or why they do not encode (the input they answer is rejected with it).
+    fn rows(
+        &self,
+        tables: Vec<TableOutput>,
+    ) -> std::result::Result<Vec<(u16, Option<Bytes>, Bytes)>, String> {
+        #[cfg(feature = "arrow")]
+        if let Some(form) = &self.arrow {
+            let mut rows = Vec::new();
+            for table in tables {
+                let outlet = form.outlets.get(usize::from(table.outlet)).ok_or_else(|| {
+                    format!(
+                        "it emitted a table on outlet {}, which it does not have",
+                        table.outlet
+                    )
+                })?;
+                let encoded = outlet
+                    .rows(&table.stream, table.key_column.as_deref())
+                    .map_err(|error| {
+                        format!(
+                            "the table it emitted on outlet '{}' does not encode: {error}",
+                            self.outlet_name(table.outlet)
+                        )
+                    })?;
+                rows.extend(
+                    encoded
+                        .into_iter()
+                        .map(|(key, datum)| (table.outlet, key, datum)),
+                );
+            }
+            return Ok(rows);
+        }
+        drop(tables);
+        Err("it answered with Arrow tables, and it is not of the arrow form".to_owned())
+    }
+
+    /// The name of outlet `outlet`, or its number if it has none.
+    #[cfg_attr(not(feature = "arrow"), allow(dead_code))]
+    fn outlet_name(&self, outlet: u16) -> String {
+        self.outlet_names
+            .get(usize::from(outlet))
+            .cloned()
+            .unwrap_or_else(|| outlet.to_string())
     }
 
     /// The id the process knows writer schema `fingerprint` of `inlet` by, telling it the

@@ -124,6 +124,29 @@ impl Worker {
         records: &[InputRecord<'_>],
     ) -> Result<Vec<Outcome>, PythonError> {
         frame::batch(&mut self.out, inlet, now, records);
+        self.outcomes(records.len()).await
+    }
+
+    /// Hands over a batch of inlet `inlet`'s records at `now` as the Arrow IPC `stream`
+    /// holds them (the arrow form; `records` say where each row came from) and returns what
+    /// became of each, in order.
+    ///
+    /// # Errors
+    ///
+    /// When the process is gone or answers otherwise than the protocol says.
+    pub async fn arrow_batch(
+        &mut self,
+        inlet: u16,
+        now: i64,
+        records: &[InputRecord<'_>],
+        stream: &[u8],
+    ) -> Result<Vec<Outcome>, PythonError> {
+        frame::arrow_batch(&mut self.out, inlet, now, records, stream);
+        self.outcomes(records.len()).await
+    }
+
+    /// Sends what is written and reads the `OUTPUTS` answering a batch of `count` records.
+    async fn outcomes(&mut self, count: usize) -> Result<Vec<Outcome>, PythonError> {
         self.flush().await?;
         match self.receive().await? {
             (Kind::Outputs, body) => {
@@ -131,10 +154,9 @@ impl Worker {
                     streamlet: self.streamlet.clone(),
                     source,
                 })?;
-                if outcomes.len() != records.len() {
+                if outcomes.len() != count {
                     return Err(self.protocol(format!(
-                        "it answered a batch of {} records with {} outcomes",
-                        records.len(),
+                        "it answered a batch of {count} records with {} outcomes",
                         outcomes.len()
                     )));
                 }

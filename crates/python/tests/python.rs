@@ -235,3 +235,59 @@ async fn a_process_that_dies_fails_the_instance_with_its_status_and_last_words()
     );
     assert!(error.contains("about to crash on purpose"), "{error}");
 }
+
+/// The arrow form: the host decodes the batch into Arrow for pyarrow and encodes the tables
+/// the streamlet emits, with the keys of their key column.
+#[cfg(feature = "arrow")]
+#[tokio::test]
+async fn an_arrow_streamlet_gets_tables_and_its_tables_become_records_with_keys() {
+    const IN: Inlet<Reading> = Inlet::new("readings");
+    const OUT: Outlet<Reading> = Outlet::new("warmer");
+    let run = TestRun::new(streamlet("runnel.arrow_examples:WarmerArrow").await)
+        .input(IN, [reading("a", 20.0), reading("b", -1.5)])
+        .run()
+        .await
+        .unwrap();
+    let received = run.records(OUT);
+    let sent: Vec<(Option<&[u8]>, &Reading)> = received
+        .iter()
+        .map(|record| (record.key.as_deref(), &record.value))
+        .collect();
+    assert_eq!(
+        sent,
+        [
+            (Some(&b"a"[..]), &reading("a", 21.0)),
+            (Some(&b"b"[..]), &reading("b", -0.5)),
+        ]
+    );
+}
+
+/// A failing Arrow batch is run row by row in Python: only the bad row is a dead letter.
+#[cfg(feature = "arrow")]
+#[tokio::test]
+async fn an_arrow_streamlet_failing_on_one_row_dead_letters_that_row_only() {
+    const IN: Inlet<Reading> = Inlet::new("readings");
+    const OUT: Outlet<Reading> = Outlet::new("hot");
+    let run = TestRun::new(streamlet("runnel.arrow_examples:HotArrow").await)
+        .parameter("limit", "20")
+        .input(
+            IN,
+            [
+                reading("a", 25.0),
+                reading("b", f64::NAN),
+                reading("c", 10.0),
+            ],
+        )
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(run.output(OUT), [reading("a", 25.0)]);
+    let dead = run.dead_letters();
+    assert_eq!(dead.len(), 1);
+    let reason = dead[0]
+        .record
+        .headers
+        .get_str("runnel.dead-letter.error")
+        .unwrap_or_default();
+    assert!(reason.contains("ValueError: a reading is NaN"), "{reason}");
+}

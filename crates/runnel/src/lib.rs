@@ -10,7 +10,9 @@
 //! An app depends on this crate alone. Its features add the rest: `kafka` (the Kafka
 //! backplane), `http` (`runnel::http`: HTTP ingress and egress streamlets), `onnx`
 //! (`runnel::onnx`: model serving), `sql` (SQL streamlets declared in the blueprint,
-//! `runnel::sql`), `testkit` (`runnel::testkit`, for tests). Keyed state is
+//! `runnel::sql`), `python-arrow` (Python streamlets that take pyarrow tables; Python
+//! streamlets declared in the blueprint run without it), `testkit` (`runnel::testkit`, for
+//! tests). Keyed state is
 //! in [`state`], event time in [`window`] and [`watermark`], and [`tracing`] is re-exported
 //! for logging.
 //!
