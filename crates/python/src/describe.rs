@@ -62,10 +62,11 @@ fn descriptor(
 ) -> Result<StreamletDescriptor, PythonError> {
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
-        return Err(failed(
-            command,
-            format!("{} ({})", stderr.trim(), output.status),
-        ));
+        // `describe` names the streamlet itself; the error names it once.
+        let prefix = format!("error: streamlet '{}': ", command.reference());
+        let said = stderr.trim();
+        let said = said.strip_prefix(&prefix).unwrap_or(said);
+        return Err(failed(command, format!("{said} ({})", output.status)));
     }
     #[derive(serde::Deserialize)]
     struct Described {
