@@ -9,7 +9,7 @@ from runnel import protocol, testkit
 from runnel.arrow_examples import HotArrow, WarmerArrow
 from runnel.examples import Reading
 
-from test_worker import Host
+from test_worker import Host, outcomes
 
 
 def stream(table):
@@ -26,25 +26,7 @@ def arrow_batch(host, readings, start=0):
     host.send(protocol.ARROW_BATCH, protocol.encode_arrow_batch(0, 0, records, stream(table)))
     kind, body = host.receive()
     assert kind == protocol.OUTPUTS
-    reader = protocol.Reader(body)
-    answered = []
-    for _ in range(reader.u32()):
-        status = reader.body[reader.at]
-        reader.at += 1
-        if status == 1:
-            answered.append(("error", reader.bytes().decode()))
-        elif status == 0:
-            assert reader.u32() == 0
-            answered.append(("ok", []))
-        else:
-            assert status == 2
-            tables = []
-            for _ in range(reader.u32()):
-                outlet, key = reader.u16(), reader.key()
-                table = pyarrow.ipc.open_stream(reader.bytes()).read_all()
-                tables.append((outlet, key, table.to_pylist()))
-            answered.append(("tables", tables))
-    return answered
+    return outcomes(body)
 
 
 def test_an_arrow_streamlet_says_its_form_and_answers_a_batch_with_a_table():

@@ -48,6 +48,8 @@ class Host:
 
 
 def outcomes(body):
+    """An ``OUTPUTS`` body as ("ok", outputs), ("error", text) or, in the arrow form,
+    ("tables", [(outlet, key column, rows)])."""
     reader = protocol.Reader(body)
     answered = []
     for _ in range(reader.u32()):
@@ -55,6 +57,16 @@ def outcomes(body):
         reader.at += 1
         if status == 1:
             answered.append(("error", reader.bytes().decode()))
+            continue
+        if status == 2:
+            import pyarrow
+
+            tables = []
+            for _ in range(reader.u32()):
+                outlet, key = reader.u16(), reader.key()
+                table = pyarrow.ipc.open_stream(reader.bytes()).read_all()
+                tables.append((outlet, key, table.to_pylist()))
+            answered.append(("tables", tables))
             continue
         outputs = []
         for _ in range(reader.u32()):

@@ -224,18 +224,14 @@ fn parse_sql_streamlet(
                 record_name = expect_string(value, &what, facts().key("record-name"), report);
             }
             "delivery" => delivery = parse_delivery(instance, value, report).or(delivery),
-            unknown => {
-                let suggestion = closest(unknown, SQL_STREAMLET_KEYS.iter().copied());
-                report.at(
-                    Code::BlueprintFormatError,
-                    key.span(),
-                    format!(
-                        "unknown key '{unknown}' in streamlet '{instance}' (a SQL streamlet has sql, record-name and delivery){}",
-                        hint(suggestion)
-                    ),
-                    facts().suggestions(suggestion),
-                );
-            }
+            unknown => unknown_key(
+                report,
+                key.span(),
+                unknown,
+                instance,
+                "SQL",
+                SQL_STREAMLET_KEYS,
+            ),
         }
     }
     // Not a string: reported already.
@@ -301,18 +297,14 @@ fn parse_python_streamlet(
                 interpreter = expect_string(value, &what, facts().key("interpreter"), report);
             }
             "delivery" => delivery = parse_delivery(instance, value, report).or(delivery),
-            unknown => {
-                let suggestion = closest(unknown, PYTHON_STREAMLET_KEYS.iter().copied());
-                report.at(
-                    Code::BlueprintFormatError,
-                    key.span(),
-                    format!(
-                        "unknown key '{unknown}' in streamlet '{instance}' (a Python streamlet has python, interpreter and delivery){}",
-                        hint(suggestion)
-                    ),
-                    facts().suggestions(suggestion),
-                );
-            }
+            unknown => unknown_key(
+                report,
+                key.span(),
+                unknown,
+                instance,
+                "Python",
+                PYTHON_STREAMLET_KEYS,
+            ),
         }
     }
     // Not a reference: reported already.
@@ -327,6 +319,30 @@ fn parse_python_streamlet(
             delivery,
         }),
     })
+}
+
+/// Reports key `unknown` of the table declaring the `kind` (SQL, Python) streamlet
+/// `instance`, which has `keys`, with the closest of them.
+fn unknown_key(
+    report: &mut Report<'_>,
+    span: Range<usize>,
+    unknown: &str,
+    instance: &str,
+    kind: &str,
+    keys: &[&str],
+) {
+    let suggestion = closest(unknown, keys.iter().copied());
+    let (last, others) = keys.split_last().expect("a declared streamlet has keys");
+    report.at(
+        Code::BlueprintFormatError,
+        span,
+        format!(
+            "unknown key '{unknown}' in streamlet '{instance}' (a {kind} streamlet has {} and {last}){}",
+            others.join(", "),
+            hint(suggestion)
+        ),
+        Facts::new().streamlet(instance).suggestions(suggestion),
+    );
 }
 
 /// A declared streamlet's `delivery`, or `None` after reporting what is wrong with it.
