@@ -56,11 +56,7 @@ impl ArrowInlet {
     /// When it is not a record, or has a field Arrow cannot hold here (a map, a union of
     /// several types): the error names the field.
     pub fn new(definition: &serde_json::Value) -> Result<Self, ArrowError> {
-        let avro = AvroSchema::parse(definition).map_err(|e| error(e.to_string()))?;
-        let AvroSchema::Record(record) = &avro else {
-            return Err(error("the arrow form reads records"));
-        };
-        let fields = record.fields.clone();
+        let (avro, fields) = record_schema(definition)?;
         let schema = Arc::new(Schema::new(arrow_fields(&fields)?));
         Ok(ArrowInlet {
             avro,
@@ -122,15 +118,12 @@ impl ArrowOutlet {
     ///
     /// # Errors
     ///
-    /// When it is not a record schema.
+    /// As [`ArrowInlet::new`]: a field Arrow cannot hold here is refused before any table
+    /// comes.
     pub fn new(definition: &serde_json::Value) -> Result<Self, ArrowError> {
-        let avro = AvroSchema::parse(definition).map_err(|e| error(e.to_string()))?;
-        let AvroSchema::Record(record) = &avro else {
-            return Err(error("the arrow form writes records"));
-        };
-        Ok(ArrowOutlet {
-            fields: record.fields.clone(),
-        })
+        let (_, fields) = record_schema(definition)?;
+        arrow_fields(&fields)?;
+        Ok(ArrowOutlet { fields })
     }
 
     /// Each row of the Arrow IPC stream `stream` as an Avro datum of the outlet's schema,
@@ -190,6 +183,18 @@ impl ArrowOutlet {
         }
         Ok(rows)
     }
+}
+
+/// The Avro record schema `definition` and its fields.
+fn record_schema(
+    definition: &serde_json::Value,
+) -> Result<(AvroSchema, Vec<RecordField>), ArrowError> {
+    let avro = AvroSchema::parse(definition).map_err(|e| error(e.to_string()))?;
+    let AvroSchema::Record(record) = &avro else {
+        return Err(error("the arrow form carries records"));
+    };
+    let fields = record.fields.clone();
+    Ok((avro, fields))
 }
 
 fn column_names(batch: &RecordBatch) -> String {
