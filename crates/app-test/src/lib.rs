@@ -5,7 +5,8 @@
 //! `kill -9` after some output line appeared; then it opens the app's data directory with
 //! [`open`] and reads the topics back with [`read_topic`] or [`read_values`]. On Kafka,
 //! [`GroupMember`] follows a process's partition assignments, and the `kafka` feature's
-//! `kafka::read_topic` reads a topic as a plain client.
+//! `kafka::read_topic` reads a topic as a plain client. [`kill_python_worker`] crashes the
+//! process of one of the app's Python streamlets.
 //!
 //! ```no_run
 //! use std::process::Command;
@@ -23,8 +24,10 @@ pub mod chromium;
 mod group_member;
 #[cfg(feature = "kafka")]
 pub mod kafka;
+mod python;
 
 pub use group_member::GroupMember;
+pub use python::{kill_python_worker, python_workers};
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

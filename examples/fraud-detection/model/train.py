@@ -14,11 +14,13 @@ too (REQUIREMENTS), re-runs itself there with the environment of PINNED_ENV, and
 3. trains a logistic regression (model v1) and gradient-boosted trees (model v2) on them,
 4. exports both to ONNX with ZipMap disabled (outputs `label` and `probabilities`, a
    float tensor [N, 2]), plus a model taking 5 features for the tests of invalid models,
+   and pickles both as they are (joblib) for the Python scorer (../python/),
 5. generates a separate scenario (the fixed input set) and writes it as transactions
    (scenario.jsonl), its fraud labels, its features and the scores of both models from
    onnxruntime (reference.json).
 
-Without arguments it writes those five files beside itself. With --check it writes them
+Without arguments it writes those seven files beside itself (the pickles beside the Python
+scorer, ../python/). With --check it writes them
 into a temporary directory instead and compares each with the committed file byte for
 byte: it names every file that differs and exits with 1 if one does.
 
@@ -87,7 +89,18 @@ PINNED_ENV = {
     "OPENBLAS_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
 }
-OUTPUTS = ["lr.onnx", "gbt.onnx", "five-features.onnx", "reference.json", "scenario.jsonl"]
+PYTHON_SCORER = os.path.join(os.path.dirname(HERE), "python")
+# What the script writes, and the directory each goes to: the pickled models go beside the
+# Python scorer that loads them, so that `build` puts them in its image.
+OUTPUTS = {
+    "lr.onnx": HERE,
+    "gbt.onnx": HERE,
+    "five-features.onnx": HERE,
+    "lr.joblib": PYTHON_SCORER,
+    "gbt.joblib": PYTHON_SCORER,
+    "reference.json": HERE,
+    "scenario.jsonl": HERE,
+}
 
 START = 1_700_000_000_000  # 2023-11-14T22:13:20Z, in milliseconds
 HOUR = 3_600_000
@@ -271,6 +284,15 @@ def export(model, features, path):
     print(f"wrote {path} ({os.path.getsize(path)} bytes)")
 
 
+def pickle(model, path):
+    """Writes the scikit-learn model itself, for the Python scorer (../python/), which loads
+    it with the same scikit-learn (../python/requirements.txt)."""
+    import joblib
+
+    joblib.dump(model, path)
+    print(f"wrote {path} ({os.path.getsize(path)} bytes)")
+
+
 def scores(path, features):
     import onnxruntime
 
@@ -296,8 +318,8 @@ def logistic_regression(x, y, **options):
     return model
 
 
-def write_outputs(out):
-    """Writes OUTPUTS into the directory `out`."""
+def write_outputs(out, python_out):
+    """Writes OUTPUTS into the directory `out`, the pickled models into `python_out`."""
     import numpy as np
     from sklearn.ensemble import GradientBoostingClassifier
 
@@ -314,6 +336,8 @@ def write_outputs(out):
     export(lr, x, os.path.join(out, "lr.onnx"))
     export(gbt, x, os.path.join(out, "gbt.onnx"))
     export(small, x[:, :5], os.path.join(out, "five-features.onnx"))
+    for name, model in (("lr", lr), ("gbt", gbt)):
+        pickle(model, os.path.join(python_out, f"{name}.joblib"))
 
     scenario, frauds = generate(
         np.random.default_rng(2024), cards=24, fraud_share=0.4, days=6, prefix="card-"
@@ -376,12 +400,12 @@ def difference(name, committed, trained):
 def check():
     """Trains into a temporary directory and compares every output with the committed one."""
     with tempfile.TemporaryDirectory(prefix="fraud-model-") as out:
-        write_outputs(out)
+        write_outputs(out, out)
         failed = False
-        for name in OUTPUTS:
-            committed, trained = os.path.join(HERE, name), os.path.join(out, name)
+        for name, directory in OUTPUTS.items():
+            committed, trained = os.path.join(directory, name), os.path.join(out, name)
             if not os.path.exists(committed):
-                print(f"check: {name} is missing from {HERE}")
+                print(f"check: {name} is missing from {directory}")
                 failed = True
             elif filecmp.cmp(committed, trained, shallow=False):
                 print(f"check: {name} is the same")
@@ -406,7 +430,7 @@ def main():
     args = parser.parse_args()
     if args.check:
         sys.exit(check())
-    write_outputs(HERE)
+    write_outputs(HERE, PYTHON_SCORER)
 
 
 if __name__ == "__main__":

@@ -108,34 +108,9 @@ pub(crate) struct App {
 
 impl App {
     pub(crate) fn start(data: &Path) -> App {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_fraud-detection"));
-        command
-            .args(["run", BLUEPRINT, "--data-dir"])
-            .arg(data)
-            .args(["--view", "plain", "--status-every", "5s"])
-            .args(["--set", "generator.records-per-second=0"])
-            .env("RUST_LOG", "info");
         let ingresses = ["transactions-http", "transactions-lines", "model-ingress"];
-        for instance in ingresses {
-            command.args(["--set", &format!("{instance}.port=0")]);
-            command.args(["--set", &format!("{instance}.bind-address=127.0.0.1")]);
-        }
-        let running = Running::start(command);
-        let mut urls = [None, None, None];
-        while urls.iter().any(Option::is_none) {
-            let line = running.wait_for("listening on", Duration::from_secs(60));
-            let address = line
-                .split("listening on ")
-                .nth(1)
-                .and_then(|rest| rest.split_whitespace().next())
-                .unwrap();
-            let instance = ingresses
-                .iter()
-                .position(|instance| line.contains(&format!("name={instance}}}")))
-                .unwrap_or_else(|| panic!("which ingress logged {line}?"));
-            urls[instance] = Some(format!("http://{address}/"));
-        }
-        let [transactions, lines, models] = urls.map(Option::unwrap);
+        let (running, urls) = start_blueprint(Path::new(BLUEPRINT), data, &ingresses);
+        let [transactions, lines, models] = urls.try_into().unwrap();
         App {
             running,
             data: data.to_owned(),
@@ -146,9 +121,52 @@ impl App {
     }
 }
 
+/// The app binary running `blueprint` with `run` on `data`, without the generator, its
+/// `ingresses` on free ports of 127.0.0.1; their URLs, in the order given.
+pub(crate) fn start_blueprint(
+    blueprint: &Path,
+    data: &Path,
+    ingresses: &[&str],
+) -> (Running, Vec<String>) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_fraud-detection"));
+    command
+        .arg("run")
+        .arg(blueprint)
+        .arg("--data-dir")
+        .arg(data)
+        .args(["--view", "plain", "--status-every", "5s"])
+        .args(["--set", "generator.records-per-second=0"])
+        .env("RUST_LOG", "info");
+    for instance in ingresses {
+        command.args(["--set", &format!("{instance}.port=0")]);
+        command.args(["--set", &format!("{instance}.bind-address=127.0.0.1")]);
+    }
+    let running = Running::start(command);
+    let mut urls = vec![None; ingresses.len()];
+    while urls.iter().any(Option::is_none) {
+        let line = running.wait_for("listening on", Duration::from_secs(60));
+        let address = line
+            .split("listening on ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap();
+        let instance = ingresses
+            .iter()
+            .position(|instance| line.contains(&format!("name={instance}}}")))
+            .unwrap_or_else(|| panic!("which ingress logged {line}?"));
+        urls[instance] = Some(format!("http://{address}/"));
+    }
+    (running, urls.into_iter().map(Option::unwrap).collect())
+}
+
 /// Stops the app with SIGTERM and checks that it drained and exited 0.
-pub(crate) fn stop(mut app: App) {
-    let pid = app.running.child.id().to_string();
+pub(crate) fn stop(app: App) {
+    stop_running(app.running);
+}
+
+/// Stops the app `running` with SIGTERM and checks that it drained and exited 0.
+pub(crate) fn stop_running(mut running: Running) {
+    let pid = running.child.id().to_string();
     assert!(
         Command::new("kill")
             .args(["-TERM", &pid])
@@ -156,7 +174,7 @@ pub(crate) fn stop(mut app: App) {
             .unwrap()
             .success()
     );
-    let status = app.running.child.wait().unwrap();
+    let status = running.child.wait().unwrap();
     assert!(status.success(), "exit status {status}");
 }
 

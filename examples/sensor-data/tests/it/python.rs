@@ -12,6 +12,7 @@ use runnel::prelude::*;
 use sensor_data::model::{Metric, SensorData};
 
 use crate::support::{Running, open, read_values, run_to_end, stderr_of};
+use runnel_app_test::kill_python_worker;
 
 /// What `DeviceCounts` writes (`python/sensor_streamlets.py`).
 #[record]
@@ -24,7 +25,6 @@ struct MetricCount {
 }
 
 const READINGS: i64 = 60_000;
-const WORKER: &str = "runnel.worker";
 
 /// The Python variant's directory copied to `into`, each Python streamlet declared with
 /// `delivery` when given.
@@ -62,55 +62,6 @@ fn app(blueprint: &str, data_dir: &Path) -> std::process::Command {
     command
 }
 
-/// The Python worker processes of the app `app` runs (its children), with their command
-/// lines.
-fn python_workers(app: u32) -> Vec<(u32, String)> {
-    let mut workers = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // The parent is the second field after the command's closing parenthesis.
-        let parent = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|parent| parent.parse::<u32>().ok());
-        let command = std::fs::read(format!("/proc/{pid}/cmdline"))
-            .map(|bytes| String::from_utf8_lossy(&bytes).replace('\0', " "))
-            .unwrap_or_default();
-        if parent == Some(app) && command.contains(WORKER) {
-            workers.push((pid, command));
-        }
-    }
-    workers
-}
-
-/// Kills (-9) the Python worker of the app `app` whose command line names `streamlet`.
-fn kill_worker(app: u32, streamlet: &str) {
-    let mut found = Vec::new();
-    runnel_app_test::wait_until(Duration::from_secs(30), "the Python worker runs", || {
-        found = python_workers(app)
-            .into_iter()
-            .filter(|(_, command)| command.contains(streamlet))
-            .collect();
-        !found.is_empty()
-    });
-    for (pid, _) in found {
-        let killed = std::process::Command::new("kill")
-            .args(["-9", &pid.to_string()])
-            .status()
-            .unwrap();
-        assert!(killed.success(), "kill -9 {pid}");
-    }
-}
-
 /// Waits until a status line says `streamlet` read `records` in this run.
 fn wait_for_more(running: &Running, streamlet: &str, records: u64) {
     running.wait_until_read(streamlet, records, Duration::from_secs(120));
@@ -140,9 +91,9 @@ fn killed_again_and_again(
         Duration::from_secs(120),
     );
     wait_for_more(&running, "py-counts", 10_000);
-    kill_worker(running.child.id(), "DeviceCounts");
+    kill_python_worker(running.child.id(), "DeviceCounts");
     wait_for_more(&running, "py-metrics", 20_000);
-    kill_worker(running.child.id(), "to_metrics");
+    kill_python_worker(running.child.id(), "to_metrics");
     wait_for_more(&running, "py-counts", 30_000);
     running.child.kill().unwrap(); // SIGKILL: no drain, no final commit
     running.child.wait().unwrap();
@@ -154,8 +105,8 @@ fn killed_again_and_again(
         let mut running = Running::start(again);
         wait_for_more(&running, "py-counts", 5_000);
         if round == 0 {
-            kill_worker(running.child.id(), "DeviceCounts");
-            kill_worker(running.child.id(), "to_metrics");
+            kill_python_worker(running.child.id(), "DeviceCounts");
+            kill_python_worker(running.child.id(), "to_metrics");
             wait_for_more(&running, "py-counts", 10_000);
         }
         running.child.kill().unwrap();
