@@ -39,6 +39,13 @@ pub struct ImageSpec {
     pub executable: PathBuf,
     /// More files for the app layer: absolute path, content, mode.
     pub files: Vec<(String, Vec<u8>, u32)>,
+    /// More shared libraries for the system layer, at their own paths, with their
+    /// directories on `LD_LIBRARY_PATH`: what the ELF files among `files` link (an
+    /// interpreter's, its extension modules'), found with [`linked_libraries`].
+    pub libraries: Vec<PathBuf>,
+    /// More environment variables of the image, `NAME=value`, after `PATH`,
+    /// `SSL_CERT_FILE` and `LD_LIBRARY_PATH`.
+    pub env: Vec<String>,
     /// Default arguments.
     pub cmd: Vec<String>,
     /// Image labels.
@@ -81,6 +88,8 @@ impl ImageSpec {
             reference: reference.to_owned(),
             executable: executable.into(),
             files: Vec::new(),
+            libraries: Vec::new(),
+            env: Vec::new(),
             cmd: Vec::new(),
             labels: BTreeMap::new(),
             epoch,
@@ -126,7 +135,13 @@ impl ImageSpec {
             contents.push((interpreter.display().to_string(), content.len() as u64));
             system.file(&interpreter.display().to_string(), content, 0o755);
         }
-        for library in &linked.libraries {
+        let mut libraries: Vec<&PathBuf> = linked.libraries.iter().collect();
+        for library in &self.libraries {
+            if !libraries.contains(&library) && linked.interpreter.as_ref() != Some(library) {
+                libraries.push(library);
+            }
+        }
+        for library in libraries {
             let content = read(library)?;
             contents.push((library.display().to_string(), content.len() as u64));
             system.file(&library.display().to_string(), content, 0o755);
@@ -170,6 +185,7 @@ impl ImageSpec {
         if !library_directories.is_empty() {
             env.push(format!("LD_LIBRARY_PATH={}", library_directories.join(":")));
         }
+        env.extend(self.env.iter().cloned());
         let config = ImageConfig {
             created: created.clone(),
             architecture: linked.architecture.clone(),

@@ -89,6 +89,27 @@ pub(crate) fn build(
         ),
         ("dev.runnel.app".to_owned(), blueprint.name.clone()),
     ]);
+    let python = crate::python_image::python_files(
+        &blueprint,
+        &args.blueprint,
+        args.python_requirements.as_deref(),
+        &args.output,
+    )?;
+    if let Some(python) = &python {
+        spec.files.extend(python.files.iter().cloned());
+        spec.libraries.extend(python.libraries.iter().cloned());
+        spec.env.extend([
+            format!(
+                "{}={}",
+                crate::python_image::INTERPRETER_VARIABLE,
+                crate::python_image::IMAGE_INTERPRETER
+            ),
+            // The streamlets' modules: a pod's blueprint is in a ConfigMap, not beside them.
+            format!("PYTHONPATH={}", runnel_image::APP_DIRECTORY),
+            // The image's files are root's: Python cannot write its caches there.
+            "PYTHONDONTWRITEBYTECODE=1".to_owned(),
+        ]);
+    }
     let image = spec.build()?;
     let output = &args.output;
     let stem = format!("{}-{version}", blueprint.name);
@@ -117,8 +138,33 @@ pub(crate) fn build(
         image.contents.len(),
         total as f64 / 1e6
     );
-    for (path, size) in &image.contents {
-        print_line!("  {path} ({:.1} MB)", *size as f64 / 1e6);
+    match &python {
+        // Thousands of files: the Python part is summed up.
+        Some(python) => {
+            let python_paths: std::collections::BTreeSet<&str> = python
+                .files
+                .iter()
+                .map(|(path, _, _)| path.as_str())
+                .collect();
+            for (path, size) in &image.contents {
+                if !python_paths.contains(path.as_str())
+                    && !python
+                        .libraries
+                        .iter()
+                        .any(|l| l.as_os_str() == path.as_str())
+                {
+                    print_line!("  {path} ({:.1} MB)", *size as f64 / 1e6);
+                }
+            }
+            for line in &python.summary {
+                print_line!("  {line}");
+            }
+        }
+        None => {
+            for (path, size) in &image.contents {
+                print_line!("  {path} ({:.1} MB)", *size as f64 / 1e6);
+            }
+        }
     }
     print_line!();
     print_line!("wrote:");

@@ -97,6 +97,10 @@ pub(crate) struct BuildArgs {
     /// The Kafka bootstrap servers the app uses on the cluster; default: the operator's.
     #[arg(long, value_name = "BOOTSTRAP")]
     pub(crate) kafka: Option<String>,
+    /// The requirements file (pip's format, hashes allowed) of the Python streamlets'
+    /// packages; default: requirements.txt beside the blueprint, when there is one.
+    #[arg(long = "python-requirements", value_name = "FILE")]
+    pub(crate) python_requirements: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -204,11 +204,24 @@ fn inputs(
 type Registration = Box<dyn FnOnce(Registry) -> Registry>;
 
 /// The command that runs the Python streamlet `python` declares: its interpreter (a path
-/// relative to the blueprint's `directory`, or a command on the `PATH`), with the
-/// blueprint's directory on its module path.
+/// relative to the blueprint's `directory`, or a command on the `PATH`; `RUNNEL_PYTHON`
+/// when set, as in images), with the blueprint's directory on its module path.
 pub(crate) fn python_command(directory: &Path, python: &PythonSource) -> PythonCommand {
+    let over = std::env::var_os(crate::python_image::INTERPRETER_VARIABLE)
+        .filter(|value| !value.is_empty());
+    python_command_with(directory, python, over.as_deref().map(Path::new))
+}
+
+/// [`python_command`] with the interpreter that overrides the blueprint's, if any.
+fn python_command_with(
+    directory: &Path,
+    python: &PythonSource,
+    over: Option<&Path>,
+) -> PythonCommand {
     let interpreter = python.interpreter.as_deref().unwrap_or("python3");
-    let interpreter = if interpreter.contains(std::path::MAIN_SEPARATOR) {
+    let interpreter = if let Some(over) = over {
+        over.to_owned()
+    } else if interpreter.contains(std::path::MAIN_SEPARATOR) {
         directory.join(interpreter)
     } else {
         PathBuf::from(interpreter)
@@ -313,6 +326,30 @@ mod tests {
     const BLUEPRINT: &str = "name = \"demo\"\n[streamlets]\nprinter = \"printer\"\n\
         [streamlets.hot]\nsql = \"SELECT * FROM readings\"\n\
         [topics.readings]\nconsumers = [\"hot.readings\"]\n";
+
+    #[test]
+    fn the_interpreter_is_the_blueprints_unless_overridden() {
+        let mut python = PythonSource {
+            reference: "scoring:Score".into(),
+            interpreter: None,
+            delivery: Default::default(),
+        };
+        let interpreter = |python: &PythonSource, over: Option<&str>| {
+            python_command_with(Path::new("app"), python, over.map(Path::new))
+                .interpreter_path()
+                .to_owned()
+        };
+        assert_eq!(interpreter(&python, None), Path::new("python3"));
+        python.interpreter = Some(".venv/bin/python".into());
+        assert_eq!(
+            interpreter(&python, None),
+            Path::new("app/.venv/bin/python")
+        );
+        assert_eq!(
+            interpreter(&python, Some("/usr/local/bin/python3")),
+            Path::new("/usr/local/bin/python3")
+        );
+    }
 
     #[test]
     fn an_app_without_sql_says_how_to_get_it() {

@@ -75,6 +75,10 @@ pub enum AppError {
     /// The image could not be built or written.
     #[error(transparent)]
     Image(#[from] runnel_image::Error),
+
+    /// What the image of the app's Python streamlets cannot be made of.
+    #[error("putting the Python streamlets in the image failed: {0}")]
+    PythonImage(String),
     /// A file could not be written.
     #[error("writing {} failed", path.display())]
     Write {

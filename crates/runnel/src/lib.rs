@@ -74,6 +74,7 @@ mod commands;
 mod declared;
 mod error;
 mod output;
+mod python_image;
 
 pub use app::App;
 pub use error::AppError;

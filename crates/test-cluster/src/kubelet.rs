@@ -9,10 +9,11 @@
 //! machine (its `status.podIP`: see [`pod_ip`]), and runs the command and arguments — with
 //! `$(VAR)` expanded and the image's and the container's environment, the downward API
 //! fields and secret references resolved — under `chroot` as the pod's user (root is
-//! needed for that). It polls the readiness probe, restarts a container that exits or
-//! fails its liveness probe (with CrashLoopBackOff-style backoff, from 1 s), reports the
-//! pod's status (phase, IP, conditions, restarts, last termination) and, when a pod is
-//! deleted, sends SIGTERM, waits for its grace period, kills, and removes it.
+//! needed for that), with the `/dev` nodes a container runtime provides. It polls the
+//! readiness probe, restarts a container that exits or fails its liveness probe (with
+//! CrashLoopBackOff-style backoff, from 1 s), reports the pod's status (phase, IP,
+//! conditions, restarts, last termination) and, when a pod is deleted, sends SIGTERM, waits
+//! for its grace period, kills, and removes it.
 //!
 //! Not done: PersistentVolumeClaims (such pods wait with `CreateContainerConfigError`),
 //! network isolation (pods share the machine's network, so ports of different pods only
@@ -497,6 +498,7 @@ impl Kubelet {
         let _ = std::fs::remove_dir_all(&directory);
         let root = directory.join("rootfs");
         link_tree(&image_root, &root)
+            .and_then(|()| devices(&root))
             .map_err(|e| ("CreateContainerError".to_owned(), e.to_string()))?;
         let failure = |message: String| ("CreateContainerConfigError".to_owned(), message);
         let spec = pod.spec.clone().unwrap_or_default();
@@ -874,6 +876,37 @@ async fn http_probe(
         .ok()
         .flatten()
         .unwrap_or(false)
+}
+
+/// The character devices a container runtime gives every container (`/dev/null`,
+/// `/dev/zero`, `/dev/random`, `/dev/urandom`), made in the pod's root: a process that
+/// starts a child with its input from `/dev/null` needs it.
+fn devices(root: &Path) -> std::io::Result<()> {
+    let dev = root.join("dev");
+    std::fs::create_dir_all(&dev)?;
+    for (name, minor) in [
+        ("null", "3"),
+        ("zero", "5"),
+        ("random", "8"),
+        ("urandom", "9"),
+    ] {
+        let path = dev.join(name);
+        if path.exists() {
+            continue;
+        }
+        let status = std::process::Command::new("mknod")
+            .args(["-m", "666"])
+            .arg(&path)
+            .args(["c", "1", minor])
+            .status()?;
+        if !status.success() {
+            return Err(std::io::Error::other(format!(
+                "mknod {} failed ({status})",
+                path.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Recreates the tree at `from` under `to` with hard links (directories are made).

@@ -25,6 +25,7 @@ use sensor_data::model::{Metric, SensorData};
 use tokio_util::sync::CancellationToken;
 
 use crate::kafka_support::{arrivals, distinct_metrics, read_topic};
+use crate::python::MetricCount;
 use crate::support::{BLUEPRINT, decode, run_to_end, stderr_of};
 
 const NAMESPACE: &str = "sensors";
@@ -303,10 +304,28 @@ impl Cluster {
 /// quiet loggers and `settings`; returns once every streamlet has a ready pod and the app
 /// is Running.
 fn deployed(work: &Path, broker: &impl TestBroker, settings: &[&str]) -> Cluster {
+    let quiet = [
+        "valid-logger.log-every=100000",
+        "invalid-logger.log-every=100000",
+    ];
+    let settings: Vec<&str> = quiet.iter().chain(settings).copied().collect();
+    deployed_app(work, broker, Path::new(BLUEPRINT), &STREAMLETS, &settings)
+}
+
+/// As [`deployed`], for the app of `blueprint` whose streamlets are `streamlets`.
+fn deployed_app(
+    work: &Path,
+    broker: &impl TestBroker,
+    blueprint: &Path,
+    streamlets: &[&str],
+    settings: &[&str],
+) -> Cluster {
     let build = work.join("build");
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_sensor-data"));
     command
-        .args(["build", BLUEPRINT, "--image", IMAGE, "--output"])
+        .arg("build")
+        .arg(blueprint)
+        .args(["--image", IMAGE, "--output"])
         .arg(&build);
     let built = run_to_end(command, Duration::from_secs(300));
     assert!(built.status.success(), "{}", stderr_of(&built));
@@ -323,15 +342,7 @@ fn deployed(work: &Path, broker: &impl TestBroker, settings: &[&str]) -> Cluster
     for (key, value) in broker.config().settings.iter() {
         args.push(format!("kafka.{key}={value}"));
     }
-    args.extend(
-        [
-            "valid-logger.log-every=100000",
-            "invalid-logger.log-every=100000",
-        ]
-        .iter()
-        .chain(settings)
-        .map(|setting| (*setting).to_owned()),
-    );
+    args.extend(settings.iter().map(|setting| (*setting).to_owned()));
     let (code, printed) = cluster.runnel(&args.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(code, 0, "{printed}");
     assert!(
@@ -341,9 +352,9 @@ fn deployed(work: &Path, broker: &impl TestBroker, settings: &[&str]) -> Cluster
 
     // Every streamlet gets a ready pod, started from the image, and the app is Running.
     let deadline = Instant::now() + LIMIT;
-    while !STREAMLETS.iter().all(|s| cluster.ready_pods(s).len() == 1) {
+    while !streamlets.iter().all(|s| cluster.ready_pods(s).len() == 1) {
         if Instant::now() > deadline {
-            let pods: String = STREAMLETS.iter().map(|s| cluster.describe(s)).collect();
+            let pods: String = streamlets.iter().map(|s| cluster.describe(s)).collect();
             panic!("every streamlet ready did not happen within {LIMIT:?}:\n{pods}");
         }
         std::thread::sleep(Duration::from_millis(250));
@@ -744,6 +755,61 @@ fn an_app_runs_on_a_real_api_server_from_build_to_undeploy() {
     // SIGTERM and drained within its grace period instead of being killed.
     let log = cluster.kubelet.logs(&logger);
     assert!(log.contains("offsets committed"), "{logger}:\n{log}");
+}
+
+/// The Python variant (`python/blueprint.toml`) on a real API server and tansu: `build` puts
+/// an interpreter, its standard library, the shared libraries it links, fastavro and the
+/// blueprint's modules in the image; the pods run both Python streamlets with that
+/// interpreter under chroot (nothing of the host's Python is reachable), counts flow from
+/// the Rust generator through both, and a killed Python streamlet's pod is restarted and
+/// goes on counting.
+#[test]
+fn python_streamlets_run_from_the_image_on_a_real_api_server() {
+    let broker = Tansu::start();
+    let work = tempfile::tempdir().unwrap();
+    let blueprint = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/blueprint.toml");
+    let streamlets = ["generator", "py-metrics", "py-counts"];
+    let settings = ["generator.records-per-second=20"];
+    let cluster = deployed_app(work.path(), &broker, &blueprint, &streamlets, &settings);
+    let counted = |at_least| {
+        read_topic(
+            &broker,
+            "metric-counts",
+            LIMIT,
+            crate::kafka_support::at_least(at_least),
+        )
+        .iter()
+        .map(|seen| decode::<MetricCount>(&seen.value))
+        .collect::<Vec<_>>()
+    };
+    let counts = counted(30);
+    assert!(counts.len() >= 30, "{} counts", counts.len());
+    for count in &counts {
+        assert!(
+            ["power", "rotor-speed", "wind-speed"].contains(&count.name.as_str())
+                && count.seen >= 1,
+            "{count:?}"
+        );
+    }
+    let pod = cluster.ready_pods("py-counts")[0].clone();
+    let log = cluster.kubelet.logs(&pod);
+    assert!(!log.contains("Traceback"), "{pod}:\n{log}");
+
+    assert!(cluster.kubelet.kill(&pod));
+    wait_until("the restart in the application's status", LIMIT, || {
+        let status = cluster.application()?.status?;
+        let restarts = status
+            .streamlets
+            .iter()
+            .find(|s| s.name == "py-counts")?
+            .restarts;
+        (restarts >= 1).then_some(())
+    });
+    let more = counts.len() + 60;
+    assert!(
+        counted(more).len() >= more,
+        "counting went on after the restart"
+    );
 }
 
 /// The app binary is lean: building images and Applications needs no Kubernetes client.

@@ -17,11 +17,11 @@ use runnel_app_test::kill_python_worker;
 /// What `DeviceCounts` writes (`python/sensor_streamlets.py`).
 #[record]
 #[derive(Debug, Clone, PartialEq)]
-struct MetricCount {
-    device_id: String,
-    sequence: i64,
-    name: String,
-    seen: i64,
+pub(crate) struct MetricCount {
+    pub(crate) device_id: String,
+    pub(crate) sequence: i64,
+    pub(crate) name: String,
+    pub(crate) seen: i64,
 }
 
 const READINGS: i64 = 60_000;
