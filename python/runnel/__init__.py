@@ -1,7 +1,7 @@
 """Runnel streamlets in Python.
 
 A streamlet is a function or class decorated with :func:`streamlet`, with typed inlets and
-outlets (dataclasses, mapped to Avro schemas by :mod:`runnel.schema`) and
+outlets (dataclasses or pydantic models, mapped to Avro schemas by :mod:`runnel.schema`) and
 parameters. The Runnel host runs it in a process of its own (:mod:`runnel.worker`, speaking
 :mod:`runnel.protocol`) and keeps the log, offsets, dead letters and restarts;
 :mod:`runnel.testkit` runs it in pytest. Start with docs/python.md.

@@ -225,7 +225,7 @@ def _type_name(target: Any, name: str | None) -> str:
 def _check_port_type(what: str, record_type: Any) -> None:
     if not is_record_type(record_type):
         raise DefinitionError(
-            f"{what} carries {record_type!r}: a port's type must be a dataclass"
+            f"{what} carries {record_type!r}: a port's type must be a dataclass or a pydantic model"
         )
     try:
         avro_schema(record_type)

@@ -1,7 +1,7 @@
 """Avro schemas for the Python types of ports, and the conversions between records and values.
 
-A port's type is a dataclass; its Avro schema is derived from the
-field annotations, the way the Rust side derives one with ``#[derive(AvroSchema)]``:
+A port's type is a dataclass or a pydantic model (pydantic 2); its Avro schema is derived
+from the field annotations, the way the Rust side derives one with ``#[derive(AvroSchema)]``:
 
 ========================  ==========================================
 Python                    Avro
@@ -17,7 +17,11 @@ Python                    Avro
 ``dict[str, T]``          ``map`` of ``T``
 an ``enum.Enum``          ``enum`` of its member names
 a dataclass              ``record`` (nested records are named once)
+a pydantic model          ``record``, as a dataclass
 ========================  ==========================================
+
+A pydantic model's validation runs on every record decoded for it: a record it refuses is
+a bad record (a dead letter, with pydantic's message), as one that does not decode is.
 
 The record's name is the class name; its namespace the class's ``__avro_namespace__`` if
 set, else its module. ``avro_schema(Reading)`` gives the schema; ``Codec(Reading)``
@@ -52,13 +56,39 @@ class SchemaError(TypeError):
     """A type that has no Avro schema, with the field it was found at."""
 
 
+def _is_pydantic_model(cls: Any) -> bool:
+    """Whether ``cls`` is a pydantic model class (pydantic is imported only if the app did)."""
+    pydantic = sys.modules.get("pydantic")
+    return (
+        pydantic is not None
+        and isinstance(cls, type)
+        and issubclass(cls, pydantic.BaseModel)
+        and cls is not pydantic.BaseModel
+    )
+
+
 def is_record_type(cls: Any) -> bool:
-    """Whether ``cls`` is a dataclass (a type a port can carry)."""
-    return isinstance(cls, type) and dataclasses.is_dataclass(cls)
+    """Whether ``cls`` is a dataclass or a pydantic model (a type a port can carry)."""
+    return (isinstance(cls, type) and dataclasses.is_dataclass(cls)) or _is_pydantic_model(cls)
+
+
+def _pydantic_fields(cls: type) -> list[tuple[str, Any, Any]]:
+    fields = []
+    for name, info in cls.model_fields.items():
+        if info.default_factory is not None:
+            default = info.default_factory()
+        elif info.is_required():
+            default = dataclasses.MISSING
+        else:
+            default = info.default
+        fields.append((name, info.annotation, default))
+    return fields
 
 
 def _fields(cls: type) -> list[tuple[str, Any, Any]]:
     """The fields of a record type: (name, annotation, default or ``dataclasses.MISSING``)."""
+    if _is_pydantic_model(cls):
+        return _pydantic_fields(cls)
     hints = typing.get_type_hints(cls)
     fields = []
     for field in dataclasses.fields(cls):
@@ -85,7 +115,9 @@ def avro_schema(cls: type) -> dict:
     [{'name': 'sensor', 'type': 'string'}, {'name': 'celsius', 'type': 'double'}]
     """
     if not is_record_type(cls):
-        raise SchemaError(f"{cls!r} is not a dataclass, so has no Avro record schema")
+        raise SchemaError(
+            f"{cls!r} is neither a dataclass nor a pydantic model, so has no Avro record schema"
+        )
     return _record(cls, set())
 
 
@@ -256,7 +288,7 @@ class Codec:
         self._flat = _is_flat(cls)
         # A flat dataclass's instance dict is the record fastavro writes (extra keys are
         # ignored); one with slots has none.
-        self._flat_dict = self._flat and not hasattr(cls, "__slots__")
+        self._flat_dict = self._flat and dataclasses.is_dataclass(cls) and not hasattr(cls, "__slots__")
         self._names = [name for name, _, _ in _plan(cls)]
         self._writers: dict[int, Any] = {}
         self._out = io.BytesIO()

@@ -101,5 +101,5 @@ def test_types_without_a_schema_name_the_field():
 
     with pytest.raises(SchemaError, match="field 'odd' of Bad"):
         avro_schema(Bad)
-    with pytest.raises(SchemaError, match="not a dataclass"):
+    with pytest.raises(SchemaError, match="neither a dataclass nor a pydantic model"):
         avro_schema(int)
