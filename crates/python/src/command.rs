@@ -21,6 +21,7 @@ pub struct PythonCommand {
     interpreter: PathBuf,
     reference: String,
     module_paths: Vec<PathBuf>,
+    site_packages: bool,
 }
 
 impl PythonCommand {
@@ -30,6 +31,7 @@ impl PythonCommand {
             interpreter: PathBuf::from("python3"),
             reference: reference.into(),
             module_paths: Vec::new(),
+            site_packages: true,
         }
     }
 
@@ -45,6 +47,25 @@ impl PythonCommand {
     pub fn module_path(mut self, directory: impl Into<PathBuf>) -> Self {
         self.module_paths.push(directory.into());
         self
+    }
+
+    /// Runs the interpreter without its site packages (`python -S`: neither its own nor the
+    /// user's), so the streamlet imports only the standard library and the module paths:
+    /// how `build` checks that an image's packages are all a streamlet needs.
+    ///
+    /// ```
+    /// use runnel_python::PythonCommand;
+    /// let command = PythonCommand::new("scoring:Score").module_path("packages").without_site_packages();
+    /// assert!(!command.uses_site_packages());
+    /// ```
+    pub fn without_site_packages(mut self) -> Self {
+        self.site_packages = false;
+        self
+    }
+
+    /// Whether the interpreter imports from its site packages (the default).
+    pub fn uses_site_packages(&self) -> bool {
+        self.site_packages
     }
 
     /// The streamlet reference, `module:attribute`.
@@ -78,6 +99,9 @@ impl PythonCommand {
         let python_path: OsString = std::env::join_paths(paths)
             .map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidInput, error))?;
         let mut command = std::process::Command::new(&self.interpreter);
+        if !self.site_packages {
+            command.arg("-S");
+        }
         command
             .arg("-m")
             .arg(module)

@@ -218,6 +218,13 @@ pub(crate) fn python_files(
         None => Some(directory.join("requirements.txt")).filter(|file| file.is_file()),
     };
     pip_install(&host_interpreter, requirements.as_deref(), &packages)?;
+    check_imports(
+        &declared,
+        directory,
+        &host_interpreter,
+        &packages,
+        requirements.as_deref(),
+    )?;
     let packages_bytes = python.add_tree(&packages, &interpreter.site, &|path, _| {
         path.parent() == Some(packages.as_path()) && file_name(path) == "bin"
     })?;
@@ -360,6 +367,34 @@ fn pip_install(
             )
         )))
     }
+}
+
+/// Describes every Python streamlet with the interpreter's standard library and the
+/// `packages` installed for the image alone (no site packages), as the image will run it:
+/// a module the requirements miss fails the build here rather than the pods.
+fn check_imports(
+    declared: &[(&str, &runnel_blueprint::PythonSource)],
+    directory: &Path,
+    interpreter: &Path,
+    packages: &Path,
+    requirements: Option<&Path>,
+) -> Result<(), AppError> {
+    for (instance, source) in declared {
+        let command = python_command(directory, source)
+            .interpreter(interpreter)
+            .module_path(packages)
+            .without_site_packages();
+        if let Err(error) = runnel_python::describe_blocking(&command) {
+            let requirements = requirements.map_or_else(
+                || "a requirements.txt beside the blueprint (there is none) or --python-requirements".to_owned(),
+                |file| file.display().to_string(),
+            );
+            return Err(problem(format!(
+                "Python streamlet '{instance}' does not load with only the packages the image gets ({error}); list what it imports in {requirements}"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The shared objects under `roots`: extension modules and the libraries wheels bundle.

@@ -229,3 +229,41 @@ fn build_refuses_bad_configuration_and_secrets() {
 fn run(program: &str, args: &[&str]) -> String {
     tool(program, args)
 }
+
+/// A Python streamlet importing a package the host has but the image would not get
+/// (numpy, which `scripts/test` installs for another example, missing from the
+/// requirements) fails the build, naming the streamlet, the module and where to list it,
+/// before any image is written.
+#[test]
+fn build_refuses_python_streamlets_that_need_packages_the_image_lacks() {
+    let project = tempfile::tempdir().unwrap();
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("python");
+    for file in ["blueprint.toml", "sensor_streamlets.py"] {
+        std::fs::copy(source.join(file), project.path().join(file)).unwrap();
+    }
+    let module = project.path().join("sensor_streamlets.py");
+    let text = std::fs::read_to_string(&module).unwrap();
+    std::fs::write(
+        &module,
+        text.replace("import runnel\n", "import numpy\nimport runnel\n"),
+    )
+    .unwrap();
+    let output = project.path().join("build");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_sensor-data"));
+    command
+        .arg("build")
+        .arg(project.path().join("blueprint.toml"))
+        .arg("--output")
+        .arg(&output);
+    let built = run_to_end(command, std::time::Duration::from_secs(300));
+    assert!(!built.status.success());
+    let errors = stderr_of(&built);
+    assert!(
+        errors.contains(
+            "Python streamlet 'py-metrics' does not load with only the packages the image gets"
+        ) && errors.contains("No module named 'numpy'")
+            && errors.contains("a requirements.txt beside the blueprint (there is none)"),
+        "{errors}"
+    );
+    assert!(!output.join("image").exists());
+}
