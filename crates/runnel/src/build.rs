@@ -106,7 +106,7 @@ pub(crate) fn build(
             ),
             // The streamlets' modules: a pod's blueprint is in a ConfigMap, not beside them.
             format!("PYTHONPATH={}", runnel_image::APP_DIRECTORY),
-            // The image's files are root's: Python cannot write its caches there.
+            // The image's files are root's, byte code made at build included: none to write.
             "PYTHONDONTWRITEBYTECODE=1".to_owned(),
         ]);
     }

@@ -55,7 +55,22 @@ struct Interpreter {
     stdlib: PathBuf,
     dynload: Option<PathBuf>,
     site: String,
+    /// The name byte code files carry (`cpython-311`).
+    cache_tag: String,
 }
+
+/// Compiles the sources listed on stdin (JSON pairs of a source and its path in the image)
+/// into `<sys.argv[1]>/<index>.pyc`.
+const COMPILE: &str = r#"
+import json, os, py_compile, sys
+mode = py_compile.PycInvalidationMode.UNCHECKED_HASH
+for index, (source, image) in enumerate(json.load(sys.stdin)):
+    try:
+        py_compile.compile(source, cfile=os.path.join(sys.argv[1], "%d.pyc" % index),
+                           dfile=image, doraise=True, invalidation_mode=mode)
+    except (py_compile.PyCompileError, UnicodeDecodeError, ValueError):
+        pass
+"#;
 
 /// Asks an interpreter where it is and where its image copy's packages would go
 /// (`sys.argv[1]` is the image prefix).
@@ -68,6 +83,7 @@ print(json.dumps({
     "stdlib": sysconfig.get_path("stdlib"),
     "dynload": dynload[0] if dynload else None,
     "site": site.getsitepackages([sys.argv[1]])[0],
+    "cache_tag": sys.implementation.cache_tag,
 }))
 "#;
 
@@ -81,9 +97,81 @@ pub(crate) struct PythonFiles {
     pub(crate) libraries: Vec<PathBuf>,
     /// Lines for the build's summary.
     pub(crate) summary: Vec<String>,
+    /// The Python sources among `files`: host path and image path.
+    sources: Vec<(PathBuf, String)>,
 }
 
 impl PythonFiles {
+    /// Adds the byte code of every Python source added so far, compiled by `interpreter`
+    /// (through a scratch directory in `output`) as unchecked-hash `.pyc` files beside their
+    /// sources' image paths: Python loads them without looking at the sources, and without
+    /// them every process would compile what it imports, since the image's files are root's.
+    /// A source that does not compile (a test of syntax errors, a template) gets none.
+    fn add_bytecode(
+        &mut self,
+        host_interpreter: &Path,
+        interpreter: &Interpreter,
+        output: &Path,
+    ) -> Result<u64, AppError> {
+        let scratch = output.join("python-bytecode");
+        let _ = std::fs::remove_dir_all(&scratch);
+        std::fs::create_dir_all(&scratch).map_err(|source| AppError::Write {
+            path: scratch.clone(),
+            source,
+        })?;
+        let list: Vec<(String, &str)> = self
+            .sources
+            .iter()
+            .map(|(host, image)| (host.display().to_string(), image.as_str()))
+            .collect();
+        let mut child = Command::new(host_interpreter)
+            .args(["-S", "-c", COMPILE])
+            .arg(&scratch)
+            // Sets (of string constants) are ordered by the strings' hashes: one seed makes
+            // every build write the same bytes.
+            .env("PYTHONHASHSEED", "0")
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|source| {
+                problem(format!(
+                    "compiling the Python sources with '{}' failed: {source}",
+                    host_interpreter.display()
+                ))
+            })?;
+        let written = child.stdin.take().map(|mut stdin| {
+            use std::io::Write as _;
+            stdin.write_all(&serde_json::to_vec(&list).expect("paths serialize"))
+        });
+        let status = child
+            .wait()
+            .map_err(|source| problem(format!("compiling the Python sources failed: {source}")))?;
+        if !status.success() || !matches!(written, Some(Ok(()))) {
+            return Err(problem(format!(
+                "compiling the Python sources with '{}' failed ({status})",
+                host_interpreter.display()
+            )));
+        }
+        let mut total = 0;
+        for (index, (_, image)) in self.sources.iter().enumerate() {
+            let Ok(content) = std::fs::read(scratch.join(format!("{index}.pyc"))) else {
+                continue;
+            };
+            let (directory, file) = image.rsplit_once('/').unwrap_or(("", image));
+            let stem = file.strip_suffix(".py").unwrap_or(file);
+            total += content.len() as u64;
+            self.files.push((
+                format!(
+                    "{directory}/__pycache__/{stem}.{}.pyc",
+                    interpreter.cache_tag
+                ),
+                content,
+                0o644,
+            ));
+        }
+        let _ = std::fs::remove_dir_all(&scratch);
+        Ok(total)
+    }
+
     fn add_tree(
         &mut self,
         from: &Path,
@@ -121,6 +209,9 @@ impl PythonFiles {
                     0o644
                 };
                 total += content.len() as u64;
+                if name.ends_with(".py") {
+                    self.sources.push((path.clone(), target.clone()));
+                }
                 self.files.push((target, content, mode));
             }
         }
@@ -259,11 +350,12 @@ pub(crate) fn python_files(
         )));
     }
     copied.push(source_directory.to_owned());
+    let bytecode_bytes = python.add_bytecode(&host_interpreter, &interpreter, output.as_path())?;
 
     python.libraries = linked_by(&interpreter.executable, &python_elf_files(&copied), &copied)?;
     python.summary = vec![
         format!(
-            "python {} from {} at {image_interpreter}: standard library {:.1} MB, packages {:.1} MB ({}), modules {:.2} MB from {}",
+            "python {} from {} at {image_interpreter}: standard library {:.1} MB, packages {:.1} MB ({}), modules {:.2} MB from {}, byte code {:.1} MB",
             interpreter.version,
             interpreter.executable.display(),
             stdlib_bytes as f64 / 1e6,
@@ -274,6 +366,7 @@ pub(crate) fn python_files(
             ),
             modules_bytes as f64 / 1e6,
             source_directory.display(),
+            bytecode_bytes as f64 / 1e6,
         ),
         format!("{} shared libraries for Python", python.libraries.len()),
     ];
@@ -314,6 +407,7 @@ fn query(interpreter: &Path, image_prefix: &Path) -> Result<Interpreter, AppErro
             stdlib: text("stdlib")?.into(),
             dynload: text("dynload").map(PathBuf::from),
             site: text("site")?,
+            cache_tag: text("cache_tag")?,
         })
     })();
     described.ok_or_else(|| {

@@ -771,6 +771,40 @@ fn python_streamlets_run_from_the_image_on_a_real_api_server() {
     let streamlets = ["generator", "py-metrics", "py-counts"];
     let settings = ["generator.records-per-second=20"];
     let cluster = deployed_app(work.path(), &broker, &blueprint, &streamlets, &settings);
+    // The image holds the interpreter, its standard library and the module, each source
+    // with byte code Python loads without checking the source (flags 1: unchecked hash).
+    let root = work.path().join("unpacked");
+    runnel_image::unpack(&work.path().join("build/image"), Some("0.1.0"), &root).unwrap();
+    assert!(root.join("usr/local/bin/python3").is_file());
+    let bytecode = |directory: &str, stem: &str| {
+        let cache = root.join(directory).join("__pycache__");
+        let entry = std::fs::read_dir(&cache)
+            .unwrap_or_else(|error| panic!("{}: {error}", cache.display()))
+            .flatten()
+            .find(|entry| {
+                entry
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("{stem}."))
+            })
+            .unwrap_or_else(|| panic!("no byte code of {stem} in {}", cache.display()));
+        std::fs::read(entry.path()).unwrap()
+    };
+    let module = bytecode("app", "sensor_streamlets");
+    assert_eq!(module[4..8], [1, 0, 0, 0], "an unchecked-hash .pyc");
+    let python_lib = std::fs::read_dir(root.join("usr/local/lib"))
+        .unwrap()
+        .flatten()
+        .find(|entry| entry.file_name().to_string_lossy().starts_with("python3"))
+        .unwrap()
+        .path();
+    assert!(python_lib.join("os.py").is_file());
+    assert!(
+        !python_lib.join("test").exists(),
+        "the standard library's tests are left out"
+    );
+    let standard = bytecode(python_lib.join("json").to_str().unwrap(), "__init__");
+    assert_eq!(standard[4..8], [1, 0, 0, 0]);
     let counted = |at_least| {
         read_topic(
             &broker,
