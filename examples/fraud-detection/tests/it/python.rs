@@ -14,6 +14,7 @@ use runnel_app_test::{kill_python_worker, wait_until};
 
 use crate::support::{
     Reference, post_lines, read_running, scenario, start_blueprint, stop_running,
+    wait_until_every_transaction_is_scored,
 };
 
 const PYTHON_BLUEPRINT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/python/blueprint.toml");
@@ -37,15 +38,7 @@ fn the_python_scorer_scores_as_scikit_learn_did_through_a_crash() {
     kill_python_worker(running.child.id(), "fraud_scoring:Score");
     let (status, answer) = post_lines(lines, &transactions[half..]);
     assert_eq!(status, 200, "{answer}");
-    wait_until(
-        Duration::from_secs(120),
-        "every transaction is scored",
-        || {
-            let ids: std::collections::BTreeSet<String> =
-                scored().into_iter().map(|s| s.transaction.id).collect();
-            ids.len() == transactions.len()
-        },
-    );
+    wait_until_every_transaction_is_scored(transactions.len(), scored);
     wait_until(Duration::from_secs(60), "the merchant reports fire", || {
         !read_running::<Pane<String, MerchantReport>>(data.path(), "merchant-reports").is_empty()
     });

@@ -219,3 +219,20 @@ pub(crate) fn read_running<T: Data>(data: &Path, topic: &str) -> Vec<T> {
         .map(|record| decode(record.record.value.as_deref().expect("a non-null value")))
         .collect()
 }
+
+/// Waits (up to two minutes) until `scored` holds every one of `transactions` distinct
+/// transactions, some perhaps more than once.
+pub(crate) fn wait_until_every_transaction_is_scored(
+    transactions: usize,
+    scored: impl Fn() -> Vec<fraud_detection::model::ScoredTransaction>,
+) {
+    runnel_app_test::wait_until(
+        Duration::from_secs(120),
+        "every transaction is scored",
+        || {
+            let ids: std::collections::BTreeSet<String> =
+                scored().into_iter().map(|s| s.transaction.id).collect();
+            ids.len() == transactions
+        },
+    );
+}

@@ -16,7 +16,10 @@ use runnel::onnx::ModelEvent;
 use runnel_app_test::{Running, decode};
 use runnel_kafka::test_broker::Tansu;
 
-use crate::support::{BLUEPRINT, Reference, model_body, post, post_json, post_lines, scenario};
+use crate::support::{
+    BLUEPRINT, Reference, model_body, post, post_json, post_lines, scenario,
+    wait_until_every_transaction_is_scored,
+};
 use runnel_app_test::wait_until;
 
 /// Every instance of the blueprint; the first three serve HTTP.
@@ -133,15 +136,7 @@ fn on_kafka_with_one_process_per_streamlet_models_swap_and_frauds_are_flagged() 
     });
     let (status, answer) = post_lines(&lines, &transactions[BEFORE_V2..]);
     assert_eq!(status, 200, "{answer}");
-    wait_until(
-        Duration::from_secs(120),
-        "every transaction is scored",
-        || {
-            let ids: std::collections::BTreeSet<String> =
-                scored().into_iter().map(|s| s.transaction.id).collect();
-            ids.len() == transactions.len()
-        },
-    );
+    wait_until_every_transaction_is_scored(transactions.len(), scored);
     drop(processes); // kills every process
 
     let events = events();

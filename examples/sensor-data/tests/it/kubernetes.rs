@@ -221,6 +221,19 @@ impl Cluster {
         text
     }
 
+    /// Waits until the Application's status counts a restart of `streamlet`.
+    fn wait_for_a_restart(&self, streamlet: &str) {
+        wait_until("the restart in the application's status", LIMIT, || {
+            let status = self.application()?.status?;
+            let restarts = status
+                .streamlets
+                .iter()
+                .find(|s| s.name == streamlet)?
+                .restarts;
+            (restarts >= 1).then_some(())
+        });
+    }
+
     fn application(&self) -> Option<Application> {
         self.runtime
             .block_on(self.api::<Application>().get_opt("sensor-data"))
@@ -451,15 +464,7 @@ fn an_app_runs_on_tansu_from_build_to_undeploy() {
             .any(|c| c.type_ == "Ready" && c.status == "True");
         (restarts >= 1 && ready).then_some(())
     });
-    wait_until("the restart in the application's status", LIMIT, || {
-        let status = cluster.application()?.status?;
-        let restarts = status
-            .streamlets
-            .iter()
-            .find(|s| s.name == "to-metrics")?
-            .restarts;
-        (restarts >= 1).then_some(())
-    });
+    cluster.wait_for_a_restart("to-metrics");
 
     // Stop the generator, then check nothing was lost: every reading has its three metrics.
     let (code, printed) = cluster.runnel(&["scale", "sensor-data", "generator=0", "-n", NAMESPACE]);
@@ -733,15 +738,7 @@ fn an_app_runs_on_a_real_api_server_from_build_to_undeploy() {
 
     let victim = pair[0].clone();
     assert!(cluster.kubelet.kill(&victim));
-    wait_until("the restart in the application's status", LIMIT, || {
-        let status = cluster.application()?.status?;
-        let restarts = status
-            .streamlets
-            .iter()
-            .find(|s| s.name == "to-metrics")?
-            .restarts;
-        (restarts >= 1).then_some(())
-    });
+    cluster.wait_for_a_restart("to-metrics");
 
     let logger = cluster.ready_pods("valid-logger")[0].clone();
     let (code, printed) = cluster.runnel(&["undeploy", "sensor-data", "-n", NAMESPACE]);
@@ -830,15 +827,7 @@ fn python_streamlets_run_from_the_image_on_a_real_api_server() {
     assert!(!log.contains("Traceback"), "{pod}:\n{log}");
 
     assert!(cluster.kubelet.kill(&pod));
-    wait_until("the restart in the application's status", LIMIT, || {
-        let status = cluster.application()?.status?;
-        let restarts = status
-            .streamlets
-            .iter()
-            .find(|s| s.name == "py-counts")?
-            .restarts;
-        (restarts >= 1).then_some(())
-    });
+    cluster.wait_for_a_restart("py-counts");
     let more = counts.len() + 60;
     assert!(
         counted(more).len() >= more,
