@@ -38,6 +38,36 @@ const LEFT_OUT_OF_STDLIB: [&str; 8] = [
 /// The most a blueprint's directory may hold for the image (it is copied whole).
 const MAX_BLUEPRINT_DIRECTORY: u64 = 256 << 20;
 
+/// The bytes of the files [`PythonFiles::add_tree`] would take from `from` (with `skip`),
+/// read from their metadata, counting no further once past `limit`.
+fn tree_bytes(from: &Path, skip: &dyn Fn(&Path, bool) -> bool, limit: u64) -> u64 {
+    let Ok(entries) = std::fs::read_dir(from) else {
+        return 0;
+    };
+    let mut total = 0;
+    for path in entries.flatten().map(|entry| entry.path()) {
+        if total > limit {
+            break;
+        }
+        let Ok(metadata) = std::fs::metadata(&path) else {
+            continue;
+        };
+        let is_directory = metadata.is_dir();
+        if file_name(&path) == "__pycache__" || skip(&path, is_directory) {
+            continue;
+        }
+        if is_directory {
+            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+                continue;
+            }
+            total += tree_bytes(&path, skip, limit - total);
+        } else if metadata.is_file() {
+            total += metadata.len();
+        }
+    }
+    total
+}
+
 /// Where the image's interpreter is.
 pub(crate) const IMAGE_INTERPRETER: &str = "/usr/local/bin/python3";
 
@@ -330,25 +360,24 @@ pub(crate) fn python_files(
     } else {
         directory
     };
-    let modules_bytes = python.add_tree(
-        source_directory,
-        runnel_image::APP_DIRECTORY,
-        &|path, is_directory| {
-            let canonical = path.canonicalize().unwrap_or_else(|_| path.to_owned());
-            file_name(path).starts_with('.')
-                || canonical == output
-                || canonical == blueprint_file
-                || (is_directory && path.join("pyvenv.cfg").exists())
-        },
-    )?;
+    let not_a_module = |path: &Path, is_directory: bool| {
+        let canonical = path.canonicalize().unwrap_or_else(|_| path.to_owned());
+        file_name(path).starts_with('.')
+            || canonical == output
+            || canonical == blueprint_file
+            || (is_directory && path.join("pyvenv.cfg").exists())
+    };
+    // Measured before anything is read: a blueprint beside a build's target directory
+    // would otherwise be read whole into memory.
+    let modules_bytes = tree_bytes(source_directory, &not_a_module, MAX_BLUEPRINT_DIRECTORY);
     if modules_bytes > MAX_BLUEPRINT_DIRECTORY {
         return Err(problem(format!(
-            "the blueprint's directory {} holds {:.0} MB, more than the {} MB an image takes of it: move the blueprint and its Python modules into a directory of their own",
+            "the blueprint's directory {} holds more than the {} MB an image takes of it: move the blueprint and its Python modules into a directory of their own",
             source_directory.display(),
-            modules_bytes as f64 / 1e6,
             MAX_BLUEPRINT_DIRECTORY >> 20
         )));
     }
+    python.add_tree(source_directory, runnel_image::APP_DIRECTORY, &not_a_module)?;
     copied.push(source_directory.to_owned());
     let bytecode_bytes = python.add_bytecode(&host_interpreter, &interpreter, output.as_path())?;
 
@@ -556,4 +585,34 @@ fn read_error(path: &Path, source: std::io::Error) -> AppError {
 
 fn problem(message: String) -> AppError {
     AppError::PythonImage(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_blueprint_directory_is_measured_without_what_the_image_leaves_out() {
+        let directory = tempfile::tempdir().unwrap();
+        let write = |path: &str, bytes: usize| {
+            let path = directory.path().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, vec![b'#'; bytes]).unwrap();
+        };
+        write("scoring.py", 100);
+        write("model/gbt.joblib", 1_000);
+        write(".git/objects/pack", 50_000);
+        write("__pycache__/scoring.cpython-311.pyc", 70_000);
+        write("venv/pyvenv.cfg", 10);
+        write("venv/lib/big.so", 90_000);
+        let skip = |path: &Path, is_directory: bool| {
+            file_name(path).starts_with('.') || (is_directory && path.join("pyvenv.cfg").exists())
+        };
+        assert_eq!(tree_bytes(directory.path(), &skip, u64::MAX), 1_100);
+        write("data/large.bin", 10_000);
+        write("data/larger.bin", 20_000);
+        // Counting stops soon after the limit is passed.
+        let counted = tree_bytes(directory.path(), &skip, 1_500);
+        assert!(counted > 1_500 && counted < 31_100, "{counted}");
+    }
 }
