@@ -106,6 +106,13 @@ pub struct SqlQuery {
     /// The guarantee it runs with (`delivery`; at-least-once unless set).
     #[serde(skip_serializing_if = "crate::descriptor::Delivery::is_default")]
     pub delivery: crate::descriptor::Delivery,
+    /// How long its group windows are kept past their end for late rows
+    /// (`allowed-lateness`); `None` when they close as the watermark passes it.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::units::serialize_optional_duration"
+    )]
+    pub allowed_lateness: Option<std::time::Duration>,
 }
 
 /// A topic and the ports bound to it.

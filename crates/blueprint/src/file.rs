@@ -97,6 +97,8 @@ pub(crate) struct SqlEntry {
     pub(crate) record_name: Option<Located<String>>,
     /// `delivery`: the guarantee the streamlet runs with.
     pub(crate) delivery: Option<Located<crate::descriptor::Delivery>>,
+    /// `allowed-lateness`: how long its group windows are kept past their end.
+    pub(crate) allowed_lateness: Option<Located<std::time::Duration>>,
 }
 
 /// A `[topics.<id>]` table.

@@ -181,7 +181,7 @@ fn parse_streamlets(
 }
 
 /// The keys of a SQL streamlet's table.
-const SQL_STREAMLET_KEYS: &[&str] = &["sql", "record-name", "delivery"];
+const SQL_STREAMLET_KEYS: &[&str] = &["sql", "record-name", "delivery", "allowed-lateness"];
 
 /// The guarantees a SQL or Python streamlet can ask for, as `delivery` spells them.
 const DELIVERIES: &[(&str, crate::descriptor::Delivery)] = &[
@@ -212,6 +212,7 @@ fn parse_sql_streamlet(
     let mut query = None;
     let mut record_name = None;
     let mut delivery = None;
+    let mut allowed_lateness = None;
     for (key, value) in in_file_order(declaration) {
         if is_recovery_artefact(value) {
             continue;
@@ -220,6 +221,9 @@ fn parse_sql_streamlet(
         let what = format!("'{key_name}' of streamlet '{instance}'");
         match key_name {
             "sql" => query = expect_string(value, &what, facts().key("sql"), report),
+            "allowed-lateness" => {
+                allowed_lateness = parse_lateness(instance, value, report).or(allowed_lateness);
+            }
             "record-name" => {
                 record_name = expect_string(value, &what, facts().key("record-name"), report);
             }
@@ -243,6 +247,7 @@ fn parse_sql_streamlet(
             query,
             record_name,
             delivery,
+            allowed_lateness,
         }),
         python: None,
     })
@@ -372,6 +377,31 @@ fn parse_delivery(
         facts().expected(&expected).found(&text.value),
     );
     None
+}
+
+/// `allowed-lateness` of a SQL streamlet: a duration, as `"10 minutes"`.
+fn parse_lateness(
+    instance: &str,
+    value: &Spanned<DeValue<'_>>,
+    report: &mut Report<'_>,
+) -> Option<Located<std::time::Duration>> {
+    let what = format!("'allowed-lateness' of streamlet '{instance}'");
+    let facts = || Facts::new().streamlet(instance).key("allowed-lateness");
+    let text = expect_string(value, &what, facts(), report)?;
+    match crate::units::parse_duration(&text.value) {
+        Ok(lateness) => Some(Located::new(lateness, text.span)),
+        Err(reason) => {
+            report.at(
+                Code::BlueprintFormatError,
+                text.span,
+                format!("{what}: {reason}"),
+                facts()
+                    .expected("a duration, as \"10 minutes\"")
+                    .found(&text.value),
+            );
+            None
+        }
+    }
 }
 
 fn parse_topic(
@@ -805,7 +835,7 @@ mod tests {
     fn reads_sql_streamlets_and_names_what_is_wrong_with_them() {
         let (file, diagnostics) = parse(
             "name = \"app\"\n[streamlets.q]\nsql = \"SELECT a FROM t\"\nrecord-name = \"R\"\n\
-             delivery = \"exactly-once\"\n",
+             delivery = \"exactly-once\"\nallowed-lateness = \"10 minutes\"\n",
         );
         assert!(diagnostics.is_empty(), "{diagnostics:?}");
         let entry = &file.streamlets.unwrap().entries[0];
@@ -817,16 +847,21 @@ mod tests {
             sql.delivery.as_ref().unwrap().value,
             crate::descriptor::Delivery::ExactlyOnce
         );
+        assert_eq!(
+            sql.allowed_lateness.as_ref().unwrap().value,
+            std::time::Duration::from_secs(600)
+        );
 
         let (_, diagnostics) = parse(
-            "name = \"app\"\n[streamlets.q]\nsql = \"SELECT a FROM t\"\ndelivery = \"twice\"\nrecordname = \"R\"\n",
+            "name = \"app\"\n[streamlets.q]\nsql = \"SELECT a FROM t\"\ndelivery = \"twice\"\nrecordname = \"R\"\nallowed-lateness = \"ten\"\n",
         );
         let messages: Vec<&str> = diagnostics.iter().map(|d| d.message.as_str()).collect();
         assert_eq!(
             messages,
             [
                 "'delivery' of streamlet 'q' is 'twice', which is not a guarantee; expected one of at-least-once, exactly-once, at-most-once",
-                "unknown key 'recordname' in streamlet 'q' (a SQL streamlet has sql, record-name and delivery); did you mean 'record-name'?",
+                "unknown key 'recordname' in streamlet 'q' (a SQL streamlet has sql, record-name, delivery and allowed-lateness); did you mean 'record-name'?",
+                "'allowed-lateness' of streamlet 'q': 'ten' is not a duration (write it like 250ms, 5s or 1m 30s)",
             ]
         );
     }

@@ -360,6 +360,18 @@ pub(crate) fn format_duration(duration: Duration) -> String {
         )
 }
 
+/// Serializes an optional duration as [`format_duration`] writes it, for fields skipped when
+/// `None`.
+pub(crate) fn serialize_optional_duration<S: serde::Serializer>(
+    duration: &Option<Duration>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match duration {
+        Some(duration) => serializer.serialize_str(&format_duration(*duration)),
+        None => serializer.serialize_none(),
+    }
+}
+
 /// A size in the form [`parse_memory_size`] reads back exactly: the largest binary unit that
 /// divides it (`64MiB`), else the largest decimal one (`5MB`), else bytes.
 pub(crate) fn format_memory_size(bytes: u64) -> String {

@@ -204,44 +204,47 @@ fn check(
 /// The checked blueprint, built once the rules found no error.
 fn build(cx: &Context<'_>) -> Blueprint {
     let file = cx.file;
-    let streamlets =
-        cx.instances
-            .iter()
-            .map(|instance| StreamletInstance {
-                name: instance.entry.name.value.clone(),
-                type_name: instance
-                    .streamlet
-                    .map_or(&instance.entry.type_ref.value, |streamlet| {
-                        &streamlet.type_name
-                    })
-                    .clone(),
-                sql: instance
-                    .entry
-                    .sql
-                    .as_ref()
-                    .map(|sql| crate::blueprint::SqlQuery {
-                        query: sql.query.value.clone(),
-                        record_name: sql.record_name.as_ref().map(|name| name.value.clone()),
-                        delivery: sql
-                            .delivery
-                            .as_ref()
-                            .map_or_else(Default::default, |delivery| delivery.value),
-                    }),
-                python: instance.entry.python.as_ref().map(|python| {
-                    crate::blueprint::PythonSource {
-                        reference: python.reference.value.clone(),
-                        interpreter: python
-                            .interpreter
-                            .as_ref()
-                            .map(|interpreter| interpreter.value.clone()),
-                        delivery: python
-                            .delivery
-                            .as_ref()
-                            .map_or_else(Default::default, |delivery| delivery.value),
-                    }
+    let streamlets = cx
+        .instances
+        .iter()
+        .map(|instance| StreamletInstance {
+            name: instance.entry.name.value.clone(),
+            type_name: instance
+                .streamlet
+                .map_or(&instance.entry.type_ref.value, |streamlet| {
+                    &streamlet.type_name
+                })
+                .clone(),
+            sql: instance
+                .entry
+                .sql
+                .as_ref()
+                .map(|sql| crate::blueprint::SqlQuery {
+                    query: sql.query.value.clone(),
+                    record_name: sql.record_name.as_ref().map(|name| name.value.clone()),
+                    delivery: sql
+                        .delivery
+                        .as_ref()
+                        .map_or_else(Default::default, |delivery| delivery.value),
+                    allowed_lateness: sql.allowed_lateness.as_ref().map(|lateness| lateness.value),
                 }),
-            })
-            .collect();
+            python: instance
+                .entry
+                .python
+                .as_ref()
+                .map(|python| crate::blueprint::PythonSource {
+                    reference: python.reference.value.clone(),
+                    interpreter: python
+                        .interpreter
+                        .as_ref()
+                        .map(|interpreter| interpreter.value.clone()),
+                    delivery: python
+                        .delivery
+                        .as_ref()
+                        .map_or_else(Default::default, |delivery| delivery.value),
+                }),
+        })
+        .collect();
     let paths = |written: &[crate::file::Located<String>]| {
         written
             .iter()

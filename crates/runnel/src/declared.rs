@@ -305,8 +305,14 @@ fn plan_sql(
         .record_name
         .clone()
         .unwrap_or_else(|| runnel_sql::record_name(&instance.name));
-    let query = runnel_sql::Query::plan_with(&sql.query, &tables, &record_name, functions)
-        .map_err(problem)?;
+    let query = runnel_sql::Query::plan_with_lateness(
+        &sql.query,
+        &tables,
+        &record_name,
+        functions,
+        sql.allowed_lateness.unwrap_or_default(),
+    )
+    .map_err(problem)?;
     let output = query.output_schema().clone();
     let query = Arc::new(query);
     let type_name = runnel_blueprint::sql_type_name(&instance.name);

@@ -1,21 +1,26 @@
 //! The `EMIT` clause: when a query's group windows send results before the watermark
-//! passes their end, written after the query as Blink and Calcite's streaming SQL write it:
+//! passes their end, and after it, written after the query as Blink and Calcite's streaming
+//! SQL write it:
 //!
 //! ```sql
 //! SELECT page, COUNT(*) AS views FROM clicks GROUP BY page, TUMBLE(at, INTERVAL '1' HOUR)
-//! EMIT WITH DELAY '1' MINUTE BEFORE WATERMARK
+//! EMIT WITH DELAY '1' MINUTE BEFORE WATERMARK, WITHOUT DELAY AFTER WATERMARK
 //! ```
 //!
 //! | clause | trigger |
 //! |---|---|
 //! | `WITH DELAY '1' MINUTE BEFORE WATERMARK` | an early result a minute (of processing time) after a window's first row since its last result |
 //! | `WITHOUT DELAY BEFORE WATERMARK` | an early result after every row |
+//! | `WITH DELAY '1' MINUTE AFTER WATERMARK` | a late result a minute after a window's first late row since its last result |
+//! | `WITHOUT DELAY AFTER WATERMARK` | a late result after every late row |
 //!
 //! and the on-time result when the watermark passes the window's end, as without the
-//! clause. Each result after a window's first replaces the one before: the query's results
-//! update ([`RowKind`](crate::RowKind)), the earlier result taken back (`-U`) before the
-//! new one (`+U`). Firings after the watermark (`AFTER WATERMARK`) would need the windows
-//! kept past their end, which SQL streamlets do not do yet; they are refused by name.
+//! clause. Late results need the windows kept past their end: the streamlet's
+//! `allowed-lateness` says how long (Blink's `table.exec.emit.allow-lateness`). Kept
+//! windows without an `AFTER WATERMARK` strategy send a late result after every late row. Each result
+//! after a window's first replaces the one before: the query's results update
+//! ([`RowKind`](crate::RowKind)), the earlier result taken back (`-U`) before the new one
+//! (`+U`).
 //!
 //! sqlparser does not know the clause, so it is cut off the query's text before parsing.
 
@@ -29,25 +34,47 @@ use runnel_streamlet::window::{Accumulation, Trigger, WindowSpec};
 use crate::group_window::interval_millis;
 use crate::{Error, Position};
 
-/// When a query's group windows send early results.
+/// When a query's group windows send results besides the on-time one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Emit {
     /// Early results this long (of processing time) after a window's first row since its
-    /// last result; zero for one after every row.
-    pub(crate) early: Duration,
+    /// last result; zero for one after every row; `None` for none.
+    pub(crate) early: Option<Duration>,
+    /// Late results, as early ones are timed, for rows after the on-time result.
+    pub(crate) late: Option<Duration>,
     /// Where the clause is, for errors about it.
     pub(crate) position: Position,
 }
 
 impl Emit {
-    /// `spec` with these early firings, each later result replacing the one before.
-    pub(crate) fn apply(&self, spec: WindowSpec) -> WindowSpec {
-        let early = if self.early.is_zero() {
-            Trigger::element_count(1)
-        } else {
-            Trigger::after_processing_time(self.early)
+    /// `spec` with these firings, its windows kept `allowed_lateness` past their end, each
+    /// later result replacing the one before.
+    pub(crate) fn apply(
+        emit: Option<&Emit>,
+        spec: WindowSpec,
+        allowed_lateness: Duration,
+    ) -> WindowSpec {
+        let firing = |delay: Duration| {
+            if delay.is_zero() {
+                Trigger::element_count(1)
+            } else {
+                Trigger::after_processing_time(delay)
+            }
         };
-        spec.trigger(Trigger::watermark().early(early))
+        let mut trigger = Trigger::watermark();
+        if let Some(early) = emit.and_then(|emit| emit.early) {
+            trigger = trigger.early(firing(early));
+        }
+        // Kept windows update after each late row unless the clause says otherwise, as
+        // Beam's default trigger does.
+        let late = emit
+            .and_then(|emit| emit.late)
+            .or((!allowed_lateness.is_zero()).then_some(Duration::ZERO));
+        if let Some(late) = late {
+            trigger = trigger.late(firing(late));
+        }
+        spec.trigger(trigger)
+            .allowed_lateness(allowed_lateness)
             .accumulation(Accumulation::AccumulatingAndRetracting)
     }
 }
@@ -119,15 +146,19 @@ pub(crate) fn split_emit(sql: &str) -> Result<(&str, Option<Emit>), Error> {
 
 /// The strategies after `EMIT`, separated by commas.
 fn parse_clause(tokens: &[&TokenWithSpan], at: Position) -> Result<Emit, Error> {
-    let mut early = None;
+    let mut emit = Emit {
+        early: None,
+        late: None,
+        position: at,
+    };
     let strategies: Vec<&[&TokenWithSpan]> = tokens
         .split(|token| matches!(token.token, Token::Comma | Token::SemiColon))
         .filter(|strategy| !strategy.is_empty())
         .collect();
     if strategies.is_empty() {
         return Err(clause_error(
-            "EMIT without a strategy: write EMIT WITH DELAY '1' MINUTE BEFORE WATERMARK or EMIT \
-             WITHOUT DELAY BEFORE WATERMARK",
+            "EMIT without a strategy: write EMIT WITH DELAY '1' MINUTE BEFORE WATERMARK, EMIT \
+             WITHOUT DELAY AFTER WATERMARK, or both separated by a comma",
             at,
         ));
     }
@@ -148,31 +179,19 @@ fn parse_clause(tokens: &[&TokenWithSpan], at: Position) -> Result<Emit, Error> 
             }
             _ => return Err(clause_error(unknown_strategy(&words), start)),
         };
-        match (when[0].as_str(), when[1].as_str()) {
-            ("BEFORE", "WATERMARK") => {
-                if early.replace(delay).is_some() {
-                    return Err(clause_error(
-                        "EMIT names two strategies before the watermark: keep one",
-                        start,
-                    ));
-                }
-            }
-            ("AFTER", "WATERMARK") => {
-                return Err(Error::Unsupported {
-                    message: "EMIT ... AFTER WATERMARK: results after the watermark need the \
-                              windows kept past their end, which SQL streamlets do not do yet \
-                              (late rows are dropped and counted)"
-                        .to_owned(),
-                    position: Some(start),
-                });
-            }
+        let (slot, which) = match (when[0].as_str(), when[1].as_str()) {
+            ("BEFORE", "WATERMARK") => (&mut emit.early, "before"),
+            ("AFTER", "WATERMARK") => (&mut emit.late, "after"),
             _ => return Err(clause_error(unknown_strategy(&words), start)),
+        };
+        if slot.replace(delay).is_some() {
+            return Err(clause_error(
+                format!("EMIT names two strategies {which} the watermark: keep one"),
+                start,
+            ));
         }
     }
-    Ok(Emit {
-        early: early.expect("a strategy before the watermark, or an error above"),
-        position: at,
-    })
+    Ok(emit)
 }
 
 /// The delay written after `WITH DELAY`: `'1' MINUTE` (as Blink writes it) or `INTERVAL
@@ -202,8 +221,8 @@ fn delay(words: &[String], at: Position) -> Result<Duration, Error> {
 
 fn unknown_strategy(words: &[String]) -> String {
     format!(
-        "EMIT {}: expected WITH DELAY '<n>' <unit> BEFORE WATERMARK or WITHOUT DELAY BEFORE \
-         WATERMARK",
+        "EMIT {}: expected WITH DELAY '<n>' <unit> or WITHOUT DELAY, then BEFORE WATERMARK \
+         or AFTER WATERMARK",
         words.join(" ")
     )
 }
@@ -236,15 +255,32 @@ mod tests {
             "SELECT 'EMIT' AS emit_word, COUNT(*) AS n FROM t\nGROUP BY TUMBLE(at, INTERVAL '1' HOUR)\n  "
         );
         let emit = emit.unwrap();
-        assert_eq!(emit.early, Duration::from_secs(60));
+        assert_eq!(emit.early, Some(Duration::from_secs(60)));
+        assert_eq!(emit.late, None);
         assert_eq!(emit.position.to_string(), "3:3");
 
         let (_, emit) = split_emit("SELECT a FROM t EMIT WITHOUT DELAY BEFORE WATERMARK").unwrap();
-        assert_eq!(emit.unwrap().early, Duration::ZERO);
+        assert_eq!(emit.unwrap().early, Some(Duration::ZERO));
+        let (_, emit) = split_emit(
+            "SELECT a FROM t EMIT WITH DELAY '1' MINUTE BEFORE WATERMARK, WITHOUT DELAY AFTER WATERMARK",
+        )
+        .unwrap();
+        let emit = emit.unwrap();
+        assert_eq!(
+            (emit.early, emit.late),
+            (Some(Duration::from_secs(60)), Some(Duration::ZERO))
+        );
+        let (_, emit) =
+            split_emit("SELECT a FROM t EMIT WITH DELAY '10' SECOND AFTER WATERMARK").unwrap();
+        let emit = emit.unwrap();
+        assert_eq!(
+            (emit.early, emit.late),
+            (None, Some(Duration::from_secs(10)))
+        );
         let (_, emit) =
             split_emit("SELECT a FROM t EMIT WITH DELAY INTERVAL '30' SECOND BEFORE WATERMARK")
                 .unwrap();
-        assert_eq!(emit.unwrap().early, Duration::from_secs(30));
+        assert_eq!(emit.unwrap().early, Some(Duration::from_secs(30)));
         for column in [
             "SELECT emit FROM t",
             "SELECT a, emit FROM t",
@@ -258,8 +294,13 @@ mod tests {
     fn clauses_that_do_not_run_are_named_where_they_are() {
         for (sql, message, position) in [
             (
-                "SELECT a FROM t EMIT WITHOUT DELAY AFTER WATERMARK",
-                "EMIT ... AFTER WATERMARK",
+                "SELECT a FROM t EMIT WITHOUT DELAY AFTER WATERMARK, WITH DELAY '1' SECOND AFTER WATERMARK",
+                "EMIT names two strategies after the watermark: keep one",
+                "1:53",
+            ),
+            (
+                "SELECT a FROM t EMIT WITHOUT DELAY AT WATERMARK",
+                "EMIT WITHOUT DELAY AT WATERMARK: expected WITH DELAY",
                 "1:22",
             ),
             (

@@ -43,9 +43,9 @@ pub(crate) struct GroupWindow {
     pub(crate) time_column: String,
     /// Where the window function is in the query.
     pub(crate) position: Option<Position>,
-    /// Whether it sends early results (`EMIT ... BEFORE WATERMARK`), each replacing the
-    /// one before.
-    pub(crate) early: bool,
+    /// Whether it sends results besides the on-time one (`EMIT`, `allowed-lateness`), each
+    /// replacing the one before.
+    pub(crate) updating: bool,
 }
 
 /// The three kinds of group window, by the name of their function.
@@ -582,7 +582,7 @@ fn group_window(
         spec,
         time_column,
         position,
-        early: false,
+        updating: false,
     })
 }
 

@@ -77,8 +77,9 @@ enum Windowing {
 pub(crate) struct Grouping {
     spec: WindowSpec,
     windowing: Windowing,
-    /// Whether its windows send early results, each replacing the one before.
-    early: bool,
+    /// Whether its windows send results besides the on-time one (early or late), each
+    /// replacing the one before.
+    updating: bool,
     /// `None` without a window.
     time: Option<Arc<dyn PhysicalExpr>>,
     keys: Vec<Arc<dyn PhysicalExpr>>,
@@ -153,13 +154,13 @@ impl Grouping {
             sources,
             Accumulators::new(functions, udafs),
         )?;
-        grouping.early = window.early;
+        grouping.updating = window.updating;
         Ok(grouping)
     }
 
-    /// Whether its results update: its windows send early results (`EMIT`).
+    /// Whether its results update: its windows send early or late results.
     pub(crate) fn is_updating(&self) -> bool {
-        self.early
+        self.updating
     }
 
     /// The grouping `node` computes without a window; `retracting` when its input rows
@@ -304,7 +305,7 @@ impl Grouping {
         Ok(Grouping {
             spec,
             windowing,
-            early: false,
+            updating: false,
             time,
             keys: physical(&keys, input)?,
             arguments: physical(&arguments, input)?,

@@ -1,6 +1,7 @@
 //! [`Query`]: a SQL query over [`Table`]s, planned once, then run on batch after batch.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use datafusion_common::DFSchemaRef;
 use datafusion_common::arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, UInt32Array};
@@ -23,6 +24,7 @@ use datafusion_sql::sqlparser::parser::Parser;
 use datafusion_common::arrow::array::Int64Array;
 
 use crate::decode::BatchDecoder;
+use crate::emit::Emit;
 use crate::encode::Output;
 use crate::functions::{Catalog, Functions};
 use crate::group_window::{WINDOW_END, WINDOW_START, rewrite_group_windows};
@@ -128,6 +130,39 @@ impl Query {
         record_name: &str,
         functions: &Functions,
     ) -> Result<Query, Error> {
+        Query::plan_with_lateness(sql, tables, record_name, functions, Duration::ZERO)
+    }
+
+    /// [`plan_with`](Query::plan_with), the query's group windows kept `allowed_lateness`
+    /// (in event time) past their end, so that rows that come after their on-time result
+    /// update it: at once, or as the query's `EMIT ... AFTER WATERMARK` says. Zero closes
+    /// them as the watermark passes their end, and late rows are dropped and counted.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use runnel_sql::{Functions, Query, Table};
+    /// let clicks = Table::from_avro("clicks", &serde_json::json!({"type": "record", "name": "Click",
+    ///     "fields": [{"name": "page", "type": "string"}, {"name": "at", "type": "long"}]})).unwrap();
+    /// let sql = "SELECT page, COUNT(*) AS views FROM clicks GROUP BY page, TUMBLE(at, INTERVAL '1' MINUTE) \
+    ///            EMIT WITHOUT DELAY AFTER WATERMARK";
+    /// let hour = Duration::from_secs(3600);
+    /// let query = Query::plan_with_lateness(sql, &[clicks.clone()], "Views", &Functions::standard(), hour).unwrap();
+    /// assert!(query.is_updating());
+    /// let refused = Query::plan(sql, &[clicks], "Views").unwrap_err();
+    /// assert!(refused.to_string().contains("allowed-lateness"));
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// See [`Query`]; also a query with `EMIT ... AFTER WATERMARK` and no lateness, or with
+    /// lateness and no group window.
+    pub fn plan_with_lateness(
+        sql: &str,
+        tables: &[Table],
+        record_name: &str,
+        functions: &Functions,
+        allowed_lateness: Duration,
+    ) -> Result<Query, Error> {
         let (sql, emit) = crate::emit::split_emit(sql)?;
         let unwrapped = crate::group_window::unwrap_table_arguments(sql);
         let mut statements = Parser::new(&GenericDialect {})
@@ -145,7 +180,7 @@ impl Query {
         };
         crate::dialect::rewrite_flink_spellings(&mut statement);
         let mut windows = rewrite_group_windows(&mut statement)?;
-        if let Some(emit) = emit {
+        if let Some(emit) = &emit {
             if windows.is_empty() {
                 return Err(Error::Plan {
                     message: "EMIT says when group windows send results, and the query groups \
@@ -154,9 +189,30 @@ impl Query {
                     position: Some(emit.position),
                 });
             }
+            if emit.late.is_some() && allowed_lateness.is_zero() {
+                return Err(Error::Plan {
+                    message: "EMIT ... AFTER WATERMARK sends results for rows that come after a \
+                              window's end, and its windows are not kept past it: say how long \
+                              in the streamlet's declaration, as allowed-lateness = \"10 minutes\""
+                        .to_owned(),
+                    position: Some(emit.position),
+                });
+            }
+        }
+        if !allowed_lateness.is_zero() && windows.is_empty() {
+            return Err(Error::unsupported(
+                "allowed-lateness keeps group windows past their end, and the query groups by \
+                 none (TUMBLE, HOP or SESSION)",
+            ));
+        }
+        if emit.is_some() || !allowed_lateness.is_zero() {
             for window in &mut windows {
-                window.spec = emit.apply(window.spec);
-                window.early = true;
+                window.spec = Emit::apply(emit.as_ref(), window.spec, allowed_lateness);
+                window.spec.check().map_err(|error| Error::Plan {
+                    message: format!("the windows' firings: {error}"),
+                    position: window.position,
+                })?;
+                window.updating = true;
             }
         }
         let windowed = !windows.is_empty();

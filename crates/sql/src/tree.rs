@@ -144,8 +144,9 @@ pub(crate) fn plan_tree(
                     });
                 if by_window_end && input.is_updating() {
                     return Err(Error::unsupported(
-                        "grouping the results of windows with early results (EMIT) by their \
-                         bounds: SQL streamlets group such results only without EMIT",
+                        "grouping the results of windows with early or late results (EMIT, \
+                         allowed-lateness) by their bounds: SQL streamlets group such results \
+                         only when each window gives one",
                     ));
                 }
                 if by_window_end {
@@ -178,7 +179,8 @@ pub(crate) fn plan_tree(
                 if left.is_updating() || right.is_updating() {
                     return Err(Error::unsupported(
                         "a join of the results of an aggregate without a window, or of a \
-                         window with EMIT: SQL streamlets do not join rows that update yet",
+                         window with EMIT or allowed-lateness: SQL streamlets do not join rows \
+                         that update yet",
                     ));
                 }
                 break Node::Join {

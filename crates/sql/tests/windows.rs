@@ -371,6 +371,90 @@ async fn emit_before_the_watermark_sends_early_results_that_the_final_ones_repla
     Ok(())
 }
 
+/// The results of `sql` over [`bids`] (ten a second of processing time) and then two late
+/// bids of bidder 0, planned with `allowed_lateness`: the table its changes fold into, how
+/// many of each kind came, and how many rows were too late.
+async fn with_late_bids(
+    sql: &str,
+    allowed_lateness: Duration,
+) -> anyhow::Result<(BTreeMap<(i64, i64), i64>, BTreeMap<String, usize>, u64)> {
+    use runnel_sql::{Functions, RowKind};
+
+    let query = Query::plan_with_lateness(
+        sql,
+        &[bids_table()],
+        "BidderCount",
+        &Functions::standard(),
+        allowed_lateness,
+    )?;
+    assert!(query.is_updating());
+    let mut run = TestRun::new(SqlStreamlet::new(Arc::new(query)));
+    for (second, chunk) in bids().chunks(10).enumerate() {
+        run = run.at(second as i64 * 1_000).input(BIDS, chunk.to_vec());
+    }
+    // The watermark is at 204.3 s: the window [190 s, 200 s) has given its result, and
+    // [0 s, 10 s) ended more than 100 s ago.
+    let late = |date_time| Bid {
+        auction: 1,
+        bidder: 0,
+        price: 5,
+        channel: "web".into(),
+        date_time,
+    };
+    let run = run
+        .at(40_000)
+        .input(BIDS, [late(195_000), late(5_000)])
+        .run()
+        .await?;
+    let out: Outlet<BidderCount> = Outlet::new("out");
+    let mut table: BTreeMap<(i64, i64), i64> = BTreeMap::new();
+    let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
+    for received in run.records(out) {
+        let kind = RowKind::parse(received.headers.get_str(RowKind::HEADER).unwrap()).unwrap();
+        *kinds.entry(kind.as_str().to_owned()).or_default() += 1;
+        let row = received.value;
+        let key = (row.bidder, row.starts);
+        if kind.is_retraction() {
+            assert_eq!(table.remove(&key), Some(row.bids), "{kind:?} {key:?}");
+        } else {
+            assert_eq!(table.insert(key, row.bids), None, "{kind:?} {key:?}");
+        }
+    }
+    Ok((table, kinds, run.metrics().late()))
+}
+
+#[tokio::test]
+async fn rows_within_the_allowed_lateness_update_their_windows_result() -> anyhow::Result<()> {
+    let sql = "SELECT bidder, COUNT(*) AS bids, \
+                      TUMBLE_START(date_time, INTERVAL '10' SECOND) AS starts \
+               FROM bids GROUP BY bidder, TUMBLE(date_time, INTERVAL '10' SECOND)";
+    let mut expected: BTreeMap<(i64, i64), i64> = BTreeMap::new();
+    for bid in bids() {
+        *expected
+            .entry((bid.bidder, bid.date_time / 10_000 * 10_000))
+            .or_default() += 1;
+    }
+    // The bid at 195 s counts; the one at 5 s is past the lateness and dropped.
+    *expected.get_mut(&(0, 190_000)).unwrap() += 1;
+    let windows = expected.len();
+    let lateness = Duration::from_secs(100);
+    for sql in [
+        // A late result after each late row.
+        format!("{sql} EMIT WITHOUT DELAY AFTER WATERMARK"),
+        // A late result a second after the first late row (of processing time).
+        format!("{sql} EMIT WITH DELAY '1' SECOND AFTER WATERMARK"),
+        // Without EMIT, as WITHOUT DELAY.
+        sql.to_owned(),
+    ] {
+        let (table, kinds, late) = with_late_bids(&sql, lateness).await?;
+        assert_eq!(table, expected, "{sql}");
+        assert_eq!(kinds["+I"], windows, "{sql}: one first result per window");
+        assert_eq!((kinds["-U"], kinds["+U"]), (1, 1), "{sql}: {kinds:?}");
+        assert_eq!(late, 1, "{sql}: the bid at 5 s is counted as late");
+    }
+    Ok(())
+}
+
 #[tokio::test]
 async fn window_table_functions_group_as_the_group_window_functions_do() -> anyhow::Result<()> {
     let out: Outlet<BidderTotal> = Outlet::new("out");

@@ -31,7 +31,7 @@ fn the_json_schema_knows_every_key() {
     );
     assert_eq!(
         keys(&schema["properties"]["streamlets"]["additionalProperties"]["oneOf"][1]["properties"]),
-        ["delivery", "record-name", "sql"]
+        ["allowed-lateness", "delivery", "record-name", "sql"]
     );
     assert_eq!(
         keys(&schema["properties"]["streamlets"]["additionalProperties"]["oneOf"][2]["properties"]),

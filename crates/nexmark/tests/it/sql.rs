@@ -56,6 +56,46 @@ fn an_unknown_column_is_reported_at_its_place_with_the_closest_name() {
 }
 
 #[test]
+fn late_results_need_an_allowed_lateness_which_the_blueprint_gives() {
+    let directory = tempfile::tempdir().unwrap();
+    let grouping = "GROUP BY B.bidder, SESSION(B.date_time, INTERVAL '10' SECOND)\n";
+    let late = format!("{grouping}EMIT WITHOUT DELAY AFTER WATERMARK\n");
+    let blueprint = query_blueprint_with("q11-sql", directory.path(), grouping, &late);
+    let output = nexmark(&["verify", &blueprint]);
+    assert_eq!(output.status.code(), Some(1));
+    let report = stdout_of(&output) + &stderr_of(&output);
+    assert!(
+        report.contains("EMIT ... AFTER WATERMARK sends results for rows that come after a window's end, and its windows are not kept past it: say how long in the streamlet's declaration, as allowed-lateness = \"10 minutes\""),
+        "{report}"
+    );
+    // Line 18, where EMIT is written.
+    assert!(report.contains("blueprint.toml:18:1"), "{report}");
+
+    let kept = format!("{late}\"\"\"\nallowed-lateness = \"1 minute\"\n");
+    let blueprint = query_blueprint_with(
+        "q11-sql",
+        directory.path(),
+        &format!("{grouping}\"\"\"\n"),
+        &kept,
+    );
+    let output = nexmark(&["verify", &blueprint]);
+    assert!(output.status.success(), "{}", stderr_of(&output));
+
+    let blueprint = query_blueprint_with(
+        "q11-sql",
+        directory.path(),
+        "record-name",
+        "allowed-lateness = \"soon\"\nrecord-name",
+    );
+    let output = nexmark(&["verify", &blueprint]);
+    let report = stdout_of(&output) + &stderr_of(&output);
+    assert!(
+        report.contains("'allowed-lateness' of streamlet 'q11': 'soon' is not a duration"),
+        "{report}"
+    );
+}
+
+#[test]
 fn run_refuses_a_query_it_cannot_run_and_starts_nothing() {
     let directory = tempfile::tempdir().unwrap();
     let blueprint = blueprint_with(directory.path(), "FROM bids", "FROM bids\nORDER BY price");
