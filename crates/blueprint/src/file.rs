@@ -88,11 +88,23 @@ pub(crate) struct PythonEntry {
     pub(crate) delivery: Option<Located<crate::descriptor::Delivery>>,
 }
 
+/// `sql-file = "..."` in a SQL streamlet's declaration.
+#[derive(Clone, Debug)]
+pub(crate) struct SqlFileEntry {
+    /// The path, relative to the blueprint's directory, as written.
+    pub(crate) path: Located<String>,
+    /// The whole `sql-file = "..."`, key to value.
+    pub(crate) declaration: std::ops::Range<usize>,
+}
+
 /// The declaration of a SQL streamlet.
 #[derive(Clone, Debug)]
 pub(crate) struct SqlEntry {
-    /// The query, as the TOML string holds it.
+    /// The query, as the TOML string holds it; with `sql-file`, the file's text (located at
+    /// the path) once read.
     pub(crate) query: Located<String>,
+    /// `sql-file`: the file the query is in.
+    pub(crate) file: Option<SqlFileEntry>,
     /// `record-name`: the Avro name of the output records.
     pub(crate) record_name: Option<Located<String>>,
     /// `delivery`: the guarantee the streamlet runs with.

@@ -11,8 +11,8 @@ use crate::code::Code;
 use crate::connections;
 use crate::facts::Facts;
 use crate::file::{
-    BlueprintFile, Located, PythonEntry, SqlEntry, StreamletEntry, StreamletsSection, TopicFile,
-    in_file_order,
+    BlueprintFile, Located, PythonEntry, SqlEntry, SqlFileEntry, StreamletEntry, StreamletsSection,
+    TopicFile, in_file_order,
 };
 use crate::report::Report;
 use crate::suggest::closest;
@@ -151,7 +151,8 @@ fn parse_streamlets(
             continue;
         }
         if let DeValue::Table(declaration) = type_ref.get_ref() {
-            let parsed = if declaration.contains_key("python") && !declaration.contains_key("sql") {
+            let is_sql = declaration.contains_key("sql") || declaration.contains_key("sql-file");
+            let parsed = if declaration.contains_key("python") && !is_sql {
                 parse_python_streamlet(name, declaration, report)
             } else {
                 parse_sql_streamlet(name, declaration, report)
@@ -181,7 +182,13 @@ fn parse_streamlets(
 }
 
 /// The keys of a SQL streamlet's table.
-const SQL_STREAMLET_KEYS: &[&str] = &["sql", "record-name", "delivery", "allowed-lateness"];
+const SQL_STREAMLET_KEYS: &[&str] = &[
+    "sql",
+    "sql-file",
+    "record-name",
+    "delivery",
+    "allowed-lateness",
+];
 
 /// The guarantees a SQL or Python streamlet can ask for, as `delivery` spells them.
 const DELIVERIES: &[(&str, crate::descriptor::Delivery)] = &[
@@ -198,18 +205,19 @@ fn parse_sql_streamlet(
 ) -> Option<StreamletEntry> {
     let instance = name.get_ref().as_ref();
     let facts = || Facts::new().streamlet(instance);
-    if !declaration.contains_key("sql") {
+    if !declaration.contains_key("sql") && !declaration.contains_key("sql-file") {
         report.at(
             Code::BlueprintFormatError,
             name.span(),
             format!(
-                "streamlet '{instance}' is a table without 'sql' or 'python'; declare a streamlet as `{instance} = \"type\"`, a SQL streamlet with `sql = \"SELECT ...\"`, or a Python streamlet with `python = \"module:attribute\"`"
+                "streamlet '{instance}' is a table without 'sql' or 'python'; declare a streamlet as `{instance} = \"type\"`, a SQL streamlet with `sql = \"SELECT ...\"` (or `sql-file = \"query.sql\"`), or a Python streamlet with `python = \"module:attribute\"`"
             ),
             facts().key("sql"),
         );
         return None;
     }
-    let mut query = None;
+    let mut query: Option<Located<String>> = None;
+    let mut file: Option<SqlFileEntry> = None;
     let mut record_name = None;
     let mut delivery = None;
     let mut allowed_lateness = None;
@@ -221,6 +229,14 @@ fn parse_sql_streamlet(
         let what = format!("'{key_name}' of streamlet '{instance}'");
         match key_name {
             "sql" => query = expect_string(value, &what, facts().key("sql"), report),
+            "sql-file" => {
+                file = expect_string(value, &what, facts().key("sql-file"), report).map(|path| {
+                    SqlFileEntry {
+                        declaration: key.span().start..path.span.end,
+                        path,
+                    }
+                });
+            }
             "allowed-lateness" => {
                 allowed_lateness = parse_lateness(instance, value, report).or(allowed_lateness);
             }
@@ -238,13 +254,32 @@ fn parse_sql_streamlet(
             ),
         }
     }
-    // Not a string: reported already.
-    let query = query?;
+    let query = match (query, &file) {
+        (Some(query), Some(file)) => {
+            let span = query.span.start.max(file.declaration.start)
+                ..query.span.end.max(file.declaration.end);
+            report.at(
+                Code::BlueprintFormatError,
+                span,
+                format!(
+                    "streamlet '{instance}' has both 'sql' and 'sql-file': keep the query in one of them"
+                ),
+                facts().key("sql-file"),
+            );
+            return None;
+        }
+        (Some(query), None) => query,
+        // The file's text, once read, replaces this (`SqlFiles`).
+        (None, Some(file)) => Located::new(String::new(), file.path.span.clone()),
+        // Not a string: reported already.
+        (None, None) => return None,
+    };
     Some(StreamletEntry {
         name: located_key(name),
         type_ref: Located::new(crate::sql_type_name(instance), query.span.clone()),
         sql: Some(SqlEntry {
             query,
+            file,
             record_name,
             delivery,
             allowed_lateness,
@@ -860,9 +895,28 @@ mod tests {
             messages,
             [
                 "'delivery' of streamlet 'q' is 'twice', which is not a guarantee; expected one of at-least-once, exactly-once, at-most-once",
-                "unknown key 'recordname' in streamlet 'q' (a SQL streamlet has sql, record-name, delivery and allowed-lateness); did you mean 'record-name'?",
+                "unknown key 'recordname' in streamlet 'q' (a SQL streamlet has sql, sql-file, record-name, delivery and allowed-lateness); did you mean 'record-name'?",
                 "'allowed-lateness' of streamlet 'q': 'ten' is not a duration (write it like 250ms, 5s or 1m 30s)",
             ]
+        );
+    }
+
+    #[test]
+    fn a_query_is_in_sql_or_in_sql_file_not_both() {
+        let (file, diagnostics) = parse(
+            "name = \"app\"\n[streamlets.q]\nsql-file = \"queries/q.sql\"\nrecord-name = \"R\"\n",
+        );
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        let sql = file.streamlets.unwrap().entries[0].sql.clone().unwrap();
+        assert_eq!(sql.file.unwrap().path.value, "queries/q.sql");
+
+        let (_, diagnostics) = parse(
+            "name = \"app\"\n[streamlets.q]\nsql = \"SELECT a FROM t\"\nsql-file = \"q.sql\"\n",
+        );
+        let messages: Vec<&str> = diagnostics.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(
+            messages,
+            ["streamlet 'q' has both 'sql' and 'sql-file': keep the query in one of them"]
         );
     }
 

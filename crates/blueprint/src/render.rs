@@ -3,5 +3,5 @@
 mod human;
 mod json;
 
-pub use human::render_human;
+pub use human::{render_human, render_human_with_files};
 pub use json::render_json;

@@ -51,6 +51,18 @@ impl<'a> Report<'a> {
         self.push(code, location, message.into(), facts)
     }
 
+    /// Reports a problem at `location`, in another file than the blueprint (a query's
+    /// own file).
+    pub(crate) fn elsewhere(
+        &mut self,
+        code: Code,
+        location: Location,
+        message: impl Into<String>,
+        facts: Facts,
+    ) -> &mut Diagnostic {
+        self.push(code, Some(location), message.into(), facts)
+    }
+
     /// The blueprint's text.
     pub(crate) fn text(&self) -> &'a str {
         self.text
@@ -99,14 +111,20 @@ impl<'a> Report<'a> {
     /// exact repeats removed, so that the output is deterministic.
     pub(crate) fn finish(self) -> Vec<Diagnostic> {
         let mut diagnostics = self.diagnostics;
+        let blueprint = self.file;
+        // The blueprint's first, then other files' (queries' own) by name.
         diagnostics.sort_by(|a, b| {
-            let position = |d: &Diagnostic| {
-                d.location
-                    .as_ref()
-                    .map_or((usize::MAX, usize::MAX), |l| (l.span.start, l.span.end))
-            };
-            position(a)
-                .cmp(&position(b))
+            fn position<'d>(
+                d: &'d Diagnostic,
+                blueprint: &Path,
+            ) -> (bool, Option<&'d Path>, usize, usize) {
+                d.location.as_ref().map_or((true, None, 0, 0), |l| {
+                    let elsewhere = (l.file != blueprint).then_some(l.file.as_path());
+                    (false, elsewhere, l.span.start, l.span.end)
+                })
+            }
+            position(a, blueprint)
+                .cmp(&position(b, blueprint))
                 .then(a.code.cmp(&b.code))
                 .then_with(|| a.message.cmp(&b.message))
         });

@@ -45,6 +45,8 @@ pub(crate) struct Context<'a> {
     pub(crate) mentioned: HashSet<(usize, &'a str)>,
     /// What the app found wrong planning the blueprint's SQL streamlets.
     pub(crate) query_problems: &'a [crate::QueryProblem],
+    /// The query files the blueprint names, where problems in their queries are located.
+    pub(crate) sql_files: Option<&'a crate::SqlFiles>,
 }
 
 /// A declared streamlet instance and the type it resolved to.
@@ -94,6 +96,7 @@ impl<'a> Context<'a> {
             bindings: Vec::new(),
             mentioned: HashSet::new(),
             query_problems: &[],
+            sql_files: None,
         }
     }
 

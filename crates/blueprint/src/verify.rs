@@ -11,6 +11,7 @@ use crate::diagnostic::Diagnostic;
 use crate::parse::parse_file;
 use crate::report::Report;
 use crate::rules::{self, Context};
+use crate::sql::SqlFiles;
 
 /// The outcome of checking a blueprint: every problem found, and the checked blueprint when
 /// none of them is an error.
@@ -52,7 +53,9 @@ impl Verification {
 
 /// Checks a blueprint against the app descriptor and reports every problem at once.
 ///
-/// `file` names the blueprint in locations; `text` is its content (this crate does no I/O).
+/// `file` names the blueprint in locations; `text` is its content (verification reads
+/// nothing; [`SqlFiles::beside`](crate::SqlFiles::beside) reads the query files a blueprint
+/// names, for [`verify_with_queries`]).
 ///
 /// ```
 /// use std::path::Path;
@@ -69,7 +72,14 @@ impl Verification {
 /// assert!(verification.diagnostics[1].message.ends_with("did you mean 'gen.out', which is on no topic?"));
 /// ```
 pub fn verify(file: &Path, text: &str, descriptor: &AppDescriptor) -> Verification {
-    check(file, text, Some(descriptor), None, &[])
+    check(
+        file,
+        text,
+        Some(descriptor),
+        None,
+        &[],
+        &SqlFiles::default(),
+    )
 }
 
 /// The Avro schemas a backplane keeps for topics (by the topic's name on the log), oldest
@@ -117,7 +127,14 @@ pub fn verify_against(
     descriptor: &AppDescriptor,
     kept: &KeptSchemas,
 ) -> Verification {
-    check(file, text, Some(descriptor), Some(kept), &[])
+    check(
+        file,
+        text,
+        Some(descriptor),
+        Some(kept),
+        &[],
+        &SqlFiles::default(),
+    )
 }
 
 /// Checks what can be checked without the app descriptor: the file's format, names, port path
@@ -133,27 +150,52 @@ pub fn verify_against(
 /// assert_eq!(verification.blueprint.unwrap().streamlets[0].type_name, "generator");
 /// ```
 pub fn parse(file: &Path, text: &str) -> Verification {
-    check(file, text, None, None, &[])
+    check(file, text, None, None, &[], &SqlFiles::default())
+}
+
+/// [`parse`], with the query files the blueprint names (`sql-file`) read into `sql_files`:
+/// each becomes its streamlet's query. (Without them, [`parse`] reports each `sql-file` as
+/// not read.)
+///
+/// ```
+/// use std::path::Path;
+/// use runnel_blueprint::{SqlFiles, parse_with_files};
+/// let text = "name = \"demo\"\n[streamlets.hot]\nsql-file = \"hot.sql\"\n";
+/// let files = SqlFiles::read(Path::new("blueprint.toml"), text, |_| Ok("SELECT * FROM readings".into()));
+/// let blueprint = parse_with_files(Path::new("blueprint.toml"), text, &files).blueprint.unwrap();
+/// assert_eq!(blueprint.streamlets[0].sql.as_ref().unwrap().query, "SELECT * FROM readings");
+/// ```
+pub fn parse_with_files(file: &Path, text: &str, sql_files: &SqlFiles) -> Verification {
+    check(file, text, None, None, &[], sql_files)
 }
 
 /// [`verify`] (or [`verify_against`], with `kept`), for an app that planned the blueprint's
 /// SQL streamlets: each instance is described in `descriptor` as
 /// [`sql_type_name`](crate::sql_type_name), or has its problems in `query_problems`, which
-/// are reported as `InvalidSqlQuery` at their place in the query.
+/// are reported as `InvalidSqlQuery` at their place in the query: in the blueprint, or in
+/// the query's own file, read into `sql_files`.
 ///
 /// ```
 /// use std::path::Path;
-/// use runnel_blueprint::{descriptor::AppDescriptor, verify_with_queries, Code, QueryProblem};
+/// use runnel_blueprint::{descriptor::AppDescriptor, verify_with_queries, Code, QueryProblem, SqlFiles};
 /// let text = "name = \"demo\"\n[streamlets.hot]\nsql = \"\"\"\nSELECT sensr\nFROM readings\n\"\"\"\n";
 /// let problem = QueryProblem {
 ///     instance: "hot".into(),
 ///     message: "no field named sensr".into(),
 ///     position: Some((1, 8)),
 /// };
-/// let verification = verify_with_queries(Path::new("blueprint.toml"), text, &AppDescriptor::default(), None, &[problem]);
+/// let none = SqlFiles::default();
+/// let verification = verify_with_queries(Path::new("blueprint.toml"), text, &AppDescriptor::default(), None, &[problem.clone()], &none);
 /// let error = verification.diagnostics.iter().find(|d| d.code == Code::InvalidSqlQuery).unwrap();
 /// assert_eq!(error.location.as_ref().unwrap().to_string(), "blueprint.toml:4:8");
 /// assert_eq!(error.message, "SQL streamlet 'hot': no field named sensr");
+///
+/// // The same query in a file of its own: the problem is located there.
+/// let text = "name = \"demo\"\n[streamlets.hot]\nsql-file = \"queries/hot.sql\"\n";
+/// let files = SqlFiles::read(Path::new("blueprint.toml"), text, |_| Ok("SELECT sensr\nFROM readings\n".into()));
+/// let verification = verify_with_queries(Path::new("blueprint.toml"), text, &AppDescriptor::default(), None, &[problem], &files);
+/// let error = verification.diagnostics.iter().find(|d| d.code == Code::InvalidSqlQuery).unwrap();
+/// assert_eq!(error.location.as_ref().unwrap().to_string(), "queries/hot.sql:1:8");
 /// ```
 pub fn verify_with_queries(
     file: &Path,
@@ -161,8 +203,16 @@ pub fn verify_with_queries(
     descriptor: &AppDescriptor,
     kept: Option<&KeptSchemas>,
     query_problems: &[crate::QueryProblem],
+    sql_files: &SqlFiles,
 ) -> Verification {
-    check(file, text, Some(descriptor), kept, query_problems)
+    check(
+        file,
+        text,
+        Some(descriptor),
+        kept,
+        query_problems,
+        sql_files,
+    )
 }
 
 fn check(
@@ -171,11 +221,14 @@ fn check(
     descriptor: Option<&AppDescriptor>,
     kept: Option<&KeptSchemas>,
     query_problems: &[crate::QueryProblem],
+    sql_files: &SqlFiles,
 ) -> Verification {
     let mut report = Report::new(file, text);
-    let parsed = parse_file(text, &mut report);
+    let mut parsed = parse_file(text, &mut report);
+    sql_files.fill(&mut parsed, &mut report);
     let mut cx = Context::new(&parsed, descriptor);
     cx.query_problems = query_problems;
+    cx.sql_files = Some(sql_files);
     rules::app::check(&cx, &mut report);
     rules::streamlets::check(&mut cx, &mut report);
     rules::port_names::check(&cx, &mut report);

@@ -2,7 +2,9 @@
 
 use std::io::Write;
 
-use runnel_blueprint::{Verification, graph, parse, render_human, verify};
+use runnel_blueprint::{
+    SqlFiles, Verification, graph, parse_with_files, render_human_with_files, verify_with_queries,
+};
 
 use crate::args::{GraphArgs, GraphFormat};
 use crate::{Outcome, read, read_descriptor};
@@ -20,15 +22,18 @@ pub(crate) fn run(
         .map(read_descriptor)
         .transpose()?;
     let text = read(&args.blueprint, "blueprint")?;
+    let files = SqlFiles::beside(&args.blueprint, &text);
     let Verification {
         diagnostics,
         blueprint,
     } = match &descriptor {
-        Some(descriptor) => verify(&args.blueprint, &text, descriptor),
-        None => parse(&args.blueprint, &text),
+        Some(descriptor) => {
+            verify_with_queries(&args.blueprint, &text, descriptor, None, &[], &files)
+        }
+        None => parse_with_files(&args.blueprint, &text, &files),
     };
     if !diagnostics.is_empty() {
-        err.write_all(render_human(&diagnostics, &text).as_bytes())?;
+        err.write_all(render_human_with_files(&diagnostics, &text, &files).as_bytes())?;
     }
     let Some(blueprint) = blueprint else {
         return Ok(Outcome::Failed);

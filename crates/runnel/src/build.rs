@@ -20,7 +20,12 @@ pub(crate) fn build(
     args: &BuildArgs,
 ) -> Result<(), AppError> {
     let blueprint = checked_blueprint(app, declared, &args.blueprint)?;
+    // A pod reads its blueprint from a ConfigMap, away from the query files it names.
     let text = read(&args.blueprint)?;
+    let text = runnel_blueprint::inline_sql_files(
+        &text,
+        &runnel_blueprint::SqlFiles::beside(&args.blueprint, &text),
+    );
     let descriptor = declared.registry.descriptor(app);
     let version = args
         .version

@@ -4,7 +4,9 @@ use crate::output::print_line;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-use runnel_blueprint::{Blueprint, render_human, render_json, verify_with_queries};
+use runnel_blueprint::{
+    Blueprint, SqlFiles, render_human_with_files, render_json, verify_with_queries,
+};
 use runnel_runtime::{Console, LocalConfig, Outcome, Registry, RunOptions, ViewMode};
 use tokio_util::sync::CancellationToken;
 
@@ -36,9 +38,11 @@ pub(crate) fn verify_command(
     args: &VerifyArgs,
 ) -> Result<(), AppError> {
     let text = read(&args.blueprint)?;
+    let files = SqlFiles::beside(&args.blueprint, &text);
     let descriptor = declared.registry.descriptor(app);
     let problems = &declared.problems;
-    let mut verification = verify_with_queries(&args.blueprint, &text, &descriptor, None, problems);
+    let mut verification =
+        verify_with_queries(&args.blueprint, &text, &descriptor, None, problems, &files);
     if let (Some(blueprint), true) = (
         &verification.blueprint,
         args.against.is_some() || args.kafka.is_some(),
@@ -53,8 +57,14 @@ pub(crate) fn verify_command(
         };
         let topics = blueprint.topics.iter().map(|topic| topic.name.as_str());
         let kept = crate::app::runtime().block_on(runnel_tools::kept_schemas(&source, topics))?;
-        verification =
-            verify_with_queries(&args.blueprint, &text, &descriptor, Some(&kept), problems);
+        verification = verify_with_queries(
+            &args.blueprint,
+            &text,
+            &descriptor,
+            Some(&kept),
+            problems,
+            &files,
+        );
     }
     match args.format {
         ReportFormat::Json => print_line!("{}", render_json(&verification.diagnostics)),
@@ -68,7 +78,11 @@ pub(crate) fn verify_command(
                 );
             }
         }
-        ReportFormat::Human => crate::output::text(&render_human(&verification.diagnostics, &text)),
+        ReportFormat::Human => crate::output::text(&render_human_with_files(
+            &verification.diagnostics,
+            &text,
+            &files,
+        )),
     }
     if verification.has_errors() || (args.deny_warnings && verification.has_warnings()) {
         return Err(AppError::VerificationFailed);
@@ -83,10 +97,15 @@ pub(crate) fn checked_blueprint(
     path: &Path,
 ) -> Result<Blueprint, AppError> {
     let text = read(path)?;
+    let files = SqlFiles::beside(path, &text);
     let descriptor = declared.registry.descriptor(app);
-    let verification = verify_with_queries(path, &text, &descriptor, None, &declared.problems);
+    let verification =
+        verify_with_queries(path, &text, &descriptor, None, &declared.problems, &files);
     if !verification.diagnostics.is_empty() {
-        eprint!("{}", render_human(&verification.diagnostics, &text));
+        eprint!(
+            "{}",
+            render_human_with_files(&verification.diagnostics, &text, &files)
+        );
     }
     verification
         .blueprint

@@ -56,7 +56,8 @@ pub(crate) fn declare(
         problems: Vec::new(),
     };
     // A blueprint that does not parse gets its problems from verification first.
-    let Some(blueprint) = runnel_blueprint::parse(path, text).blueprint else {
+    let files = runnel_blueprint::SqlFiles::beside(path, text);
+    let Some(blueprint) = runnel_blueprint::parse_with_files(path, text, &files).blueprint else {
         return declared;
     };
     // Python streamlets first: a SQL streamlet may read what one writes.

@@ -144,15 +144,18 @@ fn read_blueprint(path: &Path, descriptor: Option<&AppDescriptor>) -> Result<Opt
             });
         }
     };
+    let files = runnel_blueprint::SqlFiles::beside(path, &text);
     let verification = match descriptor {
-        Some(descriptor) => runnel_blueprint::verify(path, &text, descriptor),
-        None => runnel_blueprint::parse(path, &text),
+        Some(descriptor) => {
+            runnel_blueprint::verify_with_queries(path, &text, descriptor, None, &[], &files)
+        }
+        None => runnel_blueprint::parse_with_files(path, &text, &files),
     };
     match verification.blueprint {
         Some(blueprint) if !verification.has_errors() => Ok(Some(blueprint)),
         _ => Err(ToolError::Usage(format!(
             "the blueprint has errors:\n{}",
-            runnel_blueprint::render_human(&verification.diagnostics, &text)
+            runnel_blueprint::render_human_with_files(&verification.diagnostics, &text, &files)
         ))),
     }
 }

@@ -148,7 +148,16 @@ fn declared_streamlet<'a>(
 ) -> Option<&'a crate::descriptor::StreamletDescriptor> {
     let name = &entry.name.value;
     let (span, code, kind, key) = match declared {
-        Declared::Sql(sql) => (&sql.query.span, Code::InvalidSqlQuery, "SQL", "sql"),
+        Declared::Sql(sql) => (
+            &sql.query.span,
+            Code::InvalidSqlQuery,
+            "SQL",
+            if sql.file.is_some() {
+                "sql-file"
+            } else {
+                "sql"
+            },
+        ),
         Declared::Python(python) => (
             &python.reference.span,
             Code::InvalidPythonStreamlet,
@@ -157,6 +166,22 @@ fn declared_streamlet<'a>(
         ),
     };
     if let Some(problem) = cx.query_problems.iter().find(|p| p.instance == *name) {
+        let message = format!("{kind} streamlet '{name}': {}", problem.message);
+        let facts = Facts::new().streamlet(name).key(key);
+        // A place in a query of its own file is in that file.
+        if let (Declared::Sql(sql), Some((line, column))) = (declared, problem.position)
+            && let (Some(file), Some(files)) = (&sql.file, cx.sql_files)
+        {
+            let at = crate::sql::offset_of(&sql.query.value, line, column);
+            let location = crate::Location {
+                file: files.path_of(&file.path.value),
+                line: usize::try_from(line).unwrap_or(usize::MAX),
+                column: usize::try_from(column).unwrap_or(usize::MAX),
+                span: at..(at + 1).min(sql.query.value.len()).max(at),
+            };
+            report.elsewhere(code, location, message, facts);
+            return None;
+        }
         // A place in a query is one character; a Python streamlet's problem, its reference.
         let range = match declared {
             Declared::Sql(_) => {
@@ -167,12 +192,7 @@ fn declared_streamlet<'a>(
             }
             Declared::Python(_) => span.clone(),
         };
-        report.at(
-            code,
-            range,
-            format!("{kind} streamlet '{name}': {}", problem.message),
-            Facts::new().streamlet(name).key(key),
-        );
+        report.at(code, range, message, facts);
         return None;
     }
     let types = types?;

@@ -31,7 +31,13 @@ fn the_json_schema_knows_every_key() {
     );
     assert_eq!(
         keys(&schema["properties"]["streamlets"]["additionalProperties"]["oneOf"][1]["properties"]),
-        ["allowed-lateness", "delivery", "record-name", "sql"]
+        [
+            "allowed-lateness",
+            "delivery",
+            "record-name",
+            "sql",
+            "sql-file"
+        ]
     );
     assert_eq!(
         keys(&schema["properties"]["streamlets"]["additionalProperties"]["oneOf"][2]["properties"]),

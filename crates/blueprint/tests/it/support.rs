@@ -66,7 +66,14 @@ pub(crate) fn verify_fixture(path: &Path, text: &str) -> Verification {
                 position: problem["line"].as_u64().zip(problem["column"].as_u64()),
             })
             .collect();
-        return verify_with_queries(name, text, &descriptor, None, &problems);
+        return verify_with_queries(
+            name,
+            text,
+            &descriptor,
+            None,
+            &problems,
+            &runnel_blueprint::SqlFiles::default(),
+        );
     }
     let kept_path = path.with_extension("kept.json");
     if !kept_path.exists() {

@@ -55,6 +55,72 @@ fn an_unknown_column_is_reported_at_its_place_with_the_closest_name() {
     assert_eq!(problem["facts"]["streamlet"], "q1");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_query_in_its_own_file_runs_and_its_mistakes_are_placed_in_that_file() {
+    let directory = tempfile::tempdir().unwrap();
+    let query = "SELECT auction, bidder, price * 89 / 100 AS price, date_time, extra\nFROM bids\n";
+    let blueprint = query_blueprint_with(
+        "q1-sql",
+        directory.path(),
+        &format!("sql = \"\"\"\n{query}\"\"\""),
+        "sql-file = \"queries/q1.sql\"",
+    );
+    let queries = directory.path().join("queries");
+    std::fs::create_dir(&queries).unwrap();
+
+    let output = nexmark(&["verify", &blueprint]);
+    assert_eq!(output.status.code(), Some(1));
+    let report = stdout_of(&output) + &stderr_of(&output);
+    assert!(
+        report.contains("error[InvalidSqlQuery]: SQL streamlet 'q1': cannot read its query file"),
+        "{report}"
+    );
+    assert!(report.contains("blueprint.toml:10:12"), "{report}");
+
+    std::fs::write(
+        queries.join("q1.sql"),
+        query.replace("price * 89", "prices * 89"),
+    )
+    .unwrap();
+    let output = nexmark(&["verify", &blueprint]);
+    let report = stdout_of(&output) + &stderr_of(&output);
+    assert!(report.contains("no field named prices"), "{report}");
+    // Line 1, column 25 of the query's file, quoted from it.
+    assert!(report.contains("queries/q1.sql:1:25"), "{report}");
+    assert!(
+        report.contains("1 | SELECT auction, bidder, prices * 89 / 100 AS price"),
+        "{report}"
+    );
+
+    std::fs::write(queries.join("q1.sql"), query).unwrap();
+    let data = directory.path().join("data");
+    let output = nexmark(&[
+        "run",
+        &blueprint,
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--view",
+        "plain",
+        "--admin",
+        "off",
+        "--set",
+        "generator.count=2000",
+    ]);
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    let backend = runnel_app_test::open(&data);
+    let bids: Vec<runnel_nexmark::model::Bid> =
+        runnel_app_test::read_values(&backend, "bids").await;
+    let results: Vec<runnel_nexmark::model::Bid> =
+        runnel_app_test::read_values(&backend, "q1-sql-results").await;
+    assert!(!bids.is_empty());
+    let converted: Vec<i64> = bids.iter().map(|bid| bid.price * 89 / 100).collect();
+    let mut prices: Vec<i64> = results.iter().map(|bid| bid.price).collect();
+    let mut expected = converted.clone();
+    prices.sort_unstable();
+    expected.sort_unstable();
+    assert_eq!(prices, expected);
+}
+
 #[test]
 fn late_results_need_an_allowed_lateness_which_the_blueprint_gives() {
     let directory = tempfile::tempdir().unwrap();
