@@ -835,6 +835,86 @@ fn python_streamlets_run_from_the_image_on_a_real_api_server() {
     );
 }
 
+mod power {
+    use runnel::prelude::*;
+
+    /// What the SQL streamlet of the test below writes.
+    #[record]
+    #[derive(Debug, Clone, PartialEq)]
+    pub(super) struct Power {
+        pub(super) device_id: String,
+        pub(super) sequence: i64,
+        pub(super) name: String,
+        pub(super) value: f64,
+    }
+}
+
+/// A SQL streamlet on the real control plane: the app with a query added whose text is in a
+/// file of its own (`sql-file`). `build` writes the query into the blueprint it ships, since
+/// a pod reads its blueprint from a ConfigMap, away from that file; each pod plans it again;
+/// the readings it picks flow to its topic, and a killed pod of it restarts and goes on.
+#[test]
+fn a_sql_streamlet_in_a_file_of_its_own_runs_on_a_real_api_server() {
+    let broker = Tansu::start();
+    let work = tempfile::tempdir().unwrap();
+    let app = work.path().join("app");
+    std::fs::create_dir_all(app.join("queries")).unwrap();
+    let query = "SELECT device_id, sequence, name, value\nFROM metrics\nWHERE name = 'power'\n";
+    std::fs::write(app.join("queries/power.sql"), query).unwrap();
+    let text = std::fs::read_to_string(BLUEPRINT).unwrap();
+    let metrics = "consumers = [\"validation.in\"]";
+    assert!(text.contains(metrics) && text.contains("[topics.sensor-data]"));
+    let text = text
+        .replace(
+            "[topics.sensor-data]",
+            "[streamlets.power]\nsql-file = \"queries/power.sql\"\nrecord-name = \"Power\"\n\n[topics.sensor-data]",
+        )
+        .replace(metrics, "consumers = [\"validation.in\", \"power.metrics\"]")
+        + "\n[topics.power-readings]\nproducers = [\"power.out\"]\n";
+    let blueprint = app.join("blueprint.toml");
+    std::fs::write(&blueprint, text).unwrap();
+    let streamlets: Vec<&str> = STREAMLETS.iter().copied().chain(["power"]).collect();
+    let settings = [
+        "valid-logger.log-every=100000",
+        "invalid-logger.log-every=100000",
+        "generator.records-per-second=20",
+    ];
+    let cluster = deployed_app(work.path(), &broker, &blueprint, &streamlets, &settings);
+    let shipped = cluster.application().unwrap().spec.blueprint;
+    assert!(
+        !shipped.contains("sql-file") && shipped.contains(query),
+        "{shipped}"
+    );
+
+    let powers = |at_least| {
+        read_topic(
+            &broker,
+            "power-readings",
+            LIMIT,
+            crate::kafka_support::at_least(at_least),
+        )
+        .iter()
+        .map(|seen| decode::<power::Power>(&seen.value))
+        .collect::<Vec<_>>()
+    };
+    let first = powers(20);
+    assert!(first.len() >= 20, "{} power readings", first.len());
+    assert!(
+        first
+            .iter()
+            .all(|power| power.name == "power" && !power.device_id.is_empty()),
+        "{first:?}"
+    );
+    let pod = cluster.ready_pods("power")[0].clone();
+    assert!(cluster.kubelet.kill(&pod));
+    cluster.wait_for_a_restart("power");
+    let more = first.len() + 40;
+    assert!(
+        powers(more).len() >= more,
+        "the SQL streamlet went on after the restart"
+    );
+}
+
 /// The app binary is lean: building images and Applications needs no Kubernetes client.
 #[test]
 fn the_app_binary_does_not_link_kube() {
