@@ -151,13 +151,17 @@ pub(crate) fn build(
                 .iter()
                 .map(|(path, _, _)| path.as_str())
                 .collect();
+            // The libraries only Python brings are summed up with it; those the app links
+            // too (libc, the loader) are listed as without Python.
+            let app_links = runnel_image::linked_libraries(&executable)
+                .map(|linked| linked.libraries)
+                .unwrap_or_default();
+            let python_only = |path: &str| {
+                python.libraries.iter().any(|l| l.as_os_str() == path)
+                    && !app_links.iter().any(|l| l.as_os_str() == path)
+            };
             for (path, size) in &image.contents {
-                if !python_paths.contains(path.as_str())
-                    && !python
-                        .libraries
-                        .iter()
-                        .any(|l| l.as_os_str() == path.as_str())
-                {
+                if !python_paths.contains(path.as_str()) && !python_only(path) {
                     print_line!("  {path} ({:.1} MB)", *size as f64 / 1e6);
                 }
             }

@@ -38,33 +38,57 @@ const LEFT_OUT_OF_STDLIB: [&str; 8] = [
 /// The most a blueprint's directory may hold for the image (it is copied whole).
 const MAX_BLUEPRINT_DIRECTORY: u64 = 256 << 20;
 
+/// Visits each file of the tree at `from` that the image takes, in name order, with its
+/// metadata and its path under `to`, passing by `__pycache__`, what `skip` (given a path
+/// and whether it is a directory) leaves out, linked directories (which could loop) and
+/// dangling links. `visit` says whether to go on; so does the result.
+fn walk_tree(
+    from: &Path,
+    to: &str,
+    skip: &dyn Fn(&Path, bool) -> bool,
+    visit: &mut dyn FnMut(&Path, &std::fs::Metadata, String) -> Result<bool, AppError>,
+) -> Result<bool, AppError> {
+    let mut entries: Vec<_> = std::fs::read_dir(from)
+        .map_err(|source| read_error(from, source))?
+        .flatten()
+        .map(|entry| entry.path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        let name = file_name(&path);
+        let Ok(metadata) = std::fs::metadata(&path) else {
+            continue; // a dangling link
+        };
+        let is_directory = metadata.is_dir();
+        if name == "__pycache__" || skip(&path, is_directory) {
+            continue;
+        }
+        let target = format!("{to}/{name}");
+        let go_on = if is_directory {
+            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+                continue; // a linked directory could loop
+            }
+            walk_tree(&path, &target, skip, visit)?
+        } else if metadata.is_file() {
+            visit(&path, &metadata, target)?
+        } else {
+            true
+        };
+        if !go_on {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 /// The bytes of the files [`PythonFiles::add_tree`] would take from `from` (with `skip`),
 /// read from their metadata, counting no further once past `limit`.
 fn tree_bytes(from: &Path, skip: &dyn Fn(&Path, bool) -> bool, limit: u64) -> u64 {
-    let Ok(entries) = std::fs::read_dir(from) else {
-        return 0;
-    };
     let mut total = 0;
-    for path in entries.flatten().map(|entry| entry.path()) {
-        if total > limit {
-            break;
-        }
-        let Ok(metadata) = std::fs::metadata(&path) else {
-            continue;
-        };
-        let is_directory = metadata.is_dir();
-        if file_name(&path) == "__pycache__" || skip(&path, is_directory) {
-            continue;
-        }
-        if is_directory {
-            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
-                continue;
-            }
-            total += tree_bytes(&path, skip, limit - total);
-        } else if metadata.is_file() {
-            total += metadata.len();
-        }
-    }
+    let _ = walk_tree(from, "", skip, &mut |_, metadata, _| {
+        total += metadata.len();
+        Ok(total <= limit)
+    });
     total
 }
 
@@ -208,43 +232,22 @@ impl PythonFiles {
         to: &str,
         skip: &dyn Fn(&Path, bool) -> bool,
     ) -> Result<u64, AppError> {
+        use std::os::unix::fs::PermissionsExt as _;
         let mut total = 0;
-        let mut entries: Vec<_> = std::fs::read_dir(from)
-            .map_err(|source| read_error(from, source))?
-            .flatten()
-            .map(|entry| entry.path())
-            .collect();
-        entries.sort();
-        for path in entries {
-            let name = file_name(&path);
-            let Ok(metadata) = std::fs::metadata(&path) else {
-                continue; // a dangling link
+        walk_tree(from, to, skip, &mut |path, metadata, target| {
+            let content = std::fs::read(path).map_err(|source| read_error(path, source))?;
+            let mode = if metadata.permissions().mode() & 0o111 != 0 {
+                0o755
+            } else {
+                0o644
             };
-            let is_directory = metadata.is_dir();
-            if name == "__pycache__" || skip(&path, is_directory) {
-                continue;
+            total += content.len() as u64;
+            if target.ends_with(".py") {
+                self.sources.push((path.to_owned(), target.clone()));
             }
-            let target = format!("{to}/{name}");
-            if is_directory {
-                if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
-                    continue; // a linked directory could loop
-                }
-                total += self.add_tree(&path, &target, skip)?;
-            } else if metadata.is_file() {
-                use std::os::unix::fs::PermissionsExt as _;
-                let content = std::fs::read(&path).map_err(|source| read_error(&path, source))?;
-                let mode = if metadata.permissions().mode() & 0o111 != 0 {
-                    0o755
-                } else {
-                    0o644
-                };
-                total += content.len() as u64;
-                if name.ends_with(".py") {
-                    self.sources.push((path.clone(), target.clone()));
-                }
-                self.files.push((target, content, mode));
-            }
-        }
+            self.files.push((target, content, mode));
+            Ok(true)
+        })?;
         Ok(total)
     }
 }
@@ -463,11 +466,13 @@ fn pip_install(
             "install",
             "--quiet",
             "--disable-pip-version-check",
-            "--root-user-action=ignore",
         ])
         .args(["--no-compile", "--no-warn-script-location", "--target"])
         .arg(into)
-        .env("PIP_USER", "0");
+        .env("PIP_USER", "0")
+        // Building as root is expected here; pips before 22.1 know no such setting, and
+        // an unknown environment variable, unlike an unknown flag, fails none of them.
+        .env("PIP_ROOT_USER_ACTION", "ignore");
     if let Some(requirements) = requirements {
         command.arg("--requirement").arg(requirements);
     }
