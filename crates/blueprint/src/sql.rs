@@ -280,4 +280,27 @@ mod tests {
         let offset = query_offset(inline, &span, 1, 8);
         assert_eq!(&inline[offset..offset + 1], "x");
     }
+
+    #[test]
+    fn an_inlined_query_reads_back_as_it_was_whatever_it_holds() {
+        let text = "name = \"app\"\n[streamlets.q]\nsql-file = \"q.sql\"\nrecord-name = \"R\"\n";
+        for query in [
+            "SELECT a FROM t WHERE b = 'x'",
+            "SELECT a FROM t\n-- a comment with ''' in it\nWHERE b = \"c\\d\"\n",
+            "SELECT a FROM t WHERE b = '\u{7}'",
+        ] {
+            let files = SqlFiles::read(Path::new("blueprint.toml"), text, |_| Ok(query.into()));
+            let inlined = inline_sql_files(text, &files);
+            assert!(!inlined.contains("sql-file"), "{inlined}");
+            let blueprint = crate::parse(Path::new("blueprint.toml"), &inlined)
+                .blueprint
+                .unwrap_or_else(|| panic!("{inlined}"));
+            let sql = blueprint.streamlets[0].sql.as_ref().unwrap();
+            assert_eq!(
+                sql.query.trim_end_matches('\n'),
+                query.trim_end_matches('\n')
+            );
+            assert_eq!(sql.record_name.as_deref(), Some("R"));
+        }
+    }
 }
