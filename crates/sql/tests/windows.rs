@@ -323,8 +323,6 @@ struct BidderCount {
 #[tokio::test]
 async fn emit_before_the_watermark_sends_early_results_that_the_final_ones_replace()
 -> anyhow::Result<()> {
-    use runnel_sql::RowKind;
-
     let sql = "SELECT bidder, COUNT(*) AS bids, \
                       TUMBLE_START(date_time, INTERVAL '60' SECOND) AS starts \
                FROM bids GROUP BY bidder, TUMBLE(date_time, INTERVAL '60' SECOND) \
@@ -338,20 +336,7 @@ async fn emit_before_the_watermark_sends_early_results_that_the_final_ones_repla
         run = run.at(second as i64 * 1_000).input(BIDS, chunk.to_vec());
     }
     let run = run.run().await?;
-    let out: Outlet<BidderCount> = Outlet::new("out");
-    let mut table: BTreeMap<(i64, i64), i64> = BTreeMap::new();
-    let mut kinds: BTreeMap<&str, usize> = BTreeMap::new();
-    for received in run.records(out) {
-        let kind = RowKind::parse(received.headers.get_str(RowKind::HEADER).unwrap()).unwrap();
-        *kinds.entry(kind.as_str()).or_default() += 1;
-        let row = received.value;
-        let key = (row.bidder, row.starts);
-        if kind.is_retraction() {
-            assert_eq!(table.remove(&key), Some(row.bids), "{kind:?} {key:?}");
-        } else {
-            assert_eq!(table.insert(key, row.bids), None, "{kind:?} {key:?}");
-        }
-    }
+    let (table, kinds) = folded(&run);
     let mut expected: BTreeMap<(i64, i64), i64> = BTreeMap::new();
     for bid in bids() {
         *expected
@@ -377,8 +362,12 @@ async fn emit_before_the_watermark_sends_early_results_that_the_final_ones_repla
 async fn with_late_bids(
     sql: &str,
     allowed_lateness: Duration,
-) -> anyhow::Result<(BTreeMap<(i64, i64), i64>, BTreeMap<String, usize>, u64)> {
-    use runnel_sql::{Functions, RowKind};
+) -> anyhow::Result<(
+    BTreeMap<(i64, i64), i64>,
+    BTreeMap<&'static str, usize>,
+    u64,
+)> {
+    use runnel_sql::Functions;
 
     let query = Query::plan_with_lateness(
         sql,
@@ -406,12 +395,26 @@ async fn with_late_bids(
         .input(BIDS, [late(195_000), late(5_000)])
         .run()
         .await?;
+    let (table, kinds) = folded(&run);
+    Ok((table, kinds, run.metrics().late()))
+}
+
+/// Each bidder's count by window start.
+type Counts = BTreeMap<(i64, i64), i64>;
+/// How many rows of each kind (`+I`, `-U`, ...) came.
+type Kinds = BTreeMap<&'static str, usize>;
+
+/// The table that the updating `BidderCount` rows of `run` fold into (each retraction must
+/// take back the row it names), and how many rows of each kind came.
+fn folded(run: &runnel_host::testkit::TestOutput) -> (Counts, Kinds) {
+    use runnel_sql::RowKind;
+
     let out: Outlet<BidderCount> = Outlet::new("out");
-    let mut table: BTreeMap<(i64, i64), i64> = BTreeMap::new();
-    let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
+    let mut table = Counts::new();
+    let mut kinds = Kinds::new();
     for received in run.records(out) {
         let kind = RowKind::parse(received.headers.get_str(RowKind::HEADER).unwrap()).unwrap();
-        *kinds.entry(kind.as_str().to_owned()).or_default() += 1;
+        *kinds.entry(kind.as_str()).or_default() += 1;
         let row = received.value;
         let key = (row.bidder, row.starts);
         if kind.is_retraction() {
@@ -420,7 +423,7 @@ async fn with_late_bids(
             assert_eq!(table.insert(key, row.bids), None, "{kind:?} {key:?}");
         }
     }
-    Ok((table, kinds, run.metrics().late()))
+    (table, kinds)
 }
 
 #[tokio::test]

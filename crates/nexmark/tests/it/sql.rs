@@ -29,6 +29,23 @@ fn nexmark(args: &[&str]) -> std::process::Output {
     run_to_end(command, Duration::from_secs(60))
 }
 
+/// Runs `blueprint` to its end on the embedded log in `data`, its generator writing `events`.
+fn run_generated(blueprint: &str, data: &Path, events: u32) {
+    let output = nexmark(&[
+        "run",
+        blueprint,
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--view",
+        "plain",
+        "--admin",
+        "off",
+        "--set",
+        &format!("generator.count={events}"),
+    ]);
+    assert!(output.status.success(), "{}", stderr_of(&output));
+}
+
 #[test]
 fn an_unknown_column_is_reported_at_its_place_with_the_closest_name() {
     let directory = tempfile::tempdir().unwrap();
@@ -94,19 +111,7 @@ async fn a_query_in_its_own_file_runs_and_its_mistakes_are_placed_in_that_file()
 
     std::fs::write(queries.join("q1.sql"), query).unwrap();
     let data = directory.path().join("data");
-    let output = nexmark(&[
-        "run",
-        &blueprint,
-        "--data-dir",
-        data.to_str().unwrap(),
-        "--view",
-        "plain",
-        "--admin",
-        "off",
-        "--set",
-        "generator.count=2000",
-    ]);
-    assert!(output.status.success(), "{}", stderr_of(&output));
+    run_generated(&blueprint, &data, 2_000);
     let backend = runnel_app_test::open(&data);
     let bids: Vec<runnel_nexmark::model::Bid> =
         runnel_app_test::read_values(&backend, "bids").await;
@@ -206,19 +211,7 @@ async fn an_exactly_once_sql_streamlet_gives_the_streamlets_results() {
         "record-name = \"AuctionPrice\"\ndelivery = \"exactly-once\"",
     );
     let data = directory.path().join("data");
-    let output = nexmark(&[
-        "run",
-        &blueprint,
-        "--data-dir",
-        data.to_str().unwrap(),
-        "--view",
-        "plain",
-        "--admin",
-        "off",
-        "--set",
-        "generator.count=20000",
-    ]);
-    assert!(output.status.success(), "{}", stderr_of(&output));
+    run_generated(&blueprint, &data, 20_000);
     // The tools decode the SQL streamlet's output with the schema its query gives it.
     let tail = nexmark(&[
         "tail",
