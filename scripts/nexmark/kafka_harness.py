@@ -1,0 +1,421 @@
+"""Steady-state Nexmark on Apache Kafka: Runnel, Flink (Java) and Kafka Streams read the same
+events from Kafka topics and write their results to Kafka, interleaved, and each is measured
+after its warm-up through the input offsets it commits.
+
+The events are written once, by Runnel's generator streamlet (`nexmark run` over a blueprint
+with the generator alone), into the topics PREFIX-persons, PREFIX-auctions and PREFIX-bids
+as plain Avro (docs/wire-format.md), each record stamped with its event time; a later run
+with the same count and partitions reuses them. Every engine then reads them from the
+earliest offset under a consumer group of its own and writes its results to a fresh topic:
+
+- runnel: the query's blueprint (crates/nexmark/blueprints) without the generator, its
+  input topics renamed to the filled ones, `nexmark run --kafka`;
+- kafka-streams: scripts/nexmark/kafka-streams (Kafka Streams 4.x topologies);
+- flink: scripts/nexmark/flink-kafka (Flink's Nexmark SQL in Java, the Kafka SQL connector).
+
+Every engine commits what it consumed every second (Runnel's `--commit-interval`, Kafka
+Streams' `commit.interval.ms`, Flink's checkpoint interval). The harness samples, every
+250 ms, the CPU time of every process of the engine's session and the offsets its groups
+committed on the input topics. A run ends when they reach the topics' ends; "steady" figures
+cover the part of the run between the engine committing 20 % and 90 % of the input (the
+`--warm-up` and `--done` marks), so start-up, the first fetches and JIT compilation fall
+outside them, and so does the end, where engines commit their last offsets late.
+The harness creates every topic it reads or writes with `retention.ms=-1`: the events'
+times are from 2024, and the broker's default retention would delete them.
+The broker's CPU is reported apart: it is shared and the same for every engine.
+
+    python kafka_harness.py --events 20000000 --runs 3 --queries q0,q1,q2 \
+        --streams-classpath CP --flink-classpath CP --output results.md
+"""
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import tomllib
+import uuid
+from pathlib import Path
+
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from harness import CLOCK_TICKS, ROOT, machine, session_processes
+
+ENGINES = ("runnel", "kafka-streams", "flink")
+STREAMS = ("persons", "auctions", "bids")
+SAMPLE_SECONDS = 0.25
+
+
+def process_cpu(pid):
+    """CPU seconds (user + system) of one process, or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+        return None
+
+
+class Cluster:
+    """The Kafka cluster: its admin client, and the broker's process for its CPU time."""
+
+    def __init__(self, bootstrap, broker_pid):
+        self.bootstrap = bootstrap
+        self.broker_pid = broker_pid
+        self.admin = AdminClient({"bootstrap.servers": bootstrap})
+
+    def end_offsets(self, topic, low=False):
+        """The end offset of every partition of `topic` (its first offset with `low`), or
+        None when it does not exist."""
+        # Listing every topic: asking for one by name would have the broker create it.
+        metadata = self.admin.list_topics(timeout=10).topics.get(topic)
+        if metadata is None or metadata.error is not None:
+            return None
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "nexmark-harness"})
+        try:
+            return {partition: consumer.get_watermark_offsets(TopicPartition(topic, partition),
+                                                              timeout=10)[0 if low else 1]
+                    for partition in metadata.partitions}
+        finally:
+            consumer.close()
+
+    def committed(self, groups, topics):
+        """The sum of the offsets `groups` committed on the partitions of `topics`."""
+        total = 0
+        for group in groups:
+            request = [ConsumerGroupTopicPartitions(group)]
+            for future in self.admin.list_consumer_group_offsets(request).values():
+                for partition in future.result(timeout=10).topic_partitions:
+                    if partition.topic in topics and partition.offset >= 0:
+                        total += partition.offset
+        return total
+
+    def delete_topics(self, prefixes):
+        """Deletes every topic whose name starts with one of `prefixes`."""
+        names = [name for name in self.admin.list_topics(timeout=10).topics
+                 if name.startswith(tuple(prefixes))]
+        if names:
+            for future in self.admin.delete_topics(names, operation_timeout=30).values():
+                future.result(timeout=60)
+            while set(names) & set(self.admin.list_topics(timeout=10).topics):
+                time.sleep(0.2)
+
+    def create_topic(self, name, partitions):
+        """Creates `name` kept forever: the events' times are from 2024, so the broker's
+        default retention (7 days by record time) would delete them as they arrive."""
+        topic = NewTopic(name, partitions, 1, config={"retention.ms": "-1"})
+        self.admin.create_topics([topic])[name].result(timeout=30)
+
+    def broker_cpu(self):
+        return process_cpu(self.broker_pid) if self.broker_pid else 0.0
+
+
+def events_prefix(arguments):
+    return f"nexmark-{arguments.events}-p{arguments.partitions}"
+
+
+def fill(arguments, cluster, work):
+    """Writes the events into the three topics, unless a run before left them complete."""
+    prefix = events_prefix(arguments)
+    counts = [cluster.end_offsets(f"{prefix}-{stream}") for stream in STREAMS]
+    starts = [cluster.end_offsets(f"{prefix}-{stream}", low=True) for stream in STREAMS]
+    if (all(counts) and sum(sum(c.values()) for c in counts) == arguments.events
+            and not any(sum(s.values()) for s in starts)):
+        print(f"events: reusing {prefix}-*", file=sys.stderr)
+        return
+    # The generator's checkpoints are topics of the fill app, named after the prefix too: a
+    # fill that left them would resume from them and write nothing.
+    cluster.delete_topics([f"{prefix}-"])
+    for stream in STREAMS:
+        cluster.create_topic(f"{prefix}-{stream}", arguments.partitions)
+    topics = "".join(f'\n[topics.{stream}]\nname = "{prefix}-{stream}"\npartitions = '
+                     f'{arguments.partitions}\nproducers = ["generator.{stream}"]\n'
+                     for stream in STREAMS)
+    blueprint = work / "fill.toml"
+    blueprint.write_text(f'name = "{prefix}-fill"\n\n[streamlets]\ngenerator = "generator"\n{topics}')
+    started = time.monotonic()
+    subprocess.run([str(arguments.nexmark), "run", str(blueprint), "--kafka", cluster.bootstrap,
+                    "--data-dir", str(work / "fill-data"), "--view", "off", "--admin", "off",
+                    "--set", f"generator.count={arguments.events}"], check=True,
+                   stdout=subprocess.DEVNULL)
+    seconds = time.monotonic() - started
+    print(f"events: {arguments.events:,} written to {prefix}-* in {seconds:.1f} s "
+          f"({arguments.events / seconds:,.0f} events/s)", file=sys.stderr)
+
+
+def toml_value(value):
+    """A TOML literal of a blueprint value (strings, integers, lists and tables of them)."""
+    if isinstance(value, str):
+        return json.dumps(value)  # a JSON string is a TOML basic string
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{json.dumps(k)} = {toml_value(v)}" for k, v in value.items()) + " }"
+    raise SystemExit(f"cannot write {value!r} into a blueprint")
+
+
+class Run:
+    """One engine running one query: its command, its consumer groups and its input topics."""
+
+    def __init__(self, arguments, work, engine, query, number):
+        self.engine, self.query = engine, query
+        self.name = f"nxk-{query}-{engine}-{number}-{uuid.uuid4().hex[:6]}"
+        self.output = f"{self.name}-results"
+        self.committed = 0
+        prefix = events_prefix(arguments)
+        guarantee = arguments.guarantee
+        if engine == "runnel":
+            self.command, self.groups, streams = self.runnel(arguments, work, prefix)
+        else:
+            base = query.removesuffix("-sql")
+            streams = {"q3": ["persons", "auctions"], "q4": ["auctions", "bids"],
+                       "q8": ["persons", "auctions"], "q9": ["auctions", "bids"]}.get(base, ["bids"])
+            self.groups = [self.name]
+            if engine == "kafka-streams":
+                self.command = ["java", *arguments.java_options, "-cp", arguments.streams_classpath,
+                                "runnel.nexmark.streams.Main", "--bootstrap", arguments.bootstrap,
+                                "--query", base, "--application-id", self.name, "--output",
+                                self.output, "--guarantee", guarantee, "--threads",
+                                str(arguments.parallelism), "--state-dir", str(work / self.name),
+                                "--input-prefix", f"{prefix}-"]
+            elif engine == "flink":
+                self.command = ["java", *arguments.java_options, "-cp", arguments.flink_classpath,
+                                "runnel.nexmark.flink.Main", "--bootstrap", arguments.bootstrap,
+                                "--query", base, "--group", self.name, "--output", self.output,
+                                "--guarantee", guarantee, "--parallelism",
+                                str(arguments.parallelism), "--input-prefix", f"{prefix}-"]
+            else:
+                raise SystemExit(f"unknown engine {engine}")
+        self.inputs = {f"{prefix}-{stream}" for stream in streams}
+
+    def runnel(self, arguments, work, prefix):
+        """The query's blueprint reading the filled topics, and the groups its inlets join."""
+        source = tomllib.loads((ROOT / "crates/nexmark/blueprints" / f"{self.query}.toml").read_text())
+        streamlets = {name: kind for name, kind in source["streamlets"].items() if kind != "generator"}
+        lines = [f'name = "{self.name}"', "", "[streamlets]"]
+        for name, kind in streamlets.items():
+            lines.append(f"{name} = {toml_value(kind)}")
+        groups, streams = [], []
+        for topic, settings in source.get("topics", {}).items():
+            producers = [p for p in settings.get("producers", []) if not p.startswith("generator.")]
+            consumers = settings.get("consumers", [])
+            if not consumers and not producers:
+                continue  # an event stream this query does not read
+            lines += ["", f"[topics.{topic}]"]
+            if topic in STREAMS:
+                lines.append(f'name = "{prefix}-{topic}"')
+                groups += [f"{self.name}.{consumer}" for consumer in consumers]
+                streams.append(topic)
+            else:
+                lines.append(f'name = "{self.output if topic.endswith("-results") else self.name + "-" + topic}"')
+            lines.append(f"partitions = {arguments.partitions}")
+            for key, value in settings.items():
+                if key not in ("name", "partitions", "producers"):
+                    lines.append(f"{key} = {toml_value(value)}")
+            if producers:
+                lines.append(f"producers = {toml_value(producers)}")
+        blueprint = work / f"{self.name}.toml"
+        blueprint.write_text("\n".join(lines) + "\n")
+        command = [str(arguments.nexmark), "run", str(blueprint), "--kafka", arguments.bootstrap,
+                   "--data-dir", str(work / self.name), "--view", "off", "--admin", "off",
+                   "--commit-interval", "1s"]
+        return command, groups, streams
+
+
+def run_once(arguments, cluster, work, run):
+    """Runs `run` until its groups committed every input record; returns its figures."""
+    total = sum(sum(cluster.end_offsets(topic).values()) for topic in run.inputs)
+    warm_mark, done_mark = arguments.warm_up * total, arguments.done * total
+    log = open(work / f"{run.name}.log", "wb")
+    started = time.monotonic()
+    broker_started = cluster.broker_cpu()
+    process = subprocess.Popen(run.command, cwd=work, stdout=log, stderr=subprocess.STDOUT,
+                               start_new_session=True)
+    cluster.create_topic(run.output, arguments.partitions)
+    cpu_by_pid, peak_rss, warm, done, end, failure = {}, 0, None, None, None, None
+    try:
+        while True:
+            time.sleep(SAMPLE_SECONDS)
+            for pid, cpu, _ in session_processes(process.pid):
+                cpu_by_pid[pid] = cpu
+            peak_rss = max(peak_rss, sum(rss for _, _, rss in session_processes(process.pid)))
+            committed = run.committed = cluster.committed(run.groups, run.inputs)
+            sample = {"time": time.monotonic() - started, "cpu": sum(cpu_by_pid.values()),
+                      "committed": committed, "broker": cluster.broker_cpu() - broker_started}
+            if warm is None and committed >= warm_mark:
+                warm = sample
+            if done is None and committed >= done_mark:
+                done = sample
+            # The end of the input, or a while after the done mark: an engine may commit its
+            # last offsets late once nothing more arrives (Flink's Kafka source, up to 10 s).
+            if committed >= total or (done and sample["time"] - done["time"] > arguments.tail):
+                end = sample
+                break
+            if process.poll() is not None:
+                failure = f"exit {process.returncode}"
+                break
+            if sample["time"] > arguments.timeout:
+                failure = "timeout"
+                break
+    finally:
+        stop(process)
+        log.close()
+    if failure:
+        tail = (work / f"{run.name}.log").read_text(errors="replace").strip().splitlines()[-3:]
+        print(f"    {run.engine} {run.query}: {failure} at {run.committed:,} of {total:,}: "
+              f"{' | '.join(tail)[:400]}", file=sys.stderr)
+        return {"failure": failure}
+    outputs = sum((cluster.end_offsets(run.output) or {}).values())
+    steady = done["committed"] - warm["committed"]
+    if done["time"] - warm["time"] < 10 * SAMPLE_SECONDS or steady <= 0:
+        print(f"    {run.engine} {run.query}: too short to measure after the warm-up "
+              "(more --events)", file=sys.stderr)
+        return {"failure": "too short"}
+    return {"records": total, "outputs": outputs, "wall": end["time"], "cpu": end["cpu"],
+            "rss": peak_rss, "steady_rate": steady / (done["time"] - warm["time"]),
+            "steady_cpu": (done["cpu"] - warm["cpu"]) / steady,
+            "steady_broker": (done["broker"] - warm["broker"]) / steady,
+            "warm_time": warm["time"], "warm_cpu": warm["cpu"]}
+
+
+def stop(process):
+    """SIGTERM to the engine's whole session, SIGKILL after 15 s."""
+    for sig, grace in ((signal.SIGTERM, 15), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=grace)
+            os.killpg(process.pid, signal.SIGKILL)  # whatever the leader left behind
+            return
+        except subprocess.TimeoutExpired:
+            continue
+        except ProcessLookupError:
+            return
+
+
+def median(values):
+    return statistics.median(values) if values else None
+
+
+def table(arguments, results, engines):
+    lines = ["| query | engine | steady events/s | steady events per CPU-s (min to max) "
+             "| CPU us per event, steady | broker CPU us per event | whole run: wall s, CPU s "
+             "| warm-up: wall s, CPU s | peak RSS MiB | outputs | Runnel's events per CPU-s over this |",
+             "|---" * 11 + "|"]
+    for query in arguments.queries:
+        base = None
+        for engine in engines:
+            runs = [r for r in results.get((engine, query), []) if "failure" not in r]
+            if not runs:
+                failures = sorted({r["failure"] for r in results.get((engine, query), [])})
+                lines.append(f"| {query} | {engine} | {', '.join(failures) or 'not run'} |" + " |" * 9)
+                continue
+            efficiency = [1 / r["steady_cpu"] for r in runs]
+            row = {"efficiency": median(efficiency)}
+            if engine == "runnel":
+                base = row
+            ratio = f"{base['efficiency'] / row['efficiency']:.1f}x" if base and engine != "runnel" else ""
+            lines.append(
+                f"| {query} | {engine} | {median([r['steady_rate'] for r in runs]):,.0f} "
+                f"| {row['efficiency']:,.0f} ({min(efficiency):,.0f} to {max(efficiency):,.0f}) "
+                f"| {median([r['steady_cpu'] for r in runs]) * 1e6:.2f} "
+                f"| {median([r['steady_broker'] for r in runs]) * 1e6:.2f} "
+                f"| {median([r['wall'] for r in runs]):.1f}, {median([r['cpu'] for r in runs]):.1f} "
+                f"| {median([r['warm_time'] for r in runs]):.1f}, {median([r['warm_cpu'] for r in runs]):.1f} "
+                f"| {median([r['rss'] for r in runs]) / 2**20:,.0f} "
+                f"| {median([r['outputs'] for r in runs]):,.0f} | {ratio} |")
+    return "\n".join(lines)
+
+
+def start_cluster(arguments, work):
+    """Starts a one-node Apache Kafka with scripts/kafka-dev; returns bootstrap and pid."""
+    directory = work / "kafka"
+    bootstrap = subprocess.run([str(ROOT / "scripts/kafka-dev"), "start", "--dir", str(directory)],
+                               check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    return bootstrap, int((directory / "node-1" / "pid").read_text())
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=20_000_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--queries", default="q0,q1,q2")
+    parser.add_argument("--engines", default=",".join(ENGINES))
+    parser.add_argument("--partitions", type=int, default=2)
+    parser.add_argument("--parallelism", type=int, default=2,
+                        help="Flink's parallelism and Kafka Streams' threads")
+    parser.add_argument("--guarantee", default="at-least-once", choices=("at-least-once", "exactly-once"))
+    parser.add_argument("--warm-up", type=float, default=0.2,
+                        help="fraction of the input committed before the steady part begins")
+    parser.add_argument("--done", type=float, default=0.9,
+                        help="fraction of the input committed when the steady part ends")
+    parser.add_argument("--tail", type=float, default=30,
+                        help="seconds after the done mark to wait for the last commits")
+    parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("--target", default=os.environ.get("CARGO_TARGET_DIR", str(ROOT / "target")))
+    parser.add_argument("--streams-classpath", default="", help="the Kafka Streams peer's -cp")
+    parser.add_argument("--flink-classpath", default="", help="the Flink peer's -cp")
+    parser.add_argument("--java-option", action="append", default=[], dest="java_options")
+    parser.add_argument("--bootstrap", default=None,
+                        help="an existing cluster (default: start one in WORK/kafka)")
+    parser.add_argument("--broker-pid", type=int, default=None,
+                        help="with --bootstrap: the broker's process, for its CPU time")
+    parser.add_argument("--work", type=Path, required=True, help="scratch directory, kept")
+    parser.add_argument("--output", type=Path, required=True, help="the markdown table goes here")
+    arguments = parser.parse_args()
+    arguments.queries = arguments.queries.split(",")
+    arguments.nexmark = Path(arguments.target) / "release" / "nexmark"
+    engines = arguments.engines.split(",")
+    work = arguments.work.resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    broker_pid = arguments.broker_pid
+    if arguments.bootstrap is None:
+        arguments.bootstrap, broker_pid = start_cluster(arguments, work)
+    cluster = Cluster(arguments.bootstrap, broker_pid)
+    fill(arguments, cluster, work)
+    results, load = {}, [os.getloadavg()[0]]
+    for number in range(arguments.runs):
+        for query in arguments.queries:
+            # Rotate the order so no engine always runs first (or after the same one).
+            order = engines[number % len(engines):] + engines[:number % len(engines)]
+            for engine in order:
+                earlier = results.get((engine, query), [])
+                if earlier and all("failure" in r for r in earlier):
+                    continue
+                run = Run(arguments, work, engine, query, number + 1)
+                try:
+                    result = run_once(arguments, cluster, work, run)
+                finally:
+                    cluster.delete_topics([run.name])
+                results.setdefault((engine, query), []).append(result)
+                if "failure" not in result:
+                    print(f"run {number + 1} {query} {engine}: {result['steady_rate']:,.0f} events/s, "
+                          f"{result['steady_cpu'] * 1e6:.2f} us CPU per event steady "
+                          f"(broker {result['steady_broker'] * 1e6:.2f}); whole run "
+                          f"{result['wall']:.1f} s, {result['cpu']:.1f} s CPU, "
+                          f"{result['rss'] / 2**20:.0f} MiB, {result['outputs']:,} outputs",
+                          file=sys.stderr, flush=True)
+                load.append(os.getloadavg()[0])
+    header = (f"{arguments.events:,} events in {arguments.partitions} partitions per topic, "
+              f"{arguments.runs} interleaved runs per query and engine (medians), "
+              f"{arguments.guarantee}, parallelism {arguments.parallelism}, steady between "
+              f"{arguments.warm_up:.0%} and {arguments.done:.0%} of the input committed; "
+              f"{machine()}; load average during the run "
+              f"{min(load):.1f} to {max(load):.1f}.")
+    report = header + "\n\n" + table(arguments, results, engines) + "\n"
+    arguments.output.write_text(report)
+    print(report)
+
+
+if __name__ == "__main__":
+    main()
