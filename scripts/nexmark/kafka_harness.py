@@ -170,6 +170,8 @@ class Run:
         self.name = f"nxk-{query}-{engine}-{number}-{uuid.uuid4().hex[:6]}"
         self.output = f"{self.name}-results"
         self.committed = 0
+        # Topics the run writes, created by the harness so that they keep records forever.
+        self.written = [self.output]
         prefix = events_prefix(arguments)
         guarantee = arguments.guarantee
         if engine == "runnel":
@@ -215,7 +217,10 @@ class Run:
                 groups += [f"{self.name}.{consumer}" for consumer in consumers]
                 streams.append(topic)
             else:
-                lines.append(f'name = "{self.output if topic.endswith("-results") else self.name + "-" + topic}"')
+                name = self.output if topic.endswith("-results") else f"{self.name}-{topic}"
+                lines.append(f'name = "{name}"')
+                if name != self.output:
+                    self.written.append(name)  # between two streamlets, as q4's winning bids
             lines.append(f"partitions = {arguments.partitions}")
             for key, value in settings.items():
                 if key not in ("name", "partitions", "producers"):
@@ -239,7 +244,8 @@ def run_once(arguments, cluster, work, run):
     broker_started = cluster.broker_cpu()
     process = subprocess.Popen(run.command, cwd=work, stdout=log, stderr=subprocess.STDOUT,
                                start_new_session=True)
-    cluster.create_topic(run.output, arguments.partitions)
+    for topic in run.written:
+        cluster.create_topic(topic, arguments.partitions)
     cpu_by_pid, peak_rss, warm, done, end, failure = {}, 0, None, None, None, None
     try:
         while True:
