@@ -48,6 +48,10 @@ from harness import CLOCK_TICKS, ROOT, machine, session_processes
 ENGINES = ("runnel", "kafka-streams", "flink")
 STREAMS = ("persons", "auctions", "bids")
 SAMPLE_SECONDS = 0.25
+# Kafka Streams has no watermarks: each task closes windows on the newest time it saw, and
+# over a backlog one of two threads races ahead and the other's records are dropped as late.
+# With one thread its windowed results are complete (scripts/nexmark/kafka-streams/README.md).
+WINDOWED = ("q5", "q7", "q8", "q11")
 
 
 def process_cpu(pid):
@@ -186,7 +190,8 @@ class Run:
                                 "runnel.nexmark.streams.Main", "--bootstrap", arguments.bootstrap,
                                 "--query", base, "--application-id", self.name, "--output",
                                 self.output, "--guarantee", guarantee, "--threads",
-                                str(arguments.parallelism), "--state-dir", str(work / self.name),
+                                str(1 if base in WINDOWED else arguments.parallelism),
+                                "--state-dir", str(work / self.name),
                                 "--input-prefix", f"{prefix}-"]
             elif engine == "flink":
                 self.command = ["java", *arguments.java_options, "-cp", arguments.flink_classpath,
