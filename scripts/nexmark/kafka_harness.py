@@ -255,9 +255,10 @@ def run_once(arguments, cluster, work, run):
     try:
         while True:
             time.sleep(SAMPLE_SECONDS)
-            for pid, cpu, _ in session_processes(process.pid):
+            processes = session_processes(process.pid)
+            for pid, cpu, _ in processes:
                 cpu_by_pid[pid] = cpu
-            peak_rss = max(peak_rss, sum(rss for _, _, rss in session_processes(process.pid)))
+            peak_rss = max(peak_rss, sum(rss for _, _, rss in processes))
             committed = run.committed = cluster.committed(run.groups, run.inputs)
             sample = {"time": time.monotonic() - started, "cpu": sum(cpu_by_pid.values()),
                       "committed": committed, "broker": cluster.broker_cpu() - broker_started}
