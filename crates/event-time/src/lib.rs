@@ -1,6 +1,7 @@
 //! Runnel's event-time engine: windows, triggers and panes ([`window`]), watermarks
-//! ([`watermark`]), and the changelog entries that window state and keyed state are
-//! checkpointed as ([`changelog_entries`]).
+//! ([`watermark`]), the changelog entries that window state and keyed state are checkpointed
+//! as ([`changelog_entries`]), and state by key that writes only what changed to them
+//! ([`tracked_map`]).
 //!
 //! The engine is pure: [`window::WindowOperator`] is driven by explicit calls (an element
 //! with its event time, a new watermark, the current processing time) and returns the panes
@@ -13,5 +14,6 @@
 #![deny(missing_docs)]
 
 pub mod changelog_entries;
+pub mod tracked_map;
 pub mod watermark;
 pub mod window;

@@ -9,15 +9,25 @@
 //! the join's state with the input offsets it reflects (every second while input arrives,
 //! and when it stops), so a restart resumes with exactly the state of the committed input.
 //! When both inputs end, the watermark goes to the end of time and the join emits the rest.
+//!
+//! The state is checkpointed by what changed ([`JoinState`]): the keys changed since the
+//! last checkpoint go to the instance's changelog, and the checkpoint record holds only the
+//! watermarks. A state that grows with its input (q3 keeps every person) thus never has to
+//! fit one record of the log (Kafka refuses records over 1 MB by default), and a checkpoint
+//! costs what changed, not the whole state.
 
 use std::time::Duration;
 
 use futures::FutureExt;
+use runnel::checkpoint::{ChangelogEntriesBuilder, ReplayTarget};
 use runnel::prelude::*;
 use runnel::watermark::{WatermarkHolder, Watermarks};
 use runnel::{Checkpoints, OutletSender};
-use serde::de::DeserializeOwned;
 use tokio::time::Instant;
+
+/// Entries written since the last snapshot beyond twice those held, plus this, make the
+/// next checkpoint a snapshot, so a restore reads at most a few times the state.
+const SNAPSHOT_SLACK_ENTRIES: u64 = 1024;
 
 /// What became of a value given to a [`Join`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,8 +38,16 @@ pub enum Taken {
     Late,
 }
 
+/// What a [`Join`] keeps, checkpointed by what changed: it writes the entries of the keys
+/// changed since it last did, and reads them back ([`ReplayTarget`]) after a restart.
+pub trait JoinState: Default + Send + ReplayTarget {
+    /// Appends an entry per key changed since the last call (every key, for a
+    /// `snapshot`); returns how many.
+    fn take_changes(&mut self, snapshot: bool, entries: &mut ChangelogEntriesBuilder) -> u64;
+}
+
 /// The logic of a two-input event-time join: what to keep of each input and what to emit
-/// when the watermark advances. `State` is everything it keeps; it is checkpointed as JSON.
+/// when the watermark advances. `State` is everything it keeps.
 pub trait Join: Send + Sync + 'static {
     /// The left inlet's values.
     type Left: Data;
@@ -38,7 +56,7 @@ pub trait Join: Send + Sync + 'static {
     /// What the join emits.
     type Output: Data;
     /// What it keeps between values.
-    type State: Default + Serialize + DeserializeOwned + Send;
+    type State: JoinState;
 
     /// The event time of a left value.
     fn left_time(&self, left: &Self::Left) -> i64;
@@ -119,11 +137,49 @@ fn right_partition(partition: u32) -> u32 {
     partition * 2 + 1
 }
 
-/// What the streamlet checkpoints.
+/// What the checkpoint record holds beside the changelog. A record written when the join's
+/// state was checkpointed whole has a `state` too, and is refused.
 #[derive(Serialize, Deserialize)]
-struct Saved<S> {
-    state: S,
+#[serde(deny_unknown_fields)]
+struct Saved {
     watermarks: WatermarkHolder,
+}
+
+/// When the next checkpoint writes every entry rather than those changed.
+#[derive(Debug)]
+struct Snapshots {
+    next: bool,
+    written_since: u64,
+}
+
+impl Snapshots {
+    /// Writes the join state's changes and saves them with the watermarks.
+    fn save<S: JoinState>(
+        &mut self,
+        checkpoints: Option<&Checkpoints>,
+        state: &mut S,
+        watermarks: &WatermarkHolder,
+    ) -> Result<()> {
+        let Some(checkpoints) = checkpoints else {
+            return Ok(());
+        };
+        let snapshot =
+            self.next || self.written_since > 2 * state.held_entries() + SNAPSHOT_SLACK_ENTRIES;
+        let mut entries = ChangelogEntriesBuilder::default();
+        let written = state.take_changes(snapshot, &mut entries);
+        self.written_since = if snapshot {
+            written
+        } else {
+            self.written_since + written
+        };
+        self.next = false;
+        let saved = serde_json::to_vec(&Saved {
+            watermarks: watermarks.clone(),
+        })
+        .map_err(|error| Error::msg(format!("the join's watermarks do not serialize: {error}")))?;
+        checkpoints.save_with_changes(saved, entries.finish(), snapshot);
+        Ok(())
+    }
 }
 
 impl<J: Join> Streamlet for TwoInputs<J> {
@@ -133,7 +189,7 @@ impl<J: Join> Streamlet for TwoInputs<J> {
             .inlet(self.left)
             .inlet(self.right)
             .outlet(self.output)
-            .checkpointed()
+            .checkpointed_with_changelog()
     }
 
     async fn run(self, mut ctx: Context) -> Result<()> {
@@ -142,19 +198,27 @@ impl<J: Join> Streamlet for TwoInputs<J> {
         let output = ctx.outlet(self.output);
         let clock = ctx.clock().clone();
         let checkpoints = ctx.checkpoints();
-        let (mut state, mut watermarks) = match checkpoints.as_ref().and_then(Checkpoints::restored)
-        {
+        let mut watermarks = match checkpoints.as_ref().and_then(Checkpoints::restored) {
             Some(saved) => {
-                let saved: Saved<J::State> = serde_json::from_slice(saved).map_err(|error| {
+                let saved: Saved = serde_json::from_slice(saved).map_err(|error| {
                     Error::msg(format!(
-                        "the last checkpoint of join '{}' does not decode: {error}",
+                        "the last checkpoint of join '{}' does not decode ({error}); a checkpoint written before its state had a changelog cannot be read: delete its checkpoint topic to start from empty state",
                         ctx.instance()
                     ))
                 })?;
-                (saved.state, saved.watermarks.with_strategy(self.watermarks))
+                saved.watermarks.with_strategy(self.watermarks)
             }
-            None => (J::State::default(), WatermarkHolder::new(self.watermarks)),
+            None => WatermarkHolder::new(self.watermarks),
         };
+        let mut state = J::State::default();
+        let mut snapshots = Snapshots {
+            next: true,
+            written_since: 0,
+        };
+        if let Some(checkpoints) = &checkpoints {
+            checkpoints.replay_changelog(&mut state).await?;
+            snapshots.next = checkpoints.snapshot_due();
+        }
         let start = clock.now_millis();
         for partition in left.partitions() {
             watermarks.add_partition(left_partition(partition), start);
@@ -179,7 +243,7 @@ impl<J: Join> Streamlet for TwoInputs<J> {
             tokio::select! {
                 biased;
                 () = checkpoint_due => {
-                    save(checkpoints.as_ref(), &state, &watermarks)?;
+                    snapshots.save(checkpoints.as_ref(), &mut state, &watermarks)?;
                     next_checkpoint = None;
                     continue;
                 }
@@ -231,26 +295,8 @@ impl<J: Join> Streamlet for TwoInputs<J> {
             join.advance(&mut state, watermarks.finish(), &mut outputs);
             send(&join, &output, &mut outputs).await?;
         }
-        save(checkpoints.as_ref(), &state, &watermarks)
+        snapshots.save(checkpoints.as_ref(), &mut state, &watermarks)
     }
-}
-
-fn save<S: Serialize>(
-    checkpoints: Option<&Checkpoints>,
-    state: &S,
-    watermarks: &WatermarkHolder,
-) -> Result<()> {
-    if let Some(checkpoints) = checkpoints {
-        #[derive(Serialize)]
-        struct SavedRef<'a, S> {
-            state: &'a S,
-            watermarks: &'a WatermarkHolder,
-        }
-        let saved = serde_json::to_vec(&SavedRef { state, watermarks })
-            .map_err(|error| Error::msg(format!("the join state does not serialize: {error}")))?;
-        checkpoints.save(saved);
-    }
-    Ok(())
 }
 
 async fn send<J: Join>(

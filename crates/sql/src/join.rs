@@ -280,9 +280,9 @@ impl JoinState {
     #[cfg(test)]
     pub(crate) fn rows(&self) -> usize {
         self.left
-            .values()
-            .chain(self.right.values())
-            .map(Vec::len)
+            .iter()
+            .chain(self.right.iter())
+            .map(|(_, rows)| rows.len())
             .sum()
     }
 
@@ -307,7 +307,7 @@ impl JoinState {
         right_from: Option<i64>,
     ) {
         fn forget(side: &mut Tracked<Vec<Row>>, column: usize, live: impl Fn(i64) -> bool) {
-            side.retain(|rows| {
+            side.retain(|_, rows| {
                 let before = rows.len();
                 rows.retain(|row| match row[column] {
                     Value::Integer(time) => live(time),

@@ -50,7 +50,6 @@ mod group_window;
 mod grouping;
 mod join;
 mod json;
-mod pairs;
 mod query;
 mod resolve;
 mod row_kind;

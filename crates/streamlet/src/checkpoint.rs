@@ -27,6 +27,9 @@
 //! [`ChangelogRange`]). A whole state can be written so too
 //! ([`Shape::checkpointed_with_changelog`](crate::Shape::checkpointed_with_changelog),
 //! [`Checkpoints::save_with_changes`]): its changes go to the changelog's one partition.
+//! [`TrackedMap`] keeps state by key and writes only the keys changed. A state that can
+//! outgrow the log's largest record (1 MB by default on Kafka) must be written so: a
+//! checkpoint record holding it whole would be refused.
 
 use bytes::Bytes;
 use std::sync::Arc;
@@ -36,6 +39,7 @@ use crate::acknowledgement::Acknowledgements;
 pub use runnel_event_time::changelog_entries::{
     ChangelogEntries, ChangelogEntriesBuilder, ReplayTarget,
 };
+pub use runnel_event_time::tracked_map::{Kept, TrackedMap};
 pub use runnel_state::changelog::Replayed;
 use runnel_state::changelog::{self, MAX_RANGES, Reading};
 use runnel_state::checkpoint::unique_id;

@@ -7,15 +7,15 @@
 //! by id only, so that their auctions are dropped at once), and an auction whose seller has
 //! not registered yet (the generator names sellers up to 10 persons ahead) waits for them.
 //! The state grows with the number of persons, as the reference's and Flink's unbounded
-//! join state does.
+//! join state does; it is checkpointed by the persons and sellers changed since the last
+//! checkpoint.
 
-use std::collections::BTreeMap;
-
+use runnel::checkpoint::{ChangelogEntriesBuilder, ReplayTarget, TrackedMap};
 use runnel::prelude::*;
 
 use super::WATERMARKS;
 use crate::model::{Auction, Person};
-use crate::two_inputs::{Join, Taken, TwoInputs};
+use crate::two_inputs::{Join, JoinState, Taken, TwoInputs};
 
 /// Persons.
 pub const PERSONS: Inlet<Person> = Inlet::new("persons");
@@ -45,12 +45,49 @@ pub struct NameCityStateId {
 }
 
 /// What the join keeps.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default)]
 pub struct Sellers {
     /// Every person seen: `Some` with name, city and state for those in the states.
-    persons: BTreeMap<i64, Option<(String, String, String)>>,
+    persons: TrackedMap<i64, Option<(String, String, String)>>,
     /// Auctions in the category waiting for their seller, by seller id.
-    waiting: BTreeMap<i64, Vec<(i64, i64)>>,
+    waiting: TrackedMap<i64, Vec<(i64, i64)>>,
+}
+
+/// The first byte of a person's changelog entry.
+const PERSON_ENTRY: u8 = b'p';
+/// The first byte of the changelog entry of a seller's waiting auctions.
+const WAITING_ENTRY: u8 = b'w';
+
+impl JoinState for Sellers {
+    fn take_changes(&mut self, snapshot: bool, entries: &mut ChangelogEntriesBuilder) -> u64 {
+        self.persons
+            .take_changes(&[PERSON_ENTRY], snapshot, entries)
+            + self
+                .waiting
+                .take_changes(&[WAITING_ENTRY], snapshot, entries)
+    }
+}
+
+impl ReplayTarget for Sellers {
+    fn apply(&mut self, key: &[u8], value: Option<&[u8]>) -> bool {
+        match key.split_first() {
+            Some((&PERSON_ENTRY, key)) => self.persons.apply(key, value),
+            Some((&WAITING_ENTRY, key)) => self.waiting.apply(key, value),
+            _ => false,
+        }
+    }
+
+    fn mark_changed(&mut self, key: &[u8]) {
+        match key.split_first() {
+            Some((&PERSON_ENTRY, key)) => self.persons.mark_changed(key),
+            Some((&WAITING_ENTRY, key)) => self.waiting.mark_changed(key),
+            _ => {}
+        }
+    }
+
+    fn held_entries(&self) -> u64 {
+        (self.persons.len() + self.waiting.len()) as u64
+    }
 }
 
 fn suggestion(seller: &(String, String, String), auction: (i64, i64)) -> NameCityStateId {
@@ -125,7 +162,7 @@ impl Join for LocalItems {
         match state.persons.get(&auction.seller) {
             Some(Some(details)) => outputs.push(suggestion(details, key)),
             Some(None) => {}
-            None => state.waiting.entry(auction.seller).or_default().push(key),
+            None => state.waiting.change(&auction.seller, Vec::new).push(key),
         }
         Taken::Accepted
     }

@@ -4,15 +4,17 @@
 //!
 //! A [`Join`] keeping, per window, the persons who registered and the auctions opened in
 //! it; when the watermark passes the window's end it emits the matches and forgets the
-//! window. Persons or auctions whose window has already been emitted are late.
+//! window. Persons or auctions whose window has already been emitted are late. Each window
+//! is one entry of the changelog, written when it changed since the last checkpoint.
 
 use std::collections::BTreeMap;
 
+use runnel::checkpoint::{ChangelogEntriesBuilder, ReplayTarget, TrackedMap};
 use runnel::prelude::*;
 
 use super::{WATERMARKS, WINDOW_SIZE};
 use crate::model::{Auction, Person};
-use crate::two_inputs::{Join, Taken, TwoInputs};
+use crate::two_inputs::{Join, JoinState, Taken, TwoInputs};
 
 /// Persons.
 pub const PERSONS: Inlet<Person> = Inlet::new("persons");
@@ -44,7 +46,28 @@ pub struct WindowContents {
 }
 
 /// What the join keeps: the open windows by start.
-pub type Windows = BTreeMap<i64, WindowContents>;
+#[derive(Debug, Default)]
+pub struct Windows(TrackedMap<i64, WindowContents>);
+
+impl JoinState for Windows {
+    fn take_changes(&mut self, snapshot: bool, entries: &mut ChangelogEntriesBuilder) -> u64 {
+        self.0.take_changes(&[], snapshot, entries)
+    }
+}
+
+impl ReplayTarget for Windows {
+    fn apply(&mut self, key: &[u8], value: Option<&[u8]>) -> bool {
+        self.0.apply(key, value)
+    }
+
+    fn mark_changed(&mut self, key: &[u8]) {
+        self.0.mark_changed(key);
+    }
+
+    fn held_entries(&self) -> u64 {
+        self.0.len() as u64
+    }
+}
 
 /// The start of the window holding `time`.
 pub fn window_start(time: i64) -> i64 {
@@ -85,7 +108,7 @@ impl Join for NewSellers {
         if is_closed(start, watermark) {
             return Taken::Late;
         }
-        let window = windows.entry(start).or_default();
+        let window = windows.0.change(&start, WindowContents::default);
         window.persons.insert(person.id, person.name.clone());
         Taken::Accepted
     }
@@ -101,17 +124,19 @@ impl Join for NewSellers {
         if is_closed(start, watermark) {
             return Taken::Late;
         }
-        let window = windows.entry(start).or_default();
+        let window = windows.0.change(&start, WindowContents::default);
         window.auctions.push((auction.seller, auction.reserve));
         Taken::Accepted
     }
 
     fn advance(&self, windows: &mut Windows, watermark: i64, outputs: &mut Vec<NewSeller>) {
-        while let Some((&start, _)) = windows.first_key_value() {
-            if !is_closed(start, watermark) {
-                break;
-            }
-            let window = windows.remove(&start).unwrap_or_default();
+        let mut closed: Vec<i64> = (windows.0.iter())
+            .map(|(&start, _)| start)
+            .filter(|&start| is_closed(start, watermark))
+            .collect();
+        closed.sort_unstable();
+        for start in closed {
+            let window = windows.0.remove(&start).unwrap_or_default();
             for (seller, reserve) in window.auctions {
                 if let Some(name) = window.persons.get(&seller) {
                     outputs.push(NewSeller {

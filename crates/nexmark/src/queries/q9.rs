@@ -9,15 +9,18 @@
 //! far, and bids for auctions not seen yet (the generator names auctions up to 10 ahead of
 //! the latest). An auction is emitted when the watermark passes its `expires`; a waiting bid
 //! is dropped when the watermark passes its time, since an auction that arrives on time
-//! after that opened too late for it.
+//! after that opened too late for it. Each open auction and each auction's waiting bids are
+//! one entry of the changelog, written when they changed since the last checkpoint; the
+//! indexes by time are rebuilt from them on restore.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
+use runnel::checkpoint::{ChangelogEntriesBuilder, ReplayTarget, TrackedMap};
 use runnel::prelude::*;
 
 use super::WATERMARKS;
 use crate::model::{Auction, Bid};
-use crate::two_inputs::{Join, Taken, TwoInputs};
+use crate::two_inputs::{Join, JoinState, Taken, TwoInputs};
 
 /// Auctions.
 pub const AUCTIONS: Inlet<Auction> = Inlet::new("auctions");
@@ -54,27 +57,79 @@ pub fn beats(challenger: &Bid, holder: &Bid) -> bool {
 }
 
 /// What the join keeps.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default)]
 pub struct Auctions {
     /// Open auctions by id, each with its best valid bid so far.
-    open: BTreeMap<i64, (Auction, Option<Bid>)>,
+    open: TrackedMap<i64, (Auction, Option<Bid>)>,
     /// `(expires, id)` of the open auctions, in closing order.
     closing: BTreeSet<(i64, i64)>,
     /// Bids on auctions not seen yet, by auction id.
-    waiting: BTreeMap<i64, Vec<Bid>>,
+    waiting: TrackedMap<i64, Vec<Bid>>,
     /// `(time, auction id)` of the waiting bids, to drop them once the watermark passes.
     waiting_since: BTreeSet<(i64, i64)>,
 }
 
 impl Auctions {
     fn offer(&mut self, bid: &Bid) -> bool {
-        let Some((auction, best)) = self.open.get_mut(&bid.auction) else {
+        let Some((auction, best)) = self.open.get(&bid.auction) else {
             return false;
         };
         if is_valid(auction, bid) && best.as_ref().is_none_or(|holder| beats(bid, holder)) {
+            let (_, best) = self.open.change_existing(&bid.auction).expect("open");
             *best = Some(bid.clone());
         }
         true
+    }
+}
+
+/// The first byte of an open auction's changelog entry.
+const OPEN_ENTRY: u8 = b'o';
+/// The first byte of the changelog entry of an auction's waiting bids.
+const WAITING_ENTRY: u8 = b'w';
+
+impl JoinState for Auctions {
+    fn take_changes(&mut self, snapshot: bool, entries: &mut ChangelogEntriesBuilder) -> u64 {
+        self.open.take_changes(&[OPEN_ENTRY], snapshot, entries)
+            + self
+                .waiting
+                .take_changes(&[WAITING_ENTRY], snapshot, entries)
+    }
+}
+
+impl ReplayTarget for Auctions {
+    fn apply(&mut self, key: &[u8], value: Option<&[u8]>) -> bool {
+        let (closing, waiting_since) = (&mut self.closing, &mut self.waiting_since);
+        match key.split_first() {
+            Some((&OPEN_ENTRY, key)) => self.open.apply_with(key, value, |&id, old, new| {
+                if let Some((auction, _)) = old {
+                    closing.remove(&(auction.expires, id));
+                }
+                if let Some((auction, _)) = new {
+                    closing.insert((auction.expires, id));
+                }
+            }),
+            Some((&WAITING_ENTRY, key)) => self.waiting.apply_with(key, value, |&id, old, new| {
+                for bid in old.into_iter().flatten() {
+                    waiting_since.remove(&(bid.date_time, id));
+                }
+                for bid in new.into_iter().flatten() {
+                    waiting_since.insert((bid.date_time, id));
+                }
+            }),
+            _ => false,
+        }
+    }
+
+    fn mark_changed(&mut self, key: &[u8]) {
+        match key.split_first() {
+            Some((&OPEN_ENTRY, key)) => self.open.mark_changed(key),
+            Some((&WAITING_ENTRY, key)) => self.waiting.mark_changed(key),
+            _ => {}
+        }
+    }
+
+    fn held_entries(&self) -> u64 {
+        (self.open.len() + self.waiting.len()) as u64
     }
 }
 
@@ -111,10 +166,9 @@ impl Join for WinningBids {
             return Taken::Late;
         }
         // A replayed auction (at-least-once input) keeps the best bid found so far.
-        state
-            .open
-            .entry(auction.id)
-            .or_insert_with(|| (auction.clone(), None));
+        if !state.open.contains_key(&auction.id) {
+            state.open.insert(auction.id, (auction.clone(), None));
+        }
         state.closing.insert((auction.expires, auction.id));
         for bid in state.waiting.remove(&auction.id).unwrap_or_default() {
             state.offer(&bid);
@@ -137,8 +191,7 @@ impl Join for WinningBids {
         }
         state
             .waiting
-            .entry(bid.auction)
-            .or_default()
+            .change(&bid.auction, Vec::new)
             .push(bid.clone());
         state.waiting_since.insert((bid.date_time, bid.auction));
         Taken::Accepted
@@ -159,7 +212,7 @@ impl Join for WinningBids {
                 break;
             }
             state.waiting_since.pop_first();
-            if let Some(bids) = state.waiting.get_mut(&auction) {
+            if let Some(bids) = state.waiting.change_existing(&auction) {
                 bids.retain(|bid| bid.date_time >= watermark);
                 if bids.is_empty() {
                     state.waiting.remove(&auction);

@@ -2,19 +2,22 @@
 //! changelog) and their generator survive `kill -9`: restarted on the same log, the
 //! generator resumes from its checkpoint and the query from its state and input offsets,
 //! and every auction's winner (every category's average) is the one computed over the
-//! generated events, however often a replayed result is sent again.
+//! generated events, however often a replayed result is sent again. Their state is in
+//! their changelogs, and their checkpoint records hold only what is not (watermarks), so
+//! no record must hold a state that grows with the input.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use runnel::checkpoint::changelog_entries;
 use runnel::prelude::*;
 use runnel::testkit::TestRun;
 use runnel_app_test::{Running, open, read_topic, read_values, run_to_end, stderr_of, stdout_of};
 use runnel_nexmark::generator::{Generator, GeneratorConfig};
 use runnel_nexmark::model::Bid;
-use runnel_nexmark::queries::q9;
+use runnel_nexmark::queries::{q3, q9};
 
 const EVENTS: u64 = 40_000;
 const RATE: i64 = 500;
@@ -105,6 +108,58 @@ async fn winning_bids_survive_kill_9_of_the_whole_app() {
     }
     assert!(expected.len() > 200);
     assert_eq!(streamed, expected);
+
+    let changelog = read_topic(&backend, "nexmark-q9.q9.changelog").await;
+    assert!(
+        !changelog.is_empty(),
+        "the join's state is in its changelog"
+    );
+    assert_small_checkpoints(&backend, "nexmark-q9.q9.checkpoints").await;
+}
+
+/// Every checkpoint record on `topic` is small: the state is elsewhere.
+async fn assert_small_checkpoints(backend: &runnel_embedded_log::EmbeddedBackend, topic: &str) {
+    let checkpoints = read_topic(backend, topic).await;
+    assert!(!checkpoints.is_empty());
+    for checkpoint in &checkpoints {
+        let bytes = checkpoint
+            .record
+            .value
+            .as_ref()
+            .map_or(0, |value| value.len());
+        assert!(bytes < 1_024, "a checkpoint of {bytes} bytes on {topic}");
+    }
+}
+
+/// q3 keeps every person it has seen. That state goes to its changelog, one entry per
+/// person, and its checkpoint records stay small however many persons there are, so its
+/// state can outgrow the largest record the log takes (1 MB on Kafka by default).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn q3_keeps_every_person_in_its_changelog_not_in_its_checkpoints() {
+    let data = tempfile::tempdir().unwrap();
+    let output = run_to_end(command("q3", data.path()), Duration::from_secs(120));
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    let backend = open(data.path());
+
+    let mut persons = std::collections::BTreeSet::new();
+    for record in read_topic(&backend, "nexmark-q3.q3.changelog").await {
+        let entries = changelog_entries(&record.record).expect("changelog entries");
+        for (key, value) in entries {
+            if key.first() == Some(&b'p') && value.is_some() {
+                persons.insert(key);
+            }
+        }
+    }
+    let config = GeneratorConfig {
+        events_per_second: RATE,
+        ..GeneratorConfig::default()
+    };
+    let streams = Generator::new(config).unwrap().streams(EVENTS);
+    assert_eq!(persons.len(), streams.persons.len());
+    assert_small_checkpoints(&backend, "nexmark-q3.q3.checkpoints").await;
+
+    let streamed = read_values::<q3::NameCityStateId>(&backend, "q3-results").await;
+    assert!(!streamed.is_empty());
 }
 
 /// The result of q4 in SQL: a category's average winning price, as a change.

@@ -1,0 +1,357 @@
+//! [`TrackedMap`]: state by key that notes which keys changed, so a checkpoint writes only
+//! those to the changelog: each as one entry, its key a prefix and the key as JSON, its
+//! value the key's state as JSON (or a deletion, for a key that is gone).
+//!
+//! A streamlet whose whole state is a few such maps (a join's two sides, an aggregate's
+//! groups) checkpoints in time and bytes proportional to what changed, and no record holds
+//! the whole state, so the state may outgrow the log's largest record.
+
+use std::borrow::Borrow;
+use std::collections::{HashMap, HashSet};
+use std::hash::Hash;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::changelog_entries::ChangelogEntriesBuilder;
+
+/// State by key, and the keys changed since the changes were last taken.
+///
+/// ```
+/// use runnel_event_time::changelog_entries::ChangelogEntriesBuilder;
+/// use runnel_event_time::tracked_map::TrackedMap;
+///
+/// let mut counts: TrackedMap<String, u64> = TrackedMap::default();
+/// *counts.change("apple", || 0) += 1;
+/// *counts.change("pear", || 0) += 1;
+/// let mut entries = ChangelogEntriesBuilder::default();
+/// assert_eq!(counts.take_changes(b"c", false, &mut entries), 2);
+///
+/// // Only what changed since goes to the next checkpoint.
+/// *counts.change("apple", || 0) += 1;
+/// let mut entries = ChangelogEntriesBuilder::default();
+/// assert_eq!(counts.take_changes(b"c", false, &mut entries), 1);
+/// let entries = entries.finish();
+/// let (key, value) = entries.iter().next().unwrap().unwrap();
+/// assert_eq!((key, value), (&b"c\"apple\""[..], Some(&b"2"[..])));
+///
+/// // Read back into an empty map, the entries give the state.
+/// let mut restored: TrackedMap<String, u64> = TrackedMap::default();
+/// assert!(restored.apply(&key[1..], value));
+/// assert_eq!(restored.get("apple"), Some(&2));
+/// ```
+#[derive(Debug)]
+pub struct TrackedMap<K, V> {
+    entries: HashMap<K, V>,
+    changed: HashSet<K>,
+}
+
+impl<K, V> Default for TrackedMap<K, V> {
+    fn default() -> Self {
+        TrackedMap {
+            entries: HashMap::new(),
+            changed: HashSet::new(),
+        }
+    }
+}
+
+/// What [`TrackedMap::retain`] leaves of a key's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kept {
+    /// As it was.
+    Unchanged,
+    /// Changed, and still needed.
+    Changed,
+    /// Nothing: the key is forgotten.
+    Gone,
+}
+
+impl<K, V> TrackedMap<K, V>
+where
+    K: Hash + Eq + Clone + Serialize + DeserializeOwned,
+    V: Serialize + DeserializeOwned,
+{
+    /// The state of `key`, if it has one.
+    pub fn get<Q>(&self, key: &Q) -> Option<&V>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.entries.get(key)
+    }
+
+    /// Whether `key` has a state.
+    pub fn contains_key<Q>(&self, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.entries.contains_key(key)
+    }
+
+    /// The state of `key` to change, made with `create` if it has none; the key is noted
+    /// changed.
+    pub fn change<Q>(&mut self, key: &Q, create: impl FnOnce() -> V) -> &mut V
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.note(key);
+        if !self.entries.contains_key(key) {
+            self.entries.insert(key.to_owned(), create());
+        }
+        self.entries.get_mut(key).expect("inserted above")
+    }
+
+    /// The state of `key` to change, if it has one; the key is noted changed if so.
+    pub fn change_existing<Q>(&mut self, key: &Q) -> Option<&mut V>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        if self.entries.contains_key(key) {
+            self.note(key);
+        }
+        self.entries.get_mut(key)
+    }
+
+    /// Sets the state of `key`, returning the one it replaces; the key is noted changed.
+    pub fn insert(&mut self, key: K, state: V) -> Option<V> {
+        if !self.changed.contains(&key) {
+            self.changed.insert(key.clone());
+        }
+        self.entries.insert(key, state)
+    }
+
+    /// Forgets the state of `key`, returning it.
+    pub fn remove<Q>(&mut self, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let removed = self.entries.remove(key);
+        if removed.is_some() {
+            self.note(key);
+        }
+        removed
+    }
+
+    /// Keeps what `keep` leaves of each key's state (it says whether the state is still
+    /// needed, and whether it changed).
+    pub fn retain(&mut self, mut keep: impl FnMut(&K, &mut V) -> Kept) {
+        let changed = &mut self.changed;
+        self.entries.retain(|key, state| {
+            let kept = keep(key, state);
+            if kept != Kept::Unchanged && !changed.contains(key) {
+                changed.insert(key.clone());
+            }
+            kept != Kept::Gone
+        });
+    }
+
+    /// How many keys have a state.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether no key has a state.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Every key with its state, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+        self.entries.iter()
+    }
+
+    fn note<Q>(&mut self, key: &Q)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        if !self.changed.contains(key) {
+            self.changed.insert(key.to_owned());
+        }
+    }
+
+    /// Appends an entry per key changed since the last call (per key, for a `snapshot`),
+    /// each key after `prefix`; returns how many.
+    pub fn take_changes(
+        &mut self,
+        prefix: &[u8],
+        snapshot: bool,
+        entries: &mut ChangelogEntriesBuilder,
+    ) -> u64 {
+        let mut key_bytes = Vec::new();
+        let mut value = Vec::new();
+        let mut write = |key: &K, state: Option<&V>| {
+            key_bytes.clear();
+            key_bytes.extend_from_slice(prefix);
+            serde_json::to_writer(&mut key_bytes, key).expect("keys serialize");
+            match state {
+                Some(state) => {
+                    value.clear();
+                    serde_json::to_writer(&mut value, state).expect("the state serializes");
+                    entries.value(&key_bytes, value.len(), |buffer| {
+                        buffer.extend_from_slice(&value);
+                    });
+                }
+                None => entries.deleted(&key_bytes),
+            }
+        };
+        let written;
+        if snapshot {
+            self.changed.clear();
+            for (key, state) in &self.entries {
+                write(key, Some(state));
+            }
+            written = self.entries.len();
+        } else {
+            written = self.changed.len();
+            for key in self.changed.drain() {
+                write(&key, self.entries.get(&key));
+            }
+        }
+        written as u64
+    }
+
+    /// Applies an entry read back (its key without the prefix): `None` deletes. Returns
+    /// whether the entry is one of this map's; nothing changes if not.
+    pub fn apply(&mut self, key: &[u8], value: Option<&[u8]>) -> bool {
+        self.apply_with(key, value, |_, _, _| {})
+    }
+
+    /// As [`apply`](Self::apply), also calling `applied` with the key, the state it had
+    /// and the state it has, for indexes kept beside the map.
+    pub fn apply_with(
+        &mut self,
+        key: &[u8],
+        value: Option<&[u8]>,
+        applied: impl FnOnce(&K, Option<&V>, Option<&V>),
+    ) -> bool {
+        let Ok(key) = serde_json::from_slice::<K>(key) else {
+            return false;
+        };
+        match value {
+            None => {
+                let old = self.entries.remove(&key);
+                applied(&key, old.as_ref(), None);
+            }
+            Some(value) => {
+                let Ok(state) = serde_json::from_slice::<V>(value) else {
+                    return false;
+                };
+                let old = self.entries.insert(key.clone(), state);
+                applied(&key, old.as_ref(), self.entries.get(&key));
+            }
+        }
+        true
+    }
+
+    /// Notes the key an entry read back names (without the prefix) as changed, so the next
+    /// changes write it as the state has it.
+    pub fn mark_changed(&mut self, key: &[u8]) {
+        if let Ok(key) = serde_json::from_slice::<K>(key) {
+            self.changed.insert(key);
+        }
+    }
+}
+
+/// Serialized as its entries, a list of `[key, state]` pairs (JSON maps name keys only by
+/// strings); the changed keys are not part of it.
+impl<K: Serialize, V: Serialize> Serialize for TrackedMap<K, V> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.entries.iter())
+    }
+}
+
+impl<'de, K, V> Deserialize<'de> for TrackedMap<K, V>
+where
+    K: Deserialize<'de> + Hash + Eq,
+    V: Deserialize<'de>,
+{
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(TrackedMap {
+            entries: Vec::<(K, V)>::deserialize(deserializer)?
+                .into_iter()
+                .collect(),
+            changed: HashSet::new(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changes_write_the_keys_changed_and_replay_into_the_same_state() {
+        let key = |n: i64| vec![n];
+        let mut state: TrackedMap<Vec<i64>, i64> = TrackedMap::default();
+        *state.change(&key(1)[..], || 0) += 5;
+        *state.change(&key(2)[..], || 0) += 7;
+        let mut first = ChangelogEntriesBuilder::default();
+        assert_eq!(state.take_changes(b"a", false, &mut first), 2);
+        *state.change_existing(&key(1)[..]).unwrap() += 1;
+        state.remove(&key(2)[..]);
+        state.retain(|_, _| Kept::Unchanged);
+        let mut second = ChangelogEntriesBuilder::default();
+        assert_eq!(state.take_changes(b"a", false, &mut second), 2);
+        let mut none = ChangelogEntriesBuilder::default();
+        assert_eq!(state.take_changes(b"a", false, &mut none), 0);
+
+        let mut restored: TrackedMap<Vec<i64>, i64> = TrackedMap::default();
+        for entries in [first.finish(), second.finish()] {
+            for entry in entries.iter() {
+                let (key, value) = entry.unwrap();
+                assert!(restored.apply(&key[1..], value));
+            }
+        }
+        assert_eq!(restored.get(&key(1)[..]), Some(&6));
+        assert_eq!(restored.get(&key(2)[..]), None);
+        assert_eq!(restored.len(), 1);
+        let mut snapshot = ChangelogEntriesBuilder::default();
+        assert_eq!(state.take_changes(b"a", true, &mut snapshot), 1);
+    }
+
+    #[test]
+    fn retain_notes_what_it_changes_and_drops() {
+        let mut state: TrackedMap<i64, i64> = TrackedMap::default();
+        for key in 0..4 {
+            state.insert(key, key);
+        }
+        state.take_changes(b"", false, &mut ChangelogEntriesBuilder::default());
+        state.retain(|key, value| match key {
+            0 => Kept::Gone,
+            1 => {
+                *value += 10;
+                Kept::Changed
+            }
+            _ => Kept::Unchanged,
+        });
+        let mut entries = ChangelogEntriesBuilder::default();
+        assert_eq!(state.take_changes(b"", false, &mut entries), 2);
+        let entries = entries.finish();
+        let mut written: Vec<_> = entries.iter().map(Result::unwrap).collect();
+        written.sort();
+        assert_eq!(written, [(&b"0"[..], None), (&b"1"[..], Some(&b"11"[..]))]);
+    }
+
+    #[test]
+    fn an_entry_of_another_shape_is_refused_and_changes_nothing() {
+        let mut state: TrackedMap<i64, String> = TrackedMap::default();
+        assert!(!state.apply(b"\"not a number\"", Some(b"\"x\"")));
+        assert!(!state.apply(b"1", Some(b"2")));
+        assert!(state.is_empty());
+    }
+
+    #[test]
+    fn the_map_serializes_as_pairs() {
+        let mut state: TrackedMap<Vec<i64>, String> = TrackedMap::default();
+        state.insert(vec![1, 2], "x".to_owned());
+        let json = serde_json::to_string(&state).unwrap();
+        assert_eq!(json, r#"[[[1,2],"x"]]"#);
+        let back: TrackedMap<Vec<i64>, String> = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.get(&[1, 2][..]), Some(&"x".to_owned()));
+    }
+}
