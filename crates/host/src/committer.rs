@@ -107,6 +107,29 @@ pub(crate) enum CommitError {
         #[source]
         source: runnel_backend::Error,
     },
+    /// A state saved whole outgrew the largest record its checkpoint topic takes; it will
+    /// again after every restart, so it is a failure of its own, with what to do about it.
+    #[error(
+        "a checkpoint of {size} bytes is larger than topic '{topic}' takes{}; a state that grows with its input must be kept where a checkpoint writes only what changed: keyed state, or a changelog (`Shape::checkpointed_with_changelog`, with `checkpoint::TrackedMap`)",
+        limit.map_or_else(String::new, |limit| format!(" ({limit} bytes)"))
+    )]
+    StateTooLarge {
+        topic: Arc<str>,
+        size: usize,
+        limit: Option<usize>,
+    },
+}
+
+impl CommitError {
+    /// Writing checkpoint records to `topic` failed with `source`.
+    pub(crate) fn checkpoint(topic: Arc<str>, source: runnel_backend::Error) -> Self {
+        match source {
+            runnel_backend::Error::RecordTooLarge { size, limit, .. } => {
+                CommitError::StateTooLarge { topic, size, limit }
+            }
+            source => CommitError::Checkpoint { topic, source },
+        }
+    }
 }
 
 /// An inlet's consumer and the topic it reads.

@@ -256,10 +256,7 @@ pub(super) async fn write_records(
     pending: Vec<PendingRecord>,
     durable: bool,
 ) -> Result<Vec<(u32, Vec<ChangelogRange>)>, CommitError> {
-    let failed = |source| CommitError::Checkpoint {
-        topic: topic.clone(),
-        source,
-    };
+    let failed = |source| CommitError::checkpoint(topic.clone(), source);
     let mut named = Vec::new();
     let mut receipts = Vec::with_capacity(pending.len());
     for record in pending {

@@ -237,3 +237,69 @@ async fn the_checkpoint_topic_holds_state_and_offsets_in_one_record() {
     );
     assert_eq!(last.key.as_deref(), Some(&b"counts"[..]));
 }
+
+/// Keeps every user it has seen, saved whole at every message: a state that grows with its
+/// input.
+struct Hoard;
+
+const CLICKS: Inlet<Click> = Inlet::new("in");
+
+impl Streamlet for Hoard {
+    fn shape(&self) -> Shape {
+        Shape::new().inlet(CLICKS).checkpointed()
+    }
+
+    async fn run(self, mut ctx: Context) -> Result<()> {
+        let checkpoints = ctx.checkpoints().expect("checkpointed");
+        let mut input = ctx.inlet(CLICKS);
+        let mut users = Vec::new();
+        while let Some(message) = input.next().await? {
+            users.push(message.value().user.clone());
+            message.commit();
+            checkpoints.save(serde_json::to_vec(&users)?);
+        }
+        Ok(())
+    }
+}
+
+/// A state saved whole that outgrows the largest record of its checkpoint topic fails the
+/// instance with an error that says so and where such a state belongs, rather than a bare
+/// "record too large" on every restart.
+#[tokio::test]
+async fn a_whole_state_too_large_for_its_checkpoint_topic_says_where_it_belongs() {
+    let backend = setup().await;
+    let spec = TopicSpec::new("app.hoard.checkpoints", 1).with_config("max.message.bytes", "2048");
+    backend.create_topic(&spec).await.unwrap();
+    produce(&backend, 0..500).await;
+    let (_, ended) = watch::channel(true);
+    let wiring = crate::hosting::wiring("hoard", ended, HostSettings::default(), None);
+    let outcome = runnel_host::run_instance(
+        Box::new(Hoard),
+        Arc::new(backend.clone()),
+        wiring,
+        Arc::new(SystemClock),
+        Arc::new(InstanceMetrics::for_shape(&Streamlet::shape(&Hoard))),
+        CancellationToken::new(),
+    )
+    .await;
+    let error = outcome.expect_err("the checkpoint does not fit");
+    let mut message = error.to_string();
+    let mut cause = std::error::Error::source(error.cause());
+    while let Some(source) = cause {
+        message = format!("{message}: {source}");
+        cause = source.source();
+    }
+    assert!(
+        message.contains("larger than topic 'app.hoard.checkpoints' takes (2048 bytes)"),
+        "{message}"
+    );
+    assert!(
+        message.contains("Shape::checkpointed_with_changelog"),
+        "{message}"
+    );
+    assert_eq!(
+        message.matches("2048").count(),
+        1,
+        "the cause once: {message}"
+    );
+}
