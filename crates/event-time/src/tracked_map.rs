@@ -7,7 +7,7 @@
 //! the whole state, so the state may outgrow the log's largest record.
 
 use std::borrow::Borrow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::Hash;
 
 use serde::de::DeserializeOwned;
@@ -42,15 +42,30 @@ use crate::changelog_entries::ChangelogEntriesBuilder;
 /// ```
 #[derive(Debug)]
 pub struct TrackedMap<K, V> {
-    entries: HashMap<K, V>,
-    changed: HashSet<K>,
+    entries: HashMap<K, Slot<V>, Hasher>,
+    /// The keys changed since the changes were last taken, each once as long as it keeps
+    /// a state (its slot says it is listed); a key removed and set again may be listed
+    /// twice, which writes its state twice.
+    changed: Vec<K>,
+}
+
+/// Keys are hashed with foldhash, seeded per map: several times faster than the standard
+/// library's SipHash on the short keys of a query's state, and still not predictable from
+/// outside.
+type Hasher = foldhash::fast::RandomState;
+
+/// A key's state, and whether the key is in the changed list.
+#[derive(Debug)]
+struct Slot<V> {
+    state: V,
+    listed: bool,
 }
 
 impl<K, V> Default for TrackedMap<K, V> {
     fn default() -> Self {
         TrackedMap {
-            entries: HashMap::new(),
-            changed: HashSet::new(),
+            entries: HashMap::default(),
+            changed: Vec::new(),
         }
     }
 }
@@ -77,7 +92,7 @@ where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        self.entries.get(key)
+        self.entries.get(key).map(|slot| &slot.state)
     }
 
     /// Whether `key` has a state.
@@ -96,11 +111,19 @@ where
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        self.note(key);
         if !self.entries.contains_key(key) {
-            self.entries.insert(key.to_owned(), create());
+            let slot = Slot {
+                state: create(),
+                listed: false,
+            };
+            self.entries.insert(key.to_owned(), slot);
         }
-        self.entries.get_mut(key).expect("inserted above")
+        let slot = self.entries.get_mut(key).expect("inserted above");
+        if !slot.listed {
+            slot.listed = true;
+            self.changed.push(key.to_owned());
+        }
+        &mut slot.state
     }
 
     /// The state of `key` to change, if it has one; the key is noted changed if so.
@@ -109,18 +132,34 @@ where
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        if self.entries.contains_key(key) {
-            self.note(key);
+        let slot = self.entries.get_mut(key)?;
+        if !slot.listed {
+            slot.listed = true;
+            self.changed.push(key.to_owned());
         }
-        self.entries.get_mut(key)
+        Some(&mut slot.state)
     }
 
     /// Sets the state of `key`, returning the one it replaces; the key is noted changed.
     pub fn insert(&mut self, key: K, state: V) -> Option<V> {
-        if !self.changed.contains(&key) {
-            self.changed.insert(key.clone());
+        let mut slot = Slot {
+            state,
+            listed: true,
+        };
+        match self.entries.get_mut(&key) {
+            Some(old) => {
+                slot.listed = old.listed;
+                if !old.listed {
+                    self.changed.push(key);
+                }
+                Some(std::mem::replace(old, slot).state)
+            }
+            None => {
+                self.changed.push(key.clone());
+                self.entries.insert(key, slot);
+                None
+            }
         }
-        self.entries.insert(key, state)
     }
 
     /// Forgets the state of `key`, returning it.
@@ -129,21 +168,22 @@ where
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        let removed = self.entries.remove(key);
-        if removed.is_some() {
-            self.note(key);
+        let slot = self.entries.remove(key)?;
+        if !slot.listed {
+            self.changed.push(key.to_owned());
         }
-        removed
+        Some(slot.state)
     }
 
     /// Keeps what `keep` leaves of each key's state (it says whether the state is still
     /// needed, and whether it changed).
     pub fn retain(&mut self, mut keep: impl FnMut(&K, &mut V) -> Kept) {
         let changed = &mut self.changed;
-        self.entries.retain(|key, state| {
-            let kept = keep(key, state);
-            if kept != Kept::Unchanged && !changed.contains(key) {
-                changed.insert(key.clone());
+        self.entries.retain(|key, slot| {
+            let kept = keep(key, &mut slot.state);
+            if kept != Kept::Unchanged && !slot.listed {
+                slot.listed = true;
+                changed.push(key.clone());
             }
             kept != Kept::Gone
         });
@@ -161,17 +201,7 @@ where
 
     /// Every key with its state, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
-        self.entries.iter()
-    }
-
-    fn note<Q>(&mut self, key: &Q)
-    where
-        K: Borrow<Q>,
-        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
-    {
-        if !self.changed.contains(key) {
-            self.changed.insert(key.to_owned());
-        }
+        self.entries.iter().map(|(key, slot)| (key, &slot.state))
     }
 
     /// Appends an entry per key changed since the last call (per key, for a `snapshot`),
@@ -199,17 +229,22 @@ where
                 None => entries.deleted(&key_bytes),
             }
         };
-        let written;
+        let changed = std::mem::take(&mut self.changed);
         if snapshot {
-            self.changed.clear();
-            for (key, state) in &self.entries {
-                write(key, Some(state));
+            for (key, slot) in &mut self.entries {
+                slot.listed = false;
+                write(key, Some(&slot.state));
             }
-            written = self.entries.len();
-        } else {
-            written = self.changed.len();
-            for key in self.changed.drain() {
-                write(&key, self.entries.get(&key));
+            return self.entries.len() as u64;
+        }
+        let written = changed.len();
+        for key in changed {
+            match self.entries.get_mut(&key) {
+                Some(slot) => {
+                    slot.listed = false;
+                    write(&key, Some(&slot.state));
+                }
+                None => write(&key, None),
             }
         }
         written as u64
@@ -235,14 +270,19 @@ where
         match value {
             None => {
                 let old = self.entries.remove(&key);
-                applied(&key, old.as_ref(), None);
+                applied(&key, old.as_ref().map(|slot| &slot.state), None);
             }
             Some(value) => {
                 let Ok(state) = serde_json::from_slice::<V>(value) else {
                     return false;
                 };
-                let old = self.entries.insert(key.clone(), state);
-                applied(&key, old.as_ref(), self.entries.get(&key));
+                let slot = Slot {
+                    state,
+                    listed: false,
+                };
+                let old = self.entries.insert(key.clone(), slot);
+                let new = self.entries.get(&key).map(|slot| &slot.state);
+                applied(&key, old.as_ref().map(|slot| &slot.state), new);
             }
         }
         true
@@ -251,8 +291,16 @@ where
     /// Notes the key an entry read back names (without the prefix) as changed, so the next
     /// changes write it as the state has it.
     pub fn mark_changed(&mut self, key: &[u8]) {
-        if let Ok(key) = serde_json::from_slice::<K>(key) {
-            self.changed.insert(key);
+        let Ok(key) = serde_json::from_slice::<K>(key) else {
+            return;
+        };
+        match self.entries.get_mut(&key) {
+            Some(slot) if slot.listed => {}
+            Some(slot) => {
+                slot.listed = true;
+                self.changed.push(key);
+            }
+            None => self.changed.push(key),
         }
     }
 }
@@ -261,7 +309,7 @@ where
 /// strings); the changed keys are not part of it.
 impl<K: Serialize, V: Serialize> Serialize for TrackedMap<K, V> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.entries.iter())
+        serializer.collect_seq(self.entries.iter().map(|(key, slot)| (key, &slot.state)))
     }
 }
 
@@ -271,11 +319,20 @@ where
     V: Deserialize<'de>,
 {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let pairs = Vec::<(K, V)>::deserialize(deserializer)?;
+        let entries = pairs
+            .into_iter()
+            .map(|(key, state)| {
+                let slot = Slot {
+                    state,
+                    listed: false,
+                };
+                (key, slot)
+            })
+            .collect();
         Ok(TrackedMap {
-            entries: Vec::<(K, V)>::deserialize(deserializer)?
-                .into_iter()
-                .collect(),
-            changed: HashSet::new(),
+            entries,
+            changed: Vec::new(),
         })
     }
 }
@@ -335,6 +392,39 @@ mod tests {
         let mut written: Vec<_> = entries.iter().map(Result::unwrap).collect();
         written.sort();
         assert_eq!(written, [(&b"0"[..], None), (&b"1"[..], Some(&b"11"[..]))]);
+    }
+
+    #[test]
+    fn the_last_entry_of_a_key_is_its_state_however_it_changed() {
+        let mut state: TrackedMap<i64, i64> = TrackedMap::default();
+        state.insert(1, 10);
+        state.insert(2, 20);
+        state.take_changes(b"", false, &mut ChangelogEntriesBuilder::default());
+        state.remove(&1);
+        state.insert(1, 11); // removed and set again
+        *state.change(&2, || 0) += 1;
+        state.remove(&2); // changed, then gone
+        let mut entries = ChangelogEntriesBuilder::default();
+        state.take_changes(b"", false, &mut entries);
+        let mut restored: TrackedMap<i64, i64> = TrackedMap::default();
+        restored.insert(2, 20);
+        for entry in entries.finish().iter() {
+            let (key, value) = entry.unwrap();
+            assert!(restored.apply(key, value));
+        }
+        assert_eq!(restored.get(&1), Some(&11));
+        assert_eq!(restored.get(&2), None);
+
+        // A key marked changed on replay is written as the state has it, or deleted.
+        restored.take_changes(b"", false, &mut ChangelogEntriesBuilder::default());
+        restored.mark_changed(b"1");
+        restored.mark_changed(b"3");
+        let mut entries = ChangelogEntriesBuilder::default();
+        assert_eq!(restored.take_changes(b"", false, &mut entries), 2);
+        let entries = entries.finish();
+        let mut written: Vec<_> = entries.iter().map(Result::unwrap).collect();
+        written.sort();
+        assert_eq!(written, [(&b"1"[..], Some(&b"11"[..])), (&b"3"[..], None)]);
     }
 
     #[test]
