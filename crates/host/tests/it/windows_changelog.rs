@@ -1,6 +1,7 @@
-//! Windows kept by input partition are keyed state: a checkpoint writes the keys whose
-//! windows changed to the changelog, not the whole state, and a checkpoint written before
-//! (the partition's whole state in one record) restores.
+//! Windows kept by input partition are keyed state, and windows kept whole have a
+//! changelog too: a checkpoint writes the keys whose windows changed to the changelog, not
+//! the whole state, and a checkpoint written before (the partition's, or the instance's,
+//! whole state in one record) restores.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -23,13 +24,27 @@ const OUT: Outlet<Pane<String, i64>> = Outlet::new("out");
 const TEN_SECONDS: WindowSpec = WindowSpec::tumbling(Duration::from_secs(10));
 const BOUND: Duration = Duration::from_secs(3);
 
+/// How a window count keeps its state.
+#[derive(Clone, Copy, Debug)]
+enum Kept {
+    ByPartition,
+    Whole,
+}
+
 fn counts() -> impl Streamlet {
-    WindowedAggregate::new(IN, OUT, TEN_SECONDS, Count::new())
+    kept_counts(Kept::ByPartition)
+}
+
+fn kept_counts(kept: Kept) -> WindowedAggregate<Click, String, Count<Click>> {
+    let counts = WindowedAggregate::new(IN, OUT, TEN_SECONDS, Count::new())
         .key_by(|c: &Click| c.user.clone())
         .event_time(|c| c.time)
         .watermarks(Watermarks::bounded(BOUND))
-        .checkpoint_every(Duration::from_millis(10))
-        .state_by_partition()
+        .checkpoint_every(Duration::from_millis(10));
+    match kept {
+        Kept::ByPartition => counts.state_by_partition(),
+        Kept::Whole => counts,
+    }
 }
 
 async fn setup() -> MemoryBackend {
@@ -92,10 +107,17 @@ fn changelog_keys(backend: &MemoryBackend, from: usize) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_checkpoint_of_windows_writes_only_the_keys_whose_windows_changed() {
+    for kept in [Kept::ByPartition, Kept::Whole] {
+        only_the_keys_whose_windows_changed(kept).await;
+    }
+}
+
+async fn only_the_keys_whose_windows_changed(kept: Kept) {
     let backend = setup().await;
     let (end, ended) = watch::channel(false);
     let wiring = hosting::wiring("counts", ended, HostSettings::default(), None);
-    let (member, running) = hosting::start_killable(counts(), Arc::new(backend.clone()), wiring);
+    let streamlet = kept_counts(kept);
+    let (member, running) = hosting::start_killable(streamlet, Arc::new(backend.clone()), wiring);
 
     let users = 1_000;
     produce(
@@ -123,7 +145,7 @@ async fn a_checkpoint_of_windows_writes_only_the_keys_whose_windows_changed() {
     assert_eq!(
         changed,
         ["\"user-400\"", "\"user-7\"", "\"user-999\""],
-        "the checkpoints after the first wrote the three keys that changed"
+        "{kept:?}: the checkpoints after the first wrote the three keys that changed"
     );
 
     finish(end, running, member).await;
@@ -165,7 +187,13 @@ fn panes(backend: &MemoryBackend) -> BTreeMap<(String, i64), i64> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_checkpoint_holding_the_whole_state_of_a_partition_restores() {
+async fn a_checkpoint_holding_the_whole_state_restores() {
+    for kept in [Kept::ByPartition, Kept::Whole] {
+        whole_state_restores(kept).await;
+    }
+}
+
+async fn whole_state_restores(kept: Kept) {
     let backend = setup().await;
     // What the windows kept before they were keyed state: `alice` clicked five times in
     // the first ten seconds, the five records before offset 5, which are not read again.
@@ -219,7 +247,8 @@ async fn a_checkpoint_holding_the_whole_state_of_a_partition_restores() {
 
     let (end, ended) = watch::channel(false);
     let wiring = hosting::wiring("counts", ended, HostSettings::default(), None);
-    let (member, running) = hosting::start_killable(counts(), Arc::new(backend.clone()), wiring);
+    let streamlet = kept_counts(kept);
+    let (member, running) = hosting::start_killable(streamlet, Arc::new(backend.clone()), wiring);
     wait_for_commits(&backend, 7).await;
     let mut written = changelog_keys(&backend, 0);
     written.sort();
@@ -227,14 +256,14 @@ async fn a_checkpoint_holding_the_whole_state_of_a_partition_restores() {
     assert_eq!(
         written,
         ["\"alice\"", "\"bob\""],
-        "the first checkpoint wrote the restored windows to the changelog"
+        "{kept:?}: the first checkpoint wrote the restored windows to the changelog"
     );
     finish(end, running, member).await;
     let expected: BTreeMap<(String, i64), i64> =
         HashMap::from([(("alice".to_owned(), 0), 6), (("bob".to_owned(), 0), 1)])
             .into_iter()
             .collect();
-    assert_eq!(panes(&backend), expected);
+    assert_eq!(panes(&backend), expected, "{kept:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -33,7 +33,9 @@ use crate::{
 /// The window state and the watermarks are checkpointed with the input offsets they
 /// reflect ([`checkpoint_every`](Self::checkpoint_every), every second by default, and when
 /// the streamlet stops), so a restart, even after `kill -9`, resumes without losing or
-/// double-counting input. Panes sent after the last checkpoint are sent again after a
+/// double-counting input. A checkpoint writes only the keys whose windows changed since the
+/// last, one changelog entry per key, so no record holds the whole state and its cost
+/// follows the keys that changed. Panes sent after the last checkpoint are sent again after a
 /// crash, identical: same key, window, index and value when the input is replayed in the
 /// same order (see `docs/event-time.md` for what is exactly-once and what at-least-once).
 ///
@@ -290,7 +292,7 @@ where
         let shape = if self.by_partition.is_some() {
             shape.keyed_state()
         } else {
-            shape.checkpointed()
+            shape.checkpointed_with_changelog()
         };
         match self.late {
             Some(late) => shape.outlet(late),
@@ -310,13 +312,16 @@ where
         let mut operator = WindowOperator::new(self.spec, self.aggregate);
         let mut watermarks = WatermarkHolder::new(self.watermarks);
         let checkpoints = ctx.checkpoints();
-        if let Some(state) = checkpoints.as_ref().and_then(Checkpoints::restored) {
-            let saved: Saved<K, A::Accumulator, A::Output> = serde_json::from_slice(state)
+        if let Some(checkpoints) = &checkpoints {
+            operator.track_changes();
+            checkpoints.replay_changelog(&mut operator).await?;
+            watermarks = restore_record(&mut operator, checkpoints.restored(), self.watermarks)
                 .map_err(|error| {
                     Error::msg(format!("the last checkpoint does not decode: {error}"))
                 })?;
-            operator.set_state(saved.operator);
-            watermarks = saved.watermarks.with_strategy(self.watermarks);
+            if checkpoints.snapshot_due() {
+                operator.snapshot_next();
+            }
         }
         let start = clock.now_millis();
         for partition in input.partitions() {
@@ -355,7 +360,7 @@ where
             tokio::select! {
                 biased;
                 () = checkpoint_due => {
-                    save(checkpoints.as_ref(), &operator, &watermarks);
+                    save(checkpoints.as_ref(), &mut operator, &watermarks);
                     next_checkpoint = None;
                 }
                 message = input.next() => {
@@ -397,7 +402,7 @@ where
             operator.advance_watermark(watermarks.finish(), clock.now_millis(), &mut panes);
             send(&output, &mut panes).await?;
         }
-        save(checkpoints.as_ref(), &operator, &watermarks);
+        save(checkpoints.as_ref(), &mut operator, &watermarks);
         Ok(())
     }
 }
@@ -510,37 +515,86 @@ impl<In> LateRecords<In> {
     }
 }
 
-/// What the helper checkpoints (for each partition, when it keeps state by partition).
+/// What a checkpoint record holds beside the changelog (for each partition, when the state
+/// is kept by partition).
+#[derive(Serialize)]
+struct Saved<'a> {
+    /// The operator's watermark.
+    watermark: i64,
+    watermarks: &'a WatermarkHolder,
+}
+
+/// A checkpoint record's value as read back: [`Saved`], or the whole state of the windows
+/// as checkpoints held it before the windows had a changelog.
 #[derive(Deserialize)]
 #[serde(bound(
     deserialize = "K: Key + DeserializeOwned, Acc: DeserializeOwned, Out: DeserializeOwned"
 ))]
-struct Saved<K, Acc, Out> {
-    operator: State<K, Acc, Out>,
+struct Restoring<K, Acc, Out> {
     watermarks: WatermarkHolder,
+    #[serde(default)]
+    watermark: Option<i64>,
+    #[serde(default)]
+    operator: Option<State<K, Acc, Out>>,
 }
 
-#[derive(Serialize)]
-#[serde(bound(serialize = "K: Serialize, Acc: Serialize, Out: Serialize"))]
-struct SavedRef<'a, K, Acc, Out> {
-    operator: &'a State<K, Acc, Out>,
-    watermarks: &'a WatermarkHolder,
+/// The checkpoint record's value of a windows' state whose changelog entries were just
+/// replayed into `operator`.
+fn saved_record<K, A>(operator: &WindowOperator<K, A>, watermarks: &WatermarkHolder) -> Vec<u8>
+where
+    K: Key + Serialize + DeserializeOwned,
+    A: Aggregate,
+{
+    let saved = Saved {
+        watermark: operator.watermark(),
+        watermarks,
+    };
+    serde_json::to_vec(&saved).expect("watermarks serialize")
 }
 
+/// Restores what checkpoint record `record` holds beside the changelog into `operator`,
+/// whose changelog entries were just replayed, registers its keys' timers again, and returns
+/// the watermarks (following `strategy`). A record written before the windows had a
+/// changelog holds the whole state: that replaces the operator's, and the next checkpoint is
+/// a snapshot.
+fn restore_record<K, A>(
+    operator: &mut WindowOperator<K, A>,
+    record: Option<&[u8]>,
+    strategy: Watermarks,
+) -> serde_json::Result<WatermarkHolder>
+where
+    K: Key + Serialize + DeserializeOwned,
+    A: Aggregate,
+{
+    let mut watermarks = WatermarkHolder::new(strategy);
+    if let Some(record) = record {
+        let saved: Restoring<K, A::Accumulator, A::Output> = serde_json::from_slice(record)?;
+        if let Some(whole) = saved.operator {
+            operator.set_state(whole);
+            operator.snapshot_next();
+        }
+        if let Some(watermark) = saved.watermark {
+            operator.set_watermark(watermark);
+        }
+        watermarks = saved.watermarks.with_strategy(strategy);
+    }
+    operator.rebuild_timers();
+    Ok(watermarks)
+}
+
+/// Writes the keys whose windows changed since the last checkpoint to the changelog, with
+/// the watermarks in the checkpoint record.
 fn save<K, A>(
     checkpoints: Option<&Checkpoints>,
-    operator: &WindowOperator<K, A>,
+    operator: &mut WindowOperator<K, A>,
     watermarks: &WatermarkHolder,
 ) where
     K: Key + Serialize + DeserializeOwned,
     A: Aggregate,
 {
     if let Some(checkpoints) = checkpoints {
-        let saved = SavedRef {
-            operator: operator.state(),
-            watermarks,
-        };
-        checkpoints.save(serde_json::to_vec(&saved).expect("window state serializes"));
+        let (entries, snapshot) = operator.take_changes();
+        checkpoints.save_with_changes(saved_record(operator, watermarks), entries, snapshot);
     }
 }
 

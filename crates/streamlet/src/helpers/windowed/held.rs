@@ -14,13 +14,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 
-use super::Template;
+use super::{Template, restore_record, saved_record};
 use crate::checkpoint::PartitionCheckpoint;
 use crate::watermark::{WatermarkHolder, Watermarks};
-use crate::window::{Aggregate, Key, Pane, State, WindowOperator, WindowSpec};
+use crate::window::{Aggregate, Key, Pane, WindowOperator, WindowSpec};
 use crate::{Checkpoints, Error, Result};
 use runnel_state::changelog::{self, MAX_RANGES, Reading};
 use runnel_state::checkpoint::{ChangelogBatch, PartitionSave, unique_id};
@@ -37,28 +37,6 @@ pub(super) struct PartitionWindows<K, A: Aggregate> {
     writer: u64,
     /// Whether anything changed since the partition was last checkpointed.
     pub(super) changed: bool,
-}
-
-/// The checkpoint record's value of a partition: what is not in the changelog.
-#[derive(Serialize)]
-struct Saved<'a> {
-    /// The operator's watermark.
-    watermark: i64,
-    watermarks: &'a WatermarkHolder,
-}
-
-/// A checkpoint record's value as read back: [`Saved`], or the whole state of the
-/// partition's windows as checkpoints held it before the windows were keyed state.
-#[derive(Deserialize)]
-#[serde(bound(
-    deserialize = "K: Key + DeserializeOwned, Acc: DeserializeOwned, Out: DeserializeOwned"
-))]
-struct Restoring<K, Acc, Out> {
-    watermarks: WatermarkHolder,
-    #[serde(default)]
-    watermark: Option<i64>,
-    #[serde(default)]
-    operator: Option<State<K, Acc, Out>>,
 }
 
 impl<K, A> PartitionWindows<K, A>
@@ -88,26 +66,13 @@ where
             reading,
         )
         .await?;
-        let mut watermarks = WatermarkHolder::new(strategy);
-        if let Some(state) = restored.state() {
-            let saved: Restoring<K, A::Accumulator, A::Output> = serde_json::from_slice(state)
-                .map_err(|error| {
-                    Error::msg(format!(
-                        "the last checkpoint of input partition {partition} does not decode: {error}"
-                    ))
-                })?;
-            if let Some(whole) = saved.operator {
-                // Written before the windows were keyed state: the first checkpoint writes
-                // every key to the changelog.
-                operator.set_state(whole);
-                operator.snapshot_next();
-            }
-            if let Some(watermark) = saved.watermark {
-                operator.set_watermark(watermark);
-            }
-            watermarks = saved.watermarks.with_strategy(strategy);
-        }
-        operator.rebuild_timers();
+        // A record written before the windows were keyed state holds the whole state.
+        let mut watermarks =
+            restore_record(&mut operator, restored.state(), strategy).map_err(|error| {
+                Error::msg(format!(
+                    "the last checkpoint of input partition {partition} does not decode: {error}"
+                ))
+            })?;
         if ranges.is_empty() || ranges.len() >= MAX_RANGES {
             // Start the changelog afresh: the first checkpoint holds the whole state.
             operator.snapshot_next();
@@ -134,16 +99,10 @@ where
     /// watermarks.
     fn save(&mut self, partition: u32) -> PartitionSave {
         let (entries, snapshot) = self.operator.take_changes();
-        let saved = Saved {
-            watermark: self.operator.watermark(),
-            watermarks: &self.watermarks,
-        };
         self.changed = false;
         PartitionSave {
             partition,
-            state: serde_json::to_vec(&saved)
-                .expect("watermarks serialize")
-                .into(),
+            state: saved_record(&self.operator, &self.watermarks).into(),
             changes: Some(ChangelogBatch {
                 entries,
                 snapshot,
