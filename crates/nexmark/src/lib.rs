@@ -12,6 +12,7 @@
 //!   a source streamlet reading them, for side-by-side runs with engines that read a file;
 //! - [`queries`]: the Nexmark queries as streamlets, each a file;
 //! - [`two_inputs`]: the streamlet the joins (q3, q8, q9) share: two inlets, one watermark;
+//! - [`exactly_once`]: each query again with exactly-once delivery (`<query>-exactly-once`);
 //! - [`app`]: the app binary's streamlet registry; `blueprints/` has one blueprint per query.
 //!
 //! Guide: `docs/nexmark.md`.
@@ -19,6 +20,7 @@
 pub mod app;
 pub mod error;
 pub mod events_file;
+pub mod exactly_once;
 pub mod generator;
 pub mod model;
 pub mod queries;

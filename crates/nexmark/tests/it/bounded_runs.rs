@@ -13,6 +13,7 @@ use std::time::Duration;
 use runnel::prelude::*;
 use runnel::testkit::TestRun;
 use runnel_app_test::{open, read_topic, read_values, run_to_end, stderr_of};
+use runnel_backend::Backend;
 use runnel_nexmark::generator::{Generator, GeneratorConfig, Streams};
 use runnel_nexmark::model::{Auction, Bid, Person};
 use runnel_nexmark::queries::{q0, q1, q2, q3, q4, q5, q7, q8, q9, q11};
@@ -22,9 +23,18 @@ const EVENTS: u64 = 20_000;
 /// Events per second of event time.
 const RATE: i64 = 500;
 
-/// Runs `query`'s blueprint to its end in `data`.
-fn run_query(query: &str, data: &Path) {
-    let blueprint = format!("{}/blueprints/{query}.toml", env!("CARGO_MANIFEST_DIR"));
+/// Runs `query`'s blueprint to its end in `data`; with its query streamlet registered as
+/// `<query>-exactly-once` when `exactly_once` says so.
+fn run_query(query: &str, data: &Path, exactly_once: bool) {
+    let mut blueprint = format!("{}/blueprints/{query}.toml", env!("CARGO_MANIFEST_DIR"));
+    if exactly_once {
+        let text = std::fs::read_to_string(&blueprint).unwrap();
+        let instance = format!("{query} = \"{query}\"");
+        assert!(text.contains(&instance), "{blueprint} has {instance}");
+        let changed = text.replace(&instance, &format!("{query} = \"{query}-exactly-once\""));
+        blueprint = data.join(format!("{query}.toml")).display().to_string();
+        std::fs::write(&blueprint, changed).unwrap();
+    }
     let mut command = Command::new(env!("CARGO_BIN_EXE_nexmark"));
     command
         .args(["run", &blueprint, "--data-dir"])
@@ -61,8 +71,13 @@ fn sorted<T: Debug>(values: Vec<T>) -> Vec<String> {
 /// Runs `query` in the app and reads its results topic, after checking the generator's
 /// topics hold the generated events.
 async fn app_results<T: Data>(query: &str) -> Vec<T> {
+    app_results_with(query, false).await
+}
+
+/// As [`app_results`], with the query streamlet exactly once when `exactly_once` says so.
+async fn app_results_with<T: Data>(query: &str, exactly_once: bool) -> Vec<T> {
     let data = tempfile::tempdir().unwrap();
-    run_query(query, data.path());
+    run_query(query, data.path(), exactly_once);
     let backend = open(data.path());
     let expected = streams();
     let persons: Vec<Person> = read_values(&backend, "persons").await;
@@ -75,7 +90,15 @@ async fn app_results<T: Data>(query: &str) -> Vec<T> {
     assert_eq!(sorted(persons), sorted(expected.persons));
     assert_eq!(sorted(auctions), sorted(expected.auctions));
     assert_eq!(sorted(bids), sorted(expected.bids));
-    read_values(&backend, &format!("{query}-results")).await
+    let topic = format!("{query}-results");
+    let results = read_values(&backend, &topic).await;
+    // Transaction markers take offsets of their own: the results were written exactly
+    // once when the topic's offsets outnumber its records.
+    let offsets: u64 = (backend.offsets(&topic).await.unwrap().iter())
+        .map(|partition| partition.end)
+        .sum();
+    assert_eq!(offsets > results.len() as u64, exactly_once, "{topic}");
+    results
 }
 
 async fn on_bids<T: Data>(
@@ -229,7 +252,7 @@ struct CategoryAverage {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn q4_in_sql_averages_the_winning_bids_of_the_streamlet_per_category() {
     let data = tempfile::tempdir().unwrap();
-    run_query("q4-sql", data.path());
+    run_query("q4-sql", data.path(), false);
     let backend = open(data.path());
     // The changes, folded into the result table: each takes back the row before it.
     let mut table: BTreeMap<i64, f64> = BTreeMap::new();
@@ -514,6 +537,17 @@ async fn q9_finds_the_same_winners() {
     let results: Vec<q9::WinningBid> = app_results("q9").await;
     let expected = winners_by_the_streamlet().await;
     assert!(expected.len() > 100);
+    assert_eq!(sorted(results), sorted(expected));
+}
+
+/// The joins and the windows give the same results with exactly-once delivery: their
+/// outputs, state and input offsets then commit in one transaction per checkpoint.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn q9_and_q11_exactly_once_find_the_same_results() {
+    let results: Vec<q9::WinningBid> = app_results_with("q9", true).await;
+    assert_eq!(sorted(results), sorted(winners_by_the_streamlet().await));
+    let results: Vec<runnel::window::Pane<i64, i64>> = app_results_with("q11", true).await;
+    let expected = on_bids(q11::streamlet(), q11::IN, q11::OUT).await;
     assert_eq!(sorted(results), sorted(expected));
 }
 
