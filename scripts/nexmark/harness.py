@@ -116,11 +116,16 @@ class Engines:
         return path
 
     def command(self, engine, query, events):
-        if engine in ("runnel", "runnel-fsync-never"):
+        if engine in ("runnel", "runnel-fsync-never", "runnel-baseline"):
             data = self.work / "runnel-data"
             shutil.rmtree(data, ignore_errors=True)
             fsync = "never" if engine == "runnel-fsync-never" else "always"
-            return [str(self.nexmark), "run", str(self.blueprint(query)), "--data-dir", str(data),
+            nexmark = self.nexmark
+            if engine == "runnel-baseline":
+                if not self.arguments.baseline:
+                    raise SystemExit("engine runnel-baseline needs --baseline")
+                nexmark = Path(self.arguments.baseline) / "release" / "nexmark"
+            return [str(nexmark), "run", str(self.blueprint(query)), "--data-dir", str(data),
                     "--view", "off", "--admin", "off", "--fsync", fsync,
                     "--set", f"generator.input={events / 'events.jsonl'}"]
         # A query in SQL on Runnel (`q5-sql`) is the query Flink and Spark run anyway.
@@ -263,6 +268,9 @@ def main():
     parser.add_argument("--parallelism", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--target", default=os.environ.get("CARGO_TARGET_DIR", str(ROOT / "target")))
+    parser.add_argument("--baseline", default=None,
+                        help="another build's target directory (an older commit's, say): engine "
+                             "runnel-baseline runs its release/nexmark, interleaved with runnel")
     parser.add_argument("--flink-python", type=Path, required=True)
     parser.add_argument("--spark-python", type=Path, required=True)
     parser.add_argument("--work", type=Path, default=None, help="scratch directory (default: a temporary one)")

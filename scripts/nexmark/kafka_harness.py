@@ -252,6 +252,7 @@ def run_once(arguments, cluster, work, run):
     for topic in run.written:
         cluster.create_topic(topic, arguments.partitions)
     cpu_by_pid, peak_rss, warm, done, end, failure = {}, 0, None, None, None, None
+    progress = (0.0, -1)  # when the committed count last moved, and to what
     try:
         while True:
             time.sleep(SAMPLE_SECONDS)
@@ -273,6 +274,12 @@ def run_once(arguments, cluster, work, run):
                 break
             if process.poll() is not None:
                 failure = f"exit {process.returncode}"
+                break
+            if committed != progress[1]:
+                progress = (sample["time"], committed)
+            elif done is None and sample["time"] - progress[0] > arguments.stall:
+                # An engine failing and restarting in a loop commits nothing more.
+                failure = f"stalled for {arguments.stall:.0f} s"
                 break
             if sample["time"] > arguments.timeout:
                 failure = "timeout"
@@ -374,6 +381,8 @@ def main():
     parser.add_argument("--tail", type=float, default=30,
                         help="seconds after the done mark to wait for the last commits")
     parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("--stall", type=float, default=120,
+                        help="seconds without a new commit before the done mark that fail a run")
     parser.add_argument("--target", default=os.environ.get("CARGO_TARGET_DIR", str(ROOT / "target")))
     parser.add_argument("--streams-classpath", default="", help="the Kafka Streams peer's -cp")
     parser.add_argument("--flink-classpath", default="", help="the Flink peer's -cp")
