@@ -109,6 +109,31 @@ impl JoinPlan {
 /// A row of one side, as kept.
 type Row = Vec<Value>;
 
+/// The rows of one key of one side, and the earliest time among them in the column of the
+/// join's time bound, once an expiry has looked: a later expiry skips a key whose earliest
+/// row is still needed without reading its rows. Checkpointed as its rows alone.
+#[derive(Debug, Default)]
+pub(crate) struct KeyRows {
+    rows: Vec<Row>,
+    /// `None` until an expiry scanned the rows, and again after a row was added.
+    earliest: Option<i64>,
+}
+
+impl Serialize for KeyRows {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.rows.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for KeyRows {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(KeyRows {
+            rows: Vec::deserialize(deserializer)?,
+            earliest: None,
+        })
+    }
+}
+
 /// The pairs of columns, one of each side, whose difference the join's condition bounds
 /// from below and from above.
 fn time_bounds(node: &JoinNode) -> Vec<TimeBound> {
@@ -216,8 +241,8 @@ fn integer(value: &datafusion_common::ScalarValue) -> Option<i64> {
 /// Each side's rows by join key.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub(crate) struct JoinState {
-    left: Tracked<Vec<Row>>,
-    right: Tracked<Vec<Row>>,
+    left: Tracked<KeyRows>,
+    right: Tracked<KeyRows>,
 }
 
 impl JoinState {
@@ -254,13 +279,16 @@ impl JoinState {
                 continue; // null matches nothing
             }
             let values: Row = column_cells.iter().map(|cells| cells.get(row)).collect();
-            for other in theirs.get(&key).into_iter().flatten() {
+            let others = theirs.get(&key).map_or(&[][..], |kept| &kept.rows[..]);
+            for other in others {
                 joined.push(match side {
                     Side::Left => values.iter().chain(other).cloned().collect(),
                     Side::Right => other.iter().chain(&values).cloned().collect(),
                 });
             }
-            mine.change(&key, Vec::new).push(values);
+            let kept = mine.change(&key, KeyRows::default);
+            kept.rows.push(values);
+            kept.earliest = None;
         }
         debug_assert!(joined.iter().all(|row| row.len() >= plan.left_width));
         let columns = plan
@@ -282,7 +310,7 @@ impl JoinState {
         self.left
             .iter()
             .chain(self.right.iter())
-            .map(|(_, rows)| rows.len())
+            .map(|(_, kept)| kept.rows.len())
             .sum()
     }
 
@@ -292,7 +320,7 @@ impl JoinState {
     }
 
     /// Each side's rows, left then right.
-    pub(crate) fn sides_mut(&mut self) -> [&mut Tracked<Vec<Row>>; 2] {
+    pub(crate) fn sides_mut(&mut self) -> [&mut Tracked<KeyRows>; 2] {
         [&mut self.left, &mut self.right]
     }
 
@@ -306,14 +334,23 @@ impl JoinState {
         left_from: Option<i64>,
         right_from: Option<i64>,
     ) {
-        fn forget(side: &mut Tracked<Vec<Row>>, column: usize, live: impl Fn(i64) -> bool) {
-            side.retain(|_, rows| {
-                let before = rows.len();
-                rows.retain(|row| match row[column] {
-                    Value::Integer(time) => live(time),
+        fn forget(side: &mut Tracked<KeyRows>, column: usize, live: impl Fn(i64) -> bool) {
+            side.retain(|_, kept| {
+                // Times only grow more live: a key whose earliest row is needed keeps all.
+                if kept.earliest.is_some_and(&live) {
+                    return Kept::Unchanged;
+                }
+                let before = kept.rows.len();
+                let mut earliest = None;
+                kept.rows.retain(|row| match row[column] {
+                    Value::Integer(time) if live(time) => {
+                        earliest = Some(earliest.map_or(time, |least: i64| least.min(time)));
+                        true
+                    }
                     _ => false,
                 });
-                match rows.len() {
+                kept.earliest = earliest;
+                match kept.rows.len() {
                     0 => Kept::Gone,
                     after if after == before => Kept::Unchanged,
                     _ => Kept::Changed,
