@@ -9,7 +9,8 @@ with the same count and partitions reuses them. Every engine then reads them fro
 earliest offset under a consumer group of its own and writes its results to a fresh topic:
 
 - runnel: the query's blueprint (crates/nexmark/blueprints) without the generator, its
-  input topics renamed to the filled ones, `nexmark run --kafka`;
+  input topics renamed to the filled ones, `nexmark run --kafka`; with `--guarantee
+  exactly-once`, each query streamlet as `<query>-exactly-once` (SQL: `delivery`);
 - kafka-streams: scripts/nexmark/kafka-streams (Kafka Streams 4.x topologies);
 - flink: scripts/nexmark/flink-kafka (Flink's Nexmark SQL in Java, the Kafka SQL connector).
 
@@ -209,6 +210,11 @@ class Run:
         streamlets = {name: kind for name, kind in source["streamlets"].items() if kind != "generator"}
         lines = [f'name = "{self.name}"', "", "[streamlets]"]
         for name, kind in streamlets.items():
+            if arguments.guarantee == "exactly-once":
+                # The app registers each query again as `<query>-exactly-once`; a SQL
+                # streamlet says its delivery in its table.
+                kind = (dict(kind, delivery="exactly-once") if isinstance(kind, dict)
+                        else f"{kind}-exactly-once")
             lines.append(f"{name} = {toml_value(kind)}")
         groups, streams = [], []
         for topic, settings in source.get("topics", {}).items():
