@@ -28,6 +28,59 @@ pub trait ReplayTarget {
     fn held_entries(&self) -> u64;
 }
 
+/// When a state written by what changed is next written whole (a snapshot, after which the
+/// changelog's earlier records are no longer needed): when asked for (nothing in the
+/// changelog yet, or too many writers' records), or when the entries written since the last
+/// snapshot outgrow twice those held by [`SLACK_ENTRIES`](Snapshots::SLACK_ENTRIES), so a
+/// restore reads at most a few times the state.
+///
+/// ```
+/// use runnel_event_time::changelog_entries::Snapshots;
+///
+/// let mut snapshots = Snapshots::default();
+/// snapshots.ask();
+/// assert!(snapshots.due(10));
+/// snapshots.wrote(true, 10);
+/// assert!(!snapshots.due(10));
+/// snapshots.wrote(false, 2 * 10 + Snapshots::SLACK_ENTRIES + 1);
+/// assert!(snapshots.due(10));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Snapshots {
+    asked: bool,
+    written_since: u64,
+}
+
+impl Snapshots {
+    /// Entries beyond twice those held that may be written before a snapshot is due.
+    pub const SLACK_ENTRIES: u64 = 1024;
+
+    /// Makes the next write a snapshot.
+    pub fn ask(&mut self) {
+        self.asked = true;
+    }
+
+    /// Whether a snapshot was asked for since the last one.
+    pub fn asked(&self) -> bool {
+        self.asked
+    }
+
+    /// Whether the next write must be a snapshot, for a state holding `held` entries.
+    pub fn due(&self, held: u64) -> bool {
+        self.asked || self.written_since > 2 * held + Self::SLACK_ENTRIES
+    }
+
+    /// Notes a write of `written` entries, a snapshot or not.
+    pub fn wrote(&mut self, snapshot: bool, written: u64) {
+        if snapshot {
+            self.asked = false;
+            self.written_since = written;
+        } else {
+            self.written_since += written;
+        }
+    }
+}
+
 /// Entries written one after the other (see the module's documentation).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ChangelogEntries {

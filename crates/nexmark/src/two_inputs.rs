@@ -19,15 +19,11 @@
 use std::time::Duration;
 
 use futures::FutureExt;
-use runnel::checkpoint::{ChangelogEntriesBuilder, ReplayTarget};
+use runnel::checkpoint::{ChangelogEntriesBuilder, ReplayTarget, Snapshots};
 use runnel::prelude::*;
 use runnel::watermark::{WatermarkHolder, Watermarks};
 use runnel::{Checkpoints, OutletSender};
 use tokio::time::Instant;
-
-/// Entries written since the last snapshot beyond twice those held, plus this, make the
-/// next checkpoint a snapshot, so a restore reads at most a few times the state.
-const SNAPSHOT_SLACK_ENTRIES: u64 = 1024;
 
 /// What became of a value given to a [`Join`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,41 +141,26 @@ struct Saved {
     watermarks: WatermarkHolder,
 }
 
-/// When the next checkpoint writes every entry rather than those changed.
-#[derive(Debug)]
-struct Snapshots {
-    next: bool,
-    written_since: u64,
-}
-
-impl Snapshots {
-    /// Writes the join state's changes and saves them with the watermarks.
-    fn save<S: JoinState>(
-        &mut self,
-        checkpoints: Option<&Checkpoints>,
-        state: &mut S,
-        watermarks: &WatermarkHolder,
-    ) -> Result<()> {
-        let Some(checkpoints) = checkpoints else {
-            return Ok(());
-        };
-        let snapshot =
-            self.next || self.written_since > 2 * state.held_entries() + SNAPSHOT_SLACK_ENTRIES;
-        let mut entries = ChangelogEntriesBuilder::default();
-        let written = state.take_changes(snapshot, &mut entries);
-        self.written_since = if snapshot {
-            written
-        } else {
-            self.written_since + written
-        };
-        self.next = false;
-        let saved = serde_json::to_vec(&Saved {
-            watermarks: watermarks.clone(),
-        })
-        .map_err(|error| Error::msg(format!("the join's watermarks do not serialize: {error}")))?;
-        checkpoints.save_with_changes(saved, entries.finish(), snapshot);
-        Ok(())
-    }
+/// Writes the join state's changes (every entry, when `snapshots` says a snapshot is due)
+/// and saves them with the watermarks.
+fn save<S: JoinState>(
+    checkpoints: Option<&Checkpoints>,
+    snapshots: &mut Snapshots,
+    state: &mut S,
+    watermarks: &WatermarkHolder,
+) -> Result<()> {
+    let Some(checkpoints) = checkpoints else {
+        return Ok(());
+    };
+    let snapshot = snapshots.due(state.held_entries());
+    let mut entries = ChangelogEntriesBuilder::default();
+    snapshots.wrote(snapshot, state.take_changes(snapshot, &mut entries));
+    let saved = serde_json::to_vec(&Saved {
+        watermarks: watermarks.clone(),
+    })
+    .map_err(|error| Error::msg(format!("the join's watermarks do not serialize: {error}")))?;
+    checkpoints.save_with_changes(saved, entries.finish(), snapshot);
+    Ok(())
 }
 
 impl<J: Join> Streamlet for TwoInputs<J> {
@@ -211,13 +192,12 @@ impl<J: Join> Streamlet for TwoInputs<J> {
             None => WatermarkHolder::new(self.watermarks),
         };
         let mut state = J::State::default();
-        let mut snapshots = Snapshots {
-            next: true,
-            written_since: 0,
-        };
+        let mut snapshots = Snapshots::default();
         if let Some(checkpoints) = &checkpoints {
             checkpoints.replay_changelog(&mut state).await?;
-            snapshots.next = checkpoints.snapshot_due();
+            if checkpoints.snapshot_due() {
+                snapshots.ask();
+            }
         }
         let start = clock.now_millis();
         for partition in left.partitions() {
@@ -243,7 +223,7 @@ impl<J: Join> Streamlet for TwoInputs<J> {
             tokio::select! {
                 biased;
                 () = checkpoint_due => {
-                    snapshots.save(checkpoints.as_ref(), &mut state, &watermarks)?;
+                    save(checkpoints.as_ref(), &mut snapshots, &mut state, &watermarks)?;
                     next_checkpoint = None;
                     continue;
                 }
@@ -295,7 +275,12 @@ impl<J: Join> Streamlet for TwoInputs<J> {
             join.advance(&mut state, watermarks.finish(), &mut outputs);
             send(&join, &output, &mut outputs).await?;
         }
-        snapshots.save(checkpoints.as_ref(), &mut state, &watermarks)
+        save(
+            checkpoints.as_ref(),
+            &mut snapshots,
+            &mut state,
+            &watermarks,
+        )
     }
 }
 

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use datafusion_common::arrow::array::{BooleanArray, RecordBatch, UInt32Array};
 use datafusion_common::arrow::compute::{concat_batches, filter_record_batch};
+use runnel_streamlet::checkpoint::Snapshots;
 use runnel_streamlet::watermark::{WatermarkHolder, Watermarks};
 use runnel_streamlet::window::{Added, WindowOperator};
 
@@ -153,10 +154,8 @@ pub(crate) struct Flow<'q> {
     late: u64,
     /// The processing time of the records or the advance being run.
     now: i64,
-    /// Changelog entries written since the last snapshot, and whether the next
-    /// checkpoint is one (`changelog.rs`).
-    since_snapshot: u64,
-    snapshot_next: bool,
+    /// When the next checkpoint writes every entry (`changelog.rs`).
+    snapshots: Snapshots,
 }
 
 impl std::fmt::Debug for Flow<'_> {
@@ -177,8 +176,7 @@ impl<'q> Flow<'q> {
             results: Vec::new(),
             late: 0,
             now: 0,
-            since_snapshot: 0,
-            snapshot_next: false,
+            snapshots: Snapshots::default(),
         };
         flow.add_node(query.tree(), Parent::Root, watermarks);
         flow

@@ -37,7 +37,7 @@ use std::sync::Arc;
 use crate::acknowledgement::Acknowledgements;
 
 pub use runnel_event_time::changelog_entries::{
-    ChangelogEntries, ChangelogEntriesBuilder, ReplayTarget,
+    ChangelogEntries, ChangelogEntriesBuilder, ReplayTarget, Snapshots,
 };
 pub use runnel_event_time::tracked_map::{Kept, TrackedMap};
 pub use runnel_state::changelog::Replayed;

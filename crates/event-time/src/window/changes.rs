@@ -13,11 +13,9 @@ use serde::de::DeserializeOwned;
 
 use super::operator::KeyState;
 use super::{Aggregate, Key, WindowOperator};
-use crate::changelog_entries::{ChangelogEntries, ChangelogEntriesBuilder, ReplayTarget};
-
-/// Written entries since the last snapshot beyond twice the keys held, plus this, make the
-/// next checkpoint a snapshot, so a restore reads at most a few times the state.
-const SNAPSHOT_SLACK_ENTRIES: u64 = 1024;
+use crate::changelog_entries::{
+    ChangelogEntries, ChangelogEntriesBuilder, ReplayTarget, Snapshots,
+};
 
 /// The keys whose windows changed since the last checkpoint.
 #[derive(Debug)]
@@ -25,10 +23,8 @@ pub(crate) struct ChangedKeys<K> {
     /// Each key once while its state's `changed` flag is set; a key whose state was removed
     /// and created again may be listed twice.
     keys: Vec<K>,
-    /// Entries written since the last snapshot.
-    since_snapshot: u64,
-    /// Whether the next checkpoint writes every key.
-    snapshot_next: bool,
+    /// When the next checkpoint writes every key.
+    snapshots: Snapshots,
     /// The bytes of the keys' last entries: the state's size in the changelog.
     bytes: u64,
 }
@@ -59,8 +55,7 @@ where
     pub fn track_changes(&mut self) {
         self.changes.get_or_insert_with(|| ChangedKeys {
             keys: Vec::new(),
-            since_snapshot: 0,
-            snapshot_next: false,
+            snapshots: Snapshots::default(),
             bytes: 0,
         });
     }
@@ -70,7 +65,7 @@ where
     pub fn snapshot_next(&mut self) {
         self.track_changes();
         if let Some(changes) = &mut self.changes {
-            changes.snapshot_next = true;
+            changes.snapshots.ask();
         }
     }
 
@@ -79,7 +74,7 @@ where
     pub fn has_changes(&self) -> bool {
         self.changes
             .as_ref()
-            .is_some_and(|changes| changes.snapshot_next || !changes.keys.is_empty())
+            .is_some_and(|changes| changes.snapshots.asked() || !changes.keys.is_empty())
     }
 
     /// The windows of `key`, if it has any.
@@ -98,11 +93,9 @@ where
     /// asked for, or the entries written since the last outnumber the keys by far.
     #[doc(hidden)]
     pub fn snapshot_due(&self) -> bool {
-        self.changes.as_ref().is_some_and(|changes| {
-            changes.snapshot_next
-                || changes.since_snapshot
-                    > 2 * self.state.keys.len() as u64 + SNAPSHOT_SLACK_ENTRIES
-        })
+        self.changes
+            .as_ref()
+            .is_some_and(|changes| changes.snapshots.due(self.state.keys.len() as u64))
     }
 
     /// The entries of the keys that changed since the last call (every key when a snapshot
@@ -139,8 +132,6 @@ where
                 state.entry_bytes = 0;
                 take(key, Some(state));
             }
-            changes.since_snapshot = written;
-            changes.snapshot_next = false;
         } else {
             for key in changes.keys.drain(..) {
                 match keys.get_mut(&key) {
@@ -152,8 +143,8 @@ where
                     None => take(&key, None),
                 }
             }
-            changes.since_snapshot += written;
         }
+        changes.snapshots.wrote(snapshot, written);
         changes.bytes = bytes;
         (taken.finish(), snapshot)
     }

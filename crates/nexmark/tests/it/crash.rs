@@ -15,7 +15,7 @@ use runnel::checkpoint::changelog_entries;
 use runnel::prelude::*;
 use runnel::testkit::TestRun;
 use runnel_app_test::{Running, open, read_topic, read_values, run_to_end, stderr_of, stdout_of};
-use runnel_nexmark::generator::{Generator, GeneratorConfig};
+use runnel_nexmark::generator::{Generator, GeneratorConfig, Streams};
 use runnel_nexmark::model::Bid;
 use runnel_nexmark::queries::{q3, q9};
 
@@ -60,14 +60,19 @@ fn kill_9_and_run_to_end(query: &str, instance: &str, data: &Path) {
     );
 }
 
-/// The winning bid of every auction of the generated events, by q9's streamlet run over
-/// them in the test kit.
-async fn winners() -> BTreeMap<i64, q9::WinningBid> {
+/// The events the apps' generator writes.
+fn generated() -> Streams {
     let config = GeneratorConfig {
         events_per_second: RATE,
         ..GeneratorConfig::default()
     };
-    let streams = Generator::new(config).unwrap().streams(EVENTS);
+    Generator::new(config).unwrap().streams(EVENTS)
+}
+
+/// The winning bid of every auction of the generated events, by q9's streamlet run over
+/// them in the test kit.
+async fn winners() -> BTreeMap<i64, q9::WinningBid> {
+    let streams = generated();
     let expected = TestRun::new(q9::streamlet())
         .input(q9::AUCTIONS, streams.auctions)
         .input(q9::BIDS, streams.bids)
@@ -85,11 +90,7 @@ async fn winners() -> BTreeMap<i64, q9::WinningBid> {
 async fn winning_bids_survive_kill_9_of_the_whole_app() {
     let data = tempfile::tempdir().unwrap();
     kill_9_and_run_to_end("q9", "q9", data.path());
-    let config = GeneratorConfig {
-        events_per_second: RATE,
-        ..GeneratorConfig::default()
-    };
-    let streams = Generator::new(config).unwrap().streams(EVENTS);
+    let streams = generated();
     let backend = open(data.path());
     // Every event is on the log, some twice (sent after the last checkpoint before the kill).
     let bids: Vec<Bid> = read_values(&backend, "bids").await;
@@ -150,11 +151,7 @@ async fn q3_keeps_every_person_in_its_changelog_not_in_its_checkpoints() {
             }
         }
     }
-    let config = GeneratorConfig {
-        events_per_second: RATE,
-        ..GeneratorConfig::default()
-    };
-    let streams = Generator::new(config).unwrap().streams(EVENTS);
+    let streams = generated();
     assert_eq!(persons.len(), streams.persons.len());
     assert_small_checkpoints(&backend, "nexmark-q3.q3.checkpoints").await;
 

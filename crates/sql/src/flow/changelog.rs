@@ -18,10 +18,6 @@ use crate::join::JoinState;
 use crate::updating::Updating;
 use crate::value::Value;
 
-/// Entries written since the last snapshot beyond twice those held, plus this, make the
-/// next checkpoint a snapshot, so a restore reads at most a few times the state.
-const SNAPSHOT_SLACK_ENTRIES: u64 = 1024;
-
 /// The bytes of an entry's key before the node's own key: the node's place in the tree.
 const NODE_PREFIX: usize = 4;
 
@@ -76,14 +72,13 @@ impl<'q> Flow<'q> {
     /// Makes the next [`take_changes`](Flow::take_changes) write every entry: the
     /// changelog holds no state yet, or more records than it should.
     pub(crate) fn snapshot_next(&mut self) {
-        self.snapshot_next = true;
+        self.snapshots.ask();
     }
 
     /// The entries changed since the last call (every entry, when a snapshot is due), the
     /// checkpoint record's value, and whether the entries are a snapshot.
     pub(crate) fn take_changes(&mut self) -> (ChangelogEntries, Vec<u8>, bool) {
-        let snapshot = self.snapshot_next
-            || self.since_snapshot > 2 * self.held_entries() + SNAPSHOT_SLACK_ENTRIES
+        let snapshot = self.snapshots.due(self.held_entries())
             || self.nodes.iter().any(|(node, _)| match node {
                 Running::Window { operator, .. } => operator.snapshot_due(),
                 _ => false,
@@ -139,12 +134,7 @@ impl<'q> Flow<'q> {
             }
         }
         let saved = serde_json::to_vec(&SavedRef { windows, scans }).expect("watermarks serialize");
-        if snapshot {
-            self.since_snapshot = written;
-            self.snapshot_next = false;
-        } else {
-            self.since_snapshot += written;
-        }
+        self.snapshots.wrote(snapshot, written);
         (entries.finish(), saved, snapshot)
     }
 
