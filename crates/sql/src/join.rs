@@ -106,29 +106,88 @@ impl JoinPlan {
     }
 }
 
-/// A row of one side, as kept.
+/// A row of one side, as joined.
 type Row = Vec<Value>;
 
-/// The rows of one key of one side, and the earliest time among them in the column of the
+/// The rows of one key of one side, one after the other in one vector (a key's rows are
+/// one allocation, not one each), and the earliest time among them in the column of the
 /// join's time bound, once an expiry has looked: a later expiry skips a key whose earliest
-/// row is still needed without reading its rows. Checkpointed as its rows alone.
+/// row is still needed without reading its rows. Checkpointed as a list of its rows.
 #[derive(Debug, Default)]
 pub(crate) struct KeyRows {
-    rows: Vec<Row>,
+    /// The rows' values, `width` a row.
+    values: Vec<Value>,
+    /// How many values a row has: the side's columns.
+    width: usize,
+    /// How many rows there are.
+    count: usize,
     /// `None` until an expiry scanned the rows, and again after a row was added.
     earliest: Option<i64>,
 }
 
+impl KeyRows {
+    /// The rows, each `width` values.
+    fn rows(&self) -> impl Iterator<Item = &[Value]> {
+        (0..self.count).map(move |row| &self.values[row * self.width..][..self.width])
+    }
+
+    /// How many rows there are.
+    fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Adds a row.
+    fn push(&mut self, row: impl ExactSizeIterator<Item = Value>) {
+        self.width = row.len();
+        self.values.extend(row);
+        self.count += 1;
+        self.earliest = None;
+    }
+
+    /// Keeps the rows whose time in `column` is `live`, noting the earliest kept.
+    fn retain_live(&mut self, column: usize, live: impl Fn(i64) -> bool) {
+        let width = self.width;
+        let mut earliest: Option<i64> = None;
+        let mut kept = 0;
+        for row in 0..self.count {
+            let Value::Integer(time) = self.values[row * width + column] else {
+                continue;
+            };
+            if !live(time) {
+                continue;
+            }
+            earliest = Some(earliest.map_or(time, |least| least.min(time)));
+            if kept != row {
+                let (before, from) = self.values.split_at_mut(row * width);
+                before[kept * width..][..width].swap_with_slice(&mut from[..width]);
+            }
+            kept += 1;
+        }
+        self.values.truncate(kept * width);
+        self.count = kept;
+        self.earliest = earliest;
+    }
+}
+
 impl Serialize for KeyRows {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.rows.serialize(serializer)
+        serializer.collect_seq(self.rows())
     }
 }
 
 impl<'de> Deserialize<'de> for KeyRows {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let rows = Vec::<Row>::deserialize(deserializer)?;
+        let width = rows.first().map_or(0, Vec::len);
+        if rows.iter().any(|row| row.len() != width) {
+            return Err(serde::de::Error::custom(
+                "a join key's rows have different numbers of columns",
+            ));
+        }
         Ok(KeyRows {
-            rows: Vec::deserialize(deserializer)?,
+            count: rows.len(),
+            values: rows.into_iter().flatten().collect(),
+            width,
             earliest: None,
         })
     }
@@ -273,22 +332,25 @@ impl JoinState {
             Side::Right => (&mut self.right, &self.left),
         };
         let mut joined: Vec<Row> = Vec::new();
+        // One key's values at a time, in a vector kept for every row.
+        let mut key: Vec<Value> = Vec::with_capacity(key_cells.len());
         for row in 0..batch.num_rows() {
-            let key: Vec<Value> = key_cells.iter().map(|cells| cells.get(row)).collect();
+            key.clear();
+            key.extend(key_cells.iter().map(|cells| cells.get(row)));
             if !plan.nulls_match && key.iter().any(Value::is_null) {
                 continue; // null matches nothing
             }
-            let values: Row = column_cells.iter().map(|cells| cells.get(row)).collect();
-            let others = theirs.get(&key).map_or(&[][..], |kept| &kept.rows[..]);
-            for other in others {
-                joined.push(match side {
-                    Side::Left => values.iter().chain(other).cloned().collect(),
-                    Side::Right => other.iter().chain(&values).cloned().collect(),
-                });
+            if let Some(others) = theirs.get(key.as_slice()) {
+                for other in others.rows() {
+                    let values = column_cells.iter().map(|cells| cells.get(row));
+                    joined.push(match side {
+                        Side::Left => values.chain(other.iter().cloned()).collect(),
+                        Side::Right => other.iter().cloned().chain(values).collect(),
+                    });
+                }
             }
-            let kept = mine.change(&key, KeyRows::default);
-            kept.rows.push(values);
-            kept.earliest = None;
+            let kept = mine.change(key.as_slice(), KeyRows::default);
+            kept.push(column_cells.iter().map(|cells| cells.get(row)));
         }
         debug_assert!(joined.iter().all(|row| row.len() >= plan.left_width));
         let columns = plan
@@ -310,8 +372,14 @@ impl JoinState {
         self.left
             .iter()
             .chain(self.right.iter())
-            .map(|(_, kept)| kept.rows.len())
+            .map(|(_, kept)| kept.len())
             .sum()
+    }
+
+    /// How many columns the rows kept on each side have (`None` for a side without rows).
+    #[cfg(test)]
+    pub(crate) fn widths(&self) -> [Option<usize>; 2] {
+        [&self.left, &self.right].map(|side| side.iter().next().map(|(_, kept)| kept.width))
     }
 
     /// How many keys have rows, both sides together: the state's changelog entries.
@@ -340,17 +408,9 @@ impl JoinState {
                 if kept.earliest.is_some_and(&live) {
                     return Kept::Unchanged;
                 }
-                let before = kept.rows.len();
-                let mut earliest = None;
-                kept.rows.retain(|row| match row[column] {
-                    Value::Integer(time) if live(time) => {
-                        earliest = Some(earliest.map_or(time, |least: i64| least.min(time)));
-                        true
-                    }
-                    _ => false,
-                });
-                kept.earliest = earliest;
-                match kept.rows.len() {
+                let before = kept.len();
+                kept.retain_live(column, &live);
+                match kept.len() {
                     0 => Kept::Gone,
                     after if after == before => Kept::Unchanged,
                     _ => Kept::Changed,
@@ -367,5 +427,47 @@ impl JoinState {
                 time.saturating_add(bound.upper) >= left_from
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(time: i64, name: &str) -> [Value; 2] {
+        [Value::Integer(time), Value::Text(name.to_owned())]
+    }
+
+    #[test]
+    fn a_key_keeps_its_live_rows_in_order_and_notes_the_earliest() {
+        let mut kept = KeyRows::default();
+        for (time, name) in [(5, "a"), (30, "b"), (1, "c"), (20, "d"), (40, "e")] {
+            kept.push(row(time, name).into_iter());
+        }
+        kept.retain_live(0, |time| time >= 10);
+        let rows: Vec<&[Value]> = kept.rows().collect();
+        assert_eq!(rows, [&row(30, "b")[..], &row(20, "d"), &row(40, "e")]);
+        assert_eq!((kept.len(), kept.earliest), (3, Some(20)));
+        kept.retain_live(0, |time| time > 40);
+        assert_eq!((kept.len(), kept.rows().count()), (0, 0));
+    }
+
+    #[test]
+    fn a_key_is_checkpointed_as_its_list_of_rows() {
+        let mut kept = KeyRows::default();
+        kept.push(row(1, "a").into_iter());
+        kept.push(row(2, "b").into_iter());
+        let json = serde_json::to_string(&kept).unwrap();
+        assert_eq!(
+            json,
+            r#"[[{"Integer":1},{"Text":"a"}],[{"Integer":2},{"Text":"b"}]]"#
+        );
+        let back: KeyRows = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            back.rows().collect::<Vec<_>>(),
+            kept.rows().collect::<Vec<_>>()
+        );
+        let uneven = r#"[[{"Integer":1}],[{"Integer":2},{"Text":"b"}]]"#;
+        assert!(serde_json::from_str::<KeyRows>(uneven).is_err());
     }
 }

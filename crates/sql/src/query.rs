@@ -13,9 +13,10 @@ use datafusion_expr::simplify::SimplifyContext;
 use datafusion_expr::{Expr, LogicalPlan};
 use datafusion_optimizer::eliminate_cross_join::EliminateCrossJoin;
 use datafusion_optimizer::extract_equijoin_predicate::ExtractEquijoinPredicate;
+use datafusion_optimizer::optimize_projections::OptimizeProjections;
 use datafusion_optimizer::push_down_filter::PushDownFilter;
 use datafusion_optimizer::simplify_expressions::ExprSimplifier;
-use datafusion_optimizer::{Optimizer, OptimizerContext};
+use datafusion_optimizer::{Optimizer, OptimizerContext, OptimizerRule};
 use datafusion_physical_expr::{PhysicalExpr, create_physical_expr};
 use datafusion_sql::planner::{ParserOptions, SqlToRel};
 use datafusion_sql::sqlparser::dialect::GenericDialect;
@@ -238,13 +239,21 @@ impl Query {
         if has_join(&plan) {
             // Join conditions written in WHERE become the join's keys, and filters on one
             // side go below the join, so that its state keeps only the rows that can match.
-            plan = Optimizer::with_rules(vec![
+            let mut rules: Vec<Arc<dyn OptimizerRule + Send + Sync>> = vec![
                 Arc::new(EliminateCrossJoin::new()),
                 Arc::new(PushDownFilter::new()),
                 Arc::new(ExtractEquijoinPredicate::new()),
-            ])
-            .optimize(plan, &OptimizerContext::new(), |_, _| {})
-            .map_err(Error::from_planner)?;
+            ];
+            if !windowed {
+                // Each side's scan keeps only the columns the query reads, so the join
+                // keeps, copies and checkpoints no others. Not yet with group windows:
+                // their event-time column is read by the window, not by an expression
+                // of the plan, so the rule would drop it.
+                rules.push(Arc::new(OptimizeProjections::new()));
+            }
+            plan = Optimizer::with_rules(rules)
+                .optimize(plan, &OptimizerContext::new(), |_, _| {})
+                .map_err(Error::from_planner)?;
         }
         let mut names = Vec::new();
         let tree = plan_tree(&plan, &mut windows.into_iter(), &planned_tables, &mut names)?;
@@ -415,19 +424,40 @@ impl Query {
         records: &[&[u8]],
         finish: impl Fn(RecordBatch, UInt32Array) -> Result<Vec<(usize, T)>, Error>,
     ) -> Processed<T> {
+        let (decoded, rejected) = self.decode(input, writer, records);
+        let mut processed = Processed {
+            results: Vec::new(),
+            rejected,
+        };
+        decoded.run(&mut processed, finish);
+        processed
+    }
+
+    /// Decodes `records` of the input `input` (written with `writer`'s schema, or the
+    /// table's) into one batch resolved to the table's schema, once for every part of the
+    /// query that reads the input; and the records that could not be read, by index.
+    pub(crate) fn decode(
+        &self,
+        input: usize,
+        writer: Option<&Table>,
+        records: &[&[u8]],
+    ) -> (Decoded, Vec<(usize, Error)>) {
         let table = &self.inputs[input];
         let resolution = match writer.map(|writer| Resolution::new(writer, table)) {
             None => None,
             Some(Ok(resolution)) => Some(resolution),
-            Some(Err(error)) => return Processed::all_rejected(records.len(), &error.to_string()),
+            Some(Err(error)) => {
+                let all = Processed::<()>::all_rejected(records.len(), &error.to_string());
+                return (Decoded { rows: None }, all.rejected);
+            }
         };
         let mut decoder = BatchDecoder::new(writer.unwrap_or(table));
-        let mut processed = Processed::default();
+        let mut rejected = Vec::new();
         let mut indices = Vec::with_capacity(records.len());
         for (index, record) in records.iter().enumerate() {
             match decoder.append(record) {
                 Ok(()) => indices.push(index as u32),
-                Err(error) => processed.rejected.push((index, error)),
+                Err(error) => rejected.push((index, error)),
             }
         }
         let indices = UInt32Array::from(indices);
@@ -442,22 +472,25 @@ impl Query {
                 Ok(batch)
             }
         };
-        let batch = match resolved.and_then(with_windows) {
-            Ok(batch) => batch,
+        match resolved.and_then(with_windows) {
+            Ok(batch) => (
+                Decoded {
+                    rows: Some((batch, indices)),
+                },
+                rejected,
+            ),
             Err(error) => {
                 let message = error.to_string();
-                processed.rejected.extend(
+                rejected.extend(
                     indices
                         .values()
                         .iter()
                         .map(|index| (*index as usize, Error::Evaluate(message.clone()))),
                 );
-                processed.rejected.sort_by_key(|(index, _)| *index);
-                return processed;
+                rejected.sort_by_key(|(index, _)| *index);
+                (Decoded { rows: None }, rejected)
             }
-        };
-        each_row(batch, indices, &mut processed, finish);
-        processed
+        }
     }
 
     /// Each row of `batch`, the last stage's, written as Avro with the output schema.
@@ -483,6 +516,37 @@ impl Query {
             results.push((*index as usize, buffer.as_slice().to_vec()));
         }
         results
+    }
+}
+
+/// The records of one input read as one batch ([`Query::decode`]), which every part of
+/// the query reading that input runs on.
+pub(crate) struct Decoded {
+    /// The rows read and the index of each one's record; `None` when none could be.
+    rows: Option<(RecordBatch, UInt32Array)>,
+}
+
+impl Decoded {
+    /// Runs `finish` over the rows, adding its results and the rows it fails on to
+    /// `processed`.
+    pub(crate) fn run<T>(
+        &self,
+        processed: &mut Processed<T>,
+        finish: impl Fn(RecordBatch, UInt32Array) -> Result<Vec<(usize, T)>, Error>,
+    ) {
+        if let Some((batch, indices)) = &self.rows {
+            each_row(batch.clone(), indices.clone(), processed, finish);
+        }
+    }
+
+    /// The rows read, for a part of the query that reads them as they are.
+    pub(crate) fn processed<T>(
+        &self,
+        finish: impl Fn(RecordBatch, UInt32Array) -> Result<Vec<(usize, T)>, Error>,
+    ) -> Processed<T> {
+        let mut processed = Processed::default();
+        self.run(&mut processed, finish);
+        processed
     }
 }
 

@@ -5,7 +5,10 @@
 
 use std::sync::Arc;
 
+use datafusion_common::DFSchema;
 use datafusion_expr::{Expr, LogicalPlan};
+use datafusion_physical_expr::PhysicalExpr;
+use datafusion_physical_expr::expressions::Column;
 
 use crate::group_window::{GroupWindow, WINDOW_END, WINDOW_START};
 use crate::grouping::{FiredBound, Grouping};
@@ -108,17 +111,33 @@ pub(crate) fn plan_tree(
                         inputs.len() - 1
                     }
                 };
-                // Filters the optimizer pushed into the scan (joins are optimized so).
+                // Filters and the columns the optimizer pushed into the scan (joins are
+                // optimized so): the filters read the whole row, as decoded, and the
+                // columns the query needs are kept of it.
+                let table_schema = Arc::new(
+                    DFSchema::try_from_qualified_schema(
+                        scan.table_name.clone(),
+                        &scan.source.schema(),
+                    )
+                    .map_err(Error::from_planner)?,
+                );
                 let mut scanned = Vec::new();
                 for filter in &scan.filters {
                     let predicate =
-                        physical(std::slice::from_ref(filter), &scan.projected_schema)?.remove(0);
+                        physical(std::slice::from_ref(filter), &table_schema)?.remove(0);
                     scanned.push(Stage::Filter(predicate));
                 }
-                assert!(
-                    scan.projection.is_none(),
-                    "projections are not pushed into scans"
-                );
+                if let Some(projection) = &scan.projection {
+                    let columns = projection
+                        .iter()
+                        .map(|&index| {
+                            let name = table_schema.field(index).name();
+                            Arc::new(Column::new(name, index)) as Arc<dyn PhysicalExpr>
+                        })
+                        .collect();
+                    let schema = Arc::new(scan.projected_schema.as_arrow().clone());
+                    scanned.push(Stage::Project(columns, schema));
+                }
                 break Node::Scan {
                     input,
                     stages: scanned,
