@@ -7,7 +7,9 @@ use datafusion_common::DFSchemaRef;
 use datafusion_common::arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, UInt32Array};
 use datafusion_common::arrow::compute::{filter, filter_record_batch};
 use datafusion_common::arrow::datatypes::SchemaRef;
+use datafusion_common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion_expr::execution_props::ExecutionProps;
+use datafusion_expr::logical_plan::Aggregate;
 use datafusion_expr::physical_planning_context::PhysicalPlanningContext;
 use datafusion_expr::simplify::SimplifyContext;
 use datafusion_expr::{Expr, LogicalPlan};
@@ -16,7 +18,7 @@ use datafusion_optimizer::extract_equijoin_predicate::ExtractEquijoinPredicate;
 use datafusion_optimizer::optimize_projections::OptimizeProjections;
 use datafusion_optimizer::push_down_filter::PushDownFilter;
 use datafusion_optimizer::simplify_expressions::ExprSimplifier;
-use datafusion_optimizer::{Optimizer, OptimizerContext, OptimizerRule};
+use datafusion_optimizer::{Optimizer, OptimizerContext};
 use datafusion_physical_expr::{PhysicalExpr, create_physical_expr};
 use datafusion_sql::planner::{ParserOptions, SqlToRel};
 use datafusion_sql::sqlparser::dialect::GenericDialect;
@@ -239,21 +241,19 @@ impl Query {
         if has_join(&plan) {
             // Join conditions written in WHERE become the join's keys, and filters on one
             // side go below the join, so that its state keeps only the rows that can match.
-            let mut rules: Vec<Arc<dyn OptimizerRule + Send + Sync>> = vec![
+            plan = Optimizer::with_rules(vec![
                 Arc::new(EliminateCrossJoin::new()),
                 Arc::new(PushDownFilter::new()),
                 Arc::new(ExtractEquijoinPredicate::new()),
-            ];
-            if !windowed {
-                // Each side's scan keeps only the columns the query reads, so the join
-                // keeps, copies and checkpoints no others. Not yet with group windows:
-                // their event-time column is read by the window, not by an expression
-                // of the plan, so the rule would drop it.
-                rules.push(Arc::new(OptimizeProjections::new()));
-            }
-            plan = Optimizer::with_rules(rules)
-                .optimize(plan, &OptimizerContext::new(), |_, _| {})
+            ])
+            .optimize(plan, &OptimizerContext::new(), |_, _| {})
+            .map_err(Error::from_planner)?;
+            // Then each side's scan keeps only the columns the query reads, so the join
+            // keeps, copies and checkpoints no others.
+            let narrowed = Optimizer::with_rules(vec![Arc::new(OptimizeProjections::new())])
+                .optimize(plan.clone(), &OptimizerContext::new(), |_, _| {})
                 .map_err(Error::from_planner)?;
+            plan = with_window_inputs_of(narrowed, &plan)?;
         }
         let mut names = Vec::new();
         let tree = plan_tree(&plan, &mut windows.into_iter(), &planned_tables, &mut names)?;
@@ -657,6 +657,49 @@ fn with_unset_window_columns(batch: RecordBatch, scan: &SchemaRef) -> Result<Rec
 /// Whether `plan` joins.
 fn has_join(plan: &LogicalPlan) -> bool {
     matches!(plan, LogicalPlan::Join(_)) || plan.inputs().into_iter().any(has_join)
+}
+
+/// Whether `aggregate` groups by a group window's bounds.
+fn is_windowed(aggregate: &Aggregate) -> bool {
+    aggregate.group_expr.iter().any(|expression| {
+        matches!(expression, Expr::Column(column)
+            if column.name == WINDOW_START || column.name == WINDOW_END)
+    })
+}
+
+/// `narrowed` (`original` with the columns each node reads pushed into its scans) with
+/// the input of each group window as in `original`: a window reads its event-time
+/// column, which no expression of the plan names, so the narrowing drops it. The
+/// windows are in the same order in both plans, and their expressions read columns the
+/// original input has.
+fn with_window_inputs_of(
+    narrowed: LogicalPlan,
+    original: &LogicalPlan,
+) -> Result<LogicalPlan, Error> {
+    let mut inputs = Vec::new();
+    original
+        .apply(|node| {
+            if let LogicalPlan::Aggregate(aggregate) = node
+                && is_windowed(aggregate)
+            {
+                inputs.push(aggregate.input.clone());
+            }
+            Ok(TreeNodeRecursion::Continue)
+        })
+        .map_err(Error::from_planner)?;
+    let mut inputs = inputs.into_iter();
+    narrowed
+        .transform_down(|node| match node {
+            LogicalPlan::Aggregate(aggregate) if is_windowed(&aggregate) => {
+                let input = inputs.next().expect("both plans have the same windows");
+                let restored =
+                    Aggregate::try_new(input, aggregate.group_expr, aggregate.aggr_expr)?;
+                Ok(Transformed::yes(LogicalPlan::Aggregate(restored)))
+            }
+            other => Ok(Transformed::no(other)),
+        })
+        .map(|transformed| transformed.data)
+        .map_err(Error::from_planner)
 }
 
 /// The physical expressions of `expressions` over rows of `schema`.
