@@ -13,8 +13,10 @@
 //! the whole state, so the state may outgrow the log's largest record.
 
 use std::borrow::Borrow;
-use std::collections::HashMap;
 use std::hash::Hash;
+
+use hashbrown::HashMap;
+use hashbrown::hash_map::EntryRef;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -121,14 +123,17 @@ where
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        if !self.entries.contains_key(key) {
-            let slot = Slot {
-                state: create(),
-                listed: false,
-            };
-            self.entries.insert(key.to_owned(), slot);
-        }
-        let slot = self.entries.get_mut(key).expect("inserted above");
+        // One lookup, the key copied only when it is new.
+        let slot = match self.entries.entry_ref(key) {
+            EntryRef::Occupied(entry) => entry.into_mut(),
+            EntryRef::Vacant(entry) => {
+                let slot = Slot {
+                    state: create(),
+                    listed: false,
+                };
+                entry.insert_with_key(key.to_owned(), slot)
+            }
+        };
         if !slot.listed {
             slot.listed = true;
             self.changed.push(key.to_owned());
