@@ -1,0 +1,1 @@
+SELECT auction, bidder, price, event_time, extra FROM bid

@@ -1,0 +1,1 @@
+SELECT auction, bidder, price * 89 / 100, event_time, extra FROM bid
