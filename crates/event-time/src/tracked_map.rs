@@ -252,6 +252,38 @@ where
         snapshot: bool,
         entries: &mut ChangelogEntriesBuilder,
     ) -> u64 {
+        self.take_changes_with(prefix, snapshot, entries, |state, out| {
+            postcard::serialize_with_flavor(state, Appended(out)).expect("the state serializes");
+        })
+    }
+
+    /// As [`take_changes`](Self::take_changes), with `write_state` appending each state's
+    /// postcard bytes to the buffer it is given: for a state that keeps them ready, or
+    /// writes them faster than serde. [`apply`](Self::apply) reads them back with serde, so
+    /// they must be the bytes `postcard::to_allocvec` gives.
+    ///
+    /// ```
+    /// use runnel_event_time::changelog_entries::ChangelogEntriesBuilder;
+    /// use runnel_event_time::tracked_map::TrackedMap;
+    ///
+    /// let mut counts: TrackedMap<String, u8> = TrackedMap::default();
+    /// *counts.change("apple", || 0) += 3;
+    /// let mut entries = ChangelogEntriesBuilder::default();
+    /// // Postcard writes a `u8` as its byte.
+    /// counts.take_changes_with(b"c", false, &mut entries, |count, out| out.push(*count));
+    /// let entries = entries.finish();
+    /// let (key, value) = entries.iter().next().unwrap().unwrap();
+    /// let mut restored: TrackedMap<String, u8> = TrackedMap::default();
+    /// assert!(restored.apply(&key[1..], value));
+    /// assert_eq!(restored.get("apple"), Some(&3));
+    /// ```
+    pub fn take_changes_with(
+        &mut self,
+        prefix: &[u8],
+        snapshot: bool,
+        entries: &mut ChangelogEntriesBuilder,
+        mut write_state: impl FnMut(&V, &mut Vec<u8>),
+    ) -> u64 {
         let mut key_bytes = Vec::new();
         let mut value = Vec::new();
         let mut write = |key: &K, state: Option<&V>| {
@@ -262,8 +294,7 @@ where
                 Some(state) => {
                     value.clear();
                     value.push(POSTCARD);
-                    postcard::serialize_with_flavor(state, Appended(&mut value))
-                        .expect("the state serializes");
+                    write_state(state, &mut value);
                     entries.value(&key_bytes, value.len(), |buffer| {
                         buffer.extend_from_slice(&value);
                     });

@@ -710,28 +710,40 @@ impl<'q> Flow<'q> {
                 };
                 self.push(parent, batch, marks.select(&indices));
             }
-            Running::Join { plan, state, .. } => {
-                let joined = state
-                    .add(plan, side, &batch)
-                    .and_then(|joined| match plan.filter() {
-                        Some(filter) => {
-                            let mask = filter
-                                .evaluate(&joined)
-                                .and_then(|value| value.into_array(joined.num_rows()))
-                                .map_err(|error| Error::Evaluate(error.find_root().to_string()))?;
-                            let mask =
-                                mask.as_any()
+            Running::Join {
+                plan,
+                state,
+                time_bound,
+                ..
+            } => {
+                let time_column = time_bound.map(|bound| match side {
+                    Side::Left => bound.left,
+                    Side::Right => bound.right,
+                });
+                let joined =
+                    state
+                        .add(plan, side, &batch, time_column)
+                        .and_then(|joined| match plan.filter() {
+                            Some(filter) => {
+                                let mask = filter
+                                    .evaluate(&joined)
+                                    .and_then(|value| value.into_array(joined.num_rows()))
+                                    .map_err(|error| {
+                                        Error::Evaluate(error.find_root().to_string())
+                                    })?;
+                                let mask = mask
+                                    .as_any()
                                     .downcast_ref::<BooleanArray>()
                                     .ok_or_else(|| {
                                         Error::Evaluate(
                                             "the join's condition is not a boolean".into(),
                                         )
                                     })?;
-                            filter_record_batch(&joined, mask)
-                                .map_err(|error| Error::Evaluate(error.to_string()))
-                        }
-                        None => Ok(joined),
-                    });
+                                filter_record_batch(&joined, mask)
+                                    .map_err(|error| Error::Evaluate(error.to_string()))
+                            }
+                            None => Ok(joined),
+                        });
                 match joined {
                     Ok(joined) if joined.num_rows() > 0 => {
                         self.push(parent, joined, Marks::default())

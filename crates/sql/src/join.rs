@@ -11,11 +11,16 @@ use datafusion_common::arrow::datatypes::SchemaRef;
 use datafusion_common::{JoinType, NullEquality};
 use datafusion_expr::logical_plan::Join as JoinNode;
 use datafusion_physical_expr::PhysicalExpr;
+use runnel_streamlet::checkpoint::TrackedMap;
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 
 use crate::Error;
+use crate::postcard_rows::{
+    read_row, read_row_into, skip_row, write_row, write_value, write_varint,
+};
 use crate::query::physical;
-use crate::tracked::{Kept, Tracked};
+use crate::tracked::Kept;
 use crate::value::{Cells, Value, array_of, is_supported};
 
 /// Which input of a join a row comes from.
@@ -109,64 +114,121 @@ impl JoinPlan {
 /// A row of one side, as joined.
 type Row = Vec<Value>;
 
-/// The rows of one key of one side, one after the other in one vector (a key's rows are
-/// one allocation, not one each), and the earliest time among them in the column of the
-/// join's time bound, once an expiry has looked: a later expiry skips a key whose earliest
-/// row is still needed without reading its rows. Checkpointed as a list of its rows.
+/// The rows of one key of one side, in postcard one after the other (a key's rows are one
+/// allocation, and a checkpoint writes them with one copy), and the earliest time among
+/// them in the column of the join's time bound: an expiry skips a key whose earliest row
+/// is still needed without reading its rows. Checkpointed as a list of its rows.
 #[derive(Debug, Default)]
 pub(crate) struct KeyRows {
-    /// The rows' values, `width` a row.
-    values: Vec<Value>,
-    /// How many values a row has: the side's columns.
-    width: usize,
-    /// How many rows there are.
-    count: usize,
-    /// `None` until an expiry scanned the rows, and again after a row was added.
+    /// Each row's count of values, then its values (see `postcard_rows.rs`).
+    encoded: Vec<u8>,
+    /// Where each row ends in `encoded`, and its time; most keys hold one row, whose mark
+    /// takes no allocation of its own.
+    marks: SmallVec<[RowMark; 1]>,
+    /// `None` where not known: rows were read back from a checkpoint and no expiry has
+    /// scanned them since, or a row has no time.
     earliest: Option<i64>,
 }
 
+/// Where a row ends in its key's bytes, and its time in the column of the join's time
+/// bound (`None` where not known), so an expiry reads neither.
+#[derive(Clone, Copy, Debug)]
+struct RowMark {
+    end: usize,
+    time: Option<i64>,
+}
+
 impl KeyRows {
-    /// The rows, each `width` values.
-    fn rows(&self) -> impl Iterator<Item = &[Value]> {
-        (0..self.count).map(move |row| &self.values[row * self.width..][..self.width])
+    /// The rows, in the order they were added.
+    fn rows(&self) -> impl Iterator<Item = Row> + '_ {
+        let mut bytes = self.encoded.as_slice();
+        self.marks
+            .iter()
+            .map(move |_| read_row(&mut bytes).expect("a kept row reads back"))
+    }
+
+    /// Each row's bytes, in the order they were added.
+    fn row_bytes(&self) -> impl Iterator<Item = &[u8]> {
+        let starts = std::iter::once(0).chain(self.marks.iter().map(|mark| mark.end));
+        starts
+            .zip(&self.marks)
+            .map(|(start, mark)| &self.encoded[start..mark.end])
     }
 
     /// How many rows there are.
     fn len(&self) -> usize {
-        self.count
+        self.marks.len()
     }
 
-    /// Adds a row.
-    fn push(&mut self, row: impl ExactSizeIterator<Item = Value>) {
-        self.width = row.len();
-        self.values.extend(row);
-        self.count += 1;
-        self.earliest = None;
+    /// Adds a row written by `write_row`, with its time in the column of the join's time
+    /// bound (`None` where there is no bound or the row has no time there).
+    fn push(&mut self, row: &[u8], time: Option<i64>) {
+        // Extended from empty, the vector takes the row's length, not a power of two.
+        self.encoded.extend_from_slice(row);
+        self.earliest = match (time, self.marks.len()) {
+            (Some(time), 0) => Some(time),
+            (Some(time), _) => self.earliest.map(|earliest| earliest.min(time)),
+            (None, _) => None,
+        };
+        self.marks.push(RowMark {
+            end: self.encoded.len(),
+            time,
+        });
     }
 
-    /// Keeps the rows whose time in `column` is `live`, noting the earliest kept.
+    /// Adds a row of values, its time not known.
+    fn push_values(&mut self, row: &[Value]) {
+        self.push(&encoded(row), None);
+    }
+
+    /// Keeps the rows whose time in `column` is `live`, noting the earliest kept (a row
+    /// without a time there goes).
     fn retain_live(&mut self, column: usize, live: impl Fn(i64) -> bool) {
-        let width = self.width;
         let mut earliest: Option<i64> = None;
-        let mut kept = 0;
-        for row in 0..self.count {
-            let Value::Integer(time) = self.values[row * width + column] else {
+        let (mut start, mut written, mut kept) = (0, 0, 0);
+        for at in 0..self.marks.len() {
+            let RowMark { end, time } = self.marks[at];
+            let row = start..end;
+            start = end;
+            let time = time.or_else(|| {
+                let mut bytes = &self.encoded[row.clone()];
+                skip_row(&mut bytes, column).expect("a kept row reads back")
+            });
+            let Some(time) = time.filter(|time| live(*time)) else {
                 continue;
             };
-            if !live(time) {
-                continue;
-            }
             earliest = Some(earliest.map_or(time, |least| least.min(time)));
-            if kept != row {
-                let (before, from) = self.values.split_at_mut(row * width);
-                before[kept * width..][..width].swap_with_slice(&mut from[..width]);
+            if written != row.start {
+                self.encoded.copy_within(row.clone(), written);
             }
+            written += row.len();
+            self.marks[kept] = RowMark {
+                end: written,
+                time: Some(time),
+            };
             kept += 1;
         }
-        self.values.truncate(kept * width);
-        self.count = kept;
+        self.encoded.truncate(written);
+        self.marks.truncate(kept);
         self.earliest = earliest;
     }
+
+    /// Appends the rows' postcard bytes, as serde writes them: the count of rows, then the
+    /// rows as kept.
+    pub(crate) fn write_postcard(&self, out: &mut Vec<u8>) {
+        write_varint(out, self.marks.len() as u64);
+        out.extend_from_slice(&self.encoded);
+    }
+}
+
+/// A row of values in postcard, as `write_row` writes a row of cells.
+fn encoded(row: &[Value]) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    write_varint(&mut bytes, row.len() as u64);
+    for value in row {
+        write_value(value, &mut bytes);
+    }
+    bytes
 }
 
 impl Serialize for KeyRows {
@@ -184,12 +246,11 @@ impl<'de> Deserialize<'de> for KeyRows {
                 "a join key's rows have different numbers of columns",
             ));
         }
-        Ok(KeyRows {
-            count: rows.len(),
-            values: rows.into_iter().flatten().collect(),
-            width,
-            earliest: None,
-        })
+        let mut kept = KeyRows::default();
+        for row in &rows {
+            kept.push_values(row);
+        }
+        Ok(kept)
     }
 }
 
@@ -297,21 +358,32 @@ fn integer(value: &datafusion_common::ScalarValue) -> Option<i64> {
     }
 }
 
+/// A join key: its row of values, most often one, kept inline, so a key made or copied
+/// takes no allocation of its own. Written to the changelog as a list, as a `Vec` is.
+type JoinKey = SmallVec<[Value; 1]>;
+
+/// One side's rows by join key, noting the keys changed.
+pub(crate) type Rows = TrackedMap<JoinKey, KeyRows>;
+
 /// Each side's rows by join key.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub(crate) struct JoinState {
-    left: Tracked<KeyRows>,
-    right: Tracked<KeyRows>,
+    left: Rows,
+    right: Rows,
 }
 
 impl JoinState {
     /// Keeps the rows of `batch`, from `side`, and returns their pairs with the other
     /// side's rows of the same key: joined rows, before the join's filter.
+    ///
+    /// `time_column` is the column of `side` whose time the join's time bound expires rows
+    /// by, if it has one.
     pub(crate) fn add(
         &mut self,
         plan: &JoinPlan,
         side: Side,
         batch: &RecordBatch,
+        time_column: Option<usize>,
     ) -> Result<RecordBatch, Error> {
         let keys = match side {
             Side::Left => &plan.left_keys,
@@ -332,25 +404,43 @@ impl JoinState {
             Side::Right => (&mut self.right, &self.left),
         };
         let mut joined: Vec<Row> = Vec::new();
-        // One key's values at a time, in a vector kept for every row.
-        let mut key: Vec<Value> = Vec::with_capacity(key_cells.len());
+        // One key's values and one row's bytes at a time, in vectors kept for every row.
+        let mut key = JoinKey::with_capacity(key_cells.len());
+        let mut row_bytes = Vec::new();
         for row in 0..batch.num_rows() {
             key.clear();
             key.extend(key_cells.iter().map(|cells| cells.get(row)));
             if !plan.nulls_match && key.iter().any(Value::is_null) {
                 continue; // null matches nothing
             }
-            if let Some(others) = theirs.get(key.as_slice()) {
-                for other in others.rows() {
+            if let Some(others) = theirs.get(&key) {
+                for mut other in others.row_bytes() {
+                    // The other row's values are read straight into the joined row.
+                    let mut pair = Vec::with_capacity(plan.schema.fields().len());
                     let values = column_cells.iter().map(|cells| cells.get(row));
-                    joined.push(match side {
-                        Side::Left => values.chain(other.iter().cloned()).collect(),
-                        Side::Right => other.iter().cloned().chain(values).collect(),
-                    });
+                    let read = match side {
+                        Side::Left => {
+                            pair.extend(values);
+                            read_row_into(&mut other, &mut pair)
+                        }
+                        Side::Right => {
+                            let read = read_row_into(&mut other, &mut pair);
+                            pair.extend(values);
+                            read
+                        }
+                    };
+                    read.expect("a kept row reads back");
+                    joined.push(pair);
                 }
             }
-            let kept = mine.change(key.as_slice(), KeyRows::default);
-            kept.push(column_cells.iter().map(|cells| cells.get(row)));
+            row_bytes.clear();
+            write_row(&column_cells, row, &mut row_bytes);
+            let time = time_column.and_then(|column| match column_cells[column].get(row) {
+                Value::Integer(time) => Some(time),
+                _ => None,
+            });
+            let kept = mine.change(&key, KeyRows::default);
+            kept.push(&row_bytes, time);
         }
         debug_assert!(joined.iter().all(|row| row.len() >= plan.left_width));
         let columns = plan
@@ -379,7 +469,10 @@ impl JoinState {
     /// How many columns the rows kept on each side have (`None` for a side without rows).
     #[cfg(test)]
     pub(crate) fn widths(&self) -> [Option<usize>; 2] {
-        [&self.left, &self.right].map(|side| side.iter().next().map(|(_, kept)| kept.width))
+        [&self.left, &self.right].map(|side| {
+            let (_, kept) = side.iter().next()?;
+            kept.rows().next().map(|row| row.len())
+        })
     }
 
     /// How many keys have rows, both sides together: the state's changelog entries.
@@ -388,7 +481,7 @@ impl JoinState {
     }
 
     /// Each side's rows, left then right.
-    pub(crate) fn sides_mut(&mut self) -> [&mut Tracked<KeyRows>; 2] {
+    pub(crate) fn sides_mut(&mut self) -> [&mut Rows; 2] {
         [&mut self.left, &mut self.right]
     }
 
@@ -402,7 +495,7 @@ impl JoinState {
         left_from: Option<i64>,
         right_from: Option<i64>,
     ) {
-        fn forget(side: &mut Tracked<KeyRows>, column: usize, live: impl Fn(i64) -> bool) {
+        fn forget(side: &mut Rows, column: usize, live: impl Fn(i64) -> bool) {
             side.retain(|_, kept| {
                 // Times only grow more live: a key whose earliest row is needed keeps all.
                 if kept.earliest.is_some_and(&live) {
@@ -442,21 +535,35 @@ mod tests {
     fn a_key_keeps_its_live_rows_in_order_and_notes_the_earliest() {
         let mut kept = KeyRows::default();
         for (time, name) in [(5, "a"), (30, "b"), (1, "c"), (20, "d"), (40, "e")] {
-            kept.push(row(time, name).into_iter());
+            kept.push_values(&row(time, name));
         }
         kept.retain_live(0, |time| time >= 10);
-        let rows: Vec<&[Value]> = kept.rows().collect();
-        assert_eq!(rows, [&row(30, "b")[..], &row(20, "d"), &row(40, "e")]);
+        let rows: Vec<Row> = kept.rows().collect();
+        assert_eq!(rows, [row(30, "b"), row(20, "d"), row(40, "e")]);
         assert_eq!((kept.len(), kept.earliest), (3, Some(20)));
         kept.retain_live(0, |time| time > 40);
         assert_eq!((kept.len(), kept.rows().count()), (0, 0));
     }
 
     #[test]
+    fn a_key_knows_its_earliest_time_as_rows_are_added() {
+        let mut kept = KeyRows::default();
+        kept.push(&encoded(&row(30, "a")), Some(30));
+        kept.push(&encoded(&row(20, "b")), Some(20));
+        kept.push(&encoded(&row(25, "c")), Some(25));
+        assert_eq!(kept.earliest, Some(20));
+        // A row without a time makes it unknown, until an expiry scans the rows.
+        kept.push(&encoded(&[Value::Null, Value::Text("d".into())]), None);
+        assert_eq!(kept.earliest, None);
+        kept.retain_live(0, |time| time >= 21);
+        assert_eq!((kept.len(), kept.earliest), (2, Some(25)));
+    }
+
+    #[test]
     fn a_key_is_checkpointed_as_its_list_of_rows() {
         let mut kept = KeyRows::default();
-        kept.push(row(1, "a").into_iter());
-        kept.push(row(2, "b").into_iter());
+        kept.push_values(&row(1, "a"));
+        kept.push_values(&row(2, "b"));
         let json = serde_json::to_string(&kept).unwrap();
         assert_eq!(
             json,
@@ -469,5 +576,27 @@ mod tests {
         );
         let uneven = r#"[[{"Integer":1}],[{"Integer":2},{"Text":"b"}]]"#;
         assert!(serde_json::from_str::<KeyRows>(uneven).is_err());
+    }
+
+    #[test]
+    fn a_key_writes_the_postcard_serde_would_and_reads_it_back() {
+        let mut kept = KeyRows::default();
+        kept.push_values(&[
+            Value::Integer(-3),
+            Value::Text("x".repeat(200)),
+            Value::Null,
+        ]);
+        kept.push_values(&[
+            Value::Float(0.5),
+            Value::Bytes(vec![7]),
+            Value::Boolean(true),
+        ]);
+        let rows: Vec<Row> = kept.rows().collect();
+        let mut by_hand = Vec::new();
+        kept.write_postcard(&mut by_hand);
+        assert_eq!(by_hand, postcard::to_allocvec(&rows).unwrap());
+        assert_eq!(by_hand, postcard::to_allocvec(&kept).unwrap());
+        let back: KeyRows = postcard::from_bytes(&by_hand).unwrap();
+        assert_eq!(back.rows().collect::<Vec<_>>(), rows);
     }
 }

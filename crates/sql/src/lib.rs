@@ -50,6 +50,7 @@ mod group_window;
 mod grouping;
 mod join;
 mod json;
+mod postcard_rows;
 mod query;
 mod resolve;
 mod row_kind;

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Flow, Running};
 use crate::accumulators::Accumulator;
-use crate::join::JoinState;
+use crate::join::{JoinState, KeyRows};
 use crate::updating::Updating;
 use crate::value::Value;
 
@@ -117,7 +117,12 @@ impl<'q> Flow<'q> {
                 Running::Join { state, .. } => {
                     for (side, rows) in state.sides_mut().into_iter().enumerate() {
                         let prefix = prefix(at, Some(side as u8));
-                        written += rows.take_changes(&prefix, snapshot, &mut entries);
+                        written += rows.take_changes_with(
+                            &prefix,
+                            snapshot,
+                            &mut entries,
+                            KeyRows::write_postcard,
+                        );
                     }
                 }
                 Running::Aggregate { state, .. } => {
