@@ -17,7 +17,7 @@ use smallvec::SmallVec;
 
 use crate::Error;
 use crate::postcard_rows::{
-    read_row, read_row_into, skip_row, write_row, write_value, write_varint,
+    read_row, read_row_into, skip_row, write_row, write_values, write_varint,
 };
 use crate::query::physical;
 use crate::tracked::Kept;
@@ -141,10 +141,8 @@ struct RowMark {
 impl KeyRows {
     /// The rows, in the order they were added.
     fn rows(&self) -> impl Iterator<Item = Row> + '_ {
-        let mut bytes = self.encoded.as_slice();
-        self.marks
-            .iter()
-            .map(move |_| read_row(&mut bytes).expect("a kept row reads back"))
+        self.row_bytes()
+            .map(|mut bytes| read_row(&mut bytes).expect("a kept row reads back"))
     }
 
     /// Each row's bytes, in the order they were added.
@@ -178,7 +176,9 @@ impl KeyRows {
 
     /// Adds a row of values, its time not known.
     fn push_values(&mut self, row: &[Value]) {
-        self.push(&encoded(row), None);
+        let mut bytes = Vec::new();
+        write_values(row, &mut bytes);
+        self.push(&bytes, None);
     }
 
     /// Keeps the rows whose time in `column` is `live`, noting the earliest kept (a row
@@ -219,16 +219,6 @@ impl KeyRows {
         write_varint(out, self.marks.len() as u64);
         out.extend_from_slice(&self.encoded);
     }
-}
-
-/// A row of values in postcard, as `write_row` writes a row of cells.
-fn encoded(row: &[Value]) -> Vec<u8> {
-    let mut bytes = Vec::new();
-    write_varint(&mut bytes, row.len() as u64);
-    for value in row {
-        write_value(value, &mut bytes);
-    }
-    bytes
 }
 
 impl Serialize for KeyRows {
@@ -526,6 +516,12 @@ impl JoinState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn encoded(row: &[Value]) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        write_values(row, &mut bytes);
+        bytes
+    }
 
     fn row(time: i64, name: &str) -> [Value; 2] {
         [Value::Integer(time), Value::Text(name.to_owned())]

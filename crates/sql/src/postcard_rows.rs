@@ -54,19 +54,30 @@ fn write_text(out: &mut Vec<u8>, variant: u64, bytes: &[u8]) {
     out.extend_from_slice(bytes);
 }
 
+/// Appends a row of values: its count of values, then each value, as [`write_row`] writes
+/// a row of cells.
+pub(crate) fn write_values(row: &[Value], out: &mut Vec<u8>) {
+    write_varint(out, row.len() as u64);
+    for value in row {
+        write_value(value, out);
+    }
+}
+
 /// Appends `value`'s postcard bytes.
-pub(crate) fn write_value(value: &Value, out: &mut Vec<u8>) {
+fn write_value(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Null => write_varint(out, NULL),
-        Value::Boolean(value) => {
-            write_varint(out, BOOLEAN);
-            out.push(u8::from(*value));
-        }
+        Value::Boolean(value) => write_boolean(out, *value),
         Value::Integer(value) => write_integer(out, *value),
         Value::Float(value) => write_float(out, *value),
         Value::Text(text) => write_text(out, TEXT, text.as_bytes()),
         Value::Bytes(bytes) => write_text(out, BYTES, bytes),
     }
+}
+
+fn write_boolean(out: &mut Vec<u8>, value: bool) {
+    write_varint(out, BOOLEAN);
+    out.push(u8::from(value));
 }
 
 fn write_integer(out: &mut Vec<u8>, value: i64) {
@@ -94,10 +105,7 @@ pub(crate) fn write_cell(cells: &Cells<'_>, row: usize, out: &mut Vec<u8>) {
     use datafusion_common::arrow::array::Array;
     match cells {
         Cells::Null => write_varint(out, NULL),
-        Cells::Boolean(array) => cell!(array, |out: &mut Vec<u8>, value: bool| {
-            write_varint(out, BOOLEAN);
-            out.push(u8::from(value));
-        }),
+        Cells::Boolean(array) => cell!(array, write_boolean),
         Cells::Int32(array) => cell!(array, |out, value: i32| write_integer(out, value.into())),
         Cells::Int64(array) => cell!(array, write_integer),
         Cells::UInt64(array) => cell!(array, |out, value: u64| write_integer(out, value as i64)),
@@ -226,10 +234,7 @@ mod tests {
     fn values_written_by_hand_are_the_postcard_serde_writes_and_read_back() {
         let row = every_kind();
         let mut by_hand = Vec::new();
-        write_varint(&mut by_hand, row.len() as u64);
-        for value in &row {
-            write_value(value, &mut by_hand);
-        }
+        write_values(&row, &mut by_hand);
         assert_eq!(by_hand, postcard::to_allocvec(&row).unwrap());
         let mut bytes = by_hand.as_slice();
         let back = read_row(&mut bytes).unwrap();
@@ -269,10 +274,7 @@ mod tests {
             every_kind(),
             vec![Value::Text("a".into()), Value::Integer(42)],
         ] {
-            write_varint(&mut bytes, row.len() as u64);
-            for value in &row {
-                write_value(value, &mut bytes);
-            }
+            write_values(&row, &mut bytes);
         }
         let mut rest = bytes.as_slice();
         assert_eq!(skip_row(&mut rest, 5), Some(Some(200)));
