@@ -9,7 +9,8 @@ with the same count and partitions reuses them. Every engine then reads them fro
 earliest offset under a consumer group of its own and writes its results to a fresh topic:
 
 - runnel: the query's blueprint (crates/nexmark/blueprints) without the generator, its
-  input topics renamed to the filled ones, `nexmark run --kafka`; with `--guarantee
+  input topics renamed to the filled ones and declaring the generator's schemas (what SQL
+  tables read), `nexmark run --kafka`; with `--guarantee
   exactly-once`, each query streamlet as `<query>-exactly-once` (SQL: `delivery`);
 - kafka-streams: scripts/nexmark/kafka-streams (Kafka Streams 4.x topologies);
 - flink: scripts/nexmark/flink-kafka (Flink's Nexmark SQL in Java, the Kafka SQL connector).
@@ -30,6 +31,7 @@ The broker's CPU is reported apart: it is shared and the same for every engine.
 """
 
 import argparse
+import functools
 import json
 import os
 import signal
@@ -152,6 +154,16 @@ def fill(arguments, cluster, work):
           f"({arguments.events / seconds:,.0f} events/s)", file=sys.stderr)
 
 
+@functools.cache
+def generator_schema(nexmark, stream):
+    """The JSON of the Avro schema the generator writes `stream` with, from the descriptor."""
+    described = json.loads(subprocess.run([str(nexmark), "describe"], check=True,
+                                          capture_output=True, text=True).stdout)
+    generator = next(s for s in described["streamlets"] if s["type"] == "generator")
+    outlet = next(o for o in generator["outlets"] if o["name"] == stream)
+    return json.dumps(outlet["schema"]["definition"])
+
+
 def toml_value(value):
     """A TOML literal of a blueprint value (strings, integers, lists and tables of them)."""
     if isinstance(value, str):
@@ -224,7 +236,10 @@ class Run:
                 continue  # an event stream this query does not read
             lines += ["", f"[topics.{topic}]"]
             if topic in STREAMS:
+                # The generator filled the topic before: its schema is declared, as for any
+                # topic written from outside the blueprint (a SQL table reads it from there).
                 lines.append(f'name = "{prefix}-{topic}"')
+                lines.append(f"schema = {toml_value(generator_schema(arguments.nexmark, topic))}")
                 groups += [f"{self.name}.{consumer}" for consumer in consumers]
                 streams.append(topic)
             else:

@@ -140,6 +140,9 @@ pub struct Topic {
     pub consumer_config: BTreeMap<String, String>,
     /// The rule the topic's schemas keep as they change (BACKWARD unless set).
     pub compatibility: crate::Compatibility,
+    /// The Avro schema clients outside the blueprint write it with (`schema`), if declared:
+    /// a writer schema like a producer's, and the schema a SQL table over it reads.
+    pub schema: Option<serde_json::Value>,
     /// The outlets that write it.
     pub producers: Vec<PortPath>,
     /// The inlets that read it.

@@ -132,6 +132,8 @@ pub(crate) struct TopicFile {
     pub(crate) producer_config: BTreeMap<String, String>,
     pub(crate) consumer_config: BTreeMap<String, String>,
     pub(crate) compatibility: Option<Located<crate::Compatibility>>,
+    /// The Avro schema clients outside the blueprint write the topic with (`schema`).
+    pub(crate) schema: Option<Located<serde_json::Value>>,
 }
 
 impl Default for Located<String> {

@@ -31,6 +31,7 @@ const TOPIC_KEYS: &[&str] = &[
     "producer-config",
     "consumer-config",
     "compatibility",
+    "schema",
 ];
 
 /// Parses the blueprint text, reporting syntax and shape problems.
@@ -515,6 +516,11 @@ fn parse_topic(
                     }
                 }
             }
+            "schema" => {
+                if let Some(text) = expect_string(value, &what, facts(), report) {
+                    topic.schema = avro_schema(&text, &what, facts(), report);
+                }
+            }
             unknown => {
                 let suggestion = closest(unknown, TOPIC_KEYS.iter().copied());
                 report.at(
@@ -578,6 +584,29 @@ fn expect_string(
             None
         }
     }
+}
+
+/// The Avro schema in the JSON `text` of a topic's `schema`, or a report of why it is not one.
+fn avro_schema(
+    text: &Located<String>,
+    what: &str,
+    facts: Facts,
+    report: &mut Report<'_>,
+) -> Option<Located<serde_json::Value>> {
+    let problem = match serde_json::from_str::<serde_json::Value>(&text.value) {
+        Ok(definition) => match apache_avro::Schema::parse(&definition) {
+            Ok(_) => return Some(Located::new(definition, text.span.clone())),
+            Err(error) => format!("{what} is not an Avro schema: {error}"),
+        },
+        Err(error) => format!("{what} is not JSON: {error} of the schema"),
+    };
+    report.at(
+        Code::BlueprintFormatError,
+        text.span.clone(),
+        problem,
+        facts.expected("an Avro schema as JSON text"),
+    );
+    None
 }
 
 fn expect_strings(

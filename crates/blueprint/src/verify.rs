@@ -322,6 +322,7 @@ fn build(cx: &Context<'_>) -> Blueprint {
                 .compatibility
                 .as_ref()
                 .map_or_else(Default::default, |c| c.value),
+            schema: topic.schema.as_ref().map(|schema| schema.value.clone()),
             producers: paths(&topic.producers),
             consumers: paths(&topic.consumers),
         })

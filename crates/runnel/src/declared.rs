@@ -154,9 +154,13 @@ fn inputs(
             .filter(|consumer| consumer.streamlet == instance.name)
         {
             let table = &consumer.port;
+            if let Some(schema) = &topic.schema {
+                tables.push((table.clone(), schema.clone()));
+                continue;
+            }
             let Some(producer) = topic.producers.first() else {
                 return Inputs::Problem(format!(
-                    "table '{table}' reads topic '{}', which has no producer in the blueprint to take its schema from",
+                    "table '{table}' reads topic '{}', which has no producer in the blueprint to take its schema from; declare the schema its writers use with the topic's 'schema'",
                     topic.id
                 ));
             };

@@ -260,21 +260,19 @@ pub fn plan(
     })
 }
 
-/// The schemas every producer of `topic` writes with.
+/// The schemas `topic` is written with: its declared `schema` (clients outside the
+/// blueprint), then every producer's.
 fn writer_schemas(
     blueprint: &Blueprint,
     descriptor: &AppDescriptor,
     topic: &runnel_blueprint::Topic,
 ) -> Vec<serde_json::Value> {
-    topic
-        .producers
-        .iter()
-        .filter_map(|path| {
-            let instance = blueprint.streamlet(&path.streamlet)?;
-            let outlet = descriptor
-                .streamlet(&instance.type_name)?
-                .outlet(&path.port)?;
-            Some(outlet.schema.definition.clone())
-        })
-        .collect()
+    let producers = topic.producers.iter().filter_map(|path| {
+        let instance = blueprint.streamlet(&path.streamlet)?;
+        let outlet = descriptor
+            .streamlet(&instance.type_name)?
+            .outlet(&path.port)?;
+        Some(outlet.schema.definition.clone())
+    });
+    topic.schema.iter().cloned().chain(producers).collect()
 }

@@ -5,11 +5,13 @@
 //! backplane keeps them, every schema ever written to it ([`Schemas::keep`]): a record names
 //! its writer's fingerprint in the `runnel.schema` header unless it was written with the
 //! topic's base schema (the first kept), or, where no schemas are kept, unless the topic has
-//! a single writer schema. A topic nothing in the blueprint produces (an input from outside)
-//! is read and written with the schema of the inlets that consume it. Where a schema
-//! registry keeps the schemas ([`Schemas::framed_by_registry`]), every Avro value starts with
-//! its writer schema's registry id (the Confluent wire format), and is shown with that
-//! schema whatever the topic, blueprint or not.
+//! a single writer schema. A topic's declared `schema` is one more writer schema, and the
+//! one new records are written with; a topic nothing in the blueprint produces and that
+//! declares none (an input from outside) is read and written with the schema of the inlets
+//! that consume it. Where a schema registry keeps the schemas
+//! ([`Schemas::framed_by_registry`]), every Avro value starts with its writer schema's
+//! registry id (the Confluent wire format), and is shown with that schema whatever the
+//! topic, blueprint or not.
 
 use std::collections::HashMap;
 use std::sync::RwLock;
@@ -48,7 +50,8 @@ struct TopicSchemas {
     format: Format,
     /// Writer schemas by fingerprint, in blueprint order.
     writers: Vec<(String, Schema)>,
-    /// What new records are written with: the consumers' schema, else the first writer's.
+    /// What new records are written with: the declared schema, else the consumers', else
+    /// the first writer's.
     preferred: (String, Schema),
     /// The definition of `preferred`, to register it where the backplane keeps schemas.
     preferred_definition: String,
@@ -83,17 +86,26 @@ impl Schemas {
         };
         let mut topics = HashMap::new();
         for topic in &blueprint.topics {
-            let writers: Vec<SchemaDescriptor> = topic
-                .producers
+            let declared = topic
+                .schema
+                .as_ref()
+                .and_then(|definition| runnel_codec::avro_schema_descriptor(definition).ok());
+            let writers: Vec<SchemaDescriptor> = declared
                 .iter()
-                .filter_map(|path| port_schema(&path.streamlet, &path.port, true))
+                .cloned()
+                .chain(
+                    topic
+                        .producers
+                        .iter()
+                        .filter_map(|path| port_schema(&path.streamlet, &path.port, true)),
+                )
                 .collect();
             let readers: Vec<SchemaDescriptor> = topic
                 .consumers
                 .iter()
                 .filter_map(|path| port_schema(&path.streamlet, &path.port, false))
                 .collect();
-            let Some(first) = readers.first().or(writers.first()) else {
+            let Some(first) = declared.as_ref().or(readers.first()).or(writers.first()) else {
                 continue;
             };
             let parse = |schema: &SchemaDescriptor| {

@@ -4,7 +4,9 @@
 //! writes: the same format and, by Avro schema resolution, a reader schema that can read the
 //! writer's data. JSON ports carry the Avro schema of the same Rust type, and are checked by
 //! the same resolution (serde reads JSON by the same field and type rules, near enough). All
-//! producers of a topic must also write one format, or its consumers could not decode it.
+//! producers of a topic must also write one format, or its consumers could not decode it. A
+//! topic's declared `schema` is what clients outside the blueprint write it with: one more
+//! writer, in Avro.
 
 use std::collections::HashMap;
 
@@ -31,8 +33,57 @@ pub(crate) fn check(cx: &Context<'_>, report: &mut Report<'_>) {
         (*const SchemaDescriptor, *const SchemaDescriptor),
         Result<(), String>,
     > = HashMap::new();
-    for (topic, (producers, consumers)) in cx.file.topics.iter().zip(&on_topic) {
+    let declared: Vec<Option<SchemaDescriptor>> = cx
+        .file
+        .topics
+        .iter()
+        .map(|topic| {
+            let schema = topic.schema.as_ref()?;
+            Some(crate::rules::kept_schemas::descriptor(
+                "",
+                schema.value.clone(),
+            ))
+        })
+        .collect();
+    for ((topic, (producers, consumers)), declared) in
+        cx.file.topics.iter().zip(&on_topic).zip(&declared)
+    {
         let id = &topic.id.value;
+        if let Some(declared) = declared {
+            for (producer, schema) in producers {
+                if schema.format != declared.format {
+                    report.at(
+                        Code::IncompatibleSchema,
+                        producer.span.clone(),
+                        format!(
+                            "'{}' writes {} to topic '{id}', whose declared 'schema' says its other writers write Avro; one topic carries one format",
+                            producer.path, schema.format
+                        ),
+                        Facts::new()
+                            .topic(id)
+                            .producer(producer.path)
+                            .writer_schema(&schema.name),
+                    );
+                }
+            }
+            for (consumer, reader) in consumers {
+                if let Err(reason) = reader.can_read(declared) {
+                    report.at(
+                        Code::IncompatibleSchema,
+                        consumer.span.clone(),
+                        format!(
+                            "'{}' cannot read what topic '{id}' is written with by its declared 'schema': {reason}",
+                            consumer.path
+                        ),
+                        Facts::new()
+                            .topic(id)
+                            .consumer(consumer.path)
+                            .writer_schema(&declared.name)
+                            .reader_schema(&reader.name),
+                    );
+                }
+            }
+        }
         if let Some((first, first_schema)) = producers.first() {
             for (producer, schema) in &producers[1..] {
                 if schema.format != first_schema.format {

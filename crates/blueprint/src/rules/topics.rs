@@ -100,7 +100,8 @@ pub(crate) fn check(cx: &Context<'_>, report: &mut Report<'_>) {
             }
         }
 
-        if topic.producers.is_empty() {
+        // A declared `schema` says clients outside the blueprint write the topic.
+        if topic.producers.is_empty() && topic.schema.is_none() {
             report.at(
                 Code::TopicWithoutProducers,
                 topic.id.span.clone(),

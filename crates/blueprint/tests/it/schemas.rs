@@ -283,3 +283,67 @@ fn apache_avro_can_read_misses_enum_defaults() {
         .is_empty()
     );
 }
+
+/// The diagnostics of a topic only clients outside the blueprint write, declaring `schema`,
+/// read by `reader.in` with `reader`'s schema.
+fn declared_schema_diagnostics(schema: &str, reader: Value) -> Vec<(Code, String, usize)> {
+    let descriptor = descriptor_json(json!({
+        "descriptor-version": 1, "app": "outside",
+        "streamlets": [
+            {"type": "reader", "inlets": [{"name": "in", "schema": {"format": "avro", "name": "sensors.Reading", "definition": reader}}]},
+        ]
+    }));
+    let text = format!(
+        "name = \"outside\"\n[streamlets]\nreader = \"reader\"\n[topics.readings]\nschema = '''{schema}'''\nconsumers = [\"reader.in\"]\n"
+    );
+    verify(Path::new("b.toml"), &text, &descriptor)
+        .diagnostics
+        .into_iter()
+        .map(|d| (d.code, d.message, d.location.map_or(0, |l| l.line)))
+        .collect()
+}
+
+#[test]
+fn a_declared_schema_is_a_writer_its_consumers_must_read() {
+    let written = reading(json!([])).to_string();
+    assert_eq!(
+        declared_schema_diagnostics(&written, reading(json!([]))),
+        [],
+        "no warning that the topic has no producers either"
+    );
+    let reader = reading(json!([{"name": "unit", "type": "string"}]));
+    assert_eq!(
+        declared_schema_diagnostics(&written, reader),
+        [(
+            Code::IncompatibleSchema,
+            "'reader.in' cannot read what topic 'readings' is written with by its declared 'schema': field 'Reading.unit' is missing from the writer's record 'Reading' and has no default in the reader's".to_owned(),
+            6
+        )]
+    );
+}
+
+#[test]
+fn a_declared_schema_that_is_not_avro_is_reported_at_its_text() {
+    let errors = |schema: &str| -> Vec<(Code, String, usize)> {
+        declared_schema_diagnostics(schema, reading(json!([])))
+            .into_iter()
+            .filter(|(code, ..)| *code != Code::TopicWithoutProducers)
+            .collect()
+    };
+    assert_eq!(
+        errors("{\"type\": \"record\","),
+        [(
+            Code::BlueprintFormatError,
+            "'schema' of topic 'readings' is not JSON: EOF while parsing a value at line 1 column 18 of the schema".to_owned(),
+            5
+        )]
+    );
+    let problems = errors("{\"type\": \"recod\"}");
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0]
+            .1
+            .starts_with("'schema' of topic 'readings' is not an Avro schema: "),
+        "{problems:?}"
+    );
+}

@@ -426,3 +426,90 @@ fn a_followed_ad_hoc_query_prints_new_results_as_they_come() {
     following.child.kill().unwrap();
     following.child.wait().unwrap();
 }
+
+/// A SQL streamlet over a topic only clients outside the blueprint write: the topic's
+/// declared `schema` types the table, and is what `produce` writes with.
+#[test]
+fn a_table_over_a_topic_outside_clients_write_is_typed_by_its_declared_schema() {
+    use runnel_app_test::Running;
+
+    let directory = tempfile::tempdir().unwrap();
+    let blueprint = directory.path().join("blueprint.toml");
+    std::fs::write(
+        &blueprint,
+        r#"name = "outside-bids"
+
+[streamlets.expensive]
+sql = "SELECT auction, price * 2 AS doubled FROM bids WHERE price > 1000"
+record-name = "Expensive"
+
+[topics.bids]
+schema = '''
+{"type": "record", "name": "Bid", "namespace": "shop",
+ "fields": [{"name": "auction", "type": "long"}, {"name": "price", "type": "long"}]}
+'''
+consumers = ["expensive.bids"]
+
+[topics.expensive-bids]
+producers = ["expensive.out"]
+"#,
+    )
+    .unwrap();
+    let blueprint = blueprint.to_str().unwrap();
+    let verified = nexmark(&["verify", blueprint]);
+    assert!(verified.status.success(), "{}", stderr_of(&verified));
+    let report = stdout_of(&verified) + &stderr_of(&verified);
+    assert!(!report.contains("TopicWithoutProducers"), "{report}");
+
+    // An outside client writes the bids first: the app, once running, holds the log.
+    let data = directory.path().join("data");
+    let data = data.to_str().unwrap();
+    let mut produce = Command::new(env!("CARGO_BIN_EXE_nexmark"));
+    produce
+        .args([
+            "produce",
+            "bids",
+            "--blueprint",
+            blueprint,
+            "--data-dir",
+            data,
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut producing = produce.spawn().unwrap();
+    use std::io::Write as _;
+    producing
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"{\"auction\": 1, \"price\": 500}\n{\"auction\": 2, \"price\": 1500}\n{\"auction\": 3, \"price\": 2500}\n")
+        .unwrap();
+    let produced = producing.wait_with_output().unwrap();
+    assert!(produced.status.success(), "{}", stderr_of(&produced));
+
+    let mut command = Command::new(env!("CARGO_BIN_EXE_nexmark"));
+    command
+        .args(["run", blueprint, "--data-dir", data, "--view", "plain"])
+        .args(["--admin", "off", "--status-every", "100ms"]);
+    let mut running = Running::start(command);
+    running.wait_for_line("two results", Duration::from_secs(30), |line| {
+        line.contains("streamlet=expensive ") && line.contains("total_out=2")
+    });
+    running.child.kill().unwrap();
+    running.child.wait().unwrap();
+    let tail = nexmark(&[
+        "tail",
+        "expensive-bids",
+        "--values",
+        "--blueprint",
+        blueprint,
+        "--data-dir",
+        data,
+    ]);
+    assert!(tail.status.success(), "{}", stderr_of(&tail));
+    assert_eq!(
+        stdout_of(&tail),
+        "{\"auction\":2,\"doubled\":3000}\n{\"auction\":3,\"doubled\":5000}\n"
+    );
+}

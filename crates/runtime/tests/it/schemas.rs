@@ -118,3 +118,61 @@ consumers = ["reader.in"]
     );
     Ok(())
 }
+
+#[tokio::test]
+async fn a_topic_written_outside_the_blueprint_is_read_with_its_declared_schema()
+-> anyhow::Result<()> {
+    use runnel_backend::{ProducerConfig, Record, TopicSpec};
+
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let registry = Registry::new().register("reader", move || {
+        let sink = sink.clone();
+        Egress::new(IN, move |reading: ReadingV2| {
+            sink.lock().unwrap().push(reading);
+            async { Ok(()) }
+        })
+    });
+    let old_schema = <ReadingV1 as AvroSchema>::get_schema();
+    let text = format!(
+        "name = \"test\"\n[streamlets]\nreader = \"reader\"\n[topics.readings]\nschema = '{}'\nconsumers = [\"reader.in\"]\n",
+        serde_json::to_string(&old_schema)?
+    );
+    let descriptor = registry.descriptor("test");
+    let verification = verify(Path::new("blueprint.toml"), &text, &descriptor);
+    assert!(
+        verification.diagnostics.is_empty(),
+        "{:?}",
+        verification.diagnostics
+    );
+    let blueprint = verification.blueprint.expect("it verifies");
+    let plan = plan(&blueprint, &descriptor, &registry, &LocalConfig::default())?;
+
+    // An outside client writes a record in the declared, older schema, without a header.
+    let (_, backend) = memory();
+    backend.create_topic(&TopicSpec::new("readings", 1)).await?;
+    let producer = backend.producer(&ProducerConfig::default()).await?;
+    let value =
+        apache_avro::to_avro_datum(&old_schema, apache_avro::to_value(ReadingV1 { id: 7 })?)?;
+    drop(producer.send("readings", 0, Record::new(value)).await?);
+    producer.flush().await?;
+
+    let stop = CancellationToken::new();
+    let run = tokio::spawn(run(plan, backend, options(), console(), stop.clone()));
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while seen.lock().unwrap().is_empty() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await?;
+    stop.cancel();
+    tokio::time::timeout(Duration::from_secs(20), run).await???;
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [ReadingV2 {
+            id: 7,
+            unit: "unknown".into()
+        }]
+    );
+    Ok(())
+}
