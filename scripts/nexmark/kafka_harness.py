@@ -49,6 +49,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from harness import CLOCK_TICKS, ROOT, machine, session_processes
 
 ENGINES = ("runnel", "kafka-streams", "flink")
+# Also selectable: "runnel-sql", the query's SQL streamlet (crates/nexmark/blueprints/<query>-sql.toml).
+SQL_ENGINE = "runnel-sql"
 STREAMS = ("persons", "auctions", "bids")
 SAMPLE_SECONDS = 0.25
 # Kafka Streams has no watermarks: each task closes windows on the newest time it saw, and
@@ -191,8 +193,9 @@ class Run:
         self.written = [self.output]
         prefix = events_prefix(arguments)
         guarantee = arguments.guarantee
-        if engine == "runnel":
-            self.command, self.groups, streams = self.runnel(arguments, work, prefix)
+        if engine in ("runnel", SQL_ENGINE):
+            blueprint = f"{query}-sql" if engine == SQL_ENGINE else query
+            self.command, self.groups, streams = self.runnel(arguments, work, prefix, blueprint)
         else:
             base = query.removesuffix("-sql")
             streams = {"q3": ["persons", "auctions"], "q4": ["auctions", "bids"],
@@ -216,9 +219,9 @@ class Run:
                 raise SystemExit(f"unknown engine {engine}")
         self.inputs = {f"{prefix}-{stream}" for stream in streams}
 
-    def runnel(self, arguments, work, prefix):
-        """The query's blueprint reading the filled topics, and the groups its inlets join."""
-        source = tomllib.loads((ROOT / "crates/nexmark/blueprints" / f"{self.query}.toml").read_text())
+    def runnel(self, arguments, work, prefix, blueprint):
+        """The blueprint reading the filled topics, and the groups its inlets join."""
+        source = tomllib.loads((ROOT / "crates/nexmark/blueprints" / f"{blueprint}.toml").read_text())
         streamlets = {name: kind for name, kind in source["streamlets"].items() if kind != "generator"}
         lines = [f'name = "{self.name}"', "", "[streamlets]"]
         for name, kind in streamlets.items():
@@ -348,23 +351,36 @@ def median(values):
 
 
 def table(arguments, results, engines):
+    """The markdown table of `results`; with runnel-sql among the engines, a last column
+    gives the SQL streamlet's events per CPU-second over each other engine's."""
+    sql = SQL_ENGINE in engines
+    columns = 12 if sql else 11
     lines = ["| query | engine | steady events/s | steady events per CPU-s (min to max) "
              "| CPU us per event, steady | broker CPU us per event | whole run: wall s, CPU s "
-             "| warm-up: wall s, CPU s | peak RSS MiB | outputs | Runnel's events per CPU-s over this |",
-             "|---" * 11 + "|"]
+             "| warm-up: wall s, CPU s | peak RSS MiB | outputs | Runnel's events per CPU-s over this |"
+             + (" Runnel SQL's over this |" if sql else ""),
+             "|---" * columns + "|"]
+
+    def efficiencies(engine, query):
+        runs = [r for r in results.get((engine, query), []) if "failure" not in r]
+        return runs, [1 / r["steady_cpu"] for r in runs]
+
     for query in arguments.queries:
-        base = None
+        base = median(efficiencies("runnel", query)[1] or [0]) or None
+        sql_base = median(efficiencies(SQL_ENGINE, query)[1] or [0]) or None
         for engine in engines:
-            runs = [r for r in results.get((engine, query), []) if "failure" not in r]
+            runs, efficiency = efficiencies(engine, query)
             if not runs:
                 failures = sorted({r["failure"] for r in results.get((engine, query), [])})
-                lines.append(f"| {query} | {engine} | {', '.join(failures) or 'not run'} |" + " |" * 9)
+                lines.append(f"| {query} | {engine} | {', '.join(failures) or 'not run'} |"
+                             + " |" * (columns - 2))
                 continue
-            efficiency = [1 / r["steady_cpu"] for r in runs]
             row = {"efficiency": median(efficiency)}
-            if engine == "runnel":
-                base = row
-            ratio = f"{base['efficiency'] / row['efficiency']:.1f}x" if base and engine != "runnel" else ""
+            ratio = f"{base / row['efficiency']:.2f}x" if base and engine != "runnel" else ""
+            if sql:
+                over = (f"{sql_base / row['efficiency']:.2f}x"
+                        if sql_base and engine != SQL_ENGINE else "")
+                ratio += f" | {over}"
             lines.append(
                 f"| {query} | {engine} | {median([r['steady_rate'] for r in runs]):,.0f} "
                 f"| {row['efficiency']:,.0f} ({min(efficiency):,.0f} to {max(efficiency):,.0f}) "
@@ -418,6 +434,12 @@ def main():
     arguments.queries = arguments.queries.split(",")
     arguments.nexmark = Path(arguments.target) / "release" / "nexmark"
     engines = arguments.engines.split(",")
+    if SQL_ENGINE in engines:
+        missing = [q for q in arguments.queries
+                   if not (ROOT / "crates/nexmark/blueprints" / f"{q}-sql.toml").exists()]
+        if missing:
+            raise SystemExit(f"{SQL_ENGINE}: no SQL blueprint for {', '.join(missing)} "
+                             "(crates/nexmark/blueprints/<query>-sql.toml)")
     work = arguments.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
     broker_pid = arguments.broker_pid
