@@ -13,10 +13,10 @@
 //! the whole state, so the state may outgrow the log's largest record.
 
 use std::borrow::Borrow;
-use std::hash::Hash;
+use std::hash::{BuildHasher, Hash};
 
-use hashbrown::HashMap;
-use hashbrown::hash_map::EntryRef;
+use hashbrown::HashTable;
+use hashbrown::hash_table::Entry;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -50,11 +50,16 @@ use crate::changelog_entries::ChangelogEntriesBuilder;
 /// ```
 #[derive(Debug)]
 pub struct TrackedMap<K, V> {
-    entries: HashMap<K, Slot<V>, Hasher>,
-    /// The keys changed since the changes were last taken, each once as long as it keeps
-    /// a state (its slot says it is listed); a key removed and set again may be listed
-    /// twice, which writes its state twice.
-    changed: Vec<K>,
+    entries: HashTable<Slot<K, V>>,
+    hasher: Hasher,
+    /// The hashes of the keys changed since the changes were last taken, each once as long
+    /// as its key keeps a state (its slot says it is listed). A key is not copied to be
+    /// noted: a checkpoint finds it by its hash.
+    changed: Vec<u64>,
+    /// The keys forgotten since the changes were last taken, moved out of the map, each
+    /// written as a deletion before the states of `changed` (a key forgotten and set again
+    /// is written deleted, then with its state).
+    deleted: Vec<K>,
 }
 
 /// The first byte of a state written in postcard: never the first byte of JSON text, which
@@ -91,9 +96,12 @@ impl postcard::ser_flavors::Flavor for Appended<'_> {
 /// outside.
 type Hasher = foldhash::fast::RandomState;
 
-/// A key's state, and whether the key is in the changed list.
+/// A key, its hash (so growing the table and finding a changed key hash nothing again), its
+/// state, and whether the key is in the changed list.
 #[derive(Debug)]
-struct Slot<V> {
+struct Slot<K, V> {
+    hash: u64,
+    key: K,
     state: V,
     listed: bool,
 }
@@ -101,8 +109,10 @@ struct Slot<V> {
 impl<K, V> Default for TrackedMap<K, V> {
     fn default() -> Self {
         TrackedMap {
-            entries: HashMap::default(),
+            entries: HashTable::new(),
+            hasher: Hasher::default(),
             changed: Vec::new(),
+            deleted: Vec::new(),
         }
     }
 }
@@ -123,13 +133,24 @@ where
     K: Hash + Eq + Clone + Serialize + DeserializeOwned,
     V: Serialize + DeserializeOwned,
 {
+    /// The slot of `key`, if it has a state.
+    fn slot<Q>(&self, key: &Q) -> Option<&Slot<K, V>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let hash = self.hasher.hash_one(key);
+        self.entries
+            .find(hash, |slot| slot.hash == hash && slot.key.borrow() == key)
+    }
+
     /// The state of `key`, if it has one.
     pub fn get<Q>(&self, key: &Q) -> Option<&V>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        self.entries.get(key).map(|slot| &slot.state)
+        self.slot(key).map(|slot| &slot.state)
     }
 
     /// Whether `key` has a state.
@@ -138,7 +159,7 @@ where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        self.entries.contains_key(key)
+        self.slot(key).is_some()
     }
 
     /// The state of `key` to change, made with `create` if it has none; the key is noted
@@ -149,20 +170,24 @@ where
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
         // One lookup, the key copied only when it is new.
-        let slot = match self.entries.entry_ref(key) {
-            EntryRef::Occupied(entry) => entry.into_mut(),
-            EntryRef::Vacant(entry) => {
-                let slot = Slot {
+        let hash = self.hasher.hash_one(key);
+        let entry = self.entries.entry(
+            hash,
+            |slot| slot.hash == hash && slot.key.borrow() == key,
+            |slot| slot.hash,
+        );
+        let slot = match entry {
+            Entry::Occupied(occupied) => occupied.into_mut(),
+            Entry::Vacant(vacant) => vacant
+                .insert(Slot {
+                    hash,
+                    key: key.to_owned(),
                     state: create(),
                     listed: false,
-                };
-                entry.insert_with_key(key.to_owned(), slot)
-            }
+                })
+                .into_mut(),
         };
-        if !slot.listed {
-            slot.listed = true;
-            self.changed.push(key.to_owned());
-        }
+        list(slot, &mut self.changed);
         &mut slot.state
     }
 
@@ -170,48 +195,57 @@ where
     pub fn change_existing<Q>(&mut self, key: &Q) -> Option<&mut V>
     where
         K: Borrow<Q>,
-        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+        Q: Hash + Eq + ?Sized,
     {
-        let slot = self.entries.get_mut(key)?;
-        if !slot.listed {
-            slot.listed = true;
-            self.changed.push(key.to_owned());
-        }
+        let hash = self.hasher.hash_one(key);
+        let slot = self
+            .entries
+            .find_mut(hash, |slot| slot.hash == hash && slot.key.borrow() == key)?;
+        list(slot, &mut self.changed);
         Some(&mut slot.state)
     }
 
     /// Sets the state of `key`, returning the one it replaces; the key is noted changed.
     pub fn insert(&mut self, key: K, state: V) -> Option<V> {
-        let mut slot = Slot {
-            state,
-            listed: true,
+        let hash = self.hasher.hash_one(&key);
+        let entry = self.entries.entry(
+            hash,
+            |slot| slot.hash == hash && slot.key == key,
+            |slot| slot.hash,
+        );
+        let (slot, old) = match entry {
+            Entry::Occupied(occupied) => {
+                let slot = occupied.into_mut();
+                let old = std::mem::replace(&mut slot.state, state);
+                (slot, Some(old))
+            }
+            Entry::Vacant(vacant) => {
+                let slot = Slot {
+                    hash,
+                    key,
+                    state,
+                    listed: false,
+                };
+                (vacant.insert(slot).into_mut(), None)
+            }
         };
-        match self.entries.get_mut(&key) {
-            Some(old) => {
-                slot.listed = old.listed;
-                if !old.listed {
-                    self.changed.push(key);
-                }
-                Some(std::mem::replace(old, slot).state)
-            }
-            None => {
-                self.changed.push(key.clone());
-                self.entries.insert(key, slot);
-                None
-            }
-        }
+        list(slot, &mut self.changed);
+        old
     }
 
     /// Forgets the state of `key`, returning it.
     pub fn remove<Q>(&mut self, key: &Q) -> Option<V>
     where
         K: Borrow<Q>,
-        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+        Q: Hash + Eq + ?Sized,
     {
-        let slot = self.entries.remove(key)?;
-        if !slot.listed {
-            self.changed.push(key.to_owned());
-        }
+        let hash = self.hasher.hash_one(key);
+        let found = self
+            .entries
+            .find_entry(hash, |slot| slot.hash == hash && slot.key.borrow() == key)
+            .ok()?;
+        let (slot, _) = found.remove();
+        self.deleted.push(slot.key);
         Some(slot.state)
     }
 
@@ -219,14 +253,14 @@ where
     /// needed, and whether it changed).
     pub fn retain(&mut self, mut keep: impl FnMut(&K, &mut V) -> Kept) {
         let changed = &mut self.changed;
-        self.entries.retain(|key, slot| {
-            let kept = keep(key, &mut slot.state);
-            if kept != Kept::Unchanged && !slot.listed {
-                slot.listed = true;
-                changed.push(key.clone());
+        let gone = self.entries.extract_if(|slot| {
+            let kept = keep(&slot.key, &mut slot.state);
+            if kept == Kept::Changed {
+                list(slot, changed);
             }
-            kept != Kept::Gone
+            kept == Kept::Gone
         });
+        self.deleted.extend(gone.map(|slot| slot.key));
     }
 
     /// How many keys have a state.
@@ -241,7 +275,7 @@ where
 
     /// Every key with its state, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
-        self.entries.iter().map(|(key, slot)| (key, &slot.state))
+        self.entries.iter().map(|slot| (&slot.key, &slot.state))
     }
 
     /// Appends an entry per key changed since the last call (per key, for a `snapshot`),
@@ -303,21 +337,27 @@ where
             }
         };
         let changed = std::mem::take(&mut self.changed);
+        let deleted = std::mem::take(&mut self.deleted);
         if snapshot {
-            for (key, slot) in &mut self.entries {
+            for slot in &mut self.entries {
                 slot.listed = false;
-                write(key, Some(&slot.state));
+                write(&slot.key, Some(&slot.state));
             }
             return self.entries.len() as u64;
         }
-        let written = changed.len();
-        for key in changed {
-            match self.entries.get_mut(&key) {
-                Some(slot) => {
-                    slot.listed = false;
-                    write(&key, Some(&slot.state));
-                }
-                None => write(&key, None),
+        let mut written = deleted.len();
+        for key in &deleted {
+            write(key, None);
+        }
+        for hash in changed {
+            // A key forgotten since it was listed has no listed slot: its deletion is written.
+            if let Some(slot) = self
+                .entries
+                .find_mut(hash, |slot| slot.hash == hash && slot.listed)
+            {
+                slot.listed = false;
+                write(&slot.key, Some(&slot.state));
+                written += 1;
             }
         }
         written as u64
@@ -340,9 +380,13 @@ where
         let Ok(key) = serde_json::from_slice::<K>(key) else {
             return false;
         };
+        let hash = self.hasher.hash_one(&key);
+        let found = self
+            .entries
+            .find_entry(hash, |slot| slot.hash == hash && slot.key == key);
         match value {
             None => {
-                let old = self.entries.remove(&key);
+                let old = found.ok().map(|found| found.remove().0);
                 applied(&key, old.as_ref().map(|slot| &slot.state), None);
             }
             Some(value) => {
@@ -353,13 +397,26 @@ where
                 let Some(state) = state else {
                     return false;
                 };
-                let slot = Slot {
-                    state,
-                    listed: false,
-                };
-                let old = self.entries.insert(key.clone(), slot);
-                let new = self.entries.get(&key).map(|slot| &slot.state);
-                applied(&key, old.as_ref().map(|slot| &slot.state), new);
+                match found {
+                    Ok(mut found) => {
+                        let slot = found.get_mut();
+                        let old = std::mem::replace(&mut slot.state, state);
+                        applied(&key, Some(&old), Some(&slot.state));
+                    }
+                    Err(absent) => {
+                        let slot = Slot {
+                            hash,
+                            key,
+                            state,
+                            listed: false,
+                        };
+                        let slot = absent
+                            .into_table()
+                            .insert_unique(hash, slot, |slot| slot.hash);
+                        let slot = slot.get();
+                        applied(&slot.key, None, Some(&slot.state));
+                    }
+                }
             }
         }
         true
@@ -371,14 +428,22 @@ where
         let Ok(key) = serde_json::from_slice::<K>(key) else {
             return;
         };
-        match self.entries.get_mut(&key) {
-            Some(slot) if slot.listed => {}
-            Some(slot) => {
-                slot.listed = true;
-                self.changed.push(key);
-            }
-            None => self.changed.push(key),
+        let hash = self.hasher.hash_one(&key);
+        match self
+            .entries
+            .find_mut(hash, |slot| slot.hash == hash && slot.key == key)
+        {
+            Some(slot) => list(slot, &mut self.changed),
+            None => self.deleted.push(key),
         }
+    }
+}
+
+/// Notes `slot`'s key changed, once until the changes are taken.
+fn list<K, V>(slot: &mut Slot<K, V>, changed: &mut Vec<u64>) {
+    if !slot.listed {
+        slot.listed = true;
+        changed.push(slot.hash);
     }
 }
 
@@ -386,7 +451,7 @@ where
 /// strings); the changed keys are not part of it.
 impl<K: Serialize, V: Serialize> Serialize for TrackedMap<K, V> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.entries.iter().map(|(key, slot)| (key, &slot.state)))
+        serializer.collect_seq(self.entries.iter().map(|slot| (&slot.key, &slot.state)))
     }
 }
 
@@ -397,20 +462,28 @@ where
 {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let pairs = Vec::<(K, V)>::deserialize(deserializer)?;
-        let entries = pairs
-            .into_iter()
-            .map(|(key, state)| {
-                let slot = Slot {
-                    state,
-                    listed: false,
-                };
-                (key, slot)
-            })
-            .collect();
-        Ok(TrackedMap {
-            entries,
-            changed: Vec::new(),
-        })
+        let mut map = TrackedMap::default();
+        for (key, state) in pairs {
+            // The last state of a key listed twice wins, as a map's would.
+            let hash = map.hasher.hash_one(&key);
+            let slot = Slot {
+                hash,
+                key,
+                state,
+                listed: false,
+            };
+            match map.entries.entry(
+                hash,
+                |kept| kept.hash == hash && kept.key == slot.key,
+                |kept| kept.hash,
+            ) {
+                Entry::Occupied(mut occupied) => *occupied.get_mut() = slot,
+                Entry::Vacant(vacant) => {
+                    vacant.insert(slot);
+                }
+            }
+        }
+        Ok(map)
     }
 }
 
