@@ -11,7 +11,7 @@ use datafusion_common::arrow::array::{BooleanArray, RecordBatch, UInt32Array};
 use datafusion_common::arrow::compute::{concat_batches, filter_record_batch};
 use runnel_streamlet::checkpoint::Snapshots;
 use runnel_streamlet::watermark::{WatermarkHolder, Watermarks};
-use runnel_streamlet::window::{Added, WindowOperator};
+use runnel_streamlet::window::{Added, PaneInfo, Window, WindowOperator};
 
 use crate::accumulators::Accumulators;
 use crate::grouping::{GroupPane, Grouping};
@@ -28,8 +28,22 @@ mod changelog;
 pub(crate) type Operator = WindowOperator<Vec<Value>, Accumulators>;
 
 /// What a result record is stamped with, when it comes from a window's pane: the pane's
-/// event time and its headers (`docs/wire-format.md`).
-pub(crate) type Stamp = (i64, [(&'static str, String); 8]);
+/// event time, and its window and what the pane says of itself, which the record's headers
+/// carry (`docs/wire-format.md`). Made into text only for the query's results: the rows a
+/// window hands on inside the query (q5's counts to their join) carry it as it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Stamp {
+    pub(crate) time: i64,
+    pub(crate) window: Window,
+    pub(crate) pane: PaneInfo,
+}
+
+impl Stamp {
+    /// The headers of a result record with this stamp.
+    pub(crate) fn headers(&self) -> [(&'static str, String); 8] {
+        self.pane.header_values(self.window)
+    }
+}
 
 /// A result of the query: its record, Avro encoded, and what else it carries.
 #[derive(Debug, PartialEq)]
@@ -57,7 +71,7 @@ impl Marks {
         Marks {
             stamps: self
                 .stamps
-                .map(|stamps| rows.clone().map(|row| stamps[row].clone()).collect()),
+                .map(|stamps| rows.clone().map(|row| stamps[row]).collect()),
             kinds: self.kinds.map(|kinds| rows.map(|row| kinds[row]).collect()),
         }
     }
@@ -649,7 +663,11 @@ impl<'q> Flow<'q> {
             Ok(batch) => {
                 let stamps = panes
                     .iter()
-                    .map(|pane| (pane.timestamp, pane.info().header_values(pane.window())))
+                    .map(|pane| Stamp {
+                        time: pane.timestamp,
+                        window: pane.window(),
+                        pane: pane.info(),
+                    })
                     .collect();
                 // With early results, each after a window's first replaces the one before.
                 let kinds = grouping.is_updating().then(|| {
@@ -811,7 +829,7 @@ impl<'q> Flow<'q> {
         };
         let produced = |(at, bytes): (usize, Vec<u8>)| Produced {
             bytes,
-            stamp: marks.stamps.as_ref().map(|stamps| stamps[at].clone()),
+            stamp: marks.stamps.as_ref().map(|stamps| stamps[at]),
             kind: match &marks.kinds {
                 Some(kinds) => Some(kinds[at]),
                 // The results of a query that updates are all marked, inserts too.
@@ -965,7 +983,7 @@ mod tests {
                 .into_iter()
                 .map(|result| {
                     (
-                        result.stamp.map(|(time, _)| time),
+                        result.stamp.map(|stamp| stamp.time),
                         result.bytes,
                         result.kind.map(RowKind::as_str),
                     )

@@ -88,6 +88,19 @@ async fn tumbling_windows_count_and_sum_per_key() -> anyhow::Result<()> {
         .collect();
     assert_eq!(expected.len(), 3 * 21);
     assert_eq!(streamed, expected);
+
+    // Each result is stamped with its window's last millisecond, and says its window and
+    // pane in its headers.
+    for received in run.records(out) {
+        let (starts, ends) = (received.value.starts, received.value.ends);
+        assert_eq!(received.timestamp, ends - 1);
+        let header = |name: &str| received.headers.get_str(name).map(str::to_owned);
+        assert_eq!(header("runnel.window.start"), Some(starts.to_string()));
+        assert_eq!(header("runnel.window.end"), Some(ends.to_string()));
+        let pane = received.pane.expect("a window's result carries its pane");
+        assert_eq!(pane.timing, runnel_streamlet::window::Timing::OnTime);
+        assert!(pane.is_first && pane.is_last && !pane.retraction, "{pane:?}");
+    }
     Ok(())
 }
 

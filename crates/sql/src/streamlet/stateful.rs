@@ -206,9 +206,9 @@ async fn send(out: &OutletSender<AvroDatum>, flow: &mut Flow<'_>) -> Result<bool
     for produced in results {
         let value = AvroDatum::new(produced.bytes);
         let mut record = Outgoing::new(&value);
-        if let Some((timestamp, headers)) = produced.stamp {
-            record = record.timestamp(timestamp);
-            for (header, value) in headers {
+        if let Some(stamp) = produced.stamp {
+            record = record.timestamp(stamp.time);
+            for (header, value) in stamp.headers() {
                 record = record.header(header, value);
             }
         }
