@@ -191,6 +191,9 @@ class Run:
         self.committed = 0
         # Topics the run writes, created by the harness so that they keep records forever.
         self.written = [self.output]
+        # Topics between two streamlets of the run, with the groups that read them: the run
+        # ends once they too have read all of them (q4's second streamlet, say).
+        self.between = []
         prefix = events_prefix(arguments)
         guarantee = arguments.guarantee
         if engine in ("runnel", SQL_ENGINE):
@@ -250,6 +253,8 @@ class Run:
                 lines.append(f'name = "{name}"')
                 if name != self.output:
                     self.written.append(name)  # between two streamlets, as q4's winning bids
+                    if consumers:
+                        self.between.append((name, [f"{self.name}.{c}" for c in consumers]))
             lines.append(f"partitions = {arguments.partitions}")
             for key, value in settings.items():
                 if key not in ("name", "partitions", "producers"):
@@ -262,6 +267,12 @@ class Run:
                    "--data-dir", str(work / self.name), "--view", "off", "--admin", "off",
                    "--commit-interval", "1s"]
         return command, groups, streams
+
+
+def caught_up(cluster, run):
+    """Whether the groups reading the topics between the run's streamlets read all of them."""
+    return all(cluster.committed(groups, {topic}) >= sum((cluster.end_offsets(topic) or {}).values())
+               for topic, groups in run.between)
 
 
 def run_once(arguments, cluster, work, run):
@@ -291,9 +302,11 @@ def run_once(arguments, cluster, work, run):
                 warm = sample
             if done is None and committed >= done_mark:
                 done = sample
-            # The end of the input, or a while after the done mark: an engine may commit its
-            # last offsets late once nothing more arrives (Flink's Kafka source, up to 10 s).
-            if committed >= total or (done and sample["time"] - done["time"] > arguments.tail):
+            # The end of the input (and of the topics between the run's streamlets), or a
+            # while after the done mark: an engine may commit its last offsets late once
+            # nothing more arrives (Flink's Kafka source, up to 10 s).
+            if ((committed >= total and caught_up(cluster, run))
+                    or (done and sample["time"] - done["time"] > arguments.tail)):
                 end = sample
                 break
             if process.poll() is not None:
