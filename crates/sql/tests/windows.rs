@@ -99,7 +99,10 @@ async fn tumbling_windows_count_and_sum_per_key() -> anyhow::Result<()> {
         assert_eq!(header("runnel.window.end"), Some(ends.to_string()));
         let pane = received.pane.expect("a window's result carries its pane");
         assert_eq!(pane.timing, runnel_streamlet::window::Timing::OnTime);
-        assert!(pane.is_first && pane.is_last && !pane.retraction, "{pane:?}");
+        assert!(
+            pane.is_first && pane.is_last && !pane.retraction,
+            "{pane:?}"
+        );
     }
     Ok(())
 }
