@@ -113,6 +113,21 @@ pub struct SqlQuery {
         serialize_with = "crate::units::serialize_optional_duration"
     )]
     pub allowed_lateness: Option<std::time::Duration>,
+    /// How far behind the newest event time a row may come and still be on time: the
+    /// watermark of each input partition trails its newest event time by this much
+    /// (`out-of-orderness`); 5 seconds when `None`.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::units::serialize_optional_duration"
+    )]
+    pub out_of_orderness: Option<std::time::Duration>,
+    /// How long an input partition may deliver nothing before it no longer holds the
+    /// watermark back (`idle-after`); a minute when `None`.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::units::serialize_optional_duration"
+    )]
+    pub idle_after: Option<std::time::Duration>,
 }
 
 /// A topic and the ports bound to it.

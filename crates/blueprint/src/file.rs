@@ -111,6 +111,10 @@ pub(crate) struct SqlEntry {
     pub(crate) delivery: Option<Located<crate::descriptor::Delivery>>,
     /// `allowed-lateness`: how long its group windows are kept past their end.
     pub(crate) allowed_lateness: Option<Located<std::time::Duration>>,
+    /// `out-of-orderness`: how far each partition's watermark trails its newest event time.
+    pub(crate) out_of_orderness: Option<Located<std::time::Duration>>,
+    /// `idle-after`: how long a partition may be quiet before it stops holding the watermark.
+    pub(crate) idle_after: Option<Located<std::time::Duration>>,
 }
 
 /// A `[topics.<id>]` table.

@@ -189,6 +189,8 @@ const SQL_STREAMLET_KEYS: &[&str] = &[
     "record-name",
     "delivery",
     "allowed-lateness",
+    "out-of-orderness",
+    "idle-after",
 ];
 
 /// The guarantees a SQL or Python streamlet can ask for, as `delivery` spells them.
@@ -222,6 +224,8 @@ fn parse_sql_streamlet(
     let mut record_name = None;
     let mut delivery = None;
     let mut allowed_lateness = None;
+    let mut out_of_orderness = None;
+    let mut idle_after = None;
     for (key, value) in in_file_order(declaration) {
         if is_recovery_artefact(value) {
             continue;
@@ -238,8 +242,14 @@ fn parse_sql_streamlet(
                     }
                 });
             }
-            "allowed-lateness" => {
-                allowed_lateness = parse_lateness(instance, value, report).or(allowed_lateness);
+            "allowed-lateness" | "out-of-orderness" | "idle-after" => {
+                let parsed = parse_duration_key(instance, key_name, value, report);
+                let slot = match key_name {
+                    "allowed-lateness" => &mut allowed_lateness,
+                    "out-of-orderness" => &mut out_of_orderness,
+                    _ => &mut idle_after,
+                };
+                *slot = parsed.or(slot.take());
             }
             "record-name" => {
                 record_name = expect_string(value, &what, facts().key("record-name"), report);
@@ -284,6 +294,8 @@ fn parse_sql_streamlet(
             record_name,
             delivery,
             allowed_lateness,
+            out_of_orderness,
+            idle_after,
         }),
         python: None,
     })
@@ -415,17 +427,19 @@ fn parse_delivery(
     None
 }
 
-/// `allowed-lateness` of a SQL streamlet: a duration, as `"10 minutes"`.
-fn parse_lateness(
+/// A duration of a SQL streamlet (`allowed-lateness`, `out-of-orderness`, `idle-after`), as
+/// `"10 minutes"`.
+fn parse_duration_key(
     instance: &str,
+    key: &str,
     value: &Spanned<DeValue<'_>>,
     report: &mut Report<'_>,
 ) -> Option<Located<std::time::Duration>> {
-    let what = format!("'allowed-lateness' of streamlet '{instance}'");
-    let facts = || Facts::new().streamlet(instance).key("allowed-lateness");
+    let what = format!("'{key}' of streamlet '{instance}'");
+    let facts = || Facts::new().streamlet(instance).key(key);
     let text = expect_string(value, &what, facts(), report)?;
     match crate::units::parse_duration(&text.value) {
-        Ok(lateness) => Some(Located::new(lateness, text.span)),
+        Ok(duration) => Some(Located::new(duration, text.span)),
         Err(reason) => {
             report.at(
                 Code::BlueprintFormatError,
@@ -899,7 +913,8 @@ mod tests {
     fn reads_sql_streamlets_and_names_what_is_wrong_with_them() {
         let (file, diagnostics) = parse(
             "name = \"app\"\n[streamlets.q]\nsql = \"SELECT a FROM t\"\nrecord-name = \"R\"\n\
-             delivery = \"exactly-once\"\nallowed-lateness = \"10 minutes\"\n",
+             delivery = \"exactly-once\"\nallowed-lateness = \"10 minutes\"\n\
+             out-of-orderness = \"1s\"\nidle-after = \"30s\"\n",
         );
         assert!(diagnostics.is_empty(), "{diagnostics:?}");
         let entry = &file.streamlets.unwrap().entries[0];
@@ -915,17 +930,26 @@ mod tests {
             sql.allowed_lateness.as_ref().unwrap().value,
             std::time::Duration::from_secs(600)
         );
+        assert_eq!(
+            sql.out_of_orderness.as_ref().unwrap().value,
+            std::time::Duration::from_secs(1)
+        );
+        assert_eq!(
+            sql.idle_after.as_ref().unwrap().value,
+            std::time::Duration::from_secs(30)
+        );
 
         let (_, diagnostics) = parse(
-            "name = \"app\"\n[streamlets.q]\nsql = \"SELECT a FROM t\"\ndelivery = \"twice\"\nrecordname = \"R\"\nallowed-lateness = \"ten\"\n",
+            "name = \"app\"\n[streamlets.q]\nsql = \"SELECT a FROM t\"\ndelivery = \"twice\"\nrecordname = \"R\"\nallowed-lateness = \"ten\"\nidle-after = 5\n",
         );
         let messages: Vec<&str> = diagnostics.iter().map(|d| d.message.as_str()).collect();
         assert_eq!(
             messages,
             [
                 "'delivery' of streamlet 'q' is 'twice', which is not a guarantee; expected one of at-least-once, exactly-once, at-most-once",
-                "unknown key 'recordname' in streamlet 'q' (a SQL streamlet has sql, sql-file, record-name, delivery and allowed-lateness); did you mean 'record-name'?",
+                "unknown key 'recordname' in streamlet 'q' (a SQL streamlet has sql, sql-file, record-name, delivery, allowed-lateness, out-of-orderness and idle-after); did you mean 'record-name'?",
                 "'allowed-lateness' of streamlet 'q': 'ten' is not a duration (write it like 250ms, 5s or 1m 30s)",
+                "'idle-after' of streamlet 'q' must be a string, found integer",
             ]
         );
     }

@@ -280,6 +280,8 @@ fn build(cx: &Context<'_>) -> Blueprint {
                         .as_ref()
                         .map_or_else(Default::default, |delivery| delivery.value),
                     allowed_lateness: sql.allowed_lateness.as_ref().map(|lateness| lateness.value),
+                    out_of_orderness: sql.out_of_orderness.as_ref().map(|bound| bound.value),
+                    idle_after: sql.idle_after.as_ref().map(|timeout| timeout.value),
                 }),
             python: instance
                 .entry

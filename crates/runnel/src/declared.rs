@@ -322,12 +322,29 @@ fn plan_sql(
     let query = Arc::new(query);
     let type_name = runnel_blueprint::sql_type_name(&instance.name);
     let delivery = sql.delivery;
+    let watermarks = sql_watermarks(sql);
     let register: Registration = Box::new(move |registry: Registry| {
         registry.register(&type_name, move || {
-            runnel_sql::SqlStreamlet::new(query.clone()).delivery(delivery)
+            runnel_sql::SqlStreamlet::new(query.clone())
+                .delivery(delivery)
+                .watermarks(watermarks)
         })
     });
     Ok((output, register))
+}
+
+/// The watermarks a SQL streamlet's declaration asks for: its `out-of-orderness` and
+/// `idle-after`, each the SQL streamlets' default (5 seconds, a minute) when not set.
+#[cfg(feature = "sql")]
+fn sql_watermarks(sql: &runnel_blueprint::SqlQuery) -> runnel_streamlet::watermark::Watermarks {
+    use runnel_streamlet::watermark::Watermarks;
+    let watermarks = sql
+        .out_of_orderness
+        .map_or_else(Watermarks::default, Watermarks::bounded);
+    match sql.idle_after {
+        Some(timeout) => watermarks.idle_after(timeout),
+        None => watermarks,
+    }
 }
 
 #[cfg(test)]
@@ -375,7 +392,7 @@ mod tests {
             declared.problems,
             [QueryProblem {
                 instance: "hot".into(),
-                message: "table 'readings' reads topic 'readings', which has no producer in the blueprint to take its schema from".into(),
+                message: "table 'readings' reads topic 'readings', which has no producer in the blueprint to take its schema from; declare the schema its writers use with the topic's 'schema'".into(),
                 position: None,
             }]
         );
@@ -401,6 +418,36 @@ mod tests {
         assert!(
             declared.registry.factory("sql:hot").is_none(),
             "nothing is registered for it"
+        );
+    }
+
+    #[cfg(feature = "sql")]
+    #[test]
+    fn a_sql_streamlet_s_watermarks_are_its_declaration_s_or_the_defaults() {
+        use runnel_streamlet::watermark::Watermarks;
+        use std::time::Duration;
+
+        let declared = |text: &str| {
+            let blueprint = runnel_blueprint::parse(Path::new("b.toml"), text)
+                .blueprint
+                .expect("it parses");
+            let sql = blueprint.streamlets[0]
+                .sql
+                .clone()
+                .expect("a SQL streamlet");
+            sql_watermarks(&sql)
+        };
+        let query = "name = \"demo\"\n[streamlets.hot]\nsql = \"SELECT * FROM t\"\n";
+        assert_eq!(declared(query), Watermarks::default());
+        assert_eq!(
+            declared(&format!(
+                "{query}out-of-orderness = \"1s\"\nidle-after = \"10s\"\n"
+            )),
+            Watermarks::bounded(Duration::from_secs(1)).idle_after(Duration::from_secs(10))
+        );
+        assert_eq!(
+            declared(&format!("{query}idle-after = \"2 minutes\"\n")),
+            Watermarks::default().idle_after(Duration::from_secs(120))
         );
     }
 }

@@ -34,6 +34,8 @@ fn the_json_schema_knows_every_key() {
         [
             "allowed-lateness",
             "delivery",
+            "idle-after",
+            "out-of-orderness",
             "record-name",
             "sql",
             "sql-file"
@@ -58,6 +60,7 @@ fn the_json_schema_knows_every_key() {
             "producer-config",
             "producers",
             "replication",
+            "schema",
         ]
     );
 }
