@@ -91,9 +91,30 @@ pub trait Backend: fmt::Debug + Send + Sync + 'static {
     }
 
     /// Whether topics can be created with `cleanup.policy=compact` (the log keeps the
-    /// last record of each key), as changelog topics are where the backend has it.
+    /// last record of each key). A keyed state's changelog is compacted where the backend
+    /// compacts but cannot [delete records](Backend::deletes_records).
     fn supports_compaction(&self) -> bool {
         false
+    }
+
+    /// Whether [`delete_records_before`](Backend::delete_records_before) deletes records, so
+    /// that a changelog need not be compacted: its records can each hold many entries, and
+    /// those a snapshot superseded are deleted.
+    fn deletes_records(&self) -> bool {
+        false
+    }
+
+    /// Whether the existing `topic` is compacted (its `cleanup.policy` holds `compact`), so
+    /// that a changelog created by an earlier version keeps its one record per entry (a
+    /// compacted topic refuses records without a key). `false` where the backend compacts
+    /// nothing (the default).
+    ///
+    /// # Errors
+    ///
+    /// When the topic's settings cannot be read.
+    async fn topic_compacted(&self, topic: &str) -> Result<bool> {
+        let _ = topic;
+        Ok(false)
     }
 
     /// Whether the backplane keeps the schemas written to each topic

@@ -289,6 +289,10 @@ impl Backend for EmbeddedBackend {
         true
     }
 
+    fn deletes_records(&self) -> bool {
+        true
+    }
+
     fn keeps_schemas(&self) -> bool {
         true
     }

@@ -96,6 +96,8 @@ pub async fn run_instance(
     let changelog = shape
         .has_changelog()
         .then(|| changelog_topic(&wiring.app, &wiring.instance));
+    // Whether the changelog keeps one record per entry, for its log to compact.
+    let mut changelog_compacted = false;
     let restored = if shape.is_checkpointed() {
         let partitions = if by_partition {
             input_partitions(&*backend, &instance, &wiring.inlets).await?
@@ -103,7 +105,8 @@ pub async fn run_instance(
             1
         };
         if let Some(changelog) = &changelog {
-            create_changelog(&*backend, &instance, changelog, partitions).await?;
+            changelog_compacted =
+                create_changelog(&*backend, &instance, changelog, partitions).await?;
         }
         if shape.has_keyed_state() {
             runtime::set_input_partitions(&metrics, partitions);
@@ -242,7 +245,11 @@ pub async fn run_instance(
         instance: instance.clone(),
         offsets: checkpoint_offsets,
         changelog: changelog.as_ref().map(|topic| {
-            let mut writer = ChangelogWriter::new(backend.clone(), Arc::from(topic.as_str()));
+            let mut writer = ChangelogWriter::new(
+                backend.clone(),
+                Arc::from(topic.as_str()),
+                changelog_compacted,
+            );
             if let Some(restored) = restored.as_ref().filter(|_| !by_partition) {
                 // A whole state's records, in the changelog's one partition.
                 writer.restored(0, restored.changelog.clone());
@@ -312,16 +319,29 @@ pub async fn run_instance(
     outcome.and(committed).and(flushed)
 }
 
-/// Creates the changelog topic of an instance with keyed state (compacted where the backend
-/// compacts), or checks that the existing one has a partition per input partition.
+/// Creates the changelog topic of an instance with keyed state, or checks that the existing
+/// one has a partition per input partition; returns whether it is compacted.
+///
+/// A new changelog is compacted only where the backend compacts but cannot delete records:
+/// where it can, records of many entries cost the producer and the log once per part rather
+/// than once per entry, and the checkpoints delete what a snapshot superseded. An existing
+/// one stays as it was created.
 async fn create_changelog(
     backend: &dyn Backend,
     instance: &str,
     topic: &str,
     partitions: u32,
-) -> Result<()> {
+) -> Result<bool> {
+    if let Some(existing) = backend.topic(topic).await.map_err(Error::external)? {
+        check_changelog_partitions(instance, topic, existing.partitions, partitions)?;
+        return backend
+            .topic_compacted(topic)
+            .await
+            .map_err(Error::external);
+    }
+    let compacted = backend.supports_compaction() && !backend.deletes_records();
     let mut spec = TopicSpec::new(topic, partitions);
-    if backend.supports_compaction() {
+    if compacted {
         // At least once, an owner that crashed mid-checkpoint leaves records outside the
         // state, which the partition's next restore overwrites; until then the record they
         // superseded must not be compacted away.
@@ -336,6 +356,18 @@ async fn create_changelog(
             .with_config("retention.bytes", "-1");
     }
     let existing = create_state_topic(backend, &spec).await?;
+    check_changelog_partitions(instance, topic, existing, partitions)?;
+    // A member that created it first decided the same way.
+    Ok(compacted)
+}
+
+/// Refuses a changelog of `existing` partitions for a state of `partitions`.
+fn check_changelog_partitions(
+    instance: &str,
+    topic: &str,
+    existing: u32,
+    partitions: u32,
+) -> Result<()> {
     if existing != partitions {
         return Err(Error::msg(format!(
             "the changelog topic '{topic}' of streamlet '{instance}' has {existing} partition(s) where its state needs {partitions} (one per input partition for a state split by partition, one for a whole state); delete the changelog and checkpoint topics to start from empty state"

@@ -26,6 +26,22 @@ use crate::topic_limits::TopicLimits;
 use crate::transaction::KafkaTransactionalProducer;
 use crate::{KafkaConfig, KafkaSettings};
 
+/// How long to wait before asking a group's coordinator again while it is unsettled.
+const COORDINATOR_RETRY: Duration = Duration::from_millis(100);
+
+/// Whether `error` says a group's coordinator is loading, moving or not yet there: a
+/// passing state, worth asking again.
+fn coordinator_unsettled(error: &rdkafka::error::KafkaError) -> bool {
+    matches!(
+        error.rdkafka_error_code(),
+        Some(
+            RDKafkaErrorCode::NotCoordinator
+                | RDKafkaErrorCode::CoordinatorLoadInProgress
+                | RDKafkaErrorCode::CoordinatorNotAvailable
+        )
+    )
+}
+
 /// The backplane on a Kafka cluster, through librdkafka.
 ///
 /// Cheap to clone: clones share the admin and metadata clients. Each
@@ -385,13 +401,26 @@ impl Backend for KafkaBackend {
         );
         let (group, topic) = (group.to_owned(), topic.to_owned());
         blocking(move || {
-            let committed =
-                reader
-                    .committed_offsets(list, timeout)
-                    .map_err(|error| Error::Admin {
-                        operation: format!("reading the offsets of group '{group}'"),
-                        source: redactor.boxed(&error),
-                    })?;
+            // A group's coordinator may be loading or moving (as on a fresh broker, while
+            // `__consumer_offsets` is created): asked again until the timeout.
+            let deadline = Instant::now() + timeout;
+            let committed = loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                match reader.committed_offsets(list.clone(), left) {
+                    Err(error)
+                        if coordinator_unsettled(&error)
+                            && Instant::now() + COORDINATOR_RETRY < deadline =>
+                    {
+                        std::thread::sleep(COORDINATOR_RETRY);
+                    }
+                    result => {
+                        break result.map_err(|error| Error::Admin {
+                            operation: format!("reading the offsets of group '{group}'"),
+                            source: redactor.boxed(&error),
+                        })?;
+                    }
+                }
+            };
             Ok((0..partitions)
                 .map(|partition| {
                     committed
@@ -462,6 +491,20 @@ impl Backend for KafkaBackend {
 
     fn supports_compaction(&self) -> bool {
         true
+    }
+
+    fn deletes_records(&self) -> bool {
+        true
+    }
+
+    async fn topic_compacted(&self, topic: &str) -> Result<bool> {
+        self.compacted(topic).await
+    }
+
+    /// Deletes through `DeleteRecords`; the broker drops whole segments below the
+    /// partition's new first offset in the background.
+    async fn delete_records_before(&self, topic: &str, partition: u32, offset: u64) -> Result<u64> {
+        self.delete_records(topic, partition, offset).await
     }
 
     fn keeps_schemas(&self) -> bool {

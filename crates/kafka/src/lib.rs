@@ -74,6 +74,7 @@ mod error;
 mod inspect;
 mod metadata;
 mod producer;
+mod record_deletion;
 mod registry;
 mod settings;
 mod targets;

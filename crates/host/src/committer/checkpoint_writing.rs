@@ -35,10 +35,14 @@ pub(crate) struct ChangelogWriter {
 }
 
 impl ChangelogWriter {
-    /// Writes to `topic`, with no partition's ranges known yet.
-    pub(crate) fn new(backend: Arc<dyn runnel_backend::Backend>, topic: Arc<str>) -> Self {
+    /// Writes to `topic`, compacted or not, with no partition's ranges known yet.
+    pub(crate) fn new(
+        backend: Arc<dyn runnel_backend::Backend>,
+        topic: Arc<str>,
+        compacted: bool,
+    ) -> Self {
         ChangelogWriter {
-            compacted: backend.supports_compaction(),
+            compacted,
             backend,
             topic,
             ranges: BTreeMap::new(),
@@ -68,8 +72,9 @@ impl ChangelogWriter {
     }
 
     /// Deletes the records superseded snapshots left behind, where the backplane deletes
-    /// records (the embedded log, by whole segments; a compacted changelog drops them by
-    /// key instead). Failing to is not an error: the records are only kept longer.
+    /// records (the embedded log, by whole segments; Kafka, with `DeleteRecords`; a
+    /// compacted changelog drops them by key instead). Failing to is not an error: the
+    /// records are only kept longer.
     pub(super) async fn delete_superseded(&mut self) {
         for (partition, below) in std::mem::take(&mut self.superseded) {
             match self

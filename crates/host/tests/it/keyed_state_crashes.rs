@@ -737,6 +737,9 @@ impl Backend for Compacted {
     fn supports_compaction(&self) -> bool {
         true
     }
+    async fn topic_compacted(&self, _topic: &str) -> runnel_backend::Result<bool> {
+        Ok(true)
+    }
 }
 
 async fn stray_records_are_skipped_and_overwritten(

@@ -1,5 +1,6 @@
-//! Keyed state on Apache Kafka: a member's checkpoints write many changelog entries at once (one
-//! record per entry, in one produce batch), and a member taking the partition over after a
+//! Keyed state on Apache Kafka: a member's checkpoints write many changelog entries at once
+//! (records of many entries in a changelog the runtime created; one record per entry in a
+//! compacted one an earlier version created), and a member taking the partition over after a
 //! kill restores every key from them.
 
 use std::collections::BTreeMap;
@@ -9,6 +10,7 @@ use runnel_backend::conformance::unique;
 use runnel_backend::{Backend, ConsumerConfig, ProducerConfig, Record, TopicSpec};
 use runnel_host::HostSettings;
 use runnel_kafka::KafkaBackend;
+use runnel_streamlet::checkpoint::CHANGELOG_ENTRIES_HEADER;
 use runnel_streamlet::prelude::*;
 use runnel_streamlet::state::{Keyed, ValueState};
 use tokio::sync::watch;
@@ -71,21 +73,89 @@ fn rounds(rounds: std::ops::Range<u32>) -> impl Iterator<Item = String> {
     rounds.flat_map(|_| (0..40).map(|key| format!("key-{key}")))
 }
 
+/// The changelog of the `counter` instance of `topics`' app.
+fn changelog(topics: &Topics) -> String {
+    format!("{}.counter.changelog", topics.input)
+}
+
+/// The changelog's records of partition 0, all of them.
+async fn changelog_records(backend: &KafkaBackend, topics: &Topics) -> Vec<Record> {
+    let end = backend.offsets(&changelog(topics)).await.unwrap()[0].end;
+    let records = backend
+        .read(
+            &changelog(topics),
+            0,
+            0,
+            usize::MAX,
+            Duration::from_secs(10),
+        )
+        .await
+        .unwrap();
+    assert!(
+        records.last().is_some_and(|last| last.offset + 1 >= end),
+        "read the changelog to its end {end}"
+    );
+    records
+        .into_iter()
+        .map(|consumed| consumed.record)
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_member_taking_keyed_state_over_restores_every_key_of_the_last_checkpoint() {
     let backend = backend().await;
     let topics = Topics::unique("keyed");
+    take_over(&backend, &topics).await;
+    // The runtime created the changelog: not compacted, its records hold many entries.
+    assert!(!backend.topic_compacted(&changelog(&topics)).await.unwrap());
+    let records = changelog_records(&backend, &topics).await;
+    let counts: Vec<usize> = records
+        .iter()
+        .map(|record| {
+            assert!(record.key.is_none(), "a record of many entries has no key");
+            let count = record.headers.get_str(CHANGELOG_ENTRIES_HEADER);
+            count
+                .expect("every record says how many entries it holds")
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    // Ten rounds of 40 keys at checkpoints every 50 ms: far fewer records than entries.
+    assert!(
+        counts.iter().sum::<usize>() >= 40 && counts.iter().any(|count| *count > 1),
+        "entries per record: {counts:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compacted_changelog_from_an_earlier_version_keeps_a_record_per_entry() {
+    let backend = backend().await;
+    let topics = Topics::unique("keyed-compacted");
+    let compacted = TopicSpec::new(changelog(&topics), 1).with_config("cleanup.policy", "compact");
+    backend.create_topic(&compacted).await.unwrap();
+    take_over(&backend, &topics).await;
+    assert!(backend.topic_compacted(&changelog(&topics)).await.unwrap());
+    let records = changelog_records(&backend, &topics).await;
+    assert!(records.len() >= 40, "a record per entry: {}", records.len());
+    assert!(records.iter().all(|record| {
+        record.key.is_some() && record.headers.get(CHANGELOG_ENTRIES_HEADER).is_none()
+    }));
+}
+
+/// Counts five rounds of keys in one member, kills it, and checks that a second member
+/// restores every count and goes on from there for five more.
+async fn take_over(backend: &KafkaBackend, topics: &Topics) {
     for topic in [&topics.input, &topics.output, &topics.dead] {
         backend
             .create_topic(&TopicSpec::new(topic, 1))
             .await
             .unwrap();
     }
-    produce(&backend, &topics.input, rounds(0..5)).await;
+    produce(backend, &topics.input, rounds(0..5)).await;
     let (_, running) = watch::channel(false);
     // Each member connects on its own, as processes do: a backend knows the offsets its own
     // producers were acknowledged, which hides a broker's short partition ends.
-    let (first, _) = start(&support::backend().await, &topics, running);
+    let (first, _) = start(&support::backend().await, topics, running);
     let deadline = Instant::now() + Duration::from_secs(120);
     while backend
         .committed(&topics.group("counter"), &topics.input)
@@ -103,9 +173,9 @@ async fn a_member_taking_keyed_state_over_restores_every_key_of_the_last_checkpo
         .await
         .unwrap();
 
-    produce(&backend, &topics.input, rounds(5..10)).await;
+    produce(backend, &topics.input, rounds(5..10)).await;
     let (_, ended) = watch::channel(true);
-    let (second, finished) = start(&support::backend().await, &topics, ended);
+    let (second, finished) = start(&support::backend().await, topics, ended);
     tokio::time::timeout(Duration::from_secs(120), finished)
         .await
         .expect("the second member reads to the end")
@@ -145,4 +215,62 @@ async fn a_member_taking_keyed_state_over_restores_every_key_of_the_last_checkpo
         last.len() == 40 && wrong.is_empty(),
         "every key's last count is 10; wrong: {wrong:?}"
     );
+}
+
+/// What a changelog that is not compacted needs: the records a snapshot superseded are
+/// deleted below an offset (`DeleteRecords`), the partition's first offset moving there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_below_an_offset_are_deleted() {
+    let backend = backend().await;
+    let topic = unique("deleted-below");
+    backend
+        .create_topic(&TopicSpec::new(&topic, 2))
+        .await
+        .unwrap();
+    let producer = backend.producer(&ProducerConfig::default()).await.unwrap();
+    for n in 0..10 {
+        drop(
+            producer
+                .send(&topic, 1, Record::new(format!("{n}")))
+                .await
+                .unwrap(),
+        );
+    }
+    producer.flush().await.unwrap();
+    assert_eq!(
+        backend.delete_records_before(&topic, 1, 4).await.unwrap(),
+        4
+    );
+    let offsets = backend.offsets(&topic).await.unwrap();
+    assert_eq!((offsets[1].start, offsets[1].end), (4, 10));
+    let left = backend
+        .read(&topic, 1, 4, 100, Duration::from_secs(10))
+        .await
+        .unwrap();
+    let values: Vec<_> = left
+        .iter()
+        .map(|consumed| consumed.record.value.clone().unwrap())
+        .collect();
+    assert_eq!(values, ["4", "5", "6", "7", "8", "9"]);
+    // Everything, and nothing more than there is.
+    assert_eq!(
+        backend
+            .delete_records_before(&topic, 1, u64::MAX)
+            .await
+            .unwrap(),
+        10
+    );
+    assert_eq!(
+        backend.delete_records_before(&topic, 0, 0).await.unwrap(),
+        0
+    );
+    let error = backend
+        .delete_records_before(&topic, 7, 0)
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains(&topic) && error.to_string().contains("partition 7"),
+        "{error}"
+    );
+    assert!(!backend.topic_compacted(&topic).await.unwrap());
 }
