@@ -49,23 +49,46 @@ pub(crate) fn check(cx: &Context<'_>, report: &mut Report<'_>) {
         cx.file.topics.iter().zip(&on_topic).zip(&declared)
     {
         let id = &topic.id.value;
-        if let Some(declared) = declared {
-            for (producer, schema) in producers {
-                if schema.format != declared.format {
-                    report.at(
-                        Code::IncompatibleSchema,
-                        producer.span.clone(),
-                        format!(
-                            "'{}' writes {} to topic '{id}', whose declared 'schema' says its other writers write Avro; one topic carries one format",
-                            producer.path, schema.format
-                        ),
-                        Facts::new()
-                            .topic(id)
-                            .producer(producer.path)
-                            .writer_schema(&schema.name),
-                    );
-                }
+        // One topic carries one format: every producer's must be the first writer's (the
+        // declared schema, else the first producer).
+        let (first, others) = match (declared, producers.split_first()) {
+            (Some(declared), _) => (Some((None, declared)), producers.as_slice()),
+            (None, Some(((producer, schema), others))) => {
+                (Some((Some(producer.path), *schema)), others)
             }
+            (None, None) => (None, producers.as_slice()),
+        };
+        if let Some((first_path, first_schema)) = first {
+            for (producer, schema) in others {
+                if schema.format == first_schema.format {
+                    continue;
+                }
+                let first_writes = match first_path {
+                    Some(path) => format!(" but '{path}' writes {}", first_schema.format),
+                    None => format!(
+                        ", whose declared 'schema' says its other writers write {}",
+                        first_schema.format
+                    ),
+                };
+                let facts = Facts::new()
+                    .topic(id)
+                    .producer(producer.path)
+                    .writer_schema(&schema.name);
+                report.at(
+                    Code::IncompatibleSchema,
+                    producer.span.clone(),
+                    format!(
+                        "'{}' writes {} to topic '{id}'{first_writes}; one topic carries one format",
+                        producer.path, schema.format
+                    ),
+                    match first_path {
+                        Some(path) => facts.other_producer(path),
+                        None => facts,
+                    },
+                );
+            }
+        }
+        if let Some(declared) = declared {
             for (consumer, reader) in consumers {
                 if let Err(reason) = reader.can_read(declared) {
                     report.at(
@@ -80,25 +103,6 @@ pub(crate) fn check(cx: &Context<'_>, report: &mut Report<'_>) {
                             .consumer(consumer.path)
                             .writer_schema(&declared.name)
                             .reader_schema(&reader.name),
-                    );
-                }
-            }
-        }
-        if let Some((first, first_schema)) = producers.first() {
-            for (producer, schema) in &producers[1..] {
-                if schema.format != first_schema.format {
-                    report.at(
-                        Code::IncompatibleSchema,
-                        producer.span.clone(),
-                        format!(
-                            "'{}' writes {} to topic '{id}' but '{}' writes {}; one topic carries one format",
-                            producer.path, schema.format, first.path, first_schema.format
-                        ),
-                        Facts::new()
-                            .topic(id)
-                            .producer(producer.path)
-                            .other_producer(first.path)
-                            .writer_schema(&schema.name),
                     );
                 }
             }

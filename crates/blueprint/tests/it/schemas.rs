@@ -347,3 +347,28 @@ fn a_declared_schema_that_is_not_avro_is_reported_at_its_text() {
         "{problems:?}"
     );
 }
+
+#[test]
+fn a_producer_of_another_format_than_a_declared_schema_is_reported_at_its_port() {
+    let descriptor = descriptor_json(json!({
+        "descriptor-version": 1, "app": "outside",
+        "streamlets": [
+            {"type": "json-writer", "outlets": [{"name": "out", "schema": {"format": "json", "name": "long", "definition": "long"}}]},
+        ]
+    }));
+    let text = "name = \"outside\"\n[streamlets]\nj = \"json-writer\"\n[topics.t]\n\
+                schema = '''\"long\"'''\nproducers = [\"j.out\"]\n";
+    let problems: Vec<_> = verify(Path::new("b.toml"), text, &descriptor)
+        .diagnostics
+        .into_iter()
+        .filter(|d| d.code == Code::IncompatibleSchema)
+        .map(|d| (d.message, d.location.map_or(0, |l| l.line)))
+        .collect();
+    assert_eq!(
+        problems,
+        [(
+            "'j.out' writes json to topic 't', whose declared 'schema' says its other writers write avro; one topic carries one format".to_owned(),
+            6
+        )]
+    );
+}
