@@ -49,8 +49,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from harness import CLOCK_TICKS, ROOT, machine, session_processes
 
 ENGINES = ("runnel", "kafka-streams", "flink")
-# Also selectable: "runnel-sql", the query's SQL streamlet (crates/nexmark/blueprints/<query>-sql.toml).
+# Also selectable: "runnel-sql", the query's SQL streamlet (crates/nexmark/blueprints/<query>-sql.toml),
+# and with --baseline, "runnel-baseline" and "runnel-sql-baseline": the same run by an older build.
 SQL_ENGINE = "runnel-sql"
+BASELINE = "-baseline"
 STREAMS = ("persons", "auctions", "bids")
 SAMPLE_SECONDS = 0.25
 # Kafka Streams has no watermarks: each task closes windows on the newest time it saw, and
@@ -196,9 +198,13 @@ class Run:
         self.between = []
         prefix = events_prefix(arguments)
         guarantee = arguments.guarantee
-        if engine in ("runnel", SQL_ENGINE):
-            blueprint = f"{query}-sql" if engine == SQL_ENGINE else query
-            self.command, self.groups, streams = self.runnel(arguments, work, prefix, blueprint)
+        if engine.removesuffix(BASELINE) in ("runnel", SQL_ENGINE):
+            if engine.endswith(BASELINE) and arguments.baseline is None:
+                raise SystemExit(f"{engine} needs --baseline")
+            binary = arguments.baseline if engine.endswith(BASELINE) else arguments.nexmark
+            blueprint = f"{query}-sql" if engine.startswith(SQL_ENGINE) else query
+            self.command, self.groups, streams = self.runnel(arguments, work, prefix, blueprint,
+                                                             binary)
         else:
             base = query.removesuffix("-sql")
             streams = {"q3": ["persons", "auctions"], "q4": ["auctions", "bids"],
@@ -222,8 +228,9 @@ class Run:
                 raise SystemExit(f"unknown engine {engine}")
         self.inputs = {f"{prefix}-{stream}" for stream in streams}
 
-    def runnel(self, arguments, work, prefix, blueprint):
-        """The blueprint reading the filled topics, and the groups its inlets join."""
+    def runnel(self, arguments, work, prefix, blueprint, binary):
+        """`binary` running the blueprint reading the filled topics, and the groups its
+        inlets join."""
         source = tomllib.loads((ROOT / "crates/nexmark/blueprints" / f"{blueprint}.toml").read_text())
         streamlets = {name: kind for name, kind in source["streamlets"].items() if kind != "generator"}
         lines = [f'name = "{self.name}"', "", "[streamlets]"]
@@ -263,7 +270,7 @@ class Run:
                 lines.append(f"producers = {toml_value(producers)}")
         blueprint = work / f"{self.name}.toml"
         blueprint.write_text("\n".join(lines) + "\n")
-        command = [str(arguments.nexmark), "run", str(blueprint), "--kafka", arguments.bootstrap,
+        command = [str(binary), "run", str(blueprint), "--kafka", arguments.bootstrap,
                    "--data-dir", str(work / self.name), "--view", "off", "--admin", "off",
                    "--commit-interval", "1s"]
         return command, groups, streams
@@ -434,6 +441,9 @@ def main():
     parser.add_argument("--stall", type=float, default=120,
                         help="seconds without a new commit before the done mark that fail a run")
     parser.add_argument("--target", default=os.environ.get("CARGO_TARGET_DIR", str(ROOT / "target")))
+    parser.add_argument("--baseline", default=None,
+                        help="a target directory whose release/nexmark runs the engines "
+                             "runnel-baseline and runnel-sql-baseline")
     parser.add_argument("--streams-classpath", default="", help="the Kafka Streams peer's -cp")
     parser.add_argument("--flink-classpath", default="", help="the Flink peer's -cp")
     parser.add_argument("--java-option", action="append", default=[], dest="java_options")
@@ -446,8 +456,10 @@ def main():
     arguments = parser.parse_args()
     arguments.queries = arguments.queries.split(",")
     arguments.nexmark = Path(arguments.target) / "release" / "nexmark"
+    if arguments.baseline is not None:
+        arguments.baseline = Path(arguments.baseline) / "release" / "nexmark"
     engines = arguments.engines.split(",")
-    if SQL_ENGINE in engines:
+    if any(engine.startswith(SQL_ENGINE) for engine in engines):
         missing = [q for q in arguments.queries
                    if not (ROOT / "crates/nexmark/blueprints" / f"{q}-sql.toml").exists()]
         if missing:
