@@ -88,12 +88,13 @@ pub(crate) struct PythonEntry {
     pub(crate) delivery: Option<Located<crate::descriptor::Delivery>>,
 }
 
-/// `sql-file = "..."` in a SQL streamlet's declaration.
+/// A file the blueprint names beside itself: `sql-file = "..."` in a SQL streamlet's
+/// declaration, `schema-file = "..."` in a topic's.
 #[derive(Clone, Debug)]
-pub(crate) struct SqlFileEntry {
+pub(crate) struct FileEntry {
     /// The path, relative to the blueprint's directory, as written.
     pub(crate) path: Located<String>,
-    /// The whole `sql-file = "..."`, key to value.
+    /// The whole `sql-file = "..."` (or `schema-file`), key to value.
     pub(crate) declaration: std::ops::Range<usize>,
 }
 
@@ -104,7 +105,7 @@ pub(crate) struct SqlEntry {
     /// the path) once read.
     pub(crate) query: Located<String>,
     /// `sql-file`: the file the query is in.
-    pub(crate) file: Option<SqlFileEntry>,
+    pub(crate) file: Option<FileEntry>,
     /// `record-name`: the Avro name of the output records.
     pub(crate) record_name: Option<Located<String>>,
     /// `delivery`: the guarantee the streamlet runs with.
@@ -136,8 +137,11 @@ pub(crate) struct TopicFile {
     pub(crate) producer_config: BTreeMap<String, String>,
     pub(crate) consumer_config: BTreeMap<String, String>,
     pub(crate) compatibility: Option<Located<crate::Compatibility>>,
-    /// The Avro schema clients outside the blueprint write the topic with (`schema`).
+    /// The Avro schema clients outside the blueprint write the topic with (`schema`, or
+    /// the text of `schema-file` once read).
     pub(crate) schema: Option<Located<serde_json::Value>>,
+    /// `schema-file`: the file the schema is in.
+    pub(crate) schema_file: Option<FileEntry>,
 }
 
 impl Default for Located<String> {

@@ -73,6 +73,7 @@ mod diagnostic;
 mod error;
 mod facts;
 mod file;
+mod files;
 mod names;
 mod parse;
 mod python;
@@ -91,10 +92,11 @@ pub use compatibility::{COMPATIBILITY_NAMES, Compatibility, SchemaBreak};
 pub use diagnostic::{Diagnostic, Location};
 pub use error::{Error, Result};
 pub use facts::{Facts, PortKind, Role};
+pub use files::{BlueprintFiles, inline_files};
 pub use python::python_type_name;
 pub use render::{render_human, render_human_with_files, render_json};
 pub use secrets::is_secret_setting;
-pub use sql::{QueryProblem, SqlFiles, inline_sql_files, sql_type_name};
+pub use sql::{QueryProblem, sql_type_name};
 pub use suggest::{closest, did_you_mean};
 pub use verify::{
     KeptSchemas, Verification, kept_schema, parse, parse_with_files, verify, verify_against,

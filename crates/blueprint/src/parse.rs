@@ -11,7 +11,7 @@ use crate::code::Code;
 use crate::connections;
 use crate::facts::Facts;
 use crate::file::{
-    BlueprintFile, Located, PythonEntry, SqlEntry, SqlFileEntry, StreamletEntry, StreamletsSection,
+    BlueprintFile, FileEntry, Located, PythonEntry, SqlEntry, StreamletEntry, StreamletsSection,
     TopicFile, in_file_order,
 };
 use crate::report::Report;
@@ -32,6 +32,7 @@ const TOPIC_KEYS: &[&str] = &[
     "consumer-config",
     "compatibility",
     "schema",
+    "schema-file",
 ];
 
 /// Parses the blueprint text, reporting syntax and shape problems.
@@ -220,7 +221,7 @@ fn parse_sql_streamlet(
         return None;
     }
     let mut query: Option<Located<String>> = None;
-    let mut file: Option<SqlFileEntry> = None;
+    let mut file: Option<FileEntry> = None;
     let mut record_name = None;
     let mut delivery = None;
     let mut allowed_lateness = None;
@@ -236,7 +237,7 @@ fn parse_sql_streamlet(
             "sql" => query = expect_string(value, &what, facts().key("sql"), report),
             "sql-file" => {
                 file = expect_string(value, &what, facts().key("sql-file"), report).map(|path| {
-                    SqlFileEntry {
+                    FileEntry {
                         declaration: key.span().start..path.span.end,
                         path,
                     }
@@ -280,7 +281,7 @@ fn parse_sql_streamlet(
             return None;
         }
         (Some(query), None) => query,
-        // The file's text, once read, replaces this (`SqlFiles`).
+        // The file's text, once read, replaces this (`BlueprintFiles`).
         (None, Some(file)) => Located::new(String::new(), file.path.span.clone()),
         // Not a string: reported already.
         (None, None) => return None,
@@ -535,6 +536,14 @@ fn parse_topic(
                     topic.schema = avro_schema(&text, &what, facts(), report);
                 }
             }
+            "schema-file" => {
+                // The file's schema, once read, goes into `schema` (`BlueprintFiles`).
+                topic.schema_file =
+                    expect_string(value, &what, facts(), report).map(|path| FileEntry {
+                        declaration: key.span().start..path.span.end,
+                        path,
+                    });
+            }
             unknown => {
                 let suggestion = closest(unknown, TOPIC_KEYS.iter().copied());
                 report.at(
@@ -548,6 +557,20 @@ fn parse_topic(
                 );
             }
         }
+    }
+    if let (Some(schema), Some(file)) = (&topic.schema, &topic.schema_file) {
+        report.at(
+            Code::BlueprintFormatError,
+            schema.span.start.max(file.declaration.start)
+                ..schema.span.end.max(file.declaration.end),
+            format!(
+                "topic '{id}' has both 'schema' and 'schema-file': keep the schema in one of them"
+            ),
+            Facts::new().topic(id.as_ref()).key("schema-file"),
+        );
+        // Neither is checked against the consumers: which one was meant is not known.
+        topic.schema = None;
+        topic.schema_file = None;
     }
     if let (Some(_), Some(servers)) = (&topic.cluster, &topic.bootstrap_servers) {
         report.at(
@@ -600,8 +623,9 @@ fn expect_string(
     }
 }
 
-/// The Avro schema in the JSON `text` of a topic's `schema`, or a report of why it is not one.
-fn avro_schema(
+/// The Avro schema in the JSON `text` of a topic's `schema` (or `schema-file`), or a report of
+/// why it is not one.
+pub(crate) fn avro_schema(
     text: &Located<String>,
     what: &str,
     facts: Facts,

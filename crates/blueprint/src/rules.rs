@@ -46,7 +46,7 @@ pub(crate) struct Context<'a> {
     /// What the app found wrong planning the blueprint's SQL streamlets.
     pub(crate) query_problems: &'a [crate::QueryProblem],
     /// The query files the blueprint names, where problems in their queries are located.
-    pub(crate) sql_files: Option<&'a crate::SqlFiles>,
+    pub(crate) files: Option<&'a crate::BlueprintFiles>,
 }
 
 /// A declared streamlet instance and the type it resolved to.
@@ -96,7 +96,7 @@ impl<'a> Context<'a> {
             bindings: Vec::new(),
             mentioned: HashSet::new(),
             query_problems: &[],
-            sql_files: None,
+            files: None,
         }
     }
 

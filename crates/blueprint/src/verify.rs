@@ -8,10 +8,10 @@ use crate::blueprint::{Blueprint, PortPath, StreamletInstance, Topic};
 use crate::code::Severity;
 use crate::descriptor::{AppDescriptor, SchemaDescriptor};
 use crate::diagnostic::Diagnostic;
+use crate::files::BlueprintFiles;
 use crate::parse::parse_file;
 use crate::report::Report;
 use crate::rules::{self, Context};
-use crate::sql::SqlFiles;
 
 /// The outcome of checking a blueprint: every problem found, and the checked blueprint when
 /// none of them is an error.
@@ -54,7 +54,7 @@ impl Verification {
 /// Checks a blueprint against the app descriptor and reports every problem at once.
 ///
 /// `file` names the blueprint in locations; `text` is its content (verification reads
-/// nothing; [`SqlFiles::beside`](crate::SqlFiles::beside) reads the query files a blueprint
+/// nothing; [`BlueprintFiles::beside`](crate::BlueprintFiles::beside) reads the query files a blueprint
 /// names, for [`verify_with_queries`]).
 ///
 /// ```
@@ -78,7 +78,7 @@ pub fn verify(file: &Path, text: &str, descriptor: &AppDescriptor) -> Verificati
         Some(descriptor),
         None,
         &[],
-        &SqlFiles::default(),
+        &BlueprintFiles::default(),
     )
 }
 
@@ -133,7 +133,7 @@ pub fn verify_against(
         Some(descriptor),
         Some(kept),
         &[],
-        &SqlFiles::default(),
+        &BlueprintFiles::default(),
     )
 }
 
@@ -150,41 +150,41 @@ pub fn verify_against(
 /// assert_eq!(verification.blueprint.unwrap().streamlets[0].type_name, "generator");
 /// ```
 pub fn parse(file: &Path, text: &str) -> Verification {
-    check(file, text, None, None, &[], &SqlFiles::default())
+    check(file, text, None, None, &[], &BlueprintFiles::default())
 }
 
-/// [`parse`], with the query files the blueprint names (`sql-file`) read into `sql_files`:
-/// each becomes its streamlet's query. (Without them, [`parse`] reports each `sql-file` as
-/// not read.)
+/// [`parse`], with the files the blueprint names read into `files`: each `sql-file` becomes
+/// its streamlet's query, each `schema-file` its topic's schema. (Without them, [`parse`]
+/// reports each file as not read.)
 ///
 /// ```
 /// use std::path::Path;
-/// use runnel_blueprint::{SqlFiles, parse_with_files};
+/// use runnel_blueprint::{BlueprintFiles, parse_with_files};
 /// let text = "name = \"demo\"\n[streamlets.hot]\nsql-file = \"hot.sql\"\n";
-/// let files = SqlFiles::read(Path::new("blueprint.toml"), text, |_| Ok("SELECT * FROM readings".into()));
+/// let files = BlueprintFiles::read(Path::new("blueprint.toml"), text, |_| Ok("SELECT * FROM readings".into()));
 /// let blueprint = parse_with_files(Path::new("blueprint.toml"), text, &files).blueprint.unwrap();
 /// assert_eq!(blueprint.streamlets[0].sql.as_ref().unwrap().query, "SELECT * FROM readings");
 /// ```
-pub fn parse_with_files(file: &Path, text: &str, sql_files: &SqlFiles) -> Verification {
-    check(file, text, None, None, &[], sql_files)
+pub fn parse_with_files(file: &Path, text: &str, files: &BlueprintFiles) -> Verification {
+    check(file, text, None, None, &[], files)
 }
 
 /// [`verify`] (or [`verify_against`], with `kept`), for an app that planned the blueprint's
 /// SQL streamlets: each instance is described in `descriptor` as
 /// [`sql_type_name`](crate::sql_type_name), or has its problems in `query_problems`, which
 /// are reported as `InvalidSqlQuery` at their place in the query: in the blueprint, or in
-/// the query's own file, read into `sql_files`.
+/// the query's own file, read into `files`.
 ///
 /// ```
 /// use std::path::Path;
-/// use runnel_blueprint::{descriptor::AppDescriptor, verify_with_queries, Code, QueryProblem, SqlFiles};
+/// use runnel_blueprint::{descriptor::AppDescriptor, verify_with_queries, Code, QueryProblem, BlueprintFiles};
 /// let text = "name = \"demo\"\n[streamlets.hot]\nsql = \"\"\"\nSELECT sensr\nFROM readings\n\"\"\"\n";
 /// let problem = QueryProblem {
 ///     instance: "hot".into(),
 ///     message: "no field named sensr".into(),
 ///     position: Some((1, 8)),
 /// };
-/// let none = SqlFiles::default();
+/// let none = BlueprintFiles::default();
 /// let verification = verify_with_queries(Path::new("blueprint.toml"), text, &AppDescriptor::default(), None, &[problem.clone()], &none);
 /// let error = verification.diagnostics.iter().find(|d| d.code == Code::InvalidSqlQuery).unwrap();
 /// assert_eq!(error.location.as_ref().unwrap().to_string(), "blueprint.toml:4:8");
@@ -192,7 +192,7 @@ pub fn parse_with_files(file: &Path, text: &str, sql_files: &SqlFiles) -> Verifi
 ///
 /// // The same query in a file of its own: the problem is located there.
 /// let text = "name = \"demo\"\n[streamlets.hot]\nsql-file = \"queries/hot.sql\"\n";
-/// let files = SqlFiles::read(Path::new("blueprint.toml"), text, |_| Ok("SELECT sensr\nFROM readings\n".into()));
+/// let files = BlueprintFiles::read(Path::new("blueprint.toml"), text, |_| Ok("SELECT sensr\nFROM readings\n".into()));
 /// let verification = verify_with_queries(Path::new("blueprint.toml"), text, &AppDescriptor::default(), None, &[problem], &files);
 /// let error = verification.diagnostics.iter().find(|d| d.code == Code::InvalidSqlQuery).unwrap();
 /// assert_eq!(error.location.as_ref().unwrap().to_string(), "queries/hot.sql:1:8");
@@ -203,16 +203,9 @@ pub fn verify_with_queries(
     descriptor: &AppDescriptor,
     kept: Option<&KeptSchemas>,
     query_problems: &[crate::QueryProblem],
-    sql_files: &SqlFiles,
+    files: &BlueprintFiles,
 ) -> Verification {
-    check(
-        file,
-        text,
-        Some(descriptor),
-        kept,
-        query_problems,
-        sql_files,
-    )
+    check(file, text, Some(descriptor), kept, query_problems, files)
 }
 
 fn check(
@@ -221,14 +214,14 @@ fn check(
     descriptor: Option<&AppDescriptor>,
     kept: Option<&KeptSchemas>,
     query_problems: &[crate::QueryProblem],
-    sql_files: &SqlFiles,
+    files: &BlueprintFiles,
 ) -> Verification {
     let mut report = Report::new(file, text);
     let mut parsed = parse_file(text, &mut report);
-    sql_files.fill(&mut parsed, &mut report);
+    files.fill(&mut parsed, &mut report);
     let mut cx = Context::new(&parsed, descriptor);
     cx.query_problems = query_problems;
-    cx.sql_files = Some(sql_files);
+    cx.files = Some(files);
     rules::app::check(&cx, &mut report);
     rules::streamlets::check(&mut cx, &mut report);
     rules::port_names::check(&cx, &mut report);

@@ -3,7 +3,8 @@
 use std::io::Write;
 
 use runnel_blueprint::{
-    SqlFiles, Verification, graph, parse_with_files, render_human_with_files, verify_with_queries,
+    BlueprintFiles, Verification, graph, parse_with_files, render_human_with_files,
+    verify_with_queries,
 };
 
 use crate::args::{GraphArgs, GraphFormat};
@@ -22,7 +23,7 @@ pub(crate) fn run(
         .map(read_descriptor)
         .transpose()?;
     let text = read(&args.blueprint, "blueprint")?;
-    let files = SqlFiles::beside(&args.blueprint, &text);
+    let files = BlueprintFiles::beside(&args.blueprint, &text);
     let Verification {
         diagnostics,
         blueprint,

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use runnel_blueprint::{SqlFiles, render_human_with_files, render_json, verify_with_queries};
+use runnel_blueprint::{BlueprintFiles, render_human_with_files, render_json, verify_with_queries};
 
 use crate::args::{ReportFormat, VerifyArgs};
 use crate::{Outcome, read, read_descriptor};
@@ -11,7 +11,7 @@ use crate::{Outcome, read, read_descriptor};
 pub(crate) fn run(args: &VerifyArgs, out: &mut dyn Write) -> anyhow::Result<Outcome> {
     let descriptor = read_descriptor(&args.descriptor)?;
     let text = read(&args.blueprint, "blueprint")?;
-    let files = SqlFiles::beside(&args.blueprint, &text);
+    let files = BlueprintFiles::beside(&args.blueprint, &text);
     let verification = verify_with_queries(&args.blueprint, &text, &descriptor, None, &[], &files);
     let report = match args.format {
         ReportFormat::Human => render_human_with_files(&verification.diagnostics, &text, &files),

@@ -22,9 +22,9 @@ pub(crate) fn build(
     let blueprint = checked_blueprint(app, declared, &args.blueprint)?;
     // A pod reads its blueprint from a ConfigMap, away from the query files it names.
     let text = read(&args.blueprint)?;
-    let text = runnel_blueprint::inline_sql_files(
+    let text = runnel_blueprint::inline_files(
         &text,
-        &runnel_blueprint::SqlFiles::beside(&args.blueprint, &text),
+        &runnel_blueprint::BlueprintFiles::beside(&args.blueprint, &text),
     );
     let descriptor = declared.registry.descriptor(app);
     let version = args

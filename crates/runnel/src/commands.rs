@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use runnel_blueprint::{
-    Blueprint, SqlFiles, render_human_with_files, render_json, verify_with_queries,
+    Blueprint, BlueprintFiles, render_human_with_files, render_json, verify_with_queries,
 };
 use runnel_runtime::{Console, LocalConfig, Outcome, Registry, RunOptions, ViewMode};
 use tokio_util::sync::CancellationToken;
@@ -38,7 +38,7 @@ pub(crate) fn verify_command(
     args: &VerifyArgs,
 ) -> Result<(), AppError> {
     let text = read(&args.blueprint)?;
-    let files = SqlFiles::beside(&args.blueprint, &text);
+    let files = BlueprintFiles::beside(&args.blueprint, &text);
     let descriptor = declared.registry.descriptor(app);
     let problems = &declared.problems;
     let mut verification =
@@ -97,7 +97,7 @@ pub(crate) fn checked_blueprint(
     path: &Path,
 ) -> Result<Blueprint, AppError> {
     let text = read(path)?;
-    let files = SqlFiles::beside(path, &text);
+    let files = BlueprintFiles::beside(path, &text);
     let descriptor = declared.registry.descriptor(app);
     let verification =
         verify_with_queries(path, &text, &descriptor, None, &declared.problems, &files);

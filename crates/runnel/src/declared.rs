@@ -56,7 +56,7 @@ pub(crate) fn declare(
         problems: Vec::new(),
     };
     // A blueprint that does not parse gets its problems from verification first.
-    let files = runnel_blueprint::SqlFiles::beside(path, text);
+    let files = runnel_blueprint::BlueprintFiles::beside(path, text);
     let Some(blueprint) = runnel_blueprint::parse_with_files(path, text, &files).blueprint else {
         return declared;
     };

@@ -144,7 +144,7 @@ fn read_blueprint(path: &Path, descriptor: Option<&AppDescriptor>) -> Result<Opt
             });
         }
     };
-    let files = runnel_blueprint::SqlFiles::beside(path, &text);
+    let files = runnel_blueprint::BlueprintFiles::beside(path, &text);
     let verification = match descriptor {
         Some(descriptor) => {
             runnel_blueprint::verify_with_queries(path, &text, descriptor, None, &[], &files)

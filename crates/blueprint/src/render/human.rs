@@ -6,7 +6,7 @@ use unicode_width::UnicodeWidthChar;
 
 use crate::code::Severity;
 use crate::diagnostic::{Diagnostic, LineIndex, Location};
-use crate::sql::SqlFiles;
+use crate::files::BlueprintFiles;
 
 /// Renders diagnostics for a terminal, like rustc: a header `error[Code]: message`, the
 /// location ` --> file:line:column`, the quoted source line with the offending text
@@ -28,7 +28,7 @@ use crate::sql::SqlFiles;
 /// assert!(report.ends_with("verification failed: 3 errors\n"), "{report}");
 /// ```
 pub fn render_human(diagnostics: &[Diagnostic], text: &str) -> String {
-    render_human_with_files(diagnostics, text, &SqlFiles::default())
+    render_human_with_files(diagnostics, text, &BlueprintFiles::default())
 }
 
 /// [`render_human`], quoting a problem in a query's own file (`sql-file`) from that file's
@@ -36,15 +36,19 @@ pub fn render_human(diagnostics: &[Diagnostic], text: &str) -> String {
 ///
 /// ```
 /// use std::path::Path;
-/// use runnel_blueprint::{descriptor::AppDescriptor, render_human_with_files, verify_with_queries, QueryProblem, SqlFiles};
+/// use runnel_blueprint::{descriptor::AppDescriptor, render_human_with_files, verify_with_queries, QueryProblem, BlueprintFiles};
 /// let text = "name = \"demo\"\n[streamlets.hot]\nsql-file = \"hot.sql\"\n";
-/// let files = SqlFiles::read(Path::new("blueprint.toml"), text, |_| Ok("SELECT sensr\nFROM readings\n".into()));
+/// let files = BlueprintFiles::read(Path::new("blueprint.toml"), text, |_| Ok("SELECT sensr\nFROM readings\n".into()));
 /// let problem = QueryProblem { instance: "hot".into(), message: "no field named sensr".into(), position: Some((1, 8)) };
 /// let verification = verify_with_queries(Path::new("blueprint.toml"), text, &AppDescriptor::default(), None, &[problem], &files);
 /// let report = render_human_with_files(&verification.diagnostics, text, &files);
 /// assert!(report.contains(" --> hot.sql:1:8\n  |\n1 | SELECT sensr\n  |        ^\n"), "{report}");
 /// ```
-pub fn render_human_with_files(diagnostics: &[Diagnostic], text: &str, files: &SqlFiles) -> String {
+pub fn render_human_with_files(
+    diagnostics: &[Diagnostic],
+    text: &str,
+    files: &BlueprintFiles,
+) -> String {
     let width = diagnostics
         .iter()
         .filter_map(|d| d.location.as_ref())

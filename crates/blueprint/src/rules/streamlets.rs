@@ -170,7 +170,7 @@ fn declared_streamlet<'a>(
         let facts = Facts::new().streamlet(name).key(key);
         // A place in a query of its own file is in that file.
         if let (Declared::Sql(sql), Some((line, column))) = (declared, problem.position)
-            && let (Some(file), Some(files)) = (&sql.file, cx.sql_files)
+            && let (Some(file), Some(files)) = (&sql.file, cx.files)
         {
             let at = crate::sql::offset_of(&sql.query.value, line, column);
             let location = crate::Location {

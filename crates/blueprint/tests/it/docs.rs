@@ -61,6 +61,7 @@ fn the_json_schema_knows_every_key() {
             "producers",
             "replication",
             "schema",
+            "schema-file",
         ]
     );
 }

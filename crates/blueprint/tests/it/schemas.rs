@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use runnel_blueprint::{Code, verify};
+use runnel_blueprint::{BlueprintFiles, Code, verify, verify_with_queries};
 use serde_json::{Value, json};
 
 use crate::support::descriptor_json;
@@ -369,6 +369,92 @@ fn a_producer_of_another_format_than_a_declared_schema_is_reported_at_its_port()
         [(
             "'j.out' writes json to topic 't', whose declared 'schema' says its other writers write avro; one topic carries one format".to_owned(),
             6
+        )]
+    );
+}
+
+/// The diagnostics of a topic written from outside whose schema is in `bid.avsc`, holding
+/// `file` (`None`: the file cannot be read), read by `reader.in` with `reader`'s schema;
+/// `extra` adds lines to the topic.
+fn schema_file_diagnostics(
+    file: Option<&str>,
+    reader: Value,
+    extra: &str,
+) -> Vec<(Code, String, usize)> {
+    let descriptor = descriptor_json(json!({
+        "descriptor-version": 1, "app": "outside",
+        "streamlets": [
+            {"type": "reader", "inlets": [{"name": "in", "schema": {"format": "avro", "name": "sensors.Reading", "definition": reader}}]},
+        ]
+    }));
+    let text = format!(
+        "name = \"outside\"\n[streamlets]\nreader = \"reader\"\n[topics.readings]\nschema-file = \"schemas/bid.avsc\"\nconsumers = [\"reader.in\"]\n{extra}"
+    );
+    let blueprint = Path::new("app/blueprint.toml");
+    let files = BlueprintFiles::read(blueprint, &text, |path| {
+        assert_eq!(path, Path::new("app/schemas/bid.avsc"));
+        file.map(str::to_owned)
+            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))
+    });
+    verify_with_queries(blueprint, &text, &descriptor, None, &[], &files)
+        .diagnostics
+        .into_iter()
+        .map(|d| (d.code, d.message, d.location.map_or(0, |l| l.line)))
+        .collect()
+}
+
+#[test]
+fn a_schema_file_is_the_topics_declared_schema() {
+    let written = reading(json!([])).to_string();
+    assert_eq!(
+        schema_file_diagnostics(Some(&written), reading(json!([])), ""),
+        []
+    );
+    let reader = reading(json!([{"name": "unit", "type": "string"}]));
+    assert_eq!(
+        schema_file_diagnostics(Some(&written), reader, ""),
+        [(
+            Code::IncompatibleSchema,
+            "'reader.in' cannot read what topic 'readings' is written with by its declared 'schema': field 'Reading.unit' is missing from the writer's record 'Reading' and has no default in the reader's".to_owned(),
+            6
+        )]
+    );
+}
+
+#[test]
+fn a_schema_file_that_cannot_be_read_or_is_not_a_schema_is_reported_at_its_key() {
+    let errors = |file: Option<&str>, extra: &str| -> Vec<(Code, String, usize)> {
+        schema_file_diagnostics(file, reading(json!([])), extra)
+            .into_iter()
+            .filter(|(code, ..)| *code != Code::TopicWithoutProducers)
+            .collect()
+    };
+    let [(code, message, line)] = &errors(None, "")[..] else {
+        panic!("{:?}", errors(None, ""));
+    };
+    assert_eq!((*code, *line), (Code::BlueprintFormatError, 5));
+    assert!(
+        message.starts_with(
+            "topic 'readings': cannot read its schema file app/schemas/bid.avsc: entity not found"
+        ),
+        "{message}"
+    );
+    assert_eq!(
+        errors(Some("{\"type\": \"record\",\n"), ""),
+        [(
+            Code::BlueprintFormatError,
+            "the schema file app/schemas/bid.avsc is not JSON: EOF while parsing a value at line 2 column 0 of the schema".to_owned(),
+            5
+        )]
+    );
+    let written = reading(json!([])).to_string();
+    assert_eq!(
+        errors(Some(&written), "schema = '\"long\"'\n"),
+        [(
+            Code::BlueprintFormatError,
+            "topic 'readings' has both 'schema' and 'schema-file': keep the schema in one of them"
+                .to_owned(),
+            7
         )]
     );
 }

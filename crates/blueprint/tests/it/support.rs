@@ -72,7 +72,7 @@ pub(crate) fn verify_fixture(path: &Path, text: &str) -> Verification {
             &descriptor,
             None,
             &problems,
-            &runnel_blueprint::SqlFiles::default(),
+            &runnel_blueprint::BlueprintFiles::default(),
         );
     }
     let kept_path = path.with_extension("kept.json");

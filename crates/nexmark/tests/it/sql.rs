@@ -431,30 +431,54 @@ fn a_followed_ad_hoc_query_prints_new_results_as_they_come() {
 /// declared `schema` types the table, and is what `produce` writes with.
 #[test]
 fn a_table_over_a_topic_outside_clients_write_is_typed_by_its_declared_schema() {
+    outside_bids(&format!("schema = '''\n{BID_SCHEMA}'''"), None);
+}
+
+#[test]
+fn a_topics_schema_file_types_a_table_as_its_schema_would() {
+    outside_bids(
+        "schema-file = \"schemas/bid.avsc\"",
+        Some(("schemas/bid.avsc", BID_SCHEMA)),
+    );
+}
+
+/// The Avro schema outside clients write `bids` with.
+const BID_SCHEMA: &str = r#"{"type": "record", "name": "Bid", "namespace": "shop",
+ "fields": [{"name": "auction", "type": "long"}, {"name": "price", "type": "long"}]}
+"#;
+
+/// Verifies a blueprint whose topic `bids`, written from outside, declares its schema with
+/// `declaration` (with `file`, a path beside the blueprint and its text), writes bids into
+/// it with `produce`, runs the app and reads the query's results with `tail`.
+fn outside_bids(declaration: &str, file: Option<(&str, &str)>) {
     use runnel_app_test::Running;
 
     let directory = tempfile::tempdir().unwrap();
     let blueprint = directory.path().join("blueprint.toml");
     std::fs::write(
         &blueprint,
-        r#"name = "outside-bids"
+        format!(
+            r#"name = "outside-bids"
 
 [streamlets.expensive]
 sql = "SELECT auction, price * 2 AS doubled FROM bids WHERE price > 1000"
 record-name = "Expensive"
 
 [topics.bids]
-schema = '''
-{"type": "record", "name": "Bid", "namespace": "shop",
- "fields": [{"name": "auction", "type": "long"}, {"name": "price", "type": "long"}]}
-'''
+{declaration}
 consumers = ["expensive.bids"]
 
 [topics.expensive-bids]
 producers = ["expensive.out"]
-"#,
+"#
+        ),
     )
     .unwrap();
+    if let Some((path, text)) = file {
+        let path = directory.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
     let blueprint = blueprint.to_str().unwrap();
     let verified = nexmark(&["verify", blueprint]);
     assert!(verified.status.success(), "{}", stderr_of(&verified));
