@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use datafusion_common::arrow::array::{BooleanArray, RecordBatch, UInt32Array};
+use datafusion_common::arrow::array::{Array as _, BooleanArray, RecordBatch, UInt32Array};
 use datafusion_common::arrow::compute::{concat_batches, filter_record_batch};
 use runnel_streamlet::checkpoint::Snapshots;
 use runnel_streamlet::watermark::{WatermarkHolder, Watermarks};
@@ -15,7 +15,7 @@ use runnel_streamlet::window::{Added, PaneInfo, Window, WindowOperator};
 
 use crate::accumulators::Accumulators;
 use crate::grouping::{GroupPane, Grouping};
-use crate::join::{JoinPlan, JoinState, Side, TimeBound};
+use crate::join::{JoinPlan, JoinState, Row, Side, TimeBound};
 use crate::query::{Processed, Stage, each_row, run_stages};
 use crate::tree::{Node, column_below};
 use crate::updating::{Change, Updating};
@@ -196,6 +196,20 @@ impl<'q> Flow<'q> {
         flow
     }
 
+    /// The type of an outer join that cannot know when its rows match nothing any more
+    /// ("left", "right" or "full"): its condition has no time bound it can follow down to
+    /// an input's column or windows' bounds.
+    pub(crate) fn unbounded_outer_join(&self) -> Option<&'static str> {
+        self.nodes.iter().find_map(|(node, _)| match node {
+            Running::Join {
+                plan,
+                time_bound: None,
+                ..
+            } => plan.outer_type(),
+            _ => None,
+        })
+    }
+
     fn add_node(&mut self, node: &'q Node, parent: Parent, watermarks: Watermarks) {
         let at = self.nodes.len();
         match node {
@@ -276,6 +290,14 @@ impl<'q> Flow<'q> {
                 for bound in &plan.bounds {
                     let left = self.clock(left_at, bound.left, 0);
                     let right = self.clock(right_at, bound.right, 0);
+                    // An equality alone bounds time only between windows' bounds.
+                    let windows = matches!(
+                        (left, right),
+                        (Some(Clock::Window { .. }), Some(Clock::Window { .. }))
+                    );
+                    if !bound.ranged && !windows {
+                        continue;
+                    }
                     if let (Some(left), Some(right)) = (left, right) {
                         self.observe(left, watermarks);
                         self.observe(right, watermarks);
@@ -497,14 +519,33 @@ impl<'q> Flow<'q> {
                 on_grid(self.least_to_come(left)),
                 on_grid(self.least_to_come(right)),
             );
+            let parent = self.nodes[at].1;
             if let Running::Join {
-                state, expired_at, ..
+                plan,
+                state,
+                expired_at,
+                ..
             } = &mut self.nodes[at].0
                 && *expired_at != from
             {
-                state.expire(&bound, from.0, from.1);
+                let plan: &'q JoinPlan = plan;
+                let [left, right] = state.expire(plan, &bound, from.0, from.1);
                 *expired_at = from;
+                self.push_unmatched(plan, parent, Side::Left, &left);
+                self.push_unmatched(plan, parent, Side::Right, &right);
             }
+        }
+    }
+
+    /// Hands the rows of an outer join's `side` that matched nothing to `parent`, with
+    /// nulls for the other side's columns.
+    fn push_unmatched(&mut self, plan: &JoinPlan, parent: Parent, side: Side, rows: &[Row]) {
+        if rows.is_empty() {
+            return;
+        }
+        match plan.padded(side, rows) {
+            Ok(batch) => self.push(parent, batch, Marks::default()),
+            Err(error) => tracing::error!("rows that matched nothing cannot be made: {error}"),
         }
     }
 
@@ -738,35 +779,38 @@ impl<'q> Flow<'q> {
                     Side::Left => bound.left,
                     Side::Right => bound.right,
                 });
-                let joined =
-                    state
-                        .add(plan, side, &batch, time_column)
-                        .and_then(|joined| match plan.filter() {
-                            Some(filter) => {
-                                let mask = filter
-                                    .evaluate(&joined)
-                                    .and_then(|value| value.into_array(joined.num_rows()))
-                                    .map_err(|error| {
-                                        Error::Evaluate(error.find_root().to_string())
-                                    })?;
-                                let mask = mask
-                                    .as_any()
-                                    .downcast_ref::<BooleanArray>()
-                                    .ok_or_else(|| {
-                                        Error::Evaluate(
-                                            "the join's condition is not a boolean".into(),
-                                        )
-                                    })?;
-                                filter_record_batch(&joined, mask)
-                                    .map_err(|error| Error::Evaluate(error.to_string()))
-                            }
-                            None => Ok(joined),
+                let plan: &'q JoinPlan = plan;
+                let joined = state
+                    .add(plan, side, &batch, time_column)
+                    .and_then(|joined| {
+                        let Some(filter) = plan.filter() else {
+                            state.note_matches(plan, side, &joined.pairs, |_| true);
+                            return Ok((joined.batch, joined.unmatched));
+                        };
+                        let mask = filter
+                            .evaluate(&joined.batch)
+                            .and_then(|value| value.into_array(joined.batch.num_rows()))
+                            .map_err(|error| Error::Evaluate(error.find_root().to_string()))?;
+                        let mask =
+                            mask.as_any()
+                                .downcast_ref::<BooleanArray>()
+                                .ok_or_else(|| {
+                                    Error::Evaluate("the join's condition is not a boolean".into())
+                                })?;
+                        state.note_matches(plan, side, &joined.pairs, |at| {
+                            !mask.is_null(at) && mask.value(at)
                         });
+                        let kept = filter_record_batch(&joined.batch, mask)
+                            .map_err(|error| Error::Evaluate(error.to_string()))?;
+                        Ok((kept, joined.unmatched))
+                    });
                 match joined {
-                    Ok(joined) if joined.num_rows() > 0 => {
-                        self.push(parent, joined, Marks::default())
+                    Ok((joined, unmatched)) => {
+                        if joined.num_rows() > 0 {
+                            self.push(parent, joined, Marks::default());
+                        }
+                        self.push_unmatched(plan, parent, side, &unmatched);
                     }
-                    Ok(_) => {}
                     Err(error) => tracing::error!("joining rows failed, they are dropped: {error}"),
                 }
             }
@@ -1235,6 +1279,39 @@ mod tests {
         let results = whole.take_results();
         assert!(results.len() > 5, "{}", results.len());
         assert_eq!(restored.take_results().len(), results.len());
+    }
+
+    #[test]
+    fn a_join_by_integer_keys_forgets_no_row_by_their_values() {
+        // The keys are not times: `u`'s large values must not make `t`'s small one go.
+        let query = Query::plan(
+            "SELECT a.k, b.k AS l FROM t a JOIN u b ON a.v = b.v",
+            &[table("t"), table("u")],
+            "Out",
+        )
+        .unwrap();
+        let mut flow = Flow::new(&query, Watermarks::default());
+        add(&mut flow, 0, &[record("early", 5, 0)]);
+        let large: Vec<_> = (10_000..20_000).map(|v| record("large", v, v)).collect();
+        add(&mut flow, 1, &large);
+        add(&mut flow, 1, &[record("late", 5, 20_000)]);
+        assert_eq!(kept(&flow), 10_002, "every row is kept");
+        flow.advance(0, None, true);
+        assert_eq!(
+            flow.take_results().len(),
+            1,
+            "the late row matches the early one"
+        );
+    }
+
+    #[test]
+    fn a_restored_outer_join_pads_what_the_saved_one_would() {
+        // Rows up to about the 15th of `t` match nothing; those after do, and their
+        // matches before the checkpoint are restored with them.
+        check_restore(
+            "SELECT a.k, a.v, b.v AS w FROM t a LEFT JOIN u b \
+             ON a.k = b.k AND b.at BETWEEN a.at - 1000 AND a.at + 1000 AND b.v > a.v + 20",
+        );
     }
 
     #[test]

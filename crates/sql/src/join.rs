@@ -1,8 +1,14 @@
-//! [`JoinPlan`] and [`JoinState`]: an inner equi-join of two streams, as a streaming query
-//! runs it: each side's rows are kept by join key, and each new row is matched against the
+//! [`JoinPlan`] and [`JoinState`]: an equi-join of two streams, as a streaming query runs
+//! it: each side's rows are kept by join key, and each new row is matched against the
 //! other side's rows of its key, so every pair is emitted once, when its second row
 //! arrives. Inputs are append-only (records, and windows' results), so an inner join's
 //! results are too: nothing to retract.
+//!
+//! An outer join (`LEFT`, `RIGHT`, `FULL`) needs a time bound between its sides (as
+//! `B.t BETWEEN A.t AND A.t + INTERVAL '10' SECOND`), as Flink's interval joins do: a kept
+//! row of an outer side notes whether it matched, and when the bound lets it go (nothing
+//! still to come can match it) one that never matched is emitted with nulls for the other
+//! side. The results stay append-only: a row is padded only once it is final.
 
 use std::sync::Arc;
 
@@ -17,7 +23,8 @@ use smallvec::SmallVec;
 
 use crate::Error;
 use crate::postcard_rows::{
-    read_row, read_row_into, skip_row, write_row, write_values, write_varint,
+    read_row, read_row_into, skip_row, write_cell, write_row, write_value, write_values,
+    write_varint,
 };
 use crate::query::physical;
 use crate::tracked::Kept;
@@ -41,6 +48,9 @@ pub(crate) struct JoinPlan {
     nulls_match: bool,
     /// How many columns the left side has.
     left_width: usize,
+    /// Whether the left and the right side's rows are kept in the results when they match
+    /// nothing (`LEFT`, `RIGHT`, `FULL`).
+    pub(crate) outer: [bool; 2],
     /// The joined rows: the left side's columns, then the right side's.
     pub(crate) schema: SchemaRef,
     /// How far apart the values of two columns of rows that match can be, for each pair
@@ -60,19 +70,29 @@ pub(crate) struct TimeBound {
     pub(crate) right: usize,
     pub(crate) lower: i64,
     pub(crate) upper: i64,
+    /// Whether the condition bounds the pair by a range (`BETWEEN`, `<`, `>=`, ...) and not
+    /// only by an equality: an equality of two columns (`A.seller = P.id`) is a key, which
+    /// says nothing of time, unless the columns are windows' bounds.
+    pub(crate) ranged: bool,
 }
 
 impl JoinPlan {
     /// The join `node` describes: an inner join with at least one equality between its
     /// sides.
     pub(crate) fn plan(node: &JoinNode) -> Result<JoinPlan, Error> {
-        if node.join_type != JoinType::Inner {
-            return Err(Error::unsupported(format!(
-                "{} joins are not supported by SQL streamlets yet: they run inner joins \
-                 (an outer join's results change as rows arrive, which needs retractions)",
-                node.join_type.to_string().to_lowercase()
-            )));
-        }
+        let outer = match node.join_type {
+            JoinType::Inner => [false, false],
+            JoinType::Left => [true, false],
+            JoinType::Right => [false, true],
+            JoinType::Full => [true, true],
+            other => {
+                return Err(Error::unsupported(format!(
+                    "{} joins are not supported by SQL streamlets: they run inner, left, right \
+                     and full joins",
+                    spoken(other)
+                )));
+            }
+        };
         if node.on.is_empty() {
             return Err(Error::unsupported(
                 "a join without an equality between its inputs (a cross join): a SQL \
@@ -89,6 +109,7 @@ impl JoinPlan {
                 )));
             }
         }
+        let bounds = time_bounds(node);
         let (left, right): (Vec<_>, Vec<_>) = node.on.iter().cloned().unzip();
         let filter = match &node.filter {
             Some(filter) => Some(physical(std::slice::from_ref(filter), &node.schema)?.remove(0)),
@@ -100,9 +121,47 @@ impl JoinPlan {
             filter,
             nulls_match: node.null_equality == NullEquality::NullEqualsNull,
             left_width: node.left.schema().fields().len(),
+            outer,
             schema: Arc::new(node.schema.as_arrow().clone()),
-            bounds: time_bounds(node),
+            bounds,
         })
+    }
+
+    /// The join's type as SQL says it, for an outer join: "left", "right" or "full".
+    pub(crate) fn outer_type(&self) -> Option<&'static str> {
+        match self.outer {
+            [false, false] => None,
+            [true, false] => Some("left"),
+            [false, true] => Some("right"),
+            [true, true] => Some("full"),
+        }
+    }
+
+    /// Whether `side`'s rows are kept in the results when they match nothing.
+    fn is_outer(&self, side: Side) -> bool {
+        self.outer[side as usize]
+    }
+
+    /// `rows` of `side` that matched nothing, with nulls for the other side's columns.
+    pub(crate) fn padded(&self, side: Side, rows: &[Row]) -> Result<RecordBatch, Error> {
+        let columns = self
+            .schema
+            .fields()
+            .iter()
+            .enumerate()
+            .map(|(column, field)| {
+                let at = match side {
+                    Side::Left => Some(column).filter(|column| *column < self.left_width),
+                    Side::Right => column.checked_sub(self.left_width),
+                };
+                let values = rows
+                    .iter()
+                    .map(|row| at.and_then(|at| row.get(at)).unwrap_or(&Value::Null));
+                array_of(field.data_type(), values)
+            })
+            .collect();
+        RecordBatch::try_new(self.schema.clone(), columns)
+            .map_err(|error| Error::Evaluate(error.to_string()))
     }
 
     /// The condition beyond the keys, to apply to the joined rows.
@@ -112,12 +171,15 @@ impl JoinPlan {
 }
 
 /// A row of one side, as joined.
-type Row = Vec<Value>;
+pub(crate) type Row = Vec<Value>;
 
 /// The rows of one key of one side, in postcard one after the other (a key's rows are one
 /// allocation, and a checkpoint writes them with one copy), and the earliest time among
 /// them in the column of the join's time bound: an expiry skips a key whose earliest row
 /// is still needed without reading its rows. Checkpointed as a list of its rows.
+///
+/// A row of an outer side ends with one more value, whether it has matched (a boolean, so
+/// its last byte), which a match sets in place and the changelog keeps with the row.
 #[derive(Debug, Default)]
 pub(crate) struct KeyRows {
     /// Each row's count of values, then its values (see `postcard_rows.rs`).
@@ -181,9 +243,24 @@ impl KeyRows {
         self.push(&bytes, None);
     }
 
+    /// Notes that the row at `index` (of an outer side) matched.
+    fn set_matched(&mut self, index: usize) {
+        self.encoded[self.marks[index].end - 1] = 1;
+    }
+
+    /// Whether the row at `index` (of an outer side) has matched.
+    fn matched(&self, index: usize) -> bool {
+        self.encoded[self.marks[index].end - 1] == 1
+    }
+
     /// Keeps the rows whose time in `column` is `live`, noting the earliest kept (a row
-    /// without a time there goes).
-    fn retain_live(&mut self, column: usize, live: impl Fn(i64) -> bool) {
+    /// without a time there goes), and hands each row that goes to `gone`.
+    fn retain_live(
+        &mut self,
+        column: usize,
+        live: impl Fn(i64) -> bool,
+        mut gone: impl FnMut(&[u8]),
+    ) {
         let mut earliest: Option<i64> = None;
         let (mut start, mut written, mut kept) = (0, 0, 0);
         for at in 0..self.marks.len() {
@@ -195,6 +272,7 @@ impl KeyRows {
                 skip_row(&mut bytes, column).expect("a kept row reads back")
             });
             let Some(time) = time.filter(|time| live(*time)) else {
+                gone(&self.encoded[row]);
                 continue;
             };
             earliest = Some(earliest.map_or(time, |least| least.min(time)));
@@ -244,6 +322,18 @@ impl<'de> Deserialize<'de> for KeyRows {
     }
 }
 
+/// A join type as SQL says it, in lowercase: `LeftSemi` is "left semi".
+fn spoken(join_type: JoinType) -> String {
+    let mut spoken = String::new();
+    for character in join_type.to_string().chars() {
+        if character.is_uppercase() && !spoken.is_empty() {
+            spoken.push(' ');
+        }
+        spoken.extend(character.to_lowercase());
+    }
+    spoken
+}
+
 /// The pairs of columns, one of each side, whose difference the join's condition bounds
 /// from below and from above.
 fn time_bounds(node: &JoinNode) -> Vec<TimeBound> {
@@ -275,9 +365,9 @@ fn time_bounds(node: &JoinNode) -> Vec<TimeBound> {
             Some((Side::Right, index, offset))
         }
     };
-    /// A pair of columns (left, right), and what is known of `left - right` so far:
-    /// at least, at most.
-    type Known = ((usize, usize), Option<i64>, Option<i64>);
+    /// A pair of columns (left, right), what is known of `left - right` so far (at least,
+    /// at most), and whether a range said any of it.
+    type Known = ((usize, usize), Option<i64>, Option<i64>, bool);
     let mut bounds: Vec<Known> = Vec::new();
     let mut note = |small: &Expr, large: &Expr, equal: bool| {
         let (Some(small), Some(large)) = (linear(small), linear(large)) else {
@@ -298,11 +388,12 @@ fn time_bounds(node: &JoinNode) -> Vec<TimeBound> {
             (lower, upper)
         };
         match bounds.iter_mut().find(|(known, ..)| *known == pair) {
-            Some((_, known_lower, known_upper)) => {
+            Some((_, known_lower, known_upper, ranged)) => {
                 *known_lower = lower.or(*known_lower);
                 *known_upper = upper.or(*known_upper);
+                *ranged |= !equal;
             }
-            None => bounds.push((pair, lower, upper)),
+            None => bounds.push((pair, lower, upper, !equal)),
         }
     };
     for (left, right) in &node.on {
@@ -327,12 +418,13 @@ fn time_bounds(node: &JoinNode) -> Vec<TimeBound> {
     }
     bounds
         .into_iter()
-        .filter_map(|((left, right), lower, upper)| {
+        .filter_map(|((left, right), lower, upper, ranged)| {
             Some(TimeBound {
                 left,
                 right,
                 lower: lower?,
                 upper: upper?,
+                ranged,
             })
         })
         .collect()
@@ -351,6 +443,35 @@ fn integer(value: &datafusion_common::ScalarValue) -> Option<i64> {
 /// A join key: its row of values, most often one, kept inline, so a key made or copied
 /// takes no allocation of its own. Written to the changelog as a list, as a `Vec` is.
 type JoinKey = SmallVec<[Value; 1]>;
+
+/// What [`JoinState::add`] found for a batch of one side.
+pub(crate) struct Joined {
+    /// The pairs with the other side's rows: joined rows, before the join's filter.
+    pub(crate) batch: RecordBatch,
+    /// For an outer join, where each of them came from (empty for an inner join).
+    pub(crate) pairs: Vec<Pair>,
+    /// Rows of an outer side that can match nothing (their key is null), to be emitted
+    /// padded now.
+    pub(crate) unmatched: Vec<Row>,
+}
+
+/// Where a joined row came from: the key, and the index of each side's row among the
+/// key's rows.
+pub(crate) struct Pair {
+    key: JoinKey,
+    mine: usize,
+    theirs: usize,
+}
+
+/// Writes a new row of an outer side: its cells, then its matched flag (false), counted
+/// among its values.
+fn write_flagged_row(cells: &[Cells<'_>], row: usize, out: &mut Vec<u8>) {
+    write_varint(out, cells.len() as u64 + 1);
+    for column in cells {
+        write_cell(column, row, out);
+    }
+    write_value(&Value::Boolean(false), out);
+}
 
 /// One side's rows by join key, noting the keys changed.
 pub(crate) type Rows = TrackedMap<JoinKey, KeyRows>;
@@ -374,7 +495,7 @@ impl JoinState {
         side: Side,
         batch: &RecordBatch,
         time_column: Option<usize>,
-    ) -> Result<RecordBatch, Error> {
+    ) -> Result<Joined, Error> {
         let keys = match side {
             Side::Left => &plan.left_keys,
             Side::Right => &plan.right_keys,
@@ -393,7 +514,16 @@ impl JoinState {
             Side::Left => (&mut self.left, &self.right),
             Side::Right => (&mut self.right, &self.left),
         };
+        let other = match side {
+            Side::Left => Side::Right,
+            Side::Right => Side::Left,
+        };
+        let (mine_outer, theirs_outer) = (plan.is_outer(side), plan.is_outer(other));
         let mut joined: Vec<Row> = Vec::new();
+        // Where each joined row came from, for an outer join to note its matches.
+        let mut pairs: Vec<Pair> = Vec::new();
+        // Rows of an outer side that can match nothing: null keys.
+        let mut unmatched: Vec<Row> = Vec::new();
         // One key's values and one row's bytes at a time, in vectors kept for every row.
         let mut key = JoinKey::with_capacity(key_cells.len());
         let mut row_bytes = Vec::new();
@@ -401,30 +531,53 @@ impl JoinState {
             key.clear();
             key.extend(key_cells.iter().map(|cells| cells.get(row)));
             if !plan.nulls_match && key.iter().any(Value::is_null) {
-                continue; // null matches nothing
+                // Null matches nothing.
+                if mine_outer {
+                    unmatched.push(column_cells.iter().map(|cells| cells.get(row)).collect());
+                }
+                continue;
             }
+            let kept_index = mine.get(&key).map_or(0, KeyRows::len);
             if let Some(others) = theirs.get(&key) {
-                for mut other in others.row_bytes() {
+                for (their_index, mut other) in others.row_bytes().enumerate() {
                     // The other row's values are read straight into the joined row.
                     let mut pair = Vec::with_capacity(plan.schema.fields().len());
                     let values = column_cells.iter().map(|cells| cells.get(row));
                     let read = match side {
                         Side::Left => {
                             pair.extend(values);
-                            read_row_into(&mut other, &mut pair)
+                            let read = read_row_into(&mut other, &mut pair);
+                            if theirs_outer {
+                                pair.pop(); // whether it matched
+                            }
+                            read
                         }
                         Side::Right => {
                             let read = read_row_into(&mut other, &mut pair);
+                            if theirs_outer {
+                                pair.pop();
+                            }
                             pair.extend(values);
                             read
                         }
                     };
                     read.expect("a kept row reads back");
                     joined.push(pair);
+                    if mine_outer || theirs_outer {
+                        pairs.push(Pair {
+                            key: key.clone(),
+                            mine: kept_index,
+                            theirs: their_index,
+                        });
+                    }
                 }
             }
             row_bytes.clear();
-            write_row(&column_cells, row, &mut row_bytes);
+            if mine_outer {
+                write_flagged_row(&column_cells, row, &mut row_bytes);
+            } else {
+                write_row(&column_cells, row, &mut row_bytes);
+            }
             let time = time_column.and_then(|column| match column_cells[column].get(row) {
                 Value::Integer(time) => Some(time),
                 _ => None,
@@ -442,8 +595,48 @@ impl JoinState {
                 array_of(field.data_type(), joined.iter().map(|row| &row[column]))
             })
             .collect();
-        RecordBatch::try_new(plan.schema.clone(), columns)
-            .map_err(|error| Error::Evaluate(error.to_string()))
+        let batch = RecordBatch::try_new(plan.schema.clone(), columns)
+            .map_err(|error| Error::Evaluate(error.to_string()))?;
+        Ok(Joined {
+            batch,
+            pairs,
+            unmatched,
+        })
+    }
+
+    /// Notes the matches of the rows of `side` that [`add`](JoinState::add) paired, where
+    /// `passed` says which pairs the join's filter kept (all, without a filter), so that
+    /// the rows of outer sides among them are not emitted padded when they go.
+    pub(crate) fn note_matches(
+        &mut self,
+        plan: &JoinPlan,
+        side: Side,
+        pairs: &[Pair],
+        passed: impl Fn(usize) -> bool,
+    ) {
+        let (mine, theirs) = match side {
+            Side::Left => (&mut self.left, &mut self.right),
+            Side::Right => (&mut self.right, &mut self.left),
+        };
+        let mine_outer = plan.is_outer(side);
+        let theirs_outer = plan.is_outer(match side {
+            Side::Left => Side::Right,
+            Side::Right => Side::Left,
+        });
+        for (at, pair) in pairs.iter().enumerate() {
+            if !passed(at) {
+                continue;
+            }
+            for (rows, outer, index) in [
+                (&mut *mine, mine_outer, pair.mine),
+                (&mut *theirs, theirs_outer, pair.theirs),
+            ] {
+                // A key whose row matched before need not be written again.
+                if outer && rows.get(&pair.key).is_some_and(|kept| !kept.matched(index)) {
+                    rows.change(&pair.key, KeyRows::default).set_matched(index);
+                }
+            }
+        }
     }
 
     /// How many rows are kept, both sides together.
@@ -478,38 +671,61 @@ impl JoinState {
     /// Forgets the rows that can match nothing any more: with `bound`, a left row at time
     /// `l` matches right rows at `l - upper ..= l - lower`, so it goes once every right row
     /// still to come is later (`left_from`, `right_from`: the least time rows still to come
-    /// on each side can have, where known).
+    /// on each side can have, where known). Returns the rows of outer sides that went
+    /// without a match, left then right, to be emitted padded.
     pub(crate) fn expire(
         &mut self,
+        plan: &JoinPlan,
         bound: &TimeBound,
         left_from: Option<i64>,
         right_from: Option<i64>,
-    ) {
-        fn forget(side: &mut Rows, column: usize, live: impl Fn(i64) -> bool) {
+    ) -> [Vec<Row>; 2] {
+        fn forget(
+            side: &mut Rows,
+            column: usize,
+            live: impl Fn(i64) -> bool,
+            outer: bool,
+        ) -> Vec<Row> {
+            let mut unmatched = Vec::new();
             side.retain(|_, kept| {
                 // Times only grow more live: a key whose earliest row is needed keeps all.
                 if kept.earliest.is_some_and(&live) {
                     return Kept::Unchanged;
                 }
                 let before = kept.len();
-                kept.retain_live(column, &live);
+                kept.retain_live(column, &live, |mut row| {
+                    if outer && row.last() == Some(&0) {
+                        let mut values = read_row(&mut row).expect("a kept row reads back");
+                        values.pop(); // whether it matched
+                        unmatched.push(values);
+                    }
+                });
                 match kept.len() {
                     0 => Kept::Gone,
                     after if after == before => Kept::Unchanged,
                     _ => Kept::Changed,
                 }
             });
+            unmatched
         }
+        let mut unmatched = [Vec::new(), Vec::new()];
         if let Some(right_from) = right_from {
-            forget(&mut self.left, bound.left, |time| {
-                time.saturating_sub(bound.lower) >= right_from
-            });
+            unmatched[0] = forget(
+                &mut self.left,
+                bound.left,
+                |time| time.saturating_sub(bound.lower) >= right_from,
+                plan.is_outer(Side::Left),
+            );
         }
         if let Some(left_from) = left_from {
-            forget(&mut self.right, bound.right, |time| {
-                time.saturating_add(bound.upper) >= left_from
-            });
+            unmatched[1] = forget(
+                &mut self.right,
+                bound.right,
+                |time| time.saturating_add(bound.upper) >= left_from,
+                plan.is_outer(Side::Right),
+            );
         }
+        unmatched
     }
 }
 
@@ -533,11 +749,11 @@ mod tests {
         for (time, name) in [(5, "a"), (30, "b"), (1, "c"), (20, "d"), (40, "e")] {
             kept.push_values(&row(time, name));
         }
-        kept.retain_live(0, |time| time >= 10);
+        kept.retain_live(0, |time| time >= 10, |_| {});
         let rows: Vec<Row> = kept.rows().collect();
         assert_eq!(rows, [row(30, "b"), row(20, "d"), row(40, "e")]);
         assert_eq!((kept.len(), kept.earliest), (3, Some(20)));
-        kept.retain_live(0, |time| time > 40);
+        kept.retain_live(0, |time| time > 40, |_| {});
         assert_eq!((kept.len(), kept.rows().count()), (0, 0));
     }
 
@@ -551,7 +767,7 @@ mod tests {
         // A row without a time makes it unknown, until an expiry scans the rows.
         kept.push(&encoded(&[Value::Null, Value::Text("d".into())]), None);
         assert_eq!(kept.earliest, None);
-        kept.retain_live(0, |time| time >= 21);
+        kept.retain_live(0, |time| time >= 21, |_| {});
         assert_eq!((kept.len(), kept.earliest), (2, Some(25)));
     }
 

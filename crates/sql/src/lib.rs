@@ -34,8 +34,8 @@
 //! time columns expires; and `GROUP BY` without a window, whose results update
 //! ([`Query::is_updating`], [`RowKind`]). Queries with state ([`Query::is_stateful`]) run
 //! in [`SqlStreamlet`] on Runnel's window engine with watermarks and checkpointed state.
-//! What does not run (outer joins, joins of updating rows, ...) is refused, named, at
-//! planning. Guide: `docs/sql.md`.
+//! What does not run (outer joins without a time bound, joins of updating rows, ...) is
+//! refused, named, at planning. Guide: `docs/sql.md`.
 
 mod accumulators;
 mod decode;

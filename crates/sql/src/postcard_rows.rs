@@ -64,7 +64,7 @@ pub(crate) fn write_values(row: &[Value], out: &mut Vec<u8>) {
 }
 
 /// Appends `value`'s postcard bytes.
-fn write_value(value: &Value, out: &mut Vec<u8>) {
+pub(crate) fn write_value(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Null => write_varint(out, NULL),
         Value::Boolean(value) => write_boolean(out, *value),

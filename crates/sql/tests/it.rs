@@ -383,7 +383,11 @@ fn constructs_not_run_yet_are_named() {
     for (sql, named) in [
         (
             "SELECT a.sensor FROM readings a LEFT JOIN readings b ON a.sensor = b.sensor",
-            "left joins are not supported",
+            "a left join without a time bound between its inputs",
+        ),
+        (
+            "SELECT a.sensor FROM readings a LEFT SEMI JOIN readings b ON a.sensor = b.sensor",
+            "left semi joins are not supported",
         ),
         (
             "SELECT a.sensor FROM readings a, readings b WHERE a.celsius > b.celsius",

@@ -232,3 +232,108 @@ async fn two_group_windows_join_on_their_bounds() -> anyhow::Result<()> {
     assert_eq!(joined.into_iter().collect::<BTreeSet<_>>(), expected);
     Ok(())
 }
+
+/// Persons and the auctions they opened within 3 s of registering, as pairs of ids: what
+/// an outer join over them gives, computed over the whole input at once. `keep` says which
+/// side's rows that match nothing are kept, with `None` for the other side.
+fn opened_within_3_s(keep: [bool; 2]) -> BTreeSet<(Option<i64>, Option<i64>)> {
+    let within = |person: &Person, auction: &Auction| {
+        auction.seller == person.id
+            && (person.date_time..=person.date_time + 3_000).contains(&auction.date_time)
+    };
+    let mut expected = BTreeSet::new();
+    for person in persons() {
+        for auction in auctions().iter().filter(|auction| within(&person, auction)) {
+            expected.insert((Some(person.id), Some(auction.id)));
+        }
+        if keep[0] && !auctions().iter().any(|auction| within(&person, auction)) {
+            expected.insert((Some(person.id), None));
+        }
+    }
+    for auction in auctions() {
+        if keep[1] && !persons().iter().any(|person| within(person, &auction)) {
+            expected.insert((None, Some(auction.id)));
+        }
+    }
+    expected
+}
+
+/// The query with `join` between persons and auctions, the auction's id named `auction`.
+fn outer_join(join: &str) -> String {
+    format!(
+        "SELECT P.id, A.id AS auction FROM persons P {join} auctions A \
+         ON P.id = A.seller AND A.date_time BETWEEN P.date_time AND P.date_time + 3000"
+    )
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, AvroSchema)]
+struct PersonOrNot {
+    id: i64,
+    auction: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, AvroSchema)]
+struct AuctionOrNot {
+    id: Option<i64>,
+    auction: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, AvroSchema)]
+struct EitherOrBoth {
+    id: Option<i64>,
+    auction: Option<i64>,
+}
+
+/// Runs `sql` over all persons and auctions, reading its results as `T`.
+async fn joined<T>(sql: &str, record: &str) -> anyhow::Result<Vec<T>>
+where
+    T: for<'de> Deserialize<'de> + Serialize + AvroSchema + Clone + Send + Sync + 'static,
+{
+    let run = TestRun::new(streamlet(sql, record))
+        .input(PERSONS, persons())
+        .input(AUCTIONS, auctions())
+        .run()
+        .await?;
+    let out: Outlet<T> = Outlet::new("out");
+    Ok(run.output(out))
+}
+
+#[tokio::test]
+async fn a_left_join_emits_each_unmatched_row_with_nulls_once_its_time_has_passed()
+-> anyhow::Result<()> {
+    let rows: Vec<PersonOrNot> = joined(&outer_join("LEFT JOIN"), "PersonOrNot").await?;
+    let got: Vec<_> = rows
+        .into_iter()
+        .map(|row| (Some(row.id), row.auction))
+        .collect();
+    let expected = opened_within_3_s([true, false]);
+    let padded = expected.iter().filter(|(_, auction)| auction.is_none());
+    assert!(padded.count() > 10, "{expected:?}");
+    assert_eq!(got.len(), expected.len(), "each row once: {got:?}");
+    assert_eq!(got.into_iter().collect::<BTreeSet<_>>(), expected);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_right_join_keeps_the_right_sides_unmatched_rows() -> anyhow::Result<()> {
+    let rows: Vec<AuctionOrNot> = joined(&outer_join("RIGHT JOIN"), "AuctionOrNot").await?;
+    let got: Vec<_> = rows
+        .into_iter()
+        .map(|row| (row.id, Some(row.auction)))
+        .collect();
+    let expected = opened_within_3_s([false, true]);
+    assert!(expected.iter().any(|(id, _)| id.is_none()), "{expected:?}");
+    assert_eq!(got.len(), expected.len(), "each row once: {got:?}");
+    assert_eq!(got.into_iter().collect::<BTreeSet<_>>(), expected);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_full_join_keeps_both_sides_unmatched_rows() -> anyhow::Result<()> {
+    let rows: Vec<EitherOrBoth> = joined(&outer_join("FULL JOIN"), "EitherOrBoth").await?;
+    let got: Vec<_> = rows.into_iter().map(|row| (row.id, row.auction)).collect();
+    let expected = opened_within_3_s([true, true]);
+    assert_eq!(got.len(), expected.len(), "each row once: {got:?}");
+    assert_eq!(got.into_iter().collect::<BTreeSet<_>>(), expected);
+    Ok(())
+}
