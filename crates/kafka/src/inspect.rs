@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use rdkafka::admin::{AdminOptions, ResourceSpecifier};
+use rdkafka::admin::{AdminOptions, ConfigResourceResult, ResourceSpecifier};
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer as _};
 use rdkafka::message::{Headers as _, Message as _};
 use rdkafka::{Offset, TopicPartitionList};
@@ -70,17 +70,8 @@ impl KafkaBackend {
     ///
     /// When no broker answers.
     pub async fn topic_settings(&self, topic: &str) -> Result<BTreeMap<String, String>> {
-        let options =
-            AdminOptions::new().request_timeout(Some(self.inner_config().request_timeout));
-        let results = self
-            .admin()
-            .describe_configs([&ResourceSpecifier::Topic(topic)], &options)
-            .await
-            .map_err(|error| Error::Admin {
-                operation: format!("describing the settings of topic '{topic}'"),
-                source: self.inner_redactor().boxed(&error),
-            })?;
-        let Some(Ok(resource)) = results.into_iter().next() else {
+        let operation = || format!("describing the settings of topic '{topic}'");
+        let Some(Ok(resource)) = self.describe_topic(topic, operation).await? else {
             return Ok(BTreeMap::new());
         };
         Ok(resource
@@ -89,6 +80,27 @@ impl KafkaBackend {
             .filter(|entry| !entry.is_default)
             .filter_map(|entry| entry.value.map(|value| (entry.name, value)))
             .collect())
+    }
+
+    /// Every setting of `topic` as the broker describes it (its defaults too), or the
+    /// broker's answer for the topic where it describes none; `None` where it sent no
+    /// result. `operation` names the request in errors.
+    pub(crate) async fn describe_topic(
+        &self,
+        topic: &str,
+        operation: impl Fn() -> String,
+    ) -> Result<Option<ConfigResourceResult>> {
+        let options =
+            AdminOptions::new().request_timeout(Some(self.inner_config().request_timeout));
+        let results = self
+            .admin()
+            .describe_configs([&ResourceSpecifier::Topic(topic)], &options)
+            .await
+            .map_err(|error| Error::Admin {
+                operation: operation(),
+                source: self.inner_redactor().boxed(&error),
+            })?;
+        Ok(results.into_iter().next())
     }
 
     /// Up to `max_records` records of one partition from offset `from` on, read without a

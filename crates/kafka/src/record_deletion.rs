@@ -3,7 +3,7 @@
 //! superseded them, and telling whether an existing topic is compacted (a changelog an
 //! earlier version created that way keeps one record per entry).
 
-use rdkafka::admin::{AdminOptions, ResourceSpecifier};
+use rdkafka::admin::AdminOptions;
 use rdkafka::{Offset, TopicPartitionList};
 use runnel_backend::{Error, Result};
 
@@ -69,17 +69,7 @@ impl KafkaBackend {
     /// holds `compact`.
     pub(crate) async fn compacted(&self, topic: &str) -> Result<bool> {
         let operation = || format!("reading the cleanup policy of topic '{topic}'");
-        let options =
-            AdminOptions::new().request_timeout(Some(self.inner_config().request_timeout));
-        let results = self
-            .admin()
-            .describe_configs([&ResourceSpecifier::Topic(topic)], &options)
-            .await
-            .map_err(|error| Error::Admin {
-                operation: operation(),
-                source: self.inner_redactor().boxed(&error),
-            })?;
-        let resource = match results.into_iter().next() {
+        let resource = match self.describe_topic(topic, operation).await? {
             Some(Ok(resource)) => resource,
             Some(Err(code)) => {
                 return Err(Error::Admin {
