@@ -49,7 +49,7 @@ impl BlueprintFiles {
         let mut report = Report::new(blueprint, text);
         let parsed = crate::parse::parse_file(text, &mut report);
         let files = named_files(&parsed)
-            .map(|file| {
+            .map(|(_, file)| {
                 let text =
                     read(&directory.join(&file.path.value)).map_err(|error| error.to_string());
                 (file.path.value.clone(), text)
@@ -150,17 +150,20 @@ impl BlueprintFiles {
     }
 }
 
-/// Every `sql-file` and `schema-file` of the blueprint, in file order.
-fn named_files(parsed: &BlueprintFile) -> impl Iterator<Item = &FileEntry> + '_ {
+/// Every `sql-file` and `schema-file` of the blueprint, each with the key its text stands
+/// under inline (`sql`, `schema`).
+fn named_files(parsed: &BlueprintFile) -> impl Iterator<Item = (&'static str, &FileEntry)> + '_ {
     let queries = parsed
         .streamlets
         .iter()
         .flat_map(|streamlets| &streamlets.entries)
-        .filter_map(|entry| entry.sql.as_ref()?.file.as_ref());
+        .filter_map(|entry| entry.sql.as_ref()?.file.as_ref())
+        .map(|file| ("sql", file));
     let schemas = parsed
         .topics
         .iter()
-        .filter_map(|topic| topic.schema_file.as_ref());
+        .filter_map(|topic| topic.schema_file.as_ref())
+        .map(|file| ("schema", file));
     queries.chain(schemas)
 }
 
@@ -182,19 +185,7 @@ fn named_files(parsed: &BlueprintFile) -> impl Iterator<Item = &FileEntry> + '_ 
 pub fn inline_files(text: &str, files: &BlueprintFiles) -> String {
     let mut report = Report::new(Path::new(""), text);
     let parsed = crate::parse::parse_file(text, &mut report);
-    let queries = parsed
-        .streamlets
-        .iter()
-        .flat_map(|streamlets| &streamlets.entries)
-        .filter_map(|entry| entry.sql.as_ref()?.file.as_ref())
-        .map(|file| ("sql", file));
-    let schemas = parsed
-        .topics
-        .iter()
-        .filter_map(|topic| topic.schema_file.as_ref())
-        .map(|file| ("schema", file));
-    let mut replacements: Vec<(Range<usize>, String)> = queries
-        .chain(schemas)
+    let mut replacements: Vec<(Range<usize>, String)> = named_files(&parsed)
         .filter_map(|(key, file)| match files.files.get(&file.path.value) {
             Some(Ok(held)) => Some((file.declaration.clone(), toml_text(key, held))),
             _ => None,

@@ -537,7 +537,14 @@ impl JoinState {
                 }
                 continue;
             }
-            let kept_index = mine.get(&key).map_or(0, KeyRows::len);
+            // Where this row will be among its key's rows, for an outer join's matches (an
+            // inner join looks nothing up for it).
+            let outer = mine_outer || theirs_outer;
+            let kept_index = if outer {
+                mine.get(&key).map_or(0, KeyRows::len)
+            } else {
+                0
+            };
             if let Some(others) = theirs.get(&key) {
                 for (their_index, mut other) in others.row_bytes().enumerate() {
                     // The other row's values are read straight into the joined row.
@@ -563,7 +570,7 @@ impl JoinState {
                     };
                     read.expect("a kept row reads back");
                     joined.push(pair);
-                    if mine_outer || theirs_outer {
+                    if outer {
                         pairs.push(Pair {
                             key: key.clone(),
                             mine: kept_index,
