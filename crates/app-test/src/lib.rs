@@ -27,7 +27,7 @@ pub mod kafka;
 mod python;
 
 pub use group_member::GroupMember;
-pub use python::{kill_python_worker, python_workers};
+pub use python::{kill_python_worker, kill_python_worker_if_running, python_workers};
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

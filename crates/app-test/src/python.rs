@@ -48,19 +48,32 @@ pub fn python_workers(app: u32) -> Vec<(u32, String)> {
 ///
 /// When none runs within 30 seconds, or `kill` fails.
 pub fn kill_python_worker(app: u32, streamlet: &str) {
-    let mut found = Vec::new();
     wait_until(Duration::from_secs(30), "the Python worker runs", || {
-        found = python_workers(app)
-            .into_iter()
-            .filter(|(_, command)| command.contains(streamlet))
-            .collect();
-        !found.is_empty()
+        kill_python_worker_if_running(app, streamlet) > 0
     });
-    for (pid, _) in found {
+}
+
+/// Kills (-9) the Python workers of the app `app` whose command line names `streamlet`,
+/// if any runs now (a streamlet whose input ended has none); returns how many.
+///
+/// # Panics
+///
+/// When `kill` fails.
+pub fn kill_python_worker_if_running(app: u32, streamlet: &str) -> usize {
+    let found: Vec<(u32, String)> = python_workers(app)
+        .into_iter()
+        .filter(|(_, command)| command.contains(streamlet))
+        .collect();
+    for (pid, _) in &found {
         let killed = std::process::Command::new("kill")
             .args(["-9", &pid.to_string()])
             .status()
             .unwrap();
-        assert!(killed.success(), "kill -9 {pid}");
+        // A worker that exited between the look and the kill is gone all the same.
+        assert!(
+            killed.success() || !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "kill -9 {pid}"
+        );
     }
+    found.len()
 }
