@@ -334,10 +334,20 @@ async fn create_changelog(
 ) -> Result<bool> {
     if let Some(existing) = backend.topic(topic).await.map_err(Error::external)? {
         check_changelog_partitions(instance, topic, existing.partitions, partitions)?;
-        return backend
-            .topic_compacted(topic)
-            .await
-            .map_err(Error::external);
+        // Where its settings cannot be read (a cluster that does not let this principal
+        // describe them), a record per entry is right either way: a compacted topic needs
+        // its keys, and one that is not takes them too.
+        return Ok(match backend.topic_compacted(topic).await {
+            Ok(compacted) => compacted,
+            Err(error) => {
+                tracing::warn!(
+                    topic,
+                    error = %error,
+                    "cannot tell whether the changelog is compacted; writing a record per entry and deleting none"
+                );
+                true
+            }
+        });
     }
     let compacted = backend.supports_compaction() && !backend.deletes_records();
     let mut spec = TopicSpec::new(topic, partitions);

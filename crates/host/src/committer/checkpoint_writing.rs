@@ -63,7 +63,9 @@ impl ChangelogWriter {
     pub(super) fn adopt(&mut self, partition: u32, ranges: Vec<ChangelogRange>) {
         let start = |ranges: &[ChangelogRange]| ranges.first().map(|range| range.from);
         let previous = self.ranges.insert(partition, ranges);
-        if let Some(previous) = previous.as_deref().and_then(start)
+        // A compacted changelog drops superseded records by key: nothing to delete.
+        if !self.compacted
+            && let Some(previous) = previous.as_deref().and_then(start)
             && let Some(now) = self.ranges.get(&partition).and_then(|ranges| start(ranges))
             && now > previous
         {
