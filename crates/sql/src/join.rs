@@ -4,15 +4,18 @@
 //! arrives. Inputs are append-only (records, and windows' results), so an inner join's
 //! results are too: nothing to retract.
 //!
-//! An outer join (`LEFT`, `RIGHT`, `FULL`) needs a time bound between its sides (as
-//! `B.t BETWEEN A.t AND A.t + INTERVAL '10' SECOND`), as Flink's interval joins do: a kept
-//! row of an outer side notes whether it matched, and when the bound lets it go (nothing
-//! still to come can match it) one that never matched is emitted with nulls for the other
-//! side. The results stay append-only: a row is padded only once it is final.
+//! In an outer join (`LEFT`, `RIGHT`, `FULL`) a kept row of an outer side notes whether it
+//! matched. With a time bound between the sides (as `B.t BETWEEN A.t AND A.t + INTERVAL
+//! '10' SECOND`, Flink's interval joins), when the bound lets a row go (nothing still to
+//! come can match it) one that never matched is emitted with nulls for the other side: the
+//! results stay append-only, a row padded only once it is final. Without one, a row that
+//! finds no match is emitted padded at once and taken back (`-D`) when its first match
+//! comes, as Flink's regular outer joins do: the results update.
 
 use std::sync::Arc;
 
-use datafusion_common::arrow::array::{ArrayRef, RecordBatch};
+use datafusion_common::arrow::array::{Array as _, ArrayRef, BooleanArray, RecordBatch};
+use datafusion_common::arrow::compute::filter_record_batch;
 use datafusion_common::arrow::datatypes::SchemaRef;
 use datafusion_common::{JoinType, NullEquality};
 use datafusion_expr::logical_plan::Join as JoinNode;
@@ -37,7 +40,7 @@ pub(crate) enum Side {
     Right,
 }
 
-/// An inner join's keys, its condition beyond them, and its output.
+/// A join's keys, its condition beyond them, and its output.
 #[derive(Debug)]
 pub(crate) struct JoinPlan {
     left_keys: Vec<Arc<dyn PhysicalExpr>>,
@@ -54,8 +57,11 @@ pub(crate) struct JoinPlan {
     /// The joined rows: the left side's columns, then the right side's.
     pub(crate) schema: SchemaRef,
     /// How far apart the values of two columns of rows that match can be, for each pair
-    /// of columns the condition bounds (the first whose columns hold times is used).
+    /// of columns the condition bounds.
     pub(crate) bounds: Vec<TimeBound>,
+    /// The bound that expires rows: the first of `bounds` whose columns the sides' times
+    /// follow (set when the tree is planned); without one, rows are kept for good.
+    pub(crate) time_bound: Option<TimeBound>,
 }
 
 /// What a join's condition says of a column of each side: `left - right` is between
@@ -124,6 +130,7 @@ impl JoinPlan {
             outer,
             schema: Arc::new(node.schema.as_arrow().clone()),
             bounds,
+            time_bound: None,
         })
     }
 
@@ -137,8 +144,15 @@ impl JoinPlan {
         }
     }
 
+    /// Whether the join's results update: an outer join without a time bound emits a row
+    /// that matches nothing at once, with nulls, and takes it back (`-D`) when its first
+    /// match arrives.
+    pub(crate) fn is_updating(&self) -> bool {
+        self.outer_type().is_some() && self.time_bound.is_none()
+    }
+
     /// Whether `side`'s rows are kept in the results when they match nothing.
-    fn is_outer(&self, side: Side) -> bool {
+    pub(crate) fn is_outer(&self, side: Side) -> bool {
         self.outer[side as usize]
     }
 
@@ -213,6 +227,12 @@ impl KeyRows {
         starts
             .zip(&self.marks)
             .map(|(start, mark)| &self.encoded[start..mark.end])
+    }
+
+    /// The row at `index`.
+    fn row(&self, index: usize) -> Row {
+        let mut bytes = self.row_bytes().nth(index).expect("a kept row's index");
+        read_row(&mut bytes).expect("a kept row reads back")
     }
 
     /// How many rows there are.
@@ -445,13 +465,27 @@ fn integer(value: &datafusion_common::ScalarValue) -> Option<i64> {
 type JoinKey = SmallVec<[Value; 1]>;
 
 /// What [`JoinState::add`] found for a batch of one side.
-pub(crate) struct Joined {
+struct Joined {
     /// The pairs with the other side's rows: joined rows, before the join's filter.
-    pub(crate) batch: RecordBatch,
+    batch: RecordBatch,
     /// For an outer join, where each of them came from (empty for an inner join).
-    pub(crate) pairs: Vec<Pair>,
+    pairs: Vec<Pair>,
     /// Rows of an outer side that can match nothing (their key is null), to be emitted
     /// padded now.
+    unmatched: Vec<Row>,
+    /// For a join whose results update, where the rows of an outer side it kept are.
+    kept: Vec<(JoinKey, usize)>,
+}
+
+/// What a batch of one side gives, in the order it is emitted.
+pub(crate) struct Matched {
+    /// Rows of the other side, emitted with nulls before (the join's results update),
+    /// that have now matched for the first time: taken back (`-D`).
+    pub(crate) taken_back: Vec<Row>,
+    /// The pairs with the other side's rows the join's condition keeps.
+    pub(crate) batch: RecordBatch,
+    /// Rows of this side that match nothing, to be emitted with nulls now: rows with a
+    /// null key, and where the results update, rows of an outer side without a pair.
     pub(crate) unmatched: Vec<Row>,
 }
 
@@ -484,12 +518,63 @@ pub(crate) struct JoinState {
 }
 
 impl JoinState {
-    /// Keeps the rows of `batch`, from `side`, and returns their pairs with the other
-    /// side's rows of the same key: joined rows, before the join's filter.
+    /// Keeps the rows of `batch`, from `side`, and returns what they give: their pairs
+    /// with the other side's rows of the same key that the join's condition keeps, and the
+    /// rows to emit with nulls or to take back.
     ///
     /// `time_column` is the column of `side` whose time the join's time bound expires rows
     /// by, if it has one.
-    pub(crate) fn add(
+    pub(crate) fn join(
+        &mut self,
+        plan: &JoinPlan,
+        side: Side,
+        batch: &RecordBatch,
+        time_column: Option<usize>,
+    ) -> Result<Matched, Error> {
+        let joined = self.add(plan, side, batch, time_column)?;
+        let (batch, mask) = match plan.filter() {
+            None => (joined.batch, None),
+            Some(filter) => {
+                let mask = filter
+                    .evaluate(&joined.batch)
+                    .and_then(|value| value.into_array(joined.batch.num_rows()))
+                    .map_err(|error| Error::Evaluate(error.find_root().to_string()))?;
+                let mask = mask
+                    .as_any()
+                    .downcast_ref::<BooleanArray>()
+                    .ok_or_else(|| Error::Evaluate("the join's condition is not a boolean".into()))?
+                    .clone();
+                let kept = filter_record_batch(&joined.batch, &mask)
+                    .map_err(|error| Error::Evaluate(error.to_string()))?;
+                (kept, Some(mask))
+            }
+        };
+        let passed = |at: usize| {
+            mask.as_ref()
+                .is_none_or(|mask| !mask.is_null(at) && mask.value(at))
+        };
+        let taken_back = self.note_matches(plan, side, &joined.pairs, passed);
+        let mut unmatched = joined.unmatched;
+        let mine = match side {
+            Side::Left => &self.left,
+            Side::Right => &self.right,
+        };
+        for (key, index) in &joined.kept {
+            let rows = mine.get(key).expect("a kept row's key has rows");
+            if !rows.matched(*index) {
+                unmatched.push(rows.row(*index));
+            }
+        }
+        Ok(Matched {
+            taken_back,
+            batch,
+            unmatched,
+        })
+    }
+
+    /// Keeps the rows of `batch`, from `side`, and returns their pairs with the other
+    /// side's rows of the same key: joined rows, before the join's filter.
+    fn add(
         &mut self,
         plan: &JoinPlan,
         side: Side,
@@ -524,6 +609,8 @@ impl JoinState {
         let mut pairs: Vec<Pair> = Vec::new();
         // Rows of an outer side that can match nothing: null keys.
         let mut unmatched: Vec<Row> = Vec::new();
+        // Where the rows of an outer side are kept, when the results update.
+        let mut kept_rows: Vec<(JoinKey, usize)> = Vec::new();
         // One key's values and one row's bytes at a time, in vectors kept for every row.
         let mut key = JoinKey::with_capacity(key_cells.len());
         let mut row_bytes = Vec::new();
@@ -591,6 +678,9 @@ impl JoinState {
             });
             let kept = mine.change(&key, KeyRows::default);
             kept.push(&row_bytes, time);
+            if mine_outer && plan.is_updating() {
+                kept_rows.push((key.clone(), kept_index));
+            }
         }
         debug_assert!(joined.iter().all(|row| row.len() >= plan.left_width));
         let columns = plan
@@ -608,19 +698,22 @@ impl JoinState {
             batch,
             pairs,
             unmatched,
+            kept: kept_rows,
         })
     }
 
     /// Notes the matches of the rows of `side` that [`add`](JoinState::add) paired, where
-    /// `passed` says which pairs the join's filter kept (all, without a filter), so that
-    /// the rows of outer sides among them are not emitted padded when they go.
-    pub(crate) fn note_matches(
+    /// `passed` says which pairs the join's filter kept, so that the rows of outer sides
+    /// among them are not emitted padded (when they go, or where the results update, at
+    /// once). Where the results update, returns the other side's rows that matched for the
+    /// first time, whose padded rows are to be taken back.
+    fn note_matches(
         &mut self,
         plan: &JoinPlan,
         side: Side,
         pairs: &[Pair],
         passed: impl Fn(usize) -> bool,
-    ) {
+    ) -> Vec<Row> {
         let (mine, theirs) = match side {
             Side::Left => (&mut self.left, &mut self.right),
             Side::Right => (&mut self.right, &mut self.left),
@@ -630,20 +723,26 @@ impl JoinState {
             Side::Left => Side::Right,
             Side::Right => Side::Left,
         });
+        let mut taken_back = Vec::new();
         for (at, pair) in pairs.iter().enumerate() {
             if !passed(at) {
                 continue;
             }
-            for (rows, outer, index) in [
-                (&mut *mine, mine_outer, pair.mine),
-                (&mut *theirs, theirs_outer, pair.theirs),
+            for (rows, outer, index, emitted) in [
+                (&mut *mine, mine_outer, pair.mine, false),
+                (&mut *theirs, theirs_outer, pair.theirs, plan.is_updating()),
             ] {
                 // A key whose row matched before need not be written again.
                 if outer && rows.get(&pair.key).is_some_and(|kept| !kept.matched(index)) {
-                    rows.change(&pair.key, KeyRows::default).set_matched(index);
+                    let kept = rows.change(&pair.key, KeyRows::default);
+                    kept.set_matched(index);
+                    if emitted {
+                        taken_back.push(kept.row(index));
+                    }
                 }
             }
         }
+        taken_back
     }
 
     /// How many rows are kept, both sides together.

@@ -23,7 +23,6 @@ use datafusion_physical_expr::{PhysicalExpr, create_physical_expr};
 use datafusion_sql::planner::{ParserOptions, SqlToRel};
 use datafusion_sql::sqlparser::dialect::GenericDialect;
 use datafusion_sql::sqlparser::parser::Parser;
-use runnel_streamlet::watermark::Watermarks;
 
 use datafusion_common::arrow::array::Int64Array;
 
@@ -278,18 +277,6 @@ impl Query {
             windowed,
             output,
         };
-        if let Some(join) =
-            crate::flow::Flow::new(&query, Watermarks::default()).unbounded_outer_join()
-        {
-            return Err(Error::unsupported(format!(
-                "a {join} join without a time bound between its inputs: a row that matches \
-                 nothing is emitted with nulls once nothing still to come can match it, so \
-                 the condition must bound the times of the two sides, as in `ON a.id = b.id \
-                 AND b.t BETWEEN a.t AND a.t + INTERVAL '10' SECOND` (columns of the inputs, \
-                 or windows' bounds); without one, its results would have to be retracted \
-                 as matches arrive"
-            )));
-        }
         Ok(query)
     }
 

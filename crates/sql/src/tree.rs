@@ -12,7 +12,7 @@ use datafusion_physical_expr::expressions::Column;
 
 use crate::group_window::{GroupWindow, WINDOW_END, WINDOW_START};
 use crate::grouping::{FiredBound, Grouping};
-use crate::join::JoinPlan;
+use crate::join::{JoinPlan, TimeBound};
 use crate::query::{Stage, physical, unsupported};
 use crate::{Error, Table};
 
@@ -41,7 +41,7 @@ pub(crate) enum Node {
         grouping: Box<Grouping>,
         input: Box<Node>,
     },
-    /// An inner join.
+    /// A join.
     Join {
         plan: Box<JoinPlan>,
         left: Box<Node>,
@@ -62,9 +62,82 @@ impl Node {
             Node::Aggregate { .. } => true,
             Node::Window { grouping, .. } => grouping.is_updating(),
             Node::Stages { input, .. } => input.is_updating(),
-            Node::Scan { .. } | Node::Join { .. } => false,
+            Node::Join { plan, .. } => plan.is_updating(),
+            Node::Scan { .. } => false,
         }
     }
+
+    /// Where the least value of `column` (plus `offset`) in rows still to come from this
+    /// node is known, following the column down through stateless stages to a window's
+    /// bound or a scan's column; `None` where it is not (a join's or an aggregate's rows).
+    pub(crate) fn clock(&self, column: usize, offset: i64) -> Option<Clock> {
+        match self {
+            Node::Stages { stages, input } => {
+                let (column, offset) = column_below(stages, column, offset)?;
+                let below = input.clock(column, offset)?;
+                Some(below.one_down())
+            }
+            Node::Window { grouping, .. } => Some(Clock::Window {
+                depth: 0,
+                offset: offset.checked_add(grouping.bound_after_watermark(column)?)?,
+            }),
+            Node::Scan { .. } => Some(Clock::Scan {
+                depth: 0,
+                column,
+                offset,
+            }),
+            Node::Join { .. } | Node::Aggregate { .. } => None,
+        }
+    }
+}
+
+/// Where the least time of rows still to come from a node is known, `depth` nodes down
+/// from it through stateless stages ([`Node::clock`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Clock {
+    /// The watermark of a window, plus `offset`.
+    Window { depth: usize, offset: i64 },
+    /// The watermark of a scan over its `column`, plus `offset`.
+    Scan {
+        depth: usize,
+        column: usize,
+        offset: i64,
+    },
+}
+
+impl Clock {
+    /// The same clock, one node further down.
+    fn one_down(self) -> Clock {
+        match self {
+            Clock::Window { depth, offset } => Clock::Window {
+                depth: depth + 1,
+                offset,
+            },
+            Clock::Scan {
+                depth,
+                column,
+                offset,
+            } => Clock::Scan {
+                depth: depth + 1,
+                column,
+                offset,
+            },
+        }
+    }
+}
+
+/// The first of `plan`'s bounds whose columns both sides' clocks follow, which expires the
+/// join's rows: a range between two columns (`B.t BETWEEN A.t AND A.t + 10000`), or an
+/// equality of two windows' bounds (an equality of other columns is a key, which says
+/// nothing of time).
+fn time_bound(plan: &JoinPlan, left: &Node, right: &Node) -> Option<TimeBound> {
+    plan.bounds.iter().copied().find(|bound| {
+        match (left.clock(bound.left, 0), right.clock(bound.right, 0)) {
+            (Some(Clock::Window { .. }), Some(Clock::Window { .. })) => true,
+            (Some(_), Some(_)) => bound.ranged,
+            _ => false,
+        }
+    })
 }
 
 /// Plans `plan` as a tree over `tables` (the catalog's, with window columns where the
@@ -202,8 +275,10 @@ pub(crate) fn plan_tree(
                          that update yet",
                     ));
                 }
+                let mut plan = JoinPlan::plan(join)?;
+                plan.time_bound = time_bound(&plan, &left, &right);
                 break Node::Join {
-                    plan: Box::new(JoinPlan::plan(join)?),
+                    plan: Box::new(plan),
                     left: Box::new(left),
                     right: Box::new(right),
                 };

@@ -1,14 +1,15 @@
 //! SQL streamlets that join two inlets on the test kit: a regular inner join (with the
 //! join condition in `ON` or in `WHERE`, and filters on either side), a join with a
-//! condition beyond its keys, and a join of two group windows; each checked against the
-//! same join computed over the whole input at once.
+//! condition beyond its keys, a join of two group windows, and outer joins with and
+//! without a time bound; each checked against the same join computed over the whole input
+//! at once.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use apache_avro::AvroSchema;
 use runnel_host::testkit::TestRun;
-use runnel_sql::{Query, SqlStreamlet, Table};
+use runnel_sql::{Query, RowKind, SqlStreamlet, Table};
 use runnel_streamlet::{Inlet, Outlet};
 use serde::{Deserialize, Serialize};
 
@@ -335,5 +336,168 @@ async fn a_full_join_keeps_both_sides_unmatched_rows() -> anyhow::Result<()> {
     let expected = opened_within_3_s([true, true]);
     assert_eq!(got.len(), expected.len(), "each row once: {got:?}");
     assert_eq!(got.into_iter().collect::<BTreeSet<_>>(), expected);
+    Ok(())
+}
+
+/// The persons but every seventh (whose auctions find no seller), and the auctions but
+/// those of every eleventh person (who stay without one).
+fn some_persons_and_auctions() -> (Vec<Person>, Vec<Auction>) {
+    let persons = persons().into_iter().filter(|person| person.id % 7 != 3);
+    let auctions = auctions()
+        .into_iter()
+        .filter(|auction| auction.seller % 11 != 5);
+    (persons.collect(), auctions.collect())
+}
+
+/// Persons and the auctions they opened, as pairs of ids, by an outer join without a time
+/// bound computed over the whole input at once; `keep` as in [`opened_within_3_s`].
+fn opened(keep: [bool; 2]) -> Pairs {
+    let (persons, auctions) = some_persons_and_auctions();
+    let mut expected = BTreeSet::new();
+    for person in &persons {
+        let theirs: Vec<_> = auctions
+            .iter()
+            .filter(|auction| auction.seller == person.id)
+            .collect();
+        for auction in &theirs {
+            expected.insert((Some(person.id), Some(auction.id)));
+        }
+        if keep[0] && theirs.is_empty() {
+            expected.insert((Some(person.id), None));
+        }
+    }
+    for auction in &auctions {
+        if keep[1] && !persons.iter().any(|person| person.id == auction.seller) {
+            expected.insert((None, Some(auction.id)));
+        }
+    }
+    expected
+}
+
+/// Pairs of a person's and an auction's id, either missing where an outer join pads.
+type Pairs = BTreeSet<(Option<i64>, Option<i64>)>;
+
+/// Runs `sql` over [`some_persons_and_auctions`], both arriving in batches by their time,
+/// two seconds' worth a second, and folds its changes, each as its `runnel.row.kind`
+/// header says, into the table they make, as pairs of ids; also returns how many changes
+/// of each kind came.
+async fn folded<T>(
+    sql: &str,
+    record: &str,
+    ids: impl Fn(T) -> (Option<i64>, Option<i64>),
+) -> anyhow::Result<(Pairs, BTreeMap<&'static str, usize>)>
+where
+    T: for<'de> Deserialize<'de> + Serialize + AvroSchema + Clone + Send + Sync + 'static,
+{
+    let (persons, auctions) = some_persons_and_auctions();
+    let mut run = TestRun::new(streamlet(sql, record));
+    for second in 0..80 {
+        let due = |time: i64| (second * 2_000..(second + 1) * 2_000).contains(&time);
+        let persons = persons.iter().filter(|person| due(person.date_time));
+        let auctions = auctions.iter().filter(|auction| due(auction.date_time));
+        run = run
+            .at(second * 1_000)
+            .input(PERSONS, persons.cloned())
+            .input(AUCTIONS, auctions.cloned());
+    }
+    let run = run.run().await?;
+    let out: Outlet<T> = Outlet::new("out");
+    let mut table = BTreeSet::new();
+    let mut kinds: BTreeMap<&'static str, usize> = BTreeMap::new();
+    for received in run.records(out) {
+        let kind = received.headers.get_str(RowKind::HEADER).expect("a kind");
+        let kind = RowKind::parse(kind).expect("a known kind");
+        *kinds.entry(kind.as_str()).or_default() += 1;
+        let row = ids(received.value);
+        if kind.is_retraction() {
+            assert!(
+                table.remove(&row),
+                "{kind:?} of a row not in the table: {row:?}"
+            );
+        } else {
+            assert!(table.insert(row), "{kind:?} of a row in the table: {row:?}");
+        }
+    }
+    Ok((table, kinds))
+}
+
+/// Persons and auctions joined by seller with `join`, without a time bound: `persons P
+/// {join} auctions A`, or with `auctions_first`, `auctions A {join} persons P`.
+fn outer_join_for_good(join: &str, auctions_first: bool) -> String {
+    let from = match auctions_first {
+        true => format!("auctions A {join} persons P"),
+        false => format!("persons P {join} auctions A"),
+    };
+    format!("SELECT P.id, A.id AS auction FROM {from} ON P.id = A.seller")
+}
+
+#[tokio::test]
+async fn a_left_join_without_a_time_bound_takes_back_a_padded_row_when_it_matches()
+-> anyhow::Result<()> {
+    // Most auctions come before their seller registers: each is padded, then taken back.
+    let (table, kinds) = folded(
+        &outer_join_for_good("LEFT JOIN", true),
+        "AuctionOrNot",
+        |row: AuctionOrNot| (row.id, Some(row.auction)),
+    )
+    .await?;
+    let expected = opened([false, true]);
+    assert!(expected.iter().any(|(id, _)| id.is_none()), "{expected:?}");
+    assert_eq!(table, expected);
+    assert!(kinds["-D"] > 100, "{kinds:?}");
+    assert_eq!(kinds["+I"] - kinds["-D"], expected.len(), "{kinds:?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_right_join_without_a_time_bound_keeps_the_right_sides_rows() -> anyhow::Result<()> {
+    let (table, kinds) = folded(
+        &outer_join_for_good("RIGHT JOIN", false),
+        "AuctionOrNot",
+        |row: AuctionOrNot| (row.id, Some(row.auction)),
+    )
+    .await?;
+    assert_eq!(table, opened([false, true]));
+    assert!(kinds["-D"] > 100, "{kinds:?}");
+    // And the other way round: a person without auctions so far is padded.
+    let (table, _) = folded(
+        &outer_join_for_good("RIGHT JOIN", true),
+        "PersonOrNot",
+        |row: PersonOrNot| (Some(row.id), row.auction),
+    )
+    .await?;
+    let expected = opened([true, false]);
+    assert!(expected.contains(&(Some(5), None)), "{expected:?}");
+    assert_eq!(table, expected);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_full_join_without_a_time_bound_settles_on_the_whole_inputs_join() -> anyhow::Result<()> {
+    let (table, kinds) = folded(
+        &outer_join_for_good("FULL JOIN", false),
+        "EitherOrBoth",
+        |row: EitherOrBoth| (row.id, row.auction),
+    )
+    .await?;
+    assert_eq!(table, opened([true, true]));
+    assert!(kinds["-D"] > 10, "{kinds:?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_inner_join_without_a_time_bound_does_not_update() -> anyhow::Result<()> {
+    let sql = outer_join_for_good("JOIN", false);
+    let table = |name, schema: apache_avro::Schema| {
+        Table::from_avro(name, &serde_json::to_value(schema).unwrap()).unwrap()
+    };
+    let tables = [
+        table("persons", Person::get_schema()),
+        table("auctions", Auction::get_schema()),
+    ];
+    assert!(!Query::plan(&sql, &tables, "EitherOrBoth")?.is_updating());
+    assert!(
+        Query::plan(&outer_join("LEFT JOIN"), &tables, "PersonOrNot").map(|q| !q.is_updating())?
+    );
     Ok(())
 }
