@@ -1,8 +1,10 @@
 //! [`JoinPlan`] and [`JoinState`]: an equi-join of two streams, as a streaming query runs
 //! it: each side's rows are kept by join key, and each new row is matched against the
 //! other side's rows of its key, so every pair is emitted once, when its second row
-//! arrives. Inputs are append-only (records, and windows' results), so an inner join's
-//! results are too: nothing to retract.
+//! arrives. Over append-only inputs (records, and windows' results) an inner join's
+//! results are append-only too; where an input's rows update (an aggregate's results), a
+//! row taken back leaves the state and takes its pairs back (`-D`), as Flink's regular
+//! joins do ([`JoinState::join`]).
 //!
 //! In an outer join (`LEFT`, `RIGHT`, `FULL`) a kept row of an outer side notes whether it
 //! matched. With a time bound between the sides (as `B.t BETWEEN A.t AND A.t + INTERVAL
@@ -24,7 +26,6 @@ use runnel_streamlet::checkpoint::TrackedMap;
 use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
 
-use crate::Error;
 use crate::postcard_rows::{
     read_row, read_row_into, skip_row, write_cell, write_row, write_value, write_values,
     write_varint,
@@ -32,6 +33,7 @@ use crate::postcard_rows::{
 use crate::query::physical;
 use crate::tracked::Kept;
 use crate::value::{Cells, Value, array_of, is_supported};
+use crate::{Error, RowKind};
 
 /// Which input of a join a row comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,6 +64,9 @@ pub(crate) struct JoinPlan {
     /// The bound that expires rows: the first of `bounds` whose columns the sides' times
     /// follow (set when the tree is planned); without one, rows are kept for good.
     pub(crate) time_bound: Option<TimeBound>,
+    /// Whether the rows of either side update (an aggregate's results): a row taken back
+    /// takes its pairs back, and rows are kept for good (set when the tree is planned).
+    pub(crate) inputs_update: bool,
 }
 
 /// What a join's condition says of a column of each side: `left - right` is between
@@ -131,6 +136,7 @@ impl JoinPlan {
             schema: Arc::new(node.schema.as_arrow().clone()),
             bounds,
             time_bound: None,
+            inputs_update: false,
         })
     }
 
@@ -144,11 +150,11 @@ impl JoinPlan {
         }
     }
 
-    /// Whether the join's results update: an outer join without a time bound emits a row
-    /// that matches nothing at once, with nulls, and takes it back (`-D`) when its first
-    /// match arrives.
+    /// Whether the join's results update: its inputs' rows do, or it is an outer join
+    /// without a time bound, which emits a row that matches nothing at once, with nulls,
+    /// and takes it back (`-D`) when its first match arrives.
     pub(crate) fn is_updating(&self) -> bool {
-        self.outer_type().is_some() && self.time_bound.is_none()
+        self.inputs_update || (self.outer_type().is_some() && self.time_bound.is_none())
     }
 
     /// Whether `side`'s rows are kept in the results when they match nothing.
@@ -158,24 +164,43 @@ impl JoinPlan {
 
     /// `rows` of `side` that matched nothing, with nulls for the other side's columns.
     pub(crate) fn padded(&self, side: Side, rows: &[Row]) -> Result<RecordBatch, Error> {
-        let columns = self
-            .schema
-            .fields()
-            .iter()
-            .enumerate()
-            .map(|(column, field)| {
-                let at = match side {
-                    Side::Left => Some(column).filter(|column| *column < self.left_width),
-                    Side::Right => column.checked_sub(self.left_width),
-                };
-                let values = rows
-                    .iter()
-                    .map(|row| at.and_then(|at| row.get(at)).unwrap_or(&Value::Null));
-                array_of(field.data_type(), values)
-            })
-            .collect();
-        RecordBatch::try_new(self.schema.clone(), columns)
-            .map_err(|error| Error::Evaluate(error.to_string()))
+        let padded: Vec<Row> = rows.iter().map(|row| self.padded_row(side, row)).collect();
+        batch_of(&self.schema, &padded)
+    }
+
+    /// A row of `side` (its matched flag, if any, left out), with nulls for the other
+    /// side's columns.
+    fn padded_row(&self, side: Side, row: &[Value]) -> Row {
+        let right_width = self.schema.fields().len() - self.left_width;
+        let nulls = |count| std::iter::repeat_n(Value::Null, count);
+        match side {
+            Side::Left => row[..self.left_width]
+                .iter()
+                .cloned()
+                .chain(nulls(right_width))
+                .collect(),
+            Side::Right => nulls(self.left_width)
+                .chain(row[..right_width].iter().cloned())
+                .collect(),
+        }
+    }
+
+    /// The joined row of a row of `side`, `mine`, and a row of the other side, `theirs`
+    /// (ending in its matched flag where `flagged`, which is left out).
+    fn pair(
+        &self,
+        side: Side,
+        mine: impl Iterator<Item = Value>,
+        mut theirs: Row,
+        flagged: bool,
+    ) -> Row {
+        if flagged {
+            theirs.pop();
+        }
+        match side {
+            Side::Left => mine.chain(theirs).collect(),
+            Side::Right => theirs.into_iter().chain(mine).collect(),
+        }
     }
 
     /// The condition beyond the keys, to apply to the joined rows.
@@ -266,6 +291,34 @@ impl KeyRows {
     /// Notes that the row at `index` (of an outer side) matched.
     fn set_matched(&mut self, index: usize) {
         self.encoded[self.marks[index].end - 1] = 1;
+    }
+
+    /// Notes that the row at `index` (of an outer side) matches nothing any more.
+    fn clear_matched(&mut self, index: usize) {
+        self.encoded[self.marks[index].end - 1] = 0;
+    }
+
+    /// Removes one row whose bytes are `row`'s (`flagged`: but for the last byte, the
+    /// matched flag); returns whether there was one.
+    fn remove_equal(&mut self, row: &[u8], flagged: bool) -> bool {
+        let compared = |bytes: &[u8]| match flagged {
+            true => bytes.len() == row.len() && bytes[..bytes.len() - 1] == row[..row.len() - 1],
+            false => bytes == row,
+        };
+        let Some(index) = self.row_bytes().position(compared) else {
+            return false;
+        };
+        let start = index
+            .checked_sub(1)
+            .map_or(0, |before| self.marks[before].end);
+        let end = self.marks[index].end;
+        self.encoded.drain(start..end);
+        self.marks.remove(index);
+        for mark in &mut self.marks[index..] {
+            mark.end -= end - start;
+        }
+        self.earliest = None;
+        true
     }
 
     /// Whether the row at `index` (of an outer side) has matched.
@@ -473,19 +526,18 @@ struct Joined {
     /// Rows of an outer side that can match nothing (their key is null), to be emitted
     /// padded now.
     unmatched: Vec<Row>,
-    /// For a join whose results update, where the rows of an outer side it kept are.
-    kept: Vec<(JoinKey, usize)>,
 }
 
-/// What a batch of one side gives, in the order it is emitted.
+/// What a batch of one side gives.
 pub(crate) struct Matched {
-    /// Rows of the other side, emitted with nulls before (the join's results update),
-    /// that have now matched for the first time: taken back (`-D`).
-    pub(crate) taken_back: Vec<Row>,
-    /// The pairs with the other side's rows the join's condition keeps.
+    /// The joined rows, in order: pairs with the other side's rows that the join's
+    /// condition keeps; where the results update, also rows emitted with nulls or taken
+    /// back, each with its change in `kinds`.
     pub(crate) batch: RecordBatch,
-    /// Rows of this side that match nothing, to be emitted with nulls now: rows with a
-    /// null key, and where the results update, rows of an outer side without a pair.
+    /// Where the results update, how each row changes them.
+    pub(crate) kinds: Option<Vec<RowKind>>,
+    /// Rows of this side that can match nothing (their key is null), to be emitted with
+    /// nulls after `batch`.
     pub(crate) unmatched: Vec<Row>,
 }
 
@@ -507,6 +559,63 @@ fn write_flagged_row(cells: &[Cells<'_>], row: usize, out: &mut Vec<u8>) {
     write_value(&Value::Boolean(false), out);
 }
 
+/// A batch of `schema`'s columns holding `rows`.
+fn batch_of(schema: &SchemaRef, rows: &[Row]) -> Result<RecordBatch, Error> {
+    let columns = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(column, field)| array_of(field.data_type(), rows.iter().map(|row| &row[column])))
+        .collect();
+    RecordBatch::try_new(schema.clone(), columns)
+        .map_err(|error| Error::Evaluate(error.to_string()))
+}
+
+/// Which of the joined rows of `batch` the join's condition beyond its keys keeps (`None`
+/// where it has none: every one).
+fn condition(plan: &JoinPlan, batch: &RecordBatch) -> Result<Option<BooleanArray>, Error> {
+    let Some(filter) = plan.filter() else {
+        return Ok(None);
+    };
+    let mask = filter
+        .evaluate(batch)
+        .and_then(|value| value.into_array(batch.num_rows()))
+        .map_err(|error| Error::Evaluate(error.find_root().to_string()))?;
+    let mask = mask
+        .as_any()
+        .downcast_ref::<BooleanArray>()
+        .ok_or_else(|| Error::Evaluate("the join's condition is not a boolean".into()))?;
+    Ok(Some(mask.clone()))
+}
+
+/// Whether `mask` keeps the row at `at` (null is not true).
+fn passes(mask: Option<&BooleanArray>, at: usize) -> bool {
+    mask.is_none_or(|mask| !mask.is_null(at) && mask.value(at))
+}
+
+/// The side opposite `side`.
+fn other(side: Side) -> Side {
+    match side {
+        Side::Left => Side::Right,
+        Side::Right => Side::Left,
+    }
+}
+
+/// The join keys of `side`'s rows in `batch`, a column per key.
+fn evaluate_keys(plan: &JoinPlan, side: Side, batch: &RecordBatch) -> Result<Vec<ArrayRef>, Error> {
+    let keys = match side {
+        Side::Left => &plan.left_keys,
+        Side::Right => &plan.right_keys,
+    };
+    keys.iter()
+        .map(|key| {
+            key.evaluate(batch)
+                .and_then(|value| value.into_array(batch.num_rows()))
+                .map_err(|error| Error::Evaluate(error.find_root().to_string()))
+        })
+        .collect()
+}
+
 /// One side's rows by join key, noting the keys changed.
 pub(crate) type Rows = TrackedMap<JoinKey, KeyRows>;
 
@@ -519,8 +628,9 @@ pub(crate) struct JoinState {
 
 impl JoinState {
     /// Keeps the rows of `batch`, from `side`, and returns what they give: their pairs
-    /// with the other side's rows of the same key that the join's condition keeps, and the
-    /// rows to emit with nulls or to take back.
+    /// with the other side's rows of the same key that the join's condition keeps, and
+    /// where the results update, the rows emitted with nulls or taken back. Where `kinds`
+    /// says a row is a retraction (the side's rows update), it is taken back instead.
     ///
     /// `time_column` is the column of `side` whose time the join's time bound expires rows
     /// by, if it has one.
@@ -529,47 +639,206 @@ impl JoinState {
         plan: &JoinPlan,
         side: Side,
         batch: &RecordBatch,
+        kinds: Option<&[RowKind]>,
         time_column: Option<usize>,
     ) -> Result<Matched, Error> {
+        if plan.is_updating() {
+            let (batch, kinds) = self.changes(plan, side, batch, kinds)?;
+            return Ok(Matched {
+                batch,
+                kinds: Some(kinds),
+                unmatched: Vec::new(),
+            });
+        }
         let joined = self.add(plan, side, batch, time_column)?;
-        let (batch, mask) = match plan.filter() {
-            None => (joined.batch, None),
-            Some(filter) => {
-                let mask = filter
-                    .evaluate(&joined.batch)
-                    .and_then(|value| value.into_array(joined.batch.num_rows()))
-                    .map_err(|error| Error::Evaluate(error.find_root().to_string()))?;
-                let mask = mask
-                    .as_any()
-                    .downcast_ref::<BooleanArray>()
-                    .ok_or_else(|| Error::Evaluate("the join's condition is not a boolean".into()))?
-                    .clone();
-                let kept = filter_record_batch(&joined.batch, &mask)
-                    .map_err(|error| Error::Evaluate(error.to_string()))?;
-                (kept, Some(mask))
+        let mask = condition(plan, &joined.batch)?;
+        self.note_matches(plan, side, &joined.pairs, |at| passes(mask.as_ref(), at));
+        let batch = match &mask {
+            Some(mask) => filter_record_batch(&joined.batch, mask)
+                .map_err(|error| Error::Evaluate(error.to_string()))?,
+            None => joined.batch,
+        };
+        Ok(Matched {
+            batch,
+            kinds: None,
+            unmatched: joined.unmatched,
+        })
+    }
+
+    /// The changes the rows of `batch`, from `side`, make to the results of a join whose
+    /// results update, row by row in order, with their kinds: a row added (`kinds` says
+    /// it is not a retraction) inserts its pairs, first taking back the padded rows of
+    /// the other side's rows it is the first match of, and is itself emitted padded where
+    /// its side is outer and it matches nothing; a row taken back deletes its pairs (or its
+    /// padded row), then pads the other side's rows it was the last match of, as Flink's
+    /// regular joins do.
+    fn changes(
+        &mut self,
+        plan: &JoinPlan,
+        side: Side,
+        batch: &RecordBatch,
+        kinds: Option<&[RowKind]>,
+    ) -> Result<(RecordBatch, Vec<RowKind>), Error> {
+        let keys = evaluate_keys(plan, side, batch)?;
+        let key_cells: Vec<Cells<'_>> = keys.iter().map(Cells::of).collect();
+        let column_cells: Vec<Cells<'_>> = batch.columns().iter().map(Cells::of).collect();
+        let (mine_outer, theirs_outer) = (plan.is_outer(side), plan.is_outer(other(side)));
+        // Every row's pairs with the other side's rows of its key (which this batch does
+        // not change), before the condition: the condition runs over them all at once.
+        let theirs = self.side(other(side));
+        let mut candidates: Vec<Row> = Vec::new();
+        let mut spans: Vec<Option<(JoinKey, std::ops::Range<usize>)>> = Vec::new();
+        for row in 0..batch.num_rows() {
+            let key: JoinKey = key_cells.iter().map(|cells| cells.get(row)).collect();
+            if !plan.nulls_match && key.iter().any(Value::is_null) {
+                spans.push(None); // null matches nothing
+                continue;
             }
-        };
-        let passed = |at: usize| {
-            mask.as_ref()
-                .is_none_or(|mask| !mask.is_null(at) && mask.value(at))
-        };
-        let taken_back = self.note_matches(plan, side, &joined.pairs, passed);
-        let mut unmatched = joined.unmatched;
-        let mine = match side {
-            Side::Left => &self.left,
-            Side::Right => &self.right,
-        };
-        for (key, index) in &joined.kept {
-            let rows = mine.get(key).expect("a kept row's key has rows");
-            if !rows.matched(*index) {
-                unmatched.push(rows.row(*index));
+            let start = candidates.len();
+            for their_row in theirs.get(&key).into_iter().flat_map(KeyRows::rows) {
+                let mine = column_cells.iter().map(|cells| cells.get(row));
+                candidates.push(plan.pair(side, mine, their_row, theirs_outer));
+            }
+            spans.push(Some((key, start..candidates.len())));
+        }
+        let candidate_batch = batch_of(&plan.schema, &candidates)?;
+        let mask = condition(plan, &candidate_batch)?;
+        let mut out: Vec<Row> = Vec::new();
+        let mut out_kinds: Vec<RowKind> = Vec::new();
+        let mut row_bytes = Vec::new();
+        for (row, span) in spans.into_iter().enumerate() {
+            let retract = kinds.is_some_and(|kinds| kinds[row].is_retraction());
+            let change = if retract {
+                RowKind::Delete
+            } else {
+                RowKind::Insert
+            };
+            let values: Row = column_cells.iter().map(|cells| cells.get(row)).collect();
+            let Some((key, span)) = span else {
+                if mine_outer {
+                    out.push(plan.padded_row(side, &values));
+                    out_kinds.push(change);
+                }
+                continue;
+            };
+            // The other side's rows, by index among their key's, it matches.
+            let matched: Vec<usize> = span
+                .clone()
+                .filter(|at| passes(mask.as_ref(), *at))
+                .collect();
+            row_bytes.clear();
+            if mine_outer {
+                write_flagged_row(&column_cells, row, &mut row_bytes);
+            } else {
+                write_row(&column_cells, row, &mut row_bytes);
+            }
+            if !retract {
+                for at in &matched {
+                    let index = at - span.start;
+                    if theirs_outer {
+                        let theirs = self.side_mut(other(side));
+                        let kept = theirs.change(&key, KeyRows::default);
+                        if !kept.matched(index) {
+                            kept.set_matched(index);
+                            out.push(plan.padded_row(other(side), &kept.row(index)));
+                            out_kinds.push(RowKind::Delete);
+                        }
+                    }
+                    out.push(std::mem::take(&mut candidates[*at]));
+                    out_kinds.push(RowKind::Insert);
+                }
+                let kept = self.side_mut(side).change(&key, KeyRows::default);
+                kept.push(&row_bytes, None);
+                if mine_outer && !matched.is_empty() {
+                    kept.set_matched(kept.len() - 1);
+                } else if mine_outer {
+                    out.push(plan.padded_row(side, &values));
+                    out_kinds.push(RowKind::Insert);
+                }
+                continue;
+            }
+            let mine = self.side_mut(side);
+            let removed = mine
+                .change_existing(&key)
+                .is_some_and(|kept| kept.remove_equal(&row_bytes, mine_outer));
+            if !removed {
+                tracing::warn!(
+                    ?key,
+                    "a row taken back from a join that does not hold it is ignored"
+                );
+                continue;
+            }
+            if mine.get(&key).is_some_and(|kept| kept.len() == 0) {
+                mine.remove(&key);
+            }
+            for at in &matched {
+                out.push(candidates[*at].clone());
+                out_kinds.push(RowKind::Delete);
+            }
+            if mine_outer && matched.is_empty() {
+                out.push(plan.padded_row(side, &values));
+                out_kinds.push(RowKind::Delete);
+            }
+            if theirs_outer {
+                for at in &matched {
+                    let index = at - span.start;
+                    if !self.still_matched(plan, other(side), &key, index)? {
+                        let theirs = self.side_mut(other(side));
+                        let kept = theirs.change(&key, KeyRows::default);
+                        kept.clear_matched(index);
+                        out.push(plan.padded_row(other(side), &kept.row(index)));
+                        out_kinds.push(RowKind::Insert);
+                    }
+                }
             }
         }
-        Ok(Matched {
-            taken_back,
-            batch,
-            unmatched,
-        })
+        Ok((batch_of(&plan.schema, &out)?, out_kinds))
+    }
+
+    /// Whether the row at `index` among `key`'s rows of `side` matches any of the other
+    /// side's rows of its key, by the join's whole condition.
+    fn still_matched(
+        &self,
+        plan: &JoinPlan,
+        side: Side,
+        key: &JoinKey,
+        index: usize,
+    ) -> Result<bool, Error> {
+        let Some(others) = self.side(other(side)).get(key) else {
+            return Ok(false);
+        };
+        let Some(kept) = self.side(side).get(key) else {
+            return Ok(false);
+        };
+        if plan.filter().is_none() {
+            return Ok(others.len() > 0);
+        }
+        let mut row = kept.row(index);
+        if plan.is_outer(side) {
+            row.pop(); // whether it matched
+        }
+        let pairs: Vec<Row> = others
+            .rows()
+            .map(|their_row| plan.pair(other(side), their_row.into_iter(), row.clone(), false))
+            .collect();
+        let mask = condition(plan, &batch_of(&plan.schema, &pairs)?)?;
+        Ok((0..pairs.len()).any(|at| passes(mask.as_ref(), at)))
+    }
+
+    /// `side`'s rows.
+    fn side(&self, side: Side) -> &Rows {
+        match side {
+            Side::Left => &self.left,
+            Side::Right => &self.right,
+        }
+    }
+
+    /// `side`'s rows, to change.
+    fn side_mut(&mut self, side: Side) -> &mut Rows {
+        match side {
+            Side::Left => &mut self.left,
+            Side::Right => &mut self.right,
+        }
     }
 
     /// Keeps the rows of `batch`, from `side`, and returns their pairs with the other
@@ -581,36 +850,19 @@ impl JoinState {
         batch: &RecordBatch,
         time_column: Option<usize>,
     ) -> Result<Joined, Error> {
-        let keys = match side {
-            Side::Left => &plan.left_keys,
-            Side::Right => &plan.right_keys,
-        };
-        let keys: Vec<ArrayRef> = keys
-            .iter()
-            .map(|key| {
-                key.evaluate(batch)
-                    .and_then(|value| value.into_array(batch.num_rows()))
-                    .map_err(|error| Error::Evaluate(error.find_root().to_string()))
-            })
-            .collect::<Result<_, _>>()?;
+        let keys = evaluate_keys(plan, side, batch)?;
         let key_cells: Vec<Cells<'_>> = keys.iter().map(Cells::of).collect();
         let column_cells: Vec<Cells<'_>> = batch.columns().iter().map(Cells::of).collect();
         let (mine, theirs) = match side {
             Side::Left => (&mut self.left, &self.right),
             Side::Right => (&mut self.right, &self.left),
         };
-        let other = match side {
-            Side::Left => Side::Right,
-            Side::Right => Side::Left,
-        };
-        let (mine_outer, theirs_outer) = (plan.is_outer(side), plan.is_outer(other));
+        let (mine_outer, theirs_outer) = (plan.is_outer(side), plan.is_outer(other(side)));
         let mut joined: Vec<Row> = Vec::new();
         // Where each joined row came from, for an outer join to note its matches.
         let mut pairs: Vec<Pair> = Vec::new();
         // Rows of an outer side that can match nothing: null keys.
         let mut unmatched: Vec<Row> = Vec::new();
-        // Where the rows of an outer side are kept, when the results update.
-        let mut kept_rows: Vec<(JoinKey, usize)> = Vec::new();
         // One key's values and one row's bytes at a time, in vectors kept for every row.
         let mut key = JoinKey::with_capacity(key_cells.len());
         let mut row_bytes = Vec::new();
@@ -678,71 +930,43 @@ impl JoinState {
             });
             let kept = mine.change(&key, KeyRows::default);
             kept.push(&row_bytes, time);
-            if mine_outer && plan.is_updating() {
-                kept_rows.push((key.clone(), kept_index));
-            }
         }
-        debug_assert!(joined.iter().all(|row| row.len() >= plan.left_width));
-        let columns = plan
-            .schema
-            .fields()
-            .iter()
-            .enumerate()
-            .map(|(column, field)| {
-                array_of(field.data_type(), joined.iter().map(|row| &row[column]))
-            })
-            .collect();
-        let batch = RecordBatch::try_new(plan.schema.clone(), columns)
-            .map_err(|error| Error::Evaluate(error.to_string()))?;
         Ok(Joined {
-            batch,
+            batch: batch_of(&plan.schema, &joined)?,
             pairs,
             unmatched,
-            kept: kept_rows,
         })
     }
 
     /// Notes the matches of the rows of `side` that [`add`](JoinState::add) paired, where
     /// `passed` says which pairs the join's filter kept, so that the rows of outer sides
-    /// among them are not emitted padded (when they go, or where the results update, at
-    /// once). Where the results update, returns the other side's rows that matched for the
-    /// first time, whose padded rows are to be taken back.
+    /// among them are not emitted padded when they go.
     fn note_matches(
         &mut self,
         plan: &JoinPlan,
         side: Side,
         pairs: &[Pair],
         passed: impl Fn(usize) -> bool,
-    ) -> Vec<Row> {
+    ) {
         let (mine, theirs) = match side {
             Side::Left => (&mut self.left, &mut self.right),
             Side::Right => (&mut self.right, &mut self.left),
         };
-        let mine_outer = plan.is_outer(side);
-        let theirs_outer = plan.is_outer(match side {
-            Side::Left => Side::Right,
-            Side::Right => Side::Left,
-        });
-        let mut taken_back = Vec::new();
+        let (mine_outer, theirs_outer) = (plan.is_outer(side), plan.is_outer(other(side)));
         for (at, pair) in pairs.iter().enumerate() {
             if !passed(at) {
                 continue;
             }
-            for (rows, outer, index, emitted) in [
-                (&mut *mine, mine_outer, pair.mine, false),
-                (&mut *theirs, theirs_outer, pair.theirs, plan.is_updating()),
+            for (rows, outer, index) in [
+                (&mut *mine, mine_outer, pair.mine),
+                (&mut *theirs, theirs_outer, pair.theirs),
             ] {
                 // A key whose row matched before need not be written again.
                 if outer && rows.get(&pair.key).is_some_and(|kept| !kept.matched(index)) {
-                    let kept = rows.change(&pair.key, KeyRows::default);
-                    kept.set_matched(index);
-                    if emitted {
-                        taken_back.push(kept.row(index));
-                    }
+                    rows.change(&pair.key, KeyRows::default).set_matched(index);
                 }
             }
         }
-        taken_back
     }
 
     /// How many rows are kept, both sides together.

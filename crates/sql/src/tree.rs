@@ -268,15 +268,11 @@ pub(crate) fn plan_tree(
             LogicalPlan::Join(join) => {
                 let left = plan_tree(&join.left, windows, tables, inputs)?;
                 let right = plan_tree(&join.right, windows, tables, inputs)?;
-                if left.is_updating() || right.is_updating() {
-                    return Err(Error::unsupported(
-                        "a join of the results of an aggregate without a window, or of a \
-                         window with EMIT or allowed-lateness: SQL streamlets do not join rows \
-                         that update yet",
-                    ));
-                }
                 let mut plan = JoinPlan::plan(join)?;
-                plan.time_bound = time_bound(&plan, &left, &right);
+                plan.inputs_update = left.is_updating() || right.is_updating();
+                if !plan.inputs_update {
+                    plan.time_bound = time_bound(&plan, &left, &right);
+                }
                 break Node::Join {
                     plan: Box::new(plan),
                     left: Box::new(left),

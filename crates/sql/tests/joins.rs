@@ -379,13 +379,13 @@ type Pairs = BTreeSet<(Option<i64>, Option<i64>)>;
 
 /// Runs `sql` over [`some_persons_and_auctions`], both arriving in batches by their time,
 /// two seconds' worth a second, and folds its changes, each as its `runnel.row.kind`
-/// header says, into the table they make, as pairs of ids; also returns how many changes
-/// of each kind came.
-async fn folded<T>(
+/// header says, into the table they make, each row as `ids` reads it; also returns how
+/// many changes of each kind came.
+async fn folded<T, K: Ord + std::fmt::Debug>(
     sql: &str,
     record: &str,
-    ids: impl Fn(T) -> (Option<i64>, Option<i64>),
-) -> anyhow::Result<(Pairs, BTreeMap<&'static str, usize>)>
+    ids: impl Fn(T) -> K,
+) -> anyhow::Result<(BTreeSet<K>, BTreeMap<&'static str, usize>)>
 where
     T: for<'de> Deserialize<'de> + Serialize + AvroSchema + Clone + Send + Sync + 'static,
 {
@@ -415,7 +415,8 @@ where
                 "{kind:?} of a row not in the table: {row:?}"
             );
         } else {
-            assert!(table.insert(row), "{kind:?} of a row in the table: {row:?}");
+            let described = format!("{kind:?} of a row in the table: {row:?}");
+            assert!(table.insert(row), "{described}");
         }
     }
     Ok((table, kinds))
@@ -499,5 +500,83 @@ async fn an_inner_join_without_a_time_bound_does_not_update() -> anyhow::Result<
     assert!(
         Query::plan(&outer_join("LEFT JOIN"), &tables, "PersonOrNot").map(|q| !q.is_updating())?
     );
+    Ok(())
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+struct PersonCategory {
+    id: i64,
+    category: Option<i64>,
+    n: Option<i64>,
+}
+
+#[tokio::test]
+async fn a_join_of_updating_rows_takes_back_the_pairs_of_what_they_replace() -> anyhow::Result<()> {
+    // Each person with the categories 0 and 1 they opened just one auction in: as a
+    // count rises, its pair is taken back; a person left without a pair (none yet, or
+    // the last one's count rose) is padded, taken back when one comes.
+    let sql = "SELECT P.id, C.category, C.n FROM persons P LEFT JOIN \
+               (SELECT seller, category, COUNT(*) AS n FROM auctions GROUP BY seller, category) C \
+               ON P.id = C.seller AND C.n < 2 AND C.category < 2";
+    let (table, kinds) = folded(sql, "PersonCategory", |row: PersonCategory| {
+        (row.id, row.category, row.n)
+    })
+    .await?;
+    let (persons, auctions) = some_persons_and_auctions();
+    let mut expected = BTreeSet::new();
+    for person in &persons {
+        let mut counts: BTreeMap<i64, i64> = BTreeMap::new();
+        for auction in auctions
+            .iter()
+            .filter(|auction| auction.seller == person.id)
+        {
+            *counts.entry(auction.category).or_default() += 1;
+        }
+        counts.retain(|category, n| *n < 2 && *category < 2);
+        for (category, n) in &counts {
+            expected.insert((person.id, Some(*category), Some(*n)));
+        }
+        if counts.is_empty() {
+            expected.insert((person.id, None, None));
+        }
+    }
+    assert!(expected.iter().any(|(_, category, _)| category.is_none()));
+    assert_eq!(table, expected);
+    assert!(kinds["-D"] > 15, "{kinds:?}");
+    Ok(())
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+struct SellerOrNot {
+    seller: i64,
+    n: i64,
+    id: Option<i64>,
+}
+
+#[tokio::test]
+async fn an_outer_join_pads_updating_rows_and_takes_the_padding_back_with_them()
+-> anyhow::Result<()> {
+    // Every seller's count of auctions, with the seller where registered: a count of an
+    // unregistered seller is padded, and replaced padded as it rises.
+    let sql = "SELECT C.seller, C.n, P.id FROM \
+               (SELECT seller, COUNT(*) AS n FROM auctions GROUP BY seller) C \
+               LEFT JOIN persons P ON C.seller = P.id";
+    let (table, kinds) = folded(sql, "SellerOrNot", |row: SellerOrNot| {
+        (row.seller, row.n, row.id)
+    })
+    .await?;
+    let (persons, auctions) = some_persons_and_auctions();
+    let mut counts: BTreeMap<i64, i64> = BTreeMap::new();
+    for auction in &auctions {
+        *counts.entry(auction.seller).or_default() += 1;
+    }
+    let registered = |seller: i64| persons.iter().any(|person| person.id == seller);
+    let expected: BTreeSet<_> = counts
+        .into_iter()
+        .map(|(seller, n)| (seller, n, registered(seller).then_some(seller)))
+        .collect();
+    assert!(expected.iter().any(|(_, _, id)| id.is_none()));
+    assert_eq!(table, expected);
+    assert!(kinds["-D"] > 100, "{kinds:?}");
     Ok(())
 }
