@@ -817,9 +817,15 @@ impl JoinState {
         if plan.is_outer(side) {
             row.pop(); // whether it matched
         }
+        let others_outer = plan.is_outer(other(side));
         let pairs: Vec<Row> = others
             .rows()
-            .map(|their_row| plan.pair(other(side), their_row.into_iter(), row.clone(), false))
+            .map(|mut their_row| {
+                if others_outer {
+                    their_row.pop(); // whether it matched
+                }
+                plan.pair(other(side), their_row.into_iter(), row.clone(), false)
+            })
             .collect();
         let mask = condition(plan, &batch_of(&plan.schema, &pairs)?)?;
         Ok((0..pairs.len()).any(|at| passes(mask.as_ref(), at)))

@@ -547,6 +547,57 @@ async fn a_join_of_updating_rows_takes_back_the_pairs_of_what_they_replace() -> 
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+struct CategoryOrPerson {
+    id: Option<i64>,
+    seller: Option<i64>,
+    category: Option<i64>,
+    n: Option<i64>,
+}
+
+#[tokio::test]
+async fn a_full_join_of_updating_rows_pads_both_sides_as_they_stand() -> anyhow::Result<()> {
+    // As above, persons in New York left out, and each count that pairs with no person
+    // (too high, of category 2, or of a seller in New York or never registered) padded.
+    // The updating side on the left, this time.
+    let sql = "SELECT P.id, C.seller, C.category, C.n FROM \
+               (SELECT seller, category, COUNT(*) AS n FROM auctions GROUP BY seller, category) C \
+               FULL JOIN persons P \
+               ON P.id = C.seller AND C.n < 2 AND C.category < 2 AND P.state <> 'NY'";
+    let (table, kinds) = folded(sql, "CategoryOrPerson", |row: CategoryOrPerson| {
+        (row.id, row.seller, row.category, row.n)
+    })
+    .await?;
+    let (persons, auctions) = some_persons_and_auctions();
+    let mut counts: BTreeMap<(i64, i64), i64> = BTreeMap::new();
+    for auction in &auctions {
+        *counts
+            .entry((auction.seller, auction.category))
+            .or_default() += 1;
+    }
+    let pairs = |seller: i64, category: i64, n: i64| {
+        let seller = persons.iter().find(|person| person.id == seller);
+        n < 2 && category < 2 && seller.is_some_and(|person| person.state != "NY")
+    };
+    let mut expected = BTreeSet::new();
+    for (&(seller, category), &n) in &counts {
+        let person = pairs(seller, category, n).then_some(seller);
+        expected.insert((person, Some(seller), Some(category), Some(n)));
+    }
+    for person in &persons {
+        let paired = counts
+            .iter()
+            .any(|(&(seller, category), &n)| seller == person.id && pairs(seller, category, n));
+        if !paired {
+            expected.insert((Some(person.id), None, None, None));
+        }
+    }
+    assert!(expected.iter().any(|(id, ..)| id.is_none()));
+    assert_eq!(table, expected);
+    assert!(kinds["-D"] > 50, "{kinds:?}");
+    Ok(())
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
 struct SellerOrNot {
     seller: i64,
     n: i64,
