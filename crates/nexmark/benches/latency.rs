@@ -1,4 +1,5 @@
-//! End-to-end latency of Nexmark q0 and q5 on the embedded log, at half the maximum rate.
+//! End-to-end latency of Nexmark q0 and q5 on the embedded log or Kafka, at a share of the
+//! maximum rate (half by default).
 //!
 //! ```text
 //! source ─► persons, auctions, bids ─► q0 or q5 ─► results ─► sink
@@ -8,8 +9,9 @@
 //! `generator` streamlet, `events-per-second` set to the rate) paced against a clock: event
 //! `n` is due `n × 1,000,000,000 / rate` ns after the source starts, and the source sleeps
 //! until each event's due time, so events leave in bursts of about one timer tick (1 ms).
-//! The rate is half the events per second this binary first measures unpaced, or the rate
-//! given on the command line.
+//! The rate is a share (`BENCH_LOADS`, half by default) of the events per second this
+//! binary first measures unpaced with the same policy, or the rate given on the command
+//! line.
 //!
 //! - **q0** (passthrough of every bid): just before sending each bid the source reads the
 //!   clock and writes the reading over the start of the bid's `extra` padding (20 digits,
@@ -34,7 +36,11 @@
 //! policies, interleaved within each run (default `always,never,10ms`); `tansu` in that
 //! list runs on a fresh tansu broker (in-memory storage, `runnel_kafka::test_broker`)
 //! through the Kafka backend instead of the embedded log, with `message.max.bytes` at 16 MiB
-//! so that q5's checkpoint fits (`BENCH_KAFKA_SETTINGS=key=value,...` adds client settings); `BENCH_WARM_UP_SECONDS` leaves
+//! so that q5's checkpoint fits, and `kafka` on a fresh Apache Kafka node
+//! (`runnel_kafka::test_broker::ApacheKafka`, as the Kafka tests start it)
+//! (`BENCH_KAFKA_SETTINGS=key=value,...` adds client settings to both); `BENCH_LOADS` lists
+//! the rates to pace at as fractions of the unpaced rate (default `0.5`; each policy runs at
+//! each load, named `policy at 50%` where there are several); `BENCH_WARM_UP_SECONDS` leaves
 //! out q0 bids sent, and q5 panes of windows whose end was due, that soon after the source
 //! started (default 0; the tansu runs need it, as consumers join their group seconds after
 //! the source starts sending);
@@ -55,8 +61,8 @@ use runnel::window::Pane;
 use runnel_backend::Backend;
 use runnel_blueprint::verify;
 use runnel_embedded_log::{EmbeddedBackend, FsyncPolicy, LogConfig};
-use runnel_kafka::KafkaBackend;
-use runnel_kafka::test_broker::Tansu;
+use runnel_kafka::test_broker::{ApacheKafka, Tansu};
+use runnel_kafka::{KafkaBackend, KafkaConfig};
 use runnel_nexmark::generator::{Generator, GeneratorConfig};
 use runnel_nexmark::model::Event;
 use runnel_nexmark::queries::{q0, q5};
@@ -291,28 +297,49 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let rates: Vec<i64> = policies
-        .iter()
-        .map(|name| {
-            rate.unwrap_or_else(|| {
-                let maximum = runtime.block_on(once(query, events, 0, name, None));
-                let half = (maximum / 2.0) as i64;
-                println!(
-                    "fsync {name}: unpaced {maximum:.0} events/s, so paced at {half} events/s"
-                );
-                half
-            })
+    let loads: Vec<f64> = std::env::var("BENCH_LOADS")
+        .unwrap_or_else(|_| "0.5".into())
+        .split(',')
+        .map(|load| {
+            load.parse()
+                .expect("a load: a fraction of the unpaced rate")
         })
         .collect();
-    let mut results: Vec<Vec<Vec<u64>>> = vec![Vec::new(); policies.len()];
+    // Each policy at each load, named as the plot's legend shows it.
+    let mut names: Vec<(String, &str)> = Vec::new();
+    let mut rates: Vec<i64> = Vec::new();
+    for policy in &policies {
+        let maximum = match rate {
+            Some(_) => None,
+            None => Some(runtime.block_on(once(query, events, 0, policy, None))),
+        };
+        for load in &loads {
+            let name = match loads.len() {
+                1 => policy.clone(),
+                _ => format!("{policy} at {:.0}%", load * 100.0),
+            };
+            let paced = match (rate, maximum) {
+                (Some(rate), _) => rate,
+                (None, Some(maximum)) => {
+                    let paced = (maximum * load) as i64;
+                    println!("{name}: unpaced {maximum:.0} events/s, so paced at {paced} events/s");
+                    paced
+                }
+                (None, None) => unreachable!("measured unless given"),
+            };
+            names.push((name, policy));
+            rates.push(paced);
+        }
+    }
+    let mut results: Vec<Vec<Vec<u64>>> = vec![Vec::new(); names.len()];
     for run in 1..=runs {
-        for (index, name) in policies.iter().enumerate() {
+        for (index, (name, policy)) in names.iter().enumerate() {
             let samples: Samples = Arc::new(Mutex::new(Vec::new()));
             let achieved = runtime.block_on(once(
                 query,
                 events,
                 rates[index],
-                name,
+                policy,
                 Some(samples.clone()),
             ));
             let mut samples = std::mem::take(&mut *samples.lock().unwrap());
@@ -326,7 +353,7 @@ fn main() {
         }
     }
     let mut csv = String::from("policy,rate,quantile,latency_us\n");
-    for (index, name) in policies.iter().enumerate() {
+    for (index, (name, _)) in names.iter().enumerate() {
         let mut by_p99: Vec<&Vec<u64>> = results[index].iter().collect();
         by_p99.sort_by(|a, b| quantile(a, 0.99).total_cmp(&quantile(b, 0.99)));
         let median_run = by_p99[by_p99.len() / 2];
@@ -389,6 +416,19 @@ fn summary(query: Query, samples: &[u64]) -> String {
     }
 }
 
+/// `config` with the client settings of `BENCH_KAFKA_SETTINGS` (`key=value,...`).
+fn with_settings(mut config: KafkaConfig) -> KafkaConfig {
+    for setting in std::env::var("BENCH_KAFKA_SETTINGS")
+        .unwrap_or_default()
+        .split(',')
+    {
+        if let Some((key, value)) = setting.split_once('=') {
+            config = config.with(key, value);
+        }
+    }
+    config
+}
+
 /// `always`, `never`, or an interval in milliseconds such as `10ms`.
 fn fsync_policy(name: &str) -> FsyncPolicy {
     match name {
@@ -432,23 +472,23 @@ async fn once(
     let directory =
         tempfile::tempdir_in(std::env::var("BENCH_DIR").unwrap_or_else(|_| ".".into())).unwrap();
     // Kept until the run ends: dropping it stops the broker.
-    let mut _broker = None;
+    let mut _tansu = None;
+    let mut _kafka = None;
     let backend: Arc<dyn Backend> = if log_name == "tansu" {
         let broker = Tansu::start();
         // q5's checkpoint holds the whole window state: over 1 MB (librdkafka's default
         // `message.max.bytes`) in an unpaced run, whose event time runs at a million events
         // a second; tansu takes larger records.
-        let mut config = broker.config().with("message.max.bytes", "16777216");
-        for setting in std::env::var("BENCH_KAFKA_SETTINGS")
-            .unwrap_or_default()
-            .split(',')
-        {
-            if let Some((key, value)) = setting.split_once('=') {
-                config = config.with(key, value);
-            }
-        }
+        let config = with_settings(broker.config().with("message.max.bytes", "16777216"));
         let backend = KafkaBackend::connect(config).await.unwrap();
-        _broker = Some(broker);
+        _tansu = Some(broker);
+        Arc::new(backend)
+    } else if log_name == "kafka" {
+        let broker = ApacheKafka::start();
+        let backend = KafkaBackend::connect(with_settings(broker.config()))
+            .await
+            .unwrap();
+        _kafka = Some(broker);
         Arc::new(backend)
     } else {
         let mut log = LogConfig::default().with_fsync(fsync_policy(log_name));
