@@ -838,28 +838,29 @@ fn python_streamlets_run_from_the_image_on_a_real_api_server() {
 mod power {
     use runnel::prelude::*;
 
-    /// What the SQL streamlet of the test below writes.
+    /// What the SQL streamlet of the test below writes: a device's count of power
+    /// readings so far.
     #[record]
     #[derive(Debug, Clone, PartialEq)]
-    pub(super) struct Power {
+    pub(super) struct PowerReadings {
         pub(super) device_id: String,
-        pub(super) sequence: i64,
-        pub(super) name: String,
-        pub(super) value: f64,
+        pub(super) readings: i64,
     }
 }
 
-/// A SQL streamlet on the real control plane: the app with a query added whose text is in a
-/// file of its own (`sql-file`). `build` writes the query into the blueprint it ships, since
-/// a pod reads its blueprint from a ConfigMap, away from that file; each pod plans it again;
-/// the readings it picks flow to its topic, and a killed pod of it restarts and goes on.
+/// A stateful SQL streamlet on the real control plane: the app with a query added whose
+/// text is in a file of its own (`sql-file`), counting each device's power readings (an
+/// aggregate without a window, whose results update). `build` writes the query into the
+/// blueprint it ships, since a pod reads its blueprint from a ConfigMap, away from that
+/// file; each pod plans it again. A killed pod of it restarts from its checkpoint: every
+/// device's count goes on from where it was, never inserted anew.
 #[test]
 fn a_sql_streamlet_in_a_file_of_its_own_runs_on_a_real_api_server() {
     let broker = Tansu::start();
     let work = tempfile::tempdir().unwrap();
     let app = work.path().join("app");
     std::fs::create_dir_all(app.join("queries")).unwrap();
-    let query = "SELECT device_id, sequence, name, value\nFROM metrics\nWHERE name = 'power'\n";
+    let query = "SELECT device_id, COUNT(*) AS readings\nFROM metrics\nWHERE name = 'power'\nGROUP BY device_id\n";
     std::fs::write(app.join("queries/power.sql"), query).unwrap();
     let text = std::fs::read_to_string(BLUEPRINT).unwrap();
     let metrics = "consumers = [\"validation.in\"]";
@@ -867,7 +868,7 @@ fn a_sql_streamlet_in_a_file_of_its_own_runs_on_a_real_api_server() {
     let text = text
         .replace(
             "[topics.sensor-data]",
-            "[streamlets.power]\nsql-file = \"queries/power.sql\"\nrecord-name = \"Power\"\n\n[topics.sensor-data]",
+            "[streamlets.power]\nsql-file = \"queries/power.sql\"\nrecord-name = \"PowerReadings\"\n\n[topics.sensor-data]",
         )
         .replace(metrics, "consumers = [\"validation.in\", \"power.metrics\"]")
         + "\n[topics.power-readings]\nproducers = [\"power.out\"]\n";
@@ -886,32 +887,47 @@ fn a_sql_streamlet_in_a_file_of_its_own_runs_on_a_real_api_server() {
         "{shipped}"
     );
 
-    let powers = |at_least| {
-        read_topic(
-            &broker,
-            "power-readings",
-            LIMIT,
-            crate::kafka_support::at_least(at_least),
-        )
-        .iter()
-        .map(|seen| decode::<power::Power>(&seen.value))
-        .collect::<Vec<_>>()
+    // Each change with its kind, and the least count of the four devices so far.
+    let changes = |enough: &dyn Fn(i64) -> bool| {
+        let mut counts: BTreeMap<String, i64> = BTreeMap::new();
+        let seen = read_topic(&broker, "power-readings", LIMIT, |seen| {
+            let row = decode::<power::PowerReadings>(&seen.value);
+            let count = counts.entry(row.device_id).or_default();
+            *count = (*count).max(row.readings);
+            counts.len() == 4 && enough(*counts.values().min().unwrap())
+        });
+        seen.iter()
+            .map(|seen| {
+                let kind = seen.header("runnel.row.kind").expect("a row kind");
+                (kind, decode::<power::PowerReadings>(&seen.value))
+            })
+            .collect::<Vec<_>>()
     };
-    let first = powers(20);
-    assert!(first.len() >= 20, "{} power readings", first.len());
-    assert!(
-        first
-            .iter()
-            .all(|power| power.name == "power" && !power.device_id.is_empty()),
-        "{first:?}"
+    // Every device counted, then counted on for a few checkpoints' time (at 5 of its
+    // readings a second; the first results count the backlog of the streamlet's start).
+    let first = changes(&|_| true);
+    let started = first.iter().map(|(_, row)| row.readings).max().unwrap();
+    let before = changes(&|least| least >= started + 15);
+    let inserted = |changes: &[(String, power::PowerReadings)]| -> Vec<String> {
+        let inserts = changes.iter().filter(|(kind, _)| kind == "+I");
+        inserts.map(|(_, row)| row.device_id.clone()).collect()
+    };
+    assert_eq!(
+        inserted(&before).len(),
+        4,
+        "one insert per device: {before:?}"
     );
+    let highest = before.iter().map(|(_, row)| row.readings).max().unwrap();
+
     let pod = cluster.ready_pods("power")[0].clone();
     assert!(cluster.kubelet.kill(&pod));
     cluster.wait_for_a_restart("power");
-    let more = first.len() + 40;
-    assert!(
-        powers(more).len() >= more,
-        "the SQL streamlet went on after the restart"
+    // A count lost with the pod would start anew, inserted again.
+    let after = changes(&|least| least > highest + 10);
+    assert_eq!(
+        inserted(&after).len(),
+        4,
+        "the restarted streamlet counted on from its checkpoint: {after:?}"
     );
 }
 
