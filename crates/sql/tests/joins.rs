@@ -102,13 +102,7 @@ fn expected_suggestions() -> BTreeSet<Suggestion> {
 }
 
 async fn suggestions(sql: &str) -> anyhow::Result<Vec<Suggestion>> {
-    let run = TestRun::new(streamlet(sql, "Suggestion"))
-        .input(PERSONS, persons())
-        .input(AUCTIONS, auctions())
-        .run()
-        .await?;
-    let out: Outlet<Suggestion> = Outlet::new("out");
-    Ok(run.output(out))
+    joined(sql, "Suggestion").await
 }
 
 #[tokio::test]
