@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use runnel_streamlet::window::Aggregate;
 use serde::{Deserialize, Serialize};
 
+use crate::grouping::Arguments;
 use crate::udaf::Udaf;
 use crate::value::Value;
 
@@ -181,7 +182,7 @@ impl Accumulators {
 
 impl Aggregate for Accumulators {
     /// Each function's argument.
-    type Input = Vec<Value>;
+    type Input = Arguments;
     type Accumulator = Vec<Accumulator>;
     /// Each function's result.
     type Output = Vec<Value>;
@@ -213,7 +214,7 @@ impl Aggregate for Accumulators {
             .collect()
     }
 
-    fn add(&self, accumulators: &mut Vec<Accumulator>, arguments: &Vec<Value>) {
+    fn add(&self, accumulators: &mut Vec<Accumulator>, arguments: &Arguments) {
         self.apply(accumulators, arguments, 1);
     }
 
@@ -364,7 +365,7 @@ mod tests {
         let accumulators = Accumulators::new(functions, Vec::new());
         let mut state = accumulators.create();
         for row in rows {
-            accumulators.add(&mut state, row);
+            accumulators.add(&mut state, &row.iter().cloned().collect());
         }
         accumulators.result(&state)
     }
@@ -427,9 +428,9 @@ mod tests {
         );
         let (mut whole, mut part) = (accumulators.create(), accumulators.create());
         for value in [3, 5, 3] {
-            accumulators.add(&mut whole, &vec![Value::Integer(value); 2]);
+            accumulators.add(&mut whole, &Arguments::from_elem(Value::Integer(value), 2));
         }
-        accumulators.add(&mut part, &vec![Value::Integer(5); 2]);
+        accumulators.add(&mut part, &Arguments::from_elem(Value::Integer(5), 2));
         accumulators.merge(&mut whole, &part);
         assert!(accumulators.subtract(&mut whole, &part));
         assert!(accumulators.subtract(&mut whole, &part));
@@ -445,7 +446,10 @@ mod tests {
     fn distinct_values_checkpoint_as_pairs() {
         let accumulators = Accumulators::new(vec![Function::CountDistinct], Vec::new());
         let mut state = accumulators.create();
-        accumulators.add(&mut state, &vec![Value::Text("a".into())]);
+        accumulators.add(
+            &mut state,
+            &Arguments::from_elem(Value::Text("a".into()), 1),
+        );
         let json = serde_json::to_string(&state).unwrap();
         let restored: Vec<Accumulator> = serde_json::from_str(&json).unwrap();
         assert_eq!(accumulators.result(&restored), [Value::Integer(1)]);

@@ -14,7 +14,7 @@ use runnel_streamlet::watermark::{WatermarkHolder, Watermarks};
 use runnel_streamlet::window::{Added, PaneInfo, Window, WindowOperator};
 
 use crate::accumulators::Accumulators;
-use crate::grouping::{GroupPane, Grouping};
+use crate::grouping::{GroupKey, GroupPane, Grouping};
 use crate::join::{JoinPlan, JoinState, Row, Side};
 use crate::query::{Processed, Stage, each_row, run_stages};
 use crate::tree::{self, Node};
@@ -25,7 +25,7 @@ use crate::{Error, Query, RowKind, Table};
 mod changelog;
 
 /// A window's state: its operator over group keys and accumulators.
-pub(crate) type Operator = WindowOperator<Vec<Value>, Accumulators>;
+pub(crate) type Operator = WindowOperator<GroupKey, Accumulators>;
 
 /// What a result record is stamped with, when it comes from a window's pane: the pane's
 /// event time, and its window and what the pane says of itself, which the record's headers

@@ -11,6 +11,7 @@ use datafusion_expr::logical_plan::Aggregate as AggregateNode;
 use datafusion_expr::{Expr, ExprSchemable};
 use datafusion_physical_expr::PhysicalExpr;
 use runnel_streamlet::window::{Pane, WindowSpec};
+use smallvec::SmallVec;
 
 use crate::Error;
 use crate::accumulators::{Accumulators, Function};
@@ -25,15 +26,24 @@ use crate::value::{Cells, Value, array_of, is_supported};
 #[derive(Debug)]
 pub(crate) struct GroupedRow {
     /// The values of the `GROUP BY` expressions other than the window.
-    pub(crate) key: Vec<Value>,
+    pub(crate) key: GroupKey,
     /// Milliseconds since the epoch.
     pub(crate) time: i64,
     /// One per aggregate function.
-    pub(crate) arguments: Vec<Value>,
+    pub(crate) arguments: Arguments,
 }
 
+/// A group's key: the values of its `GROUP BY` expressions, most often one, kept inline
+/// so that grouping a row allocates nothing for it. Written to the changelog as a list, as
+/// a `Vec` is.
+pub(crate) type GroupKey = SmallVec<[Value; 1]>;
+
+/// A row's arguments to its aggregate functions, one per function: most queries have one
+/// or two, kept inline so that grouping a row allocates nothing for them.
+pub(crate) type Arguments = SmallVec<[Value; 2]>;
+
 /// A pane of a grouped query: key and aggregate results.
-pub(crate) type GroupPane = Pane<Vec<Value>, Vec<Value>>;
+pub(crate) type GroupPane = Pane<GroupKey, Vec<Value>>;
 
 /// Where each column of the aggregate's output comes from.
 #[derive(Clone, Copy, Debug)]

@@ -5,7 +5,7 @@ use runnel_streamlet::checkpoint::TrackedMap;
 
 pub(crate) use runnel_streamlet::checkpoint::Kept;
 
-use crate::value::Value;
+use crate::grouping::GroupKey;
 
 /// State by key (a row of values), and the keys changed since the changes were last taken.
-pub(crate) type Tracked<V> = TrackedMap<Vec<Value>, V>;
+pub(crate) type Tracked<V> = TrackedMap<GroupKey, V>;

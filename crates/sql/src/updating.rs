@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::RowKind;
 use crate::accumulators::{Accumulator, Accumulators};
-use crate::grouping::GroupedRow;
+use crate::grouping::{GroupKey, GroupedRow};
 use crate::tracked::Tracked;
 use crate::value::Value;
 
@@ -26,7 +26,7 @@ pub(crate) struct Group {
 }
 
 /// A change to the results: a group's key, a result of its aggregates, and the kind.
-pub(crate) type Change = (Vec<Value>, Vec<Value>, RowKind);
+pub(crate) type Change = (GroupKey, Vec<Value>, RowKind);
 
 /// Every group of an aggregate without a window, by key.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -45,8 +45,8 @@ impl Updating {
         kinds: Option<&[RowKind]>,
     ) -> Vec<Change> {
         // In the order first touched; the set keeps the check linear in the batch.
-        let mut touched: Vec<Vec<Value>> = Vec::new();
-        let mut seen: HashSet<Vec<Value>> = HashSet::new();
+        let mut touched: Vec<GroupKey> = Vec::new();
+        let mut seen: HashSet<GroupKey> = HashSet::new();
         for (at, row) in rows.into_iter().enumerate() {
             let retract = kinds.is_some_and(|kinds| kinds[at].is_retraction());
             let group = if retract {
@@ -124,9 +124,9 @@ mod tests {
 
     fn row(key: i64, value: i64) -> GroupedRow {
         GroupedRow {
-            key: vec![Value::Integer(key)],
+            key: smallvec::smallvec![Value::Integer(key)],
             time: 0,
-            arguments: vec![Value::Integer(value), Value::Integer(value)],
+            arguments: smallvec::smallvec![Value::Integer(value), Value::Integer(value)],
         }
     }
 

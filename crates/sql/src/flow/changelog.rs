@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Flow, Running};
 use crate::accumulators::Accumulator;
+use crate::grouping::GroupKey;
 use crate::join::{JoinState, KeyRows};
 use crate::updating::Updating;
 use crate::value::Value;
@@ -43,7 +44,7 @@ struct SavedWindow {
     watermarks: WatermarkHolder,
     /// Before the changelog: the whole state.
     #[serde(default)]
-    operator: Option<State<Vec<Value>, Vec<Accumulator>, Vec<Value>>>,
+    operator: Option<State<GroupKey, Vec<Accumulator>, Vec<Value>>>,
 }
 
 #[derive(Serialize)]
