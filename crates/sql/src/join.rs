@@ -88,8 +88,9 @@ pub(crate) struct TimeBound {
 }
 
 impl JoinPlan {
-    /// The join `node` describes: an inner join with at least one equality between its
-    /// sides.
+    /// The join `node` describes: an inner or outer join with at least one equality
+    /// between its sides. Its time bound and whether its inputs update are set when the
+    /// tree is planned, which knows its inputs.
     pub(crate) fn plan(node: &JoinNode) -> Result<JoinPlan, Error> {
         let outer = match node.join_type {
             JoinType::Inner => [false, false],
