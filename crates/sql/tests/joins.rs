@@ -625,3 +625,36 @@ async fn an_outer_join_pads_updating_rows_and_takes_the_padding_back_with_them()
     assert!(kinds["-D"] > 100, "{kinds:?}");
     Ok(())
 }
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+struct PersonCount {
+    id: i64,
+    n: i64,
+}
+
+#[tokio::test]
+async fn a_join_of_a_windows_early_results_takes_back_the_results_they_replace()
+-> anyhow::Result<()> {
+    // Each seller's count of auctions in one long window, sent after every auction (EMIT),
+    // joined to the seller: each new count takes the pair of the one before back.
+    let sql = "SELECT P.id, C.n FROM persons P JOIN \
+               (SELECT seller, COUNT(*) AS n FROM auctions \
+                GROUP BY seller, TUMBLE(date_time, INTERVAL '1000' SECOND)) C \
+               ON P.id = C.seller \
+               EMIT WITHOUT DELAY BEFORE WATERMARK";
+    let (table, kinds) = folded(sql, "PersonCount", |row: PersonCount| (row.id, row.n)).await?;
+    let (persons, auctions) = some_persons_and_auctions();
+    let mut counts: BTreeMap<i64, i64> = BTreeMap::new();
+    for auction in &auctions {
+        *counts.entry(auction.seller).or_default() += 1;
+    }
+    let registered = |seller: &i64| persons.iter().any(|person| person.id == *seller);
+    let expected: BTreeSet<_> = counts
+        .into_iter()
+        .filter(|(seller, _)| registered(seller))
+        .collect();
+    assert!(expected.iter().any(|(_, n)| *n > 2), "{expected:?}");
+    assert_eq!(table, expected);
+    assert!(kinds["-D"] > 50, "{kinds:?}");
+    Ok(())
+}
