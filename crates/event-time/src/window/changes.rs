@@ -102,26 +102,44 @@ where
     /// is due), and whether they are a snapshot.
     #[doc(hidden)]
     pub fn take_changes(&mut self) -> (ChangelogEntries, bool) {
+        self.take_changes_written(|key, out| {
+            serde_json::to_writer(out, key).expect("window keys serialize");
+        })
+    }
+
+    /// As [`take_changes`](Self::take_changes), with `write_key` appending each key's JSON
+    /// to the buffer it is given: for keys a writer of their own puts faster than serde.
+    /// Entries are read back with serde, and a key must be the same bytes in every entry
+    /// (the changelog keeps a key's last entry), so they must be the bytes
+    /// `serde_json::to_vec` gives.
+    #[doc(hidden)]
+    pub fn take_changes_written(
+        &mut self,
+        mut write_key: impl FnMut(&K, &mut Vec<u8>),
+    ) -> (ChangelogEntries, bool) {
         self.track_changes();
         let snapshot = self.snapshot_due();
         let changes = self.changes.as_mut().expect("tracked above");
         let keys = &mut self.state.keys;
         let mut taken = ChangelogEntriesBuilder::with_capacity(0);
         let mut value = Vec::new();
+        let mut key_bytes = Vec::new();
         let mut written = 0;
         let mut bytes = if snapshot { 0 } else { changes.bytes };
         let mut take = |key: &K, state: Option<&mut KeyState<A::Accumulator, A::Output>>| {
-            let key = serde_json::to_vec(key).expect("window keys serialize");
+            key_bytes.clear();
+            write_key(key, &mut key_bytes);
+            let key = key_bytes.as_slice();
             match state {
                 Some(state) => {
                     value.clear();
                     serde_json::to_writer(&mut value, &*state).expect("window state serializes");
-                    taken.value(&key, value.len(), |buffer| buffer.extend_from_slice(&value));
+                    taken.value(key, value.len(), |buffer| buffer.extend_from_slice(&value));
                     let entry_bytes = u32::try_from(key.len() + value.len()).unwrap_or(u32::MAX);
                     bytes = bytes - u64::from(state.entry_bytes) + u64::from(entry_bytes);
                     state.entry_bytes = entry_bytes;
                 }
-                None => taken.deleted(&key),
+                None => taken.deleted(key),
             }
             written += 1;
         };

@@ -7,7 +7,9 @@
 //! and the scans' watermarks ([`Saved`]). A snapshot, which writes every entry, is the
 //! whole flow's: every node's entries together, so the records before it can go.
 
-use runnel_streamlet::checkpoint::{ChangelogEntries, ChangelogEntriesBuilder, ReplayTarget};
+use runnel_streamlet::checkpoint::{
+    ChangelogEntries, ChangelogEntriesBuilder, ReplayTarget, append_postcard,
+};
 use runnel_streamlet::watermark::{WatermarkHolder, Watermarks};
 use runnel_streamlet::window::State;
 use serde::{Deserialize, Serialize};
@@ -17,7 +19,7 @@ use crate::accumulators::Accumulator;
 use crate::grouping::GroupKey;
 use crate::join::{JoinState, KeyRows};
 use crate::updating::Updating;
-use crate::value::Value;
+use crate::value::{self, Value};
 
 /// The bytes of an entry's key before the node's own key: the node's place in the tree.
 const NODE_PREFIX: usize = 4;
@@ -98,7 +100,8 @@ impl<'q> Flow<'q> {
                     if snapshot {
                         operator.snapshot_next();
                     }
-                    let (changes, _) = operator.take_changes();
+                    let (changes, _) =
+                        operator.take_changes_written(|key, out| value::write_json(key, out));
                     let prefix = prefix(at, None);
                     for (key, value) in changes.iter().map_while(Result::ok) {
                         let key = [prefix.as_slice(), key].concat();
@@ -118,19 +121,24 @@ impl<'q> Flow<'q> {
                 Running::Join { state, .. } => {
                     for (side, rows) in state.sides_mut().into_iter().enumerate() {
                         let prefix = prefix(at, Some(side as u8));
-                        written += rows.take_changes_with(
+                        written += rows.take_changes_written(
                             &prefix,
                             snapshot,
                             &mut entries,
+                            |key, out| value::write_json(key, out),
                             KeyRows::write_postcard,
                         );
                     }
                 }
                 Running::Aggregate { state, .. } => {
                     let prefix = prefix(at, None);
-                    written += state
-                        .tracked_mut()
-                        .take_changes(&prefix, snapshot, &mut entries);
+                    written += state.tracked_mut().take_changes_written(
+                        &prefix,
+                        snapshot,
+                        &mut entries,
+                        |key, out| value::write_json(key, out),
+                        append_postcard,
+                    );
                 }
                 Running::Scan {
                     clock: Some(observed),
