@@ -26,6 +26,10 @@ The harness creates every topic it reads or writes with `retention.ms=-1`: the e
 times are from 2024, and the broker's default retention would delete them.
 The broker's CPU is reported apart: it is shared and the same for every engine.
 
+With `--latency-loads 0.5,0.8` (and `--queries q0`), the throughput runs are followed by
+latency runs: each engine under a paced load at those fractions of its saturated rate,
+timed from outside by the broker's append times (kafka_latency.py says how).
+
     python kafka_harness.py --events 20000000 --runs 3 --queries q0,q1,q2 \
         --streams-classpath CP --flink-classpath CP --output results.md
 """
@@ -46,6 +50,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+import kafka_latency
 from harness import CLOCK_TICKS, ROOT, machine, session_processes
 
 ENGINES = ("runnel", "kafka-streams", "flink")
@@ -186,9 +191,10 @@ def toml_value(value):
 class Run:
     """One engine running one query: its command, its consumer groups and its input topics."""
 
-    def __init__(self, arguments, work, engine, query, number):
+    def __init__(self, arguments, work, engine, query, number, kind="nxk", prefix=None):
+        """`prefix`: the input topics' (default: the filled events')."""
         self.engine, self.query = engine, query
-        self.name = f"nxk-{query}-{engine}-{number}-{uuid.uuid4().hex[:6]}"
+        self.name = f"{kind}-{query}-{engine}-{number}-{uuid.uuid4().hex[:6]}"
         self.output = f"{self.name}-results"
         self.committed = 0
         # Topics the run writes, created by the harness so that they keep records forever.
@@ -196,7 +202,7 @@ class Run:
         # Topics between two streamlets of the run, with the groups that read them: the run
         # ends once they too have read all of them (q4's second streamlet, say).
         self.between = []
-        prefix = events_prefix(arguments)
+        prefix = prefix or events_prefix(arguments)
         guarantee = arguments.guarantee
         if engine.removesuffix(BASELINE) in ("runnel", SQL_ENGINE):
             if engine.endswith(BASELINE) and arguments.baseline is None:
@@ -273,6 +279,8 @@ class Run:
         command = [str(binary), "run", str(blueprint), "--kafka", arguments.bootstrap,
                    "--data-dir", str(work / self.name), "--view", "off", "--admin", "off",
                    "--commit-interval", "1s"]
+        for setting in arguments.runnel_kafka_settings:
+            command += ["--kafka-setting", setting]
         return command, groups, streams
 
 
@@ -446,6 +454,9 @@ def main():
                              "runnel-baseline and runnel-sql-baseline")
     parser.add_argument("--streams-classpath", default="", help="the Kafka Streams peer's -cp")
     parser.add_argument("--flink-classpath", default="", help="the Flink peer's -cp")
+    parser.add_argument("--runnel-kafka-setting", action="append", default=[],
+                        dest="runnel_kafka_settings", metavar="KEY=VALUE",
+                        help="a librdkafka setting for Runnel's engines (`--kafka-setting`)")
     parser.add_argument("--java-option", action="append", default=[], dest="java_options")
     parser.add_argument("--bootstrap", default=None,
                         help="an existing cluster (default: start one in WORK/kafka)")
@@ -453,8 +464,24 @@ def main():
                         help="with --bootstrap: the broker's process, for its CPU time")
     parser.add_argument("--work", type=Path, required=True, help="scratch directory, kept")
     parser.add_argument("--output", type=Path, required=True, help="the markdown table goes here")
+    parser.add_argument("--latency-loads", default=None,
+                        help="after the throughput runs of q0: its end-to-end latency at these "
+                             "fractions of each engine's saturated rate, e.g. 0.5,0.8 "
+                             "(kafka_latency.py)")
+    parser.add_argument("--latency-saturation-events", type=int, default=8_000_000,
+                        help="events the generator writes unpaced to find each engine's "
+                             "saturated rate")
+    parser.add_argument("--latency-saturated", type=float, default=None,
+                        help="take this as every engine's saturated rate (events/s) instead of "
+                             "measuring it: to compare settings at the same load")
+    parser.add_argument("--latency-seconds", type=float, default=30,
+                        help="seconds of paced load per latency run")
+    parser.add_argument("--latency-warm-up", type=float, default=10,
+                        help="seconds at the start of a latency run left out")
     arguments = parser.parse_args()
     arguments.queries = arguments.queries.split(",")
+    if arguments.latency_loads is not None and arguments.queries != ["q0"]:
+        raise SystemExit("--latency-loads measures q0 only (--queries q0)")
     arguments.nexmark = Path(arguments.target) / "release" / "nexmark"
     if arguments.baseline is not None:
         arguments.baseline = Path(arguments.baseline) / "release" / "nexmark"
@@ -502,8 +529,56 @@ def main():
               f"{machine()}; load average during the run "
               f"{min(load):.1f} to {max(load):.1f}.")
     report = header + "\n\n" + table(arguments, results, engines) + "\n"
+    if arguments.latency_loads is not None:
+        report += "\n" + latency_runs(arguments, cluster, work, engines) + "\n"
     arguments.output.write_text(report)
     print(report)
+
+
+def latency_runs(arguments, cluster, work, engines):
+    """q0's latency at each of `--latency-loads` times each engine's saturated rate (the
+    rate it writes results at while the generator writes as fast as it can beside it),
+    the engines and loads interleaved over `--runs` rounds; returns its section."""
+    loads = [float(load) for load in arguments.latency_loads.split(",")]
+    results, rates, load_average = {}, {}, [os.getloadavg()[0]]
+
+    def once(engine, number, rate, count):
+        prefix = f"nxl-{uuid.uuid4().hex[:8]}"
+        run = Run(arguments, work, engine, "q0", number, kind="nxl", prefix=prefix)
+        try:
+            return kafka_latency.measure(arguments, cluster, work, run, rate, count, stop)
+        except (RuntimeError, subprocess.CalledProcessError) as error:
+            return {"failure": str(error)[:120]}
+        finally:
+            cluster.delete_topics([prefix, run.name])
+            load_average.append(os.getloadavg()[0])
+
+    for engine in engines:
+        if arguments.latency_saturated:
+            rates[engine] = arguments.latency_saturated
+            continue
+        result = once(engine, 0, 0, arguments.latency_saturation_events)
+        if "failure" in result:
+            kafka_latency.report(f"saturation {engine}: {result['failure']}")
+            continue
+        rates[engine] = result["output_rate"]
+        kafka_latency.report(f"saturation {engine}: {rates[engine]:,.0f} events/s "
+                             f"(generator at {result['rate']:,.0f} bids/s)")
+    for number in range(arguments.runs):
+        order = engines[number % len(engines):] + engines[:number % len(engines)]
+        for load in loads:
+            for engine in (e for e in order if e in rates):
+                rate = rates[engine] * load
+                result = once(engine, number + 1, rate, int(rate * arguments.latency_seconds))
+                kafka_latency.report(f"latency run {number + 1} {engine} at {load:.0%}: "
+                                     + (result.get("failure") or kafka_latency.summary(result)))
+                results.setdefault((engine, load), []).append(result)
+    return (f"q0's end-to-end latency on Kafka (kafka_latency.py): saturated rates with the "
+            f"generator writing {arguments.latency_saturation_events:,} events unpaced beside "
+            f"each engine; then {arguments.latency_seconds:g} s of paced load per run, the "
+            f"first {arguments.latency_warm_up:g} s left out, {arguments.runs} interleaved runs "
+            f"per engine and load (medians); load average {min(load_average):.1f} to "
+            f"{max(load_average):.1f}.\n\n" + kafka_latency.table(results, rates, loads, engines))
 
 
 if __name__ == "__main__":
