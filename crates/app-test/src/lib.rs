@@ -146,16 +146,39 @@ impl Running {
         self.wait_for_line(
             &format!("{streamlet} reading {records} records"),
             limit,
-            |line| {
-                line.contains(&name)
-                    && line
-                        .split("total_in=")
-                        .nth(1)
-                        .and_then(|rest| rest.split_whitespace().next())
-                        .and_then(|total| total.parse::<u64>().ok())
-                        .is_some_and(|total| total >= records)
-            },
+            |line| line.contains(&name) && total_in(line) >= Some(records),
         );
+    }
+
+    /// As [`wait_until_read`](Running::wait_until_read), but an app that ends first (its
+    /// streamlets drained everything there was, before `streamlet` read `records` in this
+    /// run) is not a failure: returns `false` once it exited, and successfully (panics if
+    /// not).
+    pub fn read_unless_drained(&mut self, streamlet: &str, records: u64, limit: Duration) -> bool {
+        let name = format!("streamlet={streamlet} ");
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if line.contains(&name) && total_in(&line) >= Some(records) => {
+                    return true;
+                }
+                Ok(_) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    let status = self.child.wait().expect("the app is waited for");
+                    assert!(
+                        status.success(),
+                        "the app ended with {status} before {streamlet} read {records} records"
+                    );
+                    return false;
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    panic!(
+                        "no output line showed {streamlet} reading {records} records within {limit:?}"
+                    )
+                }
+            }
+        }
     }
 
     /// Waits for an output line containing `text` and returns it; panics after `limit`.
@@ -260,4 +283,12 @@ pub fn stdout_of(output: &Output) -> String {
 /// What the app printed on standard error.
 pub fn stderr_of(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The `total_in` a plain status line (`--view plain`) gives, if it gives one.
+fn total_in(line: &str) -> Option<u64> {
+    line.split("total_in=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|total| total.parse().ok())
 }
