@@ -349,6 +349,9 @@ impl Backend for KafkaBackend {
                 Ok(TopicCreation::Created)
             }
             Some(Err((_, RDKafkaErrorCode::TopicAlreadyExists))) => {
+                // Another client created it between our look and our request; the broker
+                // answering metadata may not know of it yet.
+                self.await_topic(&spec.name).await?;
                 let (_, existing) = self.inner.metadata.partitions(&spec.name, true).await?;
                 if existing == spec.partitions {
                     Ok(TopicCreation::AlreadyExists)

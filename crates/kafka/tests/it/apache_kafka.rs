@@ -10,7 +10,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer as _};
 use rdkafka::message::Message as _;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer as _, ThreadedProducer};
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
-use runnel_backend::{Backend, TopicSpec};
+use runnel_backend::{Backend, TopicCreation, TopicSpec};
 use runnel_kafka::KafkaBackend;
 use runnel_kafka::test_broker::ApacheKafka;
 
@@ -207,4 +207,39 @@ async fn a_three_node_cluster_takes_writes_with_a_node_killed() {
         "node {stopped} stopped listening"
     );
     kafka.restart(stopped);
+}
+
+/// Streamlets of one app start together and each creates the topics it writes, such as the
+/// dead-letter topic they share: every one of them must succeed, though only one request
+/// creates the topic and the broker answering the others may not know of it yet.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_racing_to_create_the_same_topics_all_succeed() {
+    const CLIENTS: usize = 6;
+    const TOPICS: usize = 16;
+    let kafka = ApacheKafka::start();
+    let mut backends = Vec::new();
+    for _ in 0..CLIENTS {
+        backends.push(KafkaBackend::connect(kafka.config()).await.unwrap());
+    }
+    for topic in 0..TOPICS {
+        let spec = TopicSpec::new(format!("raced-{topic}"), 3);
+        let creations =
+            futures::future::join_all(backends.iter().map(|backend| backend.create_topic(&spec)))
+                .await;
+        let created = creations
+            .into_iter()
+            .map(|creation| creation.unwrap_or_else(|error| panic!("{}: {error:?}", spec.name)))
+            .filter(|creation| *creation == TopicCreation::Created)
+            .count();
+        assert!(created <= 1, "{}: {created} clients created it", spec.name);
+        assert_eq!(
+            backends[0]
+                .topic(&spec.name)
+                .await
+                .unwrap()
+                .unwrap()
+                .partitions,
+            3
+        );
+    }
 }
