@@ -185,26 +185,43 @@ fn flip_byte(path: &std::path::Path, position: u64) {
     file.write_all_at(&[byte[0] ^ 0x01], position).unwrap();
 }
 
-/// Runs `work` with log events of this thread written to a string, and returns both.
+/// What `work` logs on this thread, through a subscriber that is the process's global
+/// default (set once) and writes to a buffer of the capturing thread. A subscriber scoped to
+/// the thread (`with_default`) went blind now and then: tracing caches each callsite's
+/// interest process-wide, and a test beside this one, with no subscriber, that hit the same
+/// warning first (a torn tail cut) had it cached as never logged.
 fn capture_logs<T>(work: impl FnOnce() -> T) -> (T, String) {
-    #[derive(Clone, Default)]
-    struct Buffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-    impl Write for Buffer {
+    thread_local! {
+        static CAPTURED: std::cell::RefCell<Option<Vec<u8>>> = const { std::cell::RefCell::new(None) };
+    }
+    struct ThreadBuffer;
+    impl Write for ThreadBuffer {
         fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(bytes);
+            CAPTURED.with_borrow_mut(|captured| {
+                if let Some(captured) = captured {
+                    captured.extend_from_slice(bytes);
+                }
+            });
             Ok(bytes.len())
         }
         fn flush(&mut self) -> std::io::Result<()> {
             Ok(())
         }
     }
-    let buffer = Buffer::default();
-    let writer = buffer.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    let result = tracing::subscriber::with_default(subscriber, work);
-    let logged = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
-    (result, logged)
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer(|| ThreadBuffer)
+            .finish();
+        tracing::subscriber::set_global_default(subscriber)
+            .expect("no other test in this binary sets a global subscriber");
+        // Installing rebuilt the cached interests against the thread's default of the
+        // moment, which was no subscriber yet.
+        tracing::callsite::rebuild_interest_cache();
+    });
+    CAPTURED.with_borrow_mut(|captured| *captured = Some(Vec::new()));
+    let result = work();
+    let logged = CAPTURED.with_borrow_mut(Option::take).unwrap_or_default();
+    (result, String::from_utf8(logged).unwrap())
 }
