@@ -316,6 +316,15 @@ pub trait Consumer: fmt::Debug + Send + Sync {
     /// [`poll`](Consumer::poll) returns from each.
     fn positions(&self) -> Vec<(TopicPartition, u64)>;
 
+    /// Whether the group has given this member its partitions yet. Until it has,
+    /// [`positions`](Consumer::positions) is empty because nothing was assigned, not because
+    /// the member has no partitions: on Kafka a member is assigned its partitions after it
+    /// joins the group, a moment after the consumer is made. The default, `true`, is for
+    /// backplanes that assign partitions as the consumer is made.
+    fn assigned(&self) -> bool {
+        true
+    }
+
     /// The lag of each assigned partition as the backplane's client library itself measures
     /// it, where it does: on Kafka, librdkafka's statistics (the partition's last stable
     /// offset minus the group's committed offset, refreshed every `statistics.interval.ms`).

@@ -89,6 +89,8 @@ pub(crate) struct Shared {
     client_lag: Mutex<BTreeMap<TopicPartition, u64>>,
     /// How many rebalances took partitions from this member.
     revocations: AtomicU64,
+    /// Whether the group has assigned this member its partitions yet.
+    assigned: AtomicBool,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -114,6 +116,7 @@ impl Shared {
             positions: Mutex::default(),
             staged: Mutex::default(),
             revocations: AtomicU64::new(0),
+            assigned: AtomicBool::new(false),
             pending_seeks: Mutex::default(),
             client_lag: Mutex::default(),
         }
@@ -272,6 +275,7 @@ impl Shared {
             list(&starts.iter().map(|(tp, _)| tp.clone()).collect::<Vec<_>>())
         );
         lock(&self.positions).extend(starts);
+        self.assigned.store(true, Ordering::SeqCst);
     }
 }
 
@@ -650,6 +654,10 @@ impl Consumer for KafkaConsumer {
 
     fn revocations(&self) -> u64 {
         self.shared.revocations.load(Ordering::SeqCst)
+    }
+
+    fn assigned(&self) -> bool {
+        self.shared.assigned.load(Ordering::SeqCst)
     }
 
     fn client_lag(&self) -> Vec<(TopicPartition, u64)> {

@@ -199,11 +199,17 @@ impl<J: Join> Streamlet for TwoInputs<J> {
                 snapshots.ask();
             }
         }
+        // Both inlets' partitions, once their groups assigned them, so the first records of
+        // one inlet cannot move the watermark past those the other has still to deliver.
+        let (left_assigned, right_assigned) = (
+            left.assigned_partitions().await,
+            right.assigned_partitions().await,
+        );
         let start = clock.now_millis();
-        for partition in left.partitions() {
+        for partition in left_assigned {
             watermarks.add_partition(left_partition(partition), start);
         }
-        for partition in right.partitions() {
+        for partition in right_assigned {
             watermarks.add_partition(right_partition(partition), start);
         }
         let (mut left_open, mut right_open) = (true, true);

@@ -16,6 +16,15 @@ use crate::metrics::PortMetrics;
 use crate::rejection::FailedAttempts;
 use crate::{Data, Error, InstanceMetrics, Message, Result};
 
+/// How long [`InletStream::assigned_partitions`] waits for the group to assign this member
+/// its partitions at most: Kafka's group join takes a few seconds at worst
+/// (`group.initial.rebalance.delay.ms`, 3 s by default, plus a round of heartbeats).
+const ASSIGNMENT_PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// How often [`InletStream::assigned_partitions`] looks whether the partitions are
+/// assigned.
+const ASSIGNMENT_CHECK: std::time::Duration = std::time::Duration::from_millis(5);
+
 /// Everything an inlet needs except its value type; the host prepares it.
 #[derive(Debug)]
 pub(crate) struct InletParts {
@@ -299,6 +308,49 @@ impl<T: Data> InletStream<T> {
             .iter()
             .map(|(partition, _)| partition.partition)
             .collect()
+    }
+
+    /// [`partitions`](Self::partitions), once the consumer group has given this member its
+    /// partitions. On Kafka a member is assigned its partitions a moment after the streamlet
+    /// starts (when it has joined the group), and until then `partitions` is empty; an
+    /// event-time streamlet that declared no partitions would let the first records of one
+    /// partition (or of one of its inlets) move the watermark past records still to come
+    /// from the others, which would then be late. Returns at once on the embedded log, and
+    /// when the streamlet is asked to stop; after 30 s without an assignment it warns and
+    /// returns what is assigned.
+    ///
+    /// ```no_run
+    /// # use runnel_streamlet::prelude::*;
+    /// # use runnel_streamlet::watermark::{WatermarkHolder, Watermarks};
+    /// # #[derive(Serialize, Deserialize, AvroSchema)] struct Reading { celsius: f64 }
+    /// # const IN: Inlet<Reading> = Inlet::new("in");
+    /// # async fn demo(mut ctx: Context) -> Result<()> {
+    /// let input = ctx.inlet(IN);
+    /// let mut watermarks = WatermarkHolder::new(Watermarks::bounded(std::time::Duration::from_secs(1)));
+    /// for partition in input.assigned_partitions().await {
+    ///     watermarks.add_partition(partition, ctx.clock().now_millis());
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn assigned_partitions(&self) -> Vec<u32> {
+        let patience = tokio::time::sleep(ASSIGNMENT_PATIENCE);
+        tokio::pin!(patience);
+        while !self.parts.consumer.assigned() {
+            tokio::select! {
+                () = self.parts.shutdown.cancelled() => break,
+                () = &mut patience => {
+                    tracing::warn!(
+                        inlet = self.parts.port,
+                        topic = %self.parts.topic,
+                        "no partitions assigned after {} s; going on with none declared",
+                        ASSIGNMENT_PATIENCE.as_secs()
+                    );
+                    break;
+                }
+                () = tokio::time::sleep(ASSIGNMENT_CHECK) => {}
+            }
+        }
+        self.partitions()
     }
 
     /// Positions the inlet at `offset` of `partition` (one assigned to this member), as if

@@ -19,9 +19,9 @@ use runnel_nexmark::model::{Auction, Bid, Person};
 use runnel_nexmark::queries::{q0, q1, q2, q3, q4, q5, q7, q8, q9, q11};
 
 /// Events per run: 40 s of event time at the rate below.
-const EVENTS: u64 = 20_000;
+pub(crate) const EVENTS: u64 = 20_000;
 /// Events per second of event time.
-const RATE: i64 = 500;
+pub(crate) const RATE: i64 = 500;
 
 /// Runs `query`'s blueprint to its end in `data`; with its query streamlet registered as
 /// `<query>-exactly-once` when `exactly_once` says so.
@@ -51,7 +51,7 @@ fn run_query(query: &str, data: &Path, exactly_once: bool) {
     );
 }
 
-fn streams() -> Streams {
+pub(crate) fn streams() -> Streams {
     let config = GeneratorConfig {
         events_per_second: RATE,
         ..GeneratorConfig::default()
@@ -62,7 +62,7 @@ fn streams() -> Streams {
 }
 
 /// `values` in a canonical order, to compare runs that may interleave differently.
-fn sorted<T: Debug>(values: Vec<T>) -> Vec<String> {
+pub(crate) fn sorted<T: Debug>(values: Vec<T>) -> Vec<String> {
     let mut lines: Vec<String> = values.iter().map(|value| format!("{value:?}")).collect();
     lines.sort_unstable();
     lines

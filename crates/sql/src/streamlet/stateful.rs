@@ -71,9 +71,15 @@ pub(super) async fn run(query: &Query, strategy: Watermarks, mut ctx: Context) -
             flow.snapshot_next();
         }
     }
+    // Every input's partitions, once its group assigned them, so the first records of one
+    // cannot move the watermark past those another has still to deliver.
+    let mut assigned = Vec::with_capacity(inputs.len());
+    for input in &inputs {
+        assigned.push(input.stream.assigned_partitions().await);
+    }
     let start = clock.now_millis();
-    for (index, input) in inputs.iter().enumerate() {
-        for partition in input.stream.partitions() {
+    for (index, partitions) in assigned.into_iter().enumerate() {
+        for partition in partitions {
             flow.add_partition(index, partition, start);
         }
     }

@@ -323,8 +323,9 @@ where
                 operator.snapshot_next();
             }
         }
+        let assigned = input.assigned_partitions().await;
         let start = clock.now_millis();
-        for partition in input.partitions() {
+        for partition in assigned {
             watermarks.add_partition(partition, start);
         }
         let mut next_checkpoint: Option<Instant> = None;
