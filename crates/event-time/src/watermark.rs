@@ -4,7 +4,8 @@
 //! timestamps it delivers ([`Watermarks`] says how: bounded out-of-orderness, or nothing
 //! before the end of a bounded input). A partition that delivers nothing for a while is
 //! idle and no longer holds the others back. The streamlet's watermark is the minimum over
-//! its non-idle partitions, and it never goes back ([`WatermarkHolder`]).
+//! its non-idle partitions, and it never goes back ([`WatermarkHolder`]). A streamlet that
+//! reads several inputs keeps them near each other in event time with an [`Alignment`].
 //!
 //! ```
 //! use std::time::Duration;
@@ -22,10 +23,12 @@
 //! assert_eq!(holder.check_idle(60_002), Some(16_000)); // partition 1 went idle
 //! ```
 
+mod alignment;
 mod holder;
 mod scripted;
 mod strategy;
 
+pub use alignment::Alignment;
 pub use holder::WatermarkHolder;
 pub use scripted::ScriptedWatermarks;
 pub use strategy::Watermarks;

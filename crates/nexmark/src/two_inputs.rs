@@ -10,6 +10,11 @@
 //! and when it stops), so a restart resumes with exactly the state of the committed input.
 //! When both inputs end, the watermark goes to the end of time and the join emits the rest.
 //!
+//! Over a backlog the two inputs are read in step ([`Alignment`], with its defaults): an
+//! input more than 10 s of event time ahead of the other waits while the other is
+//! delivering, so the join does not hold the backlog of its sparser input (auctions beside
+//! bids) in its state until the other catches up.
+//!
 //! The state is checkpointed by what changed ([`JoinState`]): the keys changed since the
 //! last checkpoint go to the instance's changelog, and the checkpoint record holds only the
 //! watermarks. A state that grows with its input (q3 keeps every person) thus never has to
@@ -21,9 +26,13 @@ use std::time::Duration;
 use futures::FutureExt;
 use runnel::checkpoint::{ChangelogEntriesBuilder, ReplayTarget, Snapshots};
 use runnel::prelude::*;
-use runnel::watermark::{WatermarkHolder, Watermarks};
+use runnel::watermark::{Alignment, WatermarkHolder, Watermarks};
 use runnel::{Checkpoints, OutletSender};
 use tokio::time::Instant;
+
+/// The inputs' numbers in the [`Alignment`].
+const LEFT: usize = 0;
+const RIGHT: usize = 1;
 
 /// What became of a value given to a [`Join`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -213,10 +222,18 @@ impl<J: Join> Streamlet for TwoInputs<J> {
             watermarks.add_partition(right_partition(partition), start);
         }
         let (mut left_open, mut right_open) = (true, true);
+        let mut alignment = Alignment::with_defaults(2, start);
         let mut next_checkpoint: Option<Instant> = None;
         let mut outputs = Vec::new();
         while left_open || right_open {
-            let wake = match watermarks.next_idle_deadline() {
+            let now = clock.now_millis();
+            let read_left = left_open && alignment.may_read(LEFT, now);
+            let read_right = right_open && alignment.may_read(RIGHT, now);
+            let deadline = [watermarks.next_idle_deadline(), alignment.next_release(now)]
+                .into_iter()
+                .flatten()
+                .min();
+            let wake = match deadline {
                 Some(deadline) => clock.sleep_until(deadline),
                 None => std::future::pending().boxed(),
             };
@@ -240,8 +257,11 @@ impl<J: Join> Streamlet for TwoInputs<J> {
                     }
                     continue;
                 }
-                message = left.next(), if left_open => match message? {
-                    None => left_open = false,
+                message = left.next(), if read_left => match message? {
+                    None => {
+                        left_open = false;
+                        alignment.end(LEFT);
+                    }
                     Some(message) => {
                         let time = join.left_time(message.value());
                         let taken = join.left(&mut state, message.value(), watermarks.current(), &mut outputs);
@@ -249,6 +269,7 @@ impl<J: Join> Streamlet for TwoInputs<J> {
                             ctx.count_late(1);
                         }
                         let now = clock.now_millis();
+                        alignment.observe(LEFT, time, now);
                         if let Some(watermark) = watermarks.observe(left_partition(message.partition()), time, now) {
                             join.advance(&mut state, watermark, &mut outputs);
                         }
@@ -256,8 +277,11 @@ impl<J: Join> Streamlet for TwoInputs<J> {
                         message.commit();
                     }
                 },
-                message = right.next(), if right_open => match message? {
-                    None => right_open = false,
+                message = right.next(), if read_right => match message? {
+                    None => {
+                        right_open = false;
+                        alignment.end(RIGHT);
+                    }
                     Some(message) => {
                         let time = join.right_time(message.value());
                         let taken = join.right(&mut state, message.value(), watermarks.current(), &mut outputs);
@@ -265,6 +289,7 @@ impl<J: Join> Streamlet for TwoInputs<J> {
                             ctx.count_late(1);
                         }
                         let now = clock.now_millis();
+                        alignment.observe(RIGHT, time, now);
                         if let Some(watermark) = watermarks.observe(right_partition(message.partition()), time, now) {
                             join.advance(&mut state, watermark, &mut outputs);
                         }
@@ -311,5 +336,97 @@ impl<J: Join> std::fmt::Debug for TwoInputs<J> {
             .field("output", &self.output)
             .field("watermarks", &self.watermarks)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use runnel::testkit::TestRun;
+
+    const LEFT_IN: Inlet<i64> = Inlet::new("left");
+    const RIGHT_IN: Inlet<i64> = Inlet::new("right");
+    const OUT: Outlet<i64> = Outlet::new("out");
+
+    /// Emits, once both inputs end, the furthest the left input was read ahead of the
+    /// right one in event time.
+    struct Drift;
+
+    #[derive(Default)]
+    struct Seen {
+        left: i64,
+        right: i64,
+        widest: i64,
+    }
+
+    impl ReplayTarget for Seen {
+        fn apply(&mut self, _: &[u8], _: Option<&[u8]>) -> bool {
+            true
+        }
+        fn mark_changed(&mut self, _: &[u8]) {}
+        fn held_entries(&self) -> u64 {
+            0
+        }
+    }
+
+    impl JoinState for Seen {
+        fn take_changes(&mut self, _: bool, _: &mut ChangelogEntriesBuilder) -> u64 {
+            0
+        }
+    }
+
+    impl Join for Drift {
+        type Left = i64;
+        type Right = i64;
+        type Output = i64;
+        type State = Seen;
+
+        fn left_time(&self, left: &i64) -> i64 {
+            *left
+        }
+        fn right_time(&self, right: &i64) -> i64 {
+            *right
+        }
+        fn output_time(&self, _: &i64) -> i64 {
+            0
+        }
+        fn left(&self, seen: &mut Seen, time: &i64, _: i64, _: &mut Vec<i64>) -> Taken {
+            seen.left = seen.left.max(*time);
+            seen.widest = seen.widest.max(seen.left - seen.right);
+            Taken::Accepted
+        }
+        fn right(&self, seen: &mut Seen, time: &i64, _: i64, _: &mut Vec<i64>) -> Taken {
+            seen.right = seen.right.max(*time);
+            Taken::Accepted
+        }
+        fn advance(&self, seen: &mut Seen, watermark: i64, outputs: &mut Vec<i64>) {
+            if watermark == i64::MAX {
+                outputs.push(seen.widest);
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn over_a_backlog_the_sparse_input_is_read_in_step_with_the_dense_one()
+    -> anyhow::Result<()> {
+        // 100 s of event time: a left value a second, a right value every 10 ms.
+        let run = TestRun::new(TwoInputs::new(
+            Drift,
+            LEFT_IN,
+            RIGHT_IN,
+            OUT,
+            Watermarks::bounded(Duration::from_secs(1)),
+        ))
+        .input(LEFT_IN, (0..100).map(|second| second * 1_000))
+        .input(RIGHT_IN, (0..10_000).map(|step| step * 10))
+        .run()
+        .await?;
+        let drift = Alignment::DEFAULT_MAX_DRIFT_MILLIS;
+        let widest = run.output(OUT)[0];
+        assert!(
+            (0..=drift + 1_000).contains(&widest),
+            "the left input was read {widest} ms ahead"
+        );
+        Ok(())
     }
 }
