@@ -189,6 +189,8 @@ pub(crate) struct Flow<'q> {
     now: i64,
     /// When the next checkpoint writes every entry (`changelog.rs`).
     snapshots: Snapshots,
+    /// The latest event time read from each input whose rows have one.
+    latest: Vec<Option<i64>>,
 }
 
 impl std::fmt::Debug for Flow<'_> {
@@ -210,6 +212,7 @@ impl<'q> Flow<'q> {
             late: 0,
             now: 0,
             snapshots: Snapshots::default(),
+            latest: vec![None; query.inputs().len()],
         };
         flow.add_node(query.tree(), Parent::Root, watermarks);
         flow
@@ -323,6 +326,21 @@ impl<'q> Flow<'q> {
         }
     }
 
+    /// Whether the rows of input `input` have an event time: a window or a join's time
+    /// bound reads them.
+    pub(crate) fn has_event_time(&self, input: usize) -> bool {
+        self.nodes.iter().any(|(node, _)| {
+            matches!(node,
+                Running::Window { feed: Feed::Records { input: over, .. }, .. }
+                | Running::Scan { input: over, clock: Some(_), .. } if *over == input)
+        })
+    }
+
+    /// The latest event time read from input `input`, once a row of it had one.
+    pub(crate) fn latest_time(&self, input: usize) -> Option<i64> {
+        self.latest[input]
+    }
+
     /// Adds a partition of input `input` to the watermarks of the windows and scans over it.
     pub(crate) fn add_partition(&mut self, input: usize, partition: u32, now: i64) {
         for (node, _) in &mut self.nodes {
@@ -381,6 +399,7 @@ impl<'q> Flow<'q> {
                     });
                     let mut panes = Vec::new();
                     for (index, row) in grouped.results {
+                        self.latest[input] = self.latest[input].max(Some(row.time));
                         if operator.add(row.key, row.time, &row.arguments, now, &mut panes)
                             == Added::Late
                         {
@@ -445,6 +464,7 @@ impl<'q> Flow<'q> {
                             let times = Cells::of(batch.column(clock.column));
                             for (row, index) in indices.values().iter().enumerate() {
                                 if let Value::Integer(time) = times.get(row) {
+                                    self.latest[input] = self.latest[input].max(Some(time));
                                     let partition = partitions[*index as usize];
                                     clock.watermarks.observe(partition, time, now);
                                 }

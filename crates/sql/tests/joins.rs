@@ -5,11 +5,14 @@
 //! at once.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use apache_avro::AvroSchema;
 use runnel_host::testkit::TestRun;
-use runnel_sql::{Query, RowKind, SqlStreamlet, Table};
+use runnel_sql::datafusion::arrow::array::{Array, BooleanArray, Int64Array};
+use runnel_sql::datafusion::arrow::datatypes::DataType;
+use runnel_sql::datafusion::expr::{ColumnarValue, ScalarUDF, Volatility, create_udf};
+use runnel_sql::{Functions, Query, RowKind, SqlStreamlet, Table};
 use runnel_streamlet::{Inlet, Outlet};
 use serde::{Deserialize, Serialize};
 
@@ -656,5 +659,100 @@ async fn a_join_of_a_windows_early_results_takes_back_the_results_they_replace()
     assert!(expected.iter().any(|(_, n)| *n > 2), "{expected:?}");
     assert_eq!(table, expected);
     assert!(kinds["-D"] > 50, "{kinds:?}");
+    Ok(())
+}
+
+/// How far ahead in event time the persons were read of the auctions, as the query's own
+/// filters saw each input's rows go by.
+#[derive(Debug, Default)]
+struct ReadAhead {
+    persons: (usize, i64),
+    auctions: (usize, i64),
+    widest: i64,
+}
+
+/// `name(BIGINT) -> BOOLEAN`, always true, noting each row's time in `read`.
+fn noting(name: &str, read: Arc<Mutex<ReadAhead>>, persons: bool) -> ScalarUDF {
+    create_udf(
+        name,
+        vec![DataType::Int64],
+        DataType::Boolean,
+        Volatility::Immutable,
+        Arc::new(move |arguments: &[ColumnarValue]| {
+            let arrays = ColumnarValue::values_to_arrays(arguments)?;
+            let times = arrays[0].as_any().downcast_ref::<Int64Array>().unwrap();
+            let latest = times.iter().flatten().max().unwrap_or(i64::MIN);
+            let mut read = read.lock().unwrap();
+            let side = if persons {
+                &mut read.persons
+            } else {
+                &mut read.auctions
+            };
+            side.0 += times.len();
+            side.1 = side.1.max(latest);
+            read.widest = read.widest.max(read.persons.1 - read.auctions.1);
+            Ok(ColumnarValue::Array(Arc::new(BooleanArray::from(
+                vec![true; times.len()],
+            ))))
+        }),
+    )
+}
+
+#[tokio::test]
+async fn a_time_bounded_join_reads_its_inputs_in_step_over_a_backlog() -> anyhow::Result<()> {
+    // A person a second for 4,000 s, and four auctions a second: all there at the start.
+    let persons: Vec<Person> = (0..4_000)
+        .map(|id| Person {
+            id,
+            name: String::new(),
+            state: String::new(),
+            date_time: id * 1_000,
+        })
+        .collect();
+    let auctions: Vec<Auction> = (0..16_000)
+        .map(|n| Auction {
+            id: n,
+            seller: n / 4,
+            category: 0,
+            reserve: 0,
+            date_time: n * 250,
+        })
+        .collect();
+    let read = Arc::new(Mutex::new(ReadAhead::default()));
+    let functions = Functions::standard()
+        .with_scalar(noting("person_read", read.clone(), true))
+        .with_scalar(noting("auction_read", read.clone(), false));
+    let tables = [
+        Table::from_avro("persons", &serde_json::to_value(Person::get_schema())?)?,
+        Table::from_avro("auctions", &serde_json::to_value(Auction::get_schema())?)?,
+    ];
+    let query = Query::plan_with(
+        "SELECT P.id, A.id AS auction FROM persons P JOIN auctions A \
+         ON P.id = A.seller AND A.date_time BETWEEN P.date_time AND P.date_time + 3000 \
+         WHERE person_read(P.date_time) AND auction_read(A.date_time)",
+        &tables,
+        "Early",
+        &functions,
+    )?;
+    let run = TestRun::new(SqlStreamlet::new(Arc::new(query)))
+        .input(PERSONS, persons)
+        .input(AUCTIONS, auctions)
+        .run()
+        .await?;
+    let out: Outlet<Early> = Outlet::new("out");
+    assert_eq!(
+        run.output(out).len(),
+        16_000,
+        "every auction finds its seller"
+    );
+    let read = read.lock().unwrap();
+    // Each filter ran on its own input, before the join.
+    assert_eq!((read.persons.0, read.auctions.0), (4_000, 16_000));
+    // Within the drift (10 s) and one batch of persons (at most 1,024, one a second).
+    assert!(
+        read.widest <= 10_000 + 1_024_000,
+        "the persons were read {} s ahead of the auctions",
+        read.widest / 1_000
+    );
     Ok(())
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::select_all;
-use runnel_streamlet::watermark::Watermarks;
+use runnel_streamlet::watermark::{Alignment, Watermarks};
 use runnel_streamlet::{
     AvroDatum, Checkpoints, Context, Error, InletStream, Message, Outgoing, OutletSender, Result,
     ThrottledWarning, WARNING_INTERVAL_MILLIS,
@@ -86,11 +86,28 @@ pub(super) async fn run(query: &Query, strategy: Watermarks, mut ctx: Context) -
     if let Some(scripted) = &mut scripted {
         flow.advance(start, Some(scripted.current()), false);
     }
+    // Over a backlog, inputs are read in step: one far ahead in event time waits for the
+    // others, so a join does not hold the read-ahead of its sparser input. Inputs without
+    // event time take no part.
+    let mut alignment = Alignment::with_defaults(inputs.len(), start);
+    for index in 0..inputs.len() {
+        if !flow.has_event_time(index) {
+            alignment.end(index);
+        }
+    }
     let mut late = ThrottledWarning::new(WARNING_INTERVAL_MILLIS);
     let mut batch: Vec<Message<AvroDatum>> = Vec::with_capacity(BATCH);
     let mut next_checkpoint: Option<Instant> = None;
     while inputs.iter().any(|input| !input.ended) {
-        let wake = match flow.next_deadline(scripted.is_some()) {
+        let now = clock.now_millis();
+        let deadline = [
+            flow.next_deadline(scripted.is_some()),
+            alignment.next_release(now),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        let wake = match deadline {
             Some(deadline) => clock.sleep_until(deadline),
             None => std::future::pending().boxed(),
         };
@@ -106,17 +123,24 @@ pub(super) async fn run(query: &Query, strategy: Watermarks, mut ctx: Context) -
                 None => std::future::pending().await,
             }
         };
-        let next_message = select_all(
-            inputs
-                .iter_mut()
-                .enumerate()
-                .filter(|(_, input)| !input.ended)
-                .map(|(index, input)| async move { (index, input.stream.next().await) }.boxed()),
-        );
+        let readable: Vec<_> = inputs
+            .iter_mut()
+            .enumerate()
+            .filter(|(index, input)| !input.ended && alignment.may_read(*index, now))
+            .map(|(index, input)| async move { (index, input.stream.next().await) }.boxed())
+            .collect();
+        // The input furthest behind is never held, but `select_all` of none would panic.
+        let next_message = async move {
+            if readable.is_empty() {
+                std::future::pending().await
+            } else {
+                select_all(readable).await.0
+            }
+        };
         let event = tokio::select! {
             biased;
             () = checkpoint_due => Event::CheckpointDue,
-            ((index, message), _, _) = next_message => Event::Message(index, message?.map(Box::new)),
+            (index, message) = next_message => Event::Message(index, message?.map(Box::new)),
             watermark = scripted_change => Event::Watermark(watermark),
             () = wake => Event::Wake,
         };
@@ -125,7 +149,10 @@ pub(super) async fn run(query: &Query, strategy: Watermarks, mut ctx: Context) -
                 save(checkpoints.as_ref(), &mut flow);
                 next_checkpoint = None;
             }
-            Event::Message(index, None) => inputs[index].ended = true,
+            Event::Message(index, None) => {
+                inputs[index].ended = true;
+                alignment.end(index);
+            }
             Event::Message(index, Some(message)) => {
                 let input = &mut inputs[index];
                 batch.push(*message);
@@ -143,6 +170,9 @@ pub(super) async fn run(query: &Query, strategy: Watermarks, mut ctx: Context) -
                         flow.add(index, writer, records, &partitions, now, follows_script)
                     },
                 );
+                if let Some(time) = flow.latest_time(index) {
+                    alignment.observe(index, time, now);
+                }
                 report_late(&ctx, &mut flow, &mut late, now);
                 send(&out, &mut flow).await?;
                 let mut rejected = processed.rejected.into_iter().peekable();
