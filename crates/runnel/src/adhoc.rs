@@ -1,12 +1,14 @@
 //! `APP sql QUERY`: an ad hoc query over the app's topics, each a table named as its topic
 //! and typed by its schema, on the embedded log or Kafka: the records there when it starts
 //! (then every window fires, as at the end of a bounded input), or with `--follow` the new
-//! ones too, results printed as they come. A table or JSON lines.
+//! ones too, results printed as they come. A table or JSON lines; a bounded query whose
+//! results update prints the rows its changes leave, or with `--changelog` the changes.
 
 use std::io::Write;
 
 #[cfg(feature = "sql")]
-use crate::cli::ResultFormat;
+mod printer;
+
 use crate::cli::SqlArgs;
 use crate::declared::Planner;
 use crate::error::AppError;
@@ -83,7 +85,7 @@ pub(crate) async fn query_topics(
             writers: HashMap::new(),
         });
     }
-    let mut printer = Printer::new(args.format, args.follow);
+    let mut printer = printer::Printer::new(&query, args.format, args.follow, args.changelog);
     loop {
         let mut progressed = false;
         for reading in &mut readings {
@@ -199,150 +201,4 @@ fn located(query: &str, error: &runnel_sql::Error) -> String {
         .unwrap_or_default();
     let caret = " ".repeat(position.column.saturating_sub(1) as usize);
     format!("the query, at {position}: {error}\n  {line}\n  {caret}^")
-}
-
-/// Prints result rows: JSON lines as they come, or a table (aligned at the end of a
-/// bounded query; when following, each row as it comes, aligned to the header).
-#[cfg(feature = "sql")]
-struct Printer {
-    format: ResultFormat,
-    follow: bool,
-    /// The rows of a bounded table, printed at the end.
-    rows: Vec<Vec<String>>,
-    /// The column names, once known.
-    header: Option<Vec<String>>,
-}
-
-#[cfg(feature = "sql")]
-impl Printer {
-    fn new(format: ResultFormat, follow: bool) -> Self {
-        Printer {
-            format,
-            follow,
-            rows: Vec::new(),
-            header: None,
-        }
-    }
-
-    fn print(
-        &mut self,
-        query: &runnel_sql::Query,
-        changes: Vec<(runnel_sql::RowKind, Vec<u8>)>,
-        out: &mut dyn Write,
-    ) -> Result<(), AppError> {
-        // The changes of a query whose results update come with their kind first.
-        let updating = query.is_updating();
-        if self.header.is_none() {
-            let kind = updating.then(|| "op".to_owned());
-            let names = kind
-                .into_iter()
-                .chain(query.output_columns().into_iter().map(str::to_owned))
-                .collect();
-            self.header = Some(names);
-            if self.follow && self.format == ResultFormat::Table {
-                self.write_table(&[], out)?;
-            }
-        }
-        let (kinds, results): (Vec<_>, Vec<_>) = changes.into_iter().unzip();
-        let rows = query
-            .json_rows(&results)
-            .map_err(|error| AppError::Query(error.to_string()))?;
-        for (kind, mut row) in kinds.into_iter().zip(rows) {
-            if updating {
-                row.insert(0, serde_json::Value::from(kind.as_str()));
-            }
-            match self.format {
-                ResultFormat::Json => {
-                    // Members in the order of the columns.
-                    let members: Vec<String> = self
-                        .header
-                        .iter()
-                        .flatten()
-                        .zip(&row)
-                        .map(|(name, value)| {
-                            format!("{}:{value}", serde_json::Value::from(name.as_str()))
-                        })
-                        .collect();
-                    writeln!(out, "{{{}}}", members.join(",")).map_err(output_error)?;
-                }
-                ResultFormat::Table => {
-                    let cells: Vec<String> = row
-                        .iter()
-                        .map(|value| match value {
-                            serde_json::Value::String(text) => text.clone(),
-                            other => other.to_string(),
-                        })
-                        .collect();
-                    if self.follow {
-                        let line = self.line(&cells, &self.widths(&[]));
-                        writeln!(out, "{line}").map_err(output_error)?;
-                    } else {
-                        self.rows.push(cells);
-                    }
-                }
-            }
-        }
-        out.flush().map_err(output_error)
-    }
-
-    fn finish(&mut self, out: &mut dyn Write) -> Result<(), AppError> {
-        if self.format == ResultFormat::Table && !self.follow {
-            let rows = std::mem::take(&mut self.rows);
-            self.write_table(&rows, out)?;
-            let count = rows.len();
-            writeln!(out, "({count} row{})", if count == 1 { "" } else { "s" })
-                .map_err(output_error)?;
-        }
-        Ok(())
-    }
-
-    /// The header, a rule, and `rows`, aligned.
-    fn write_table(&self, rows: &[Vec<String>], out: &mut dyn Write) -> Result<(), AppError> {
-        let header = self.header.clone().unwrap_or_default();
-        let widths = self.widths(rows);
-        let rule: Vec<String> = widths.iter().map(|width| "-".repeat(*width)).collect();
-        for line in std::iter::once(&header)
-            .chain(std::iter::once(&rule))
-            .chain(rows)
-        {
-            writeln!(out, "{}", self.line(line, &widths)).map_err(output_error)?;
-        }
-        Ok(())
-    }
-
-    /// Each column's width: its name's, or its widest cell's among `rows`.
-    fn widths(&self, rows: &[Vec<String>]) -> Vec<usize> {
-        let header = self.header.as_deref().unwrap_or_default();
-        header
-            .iter()
-            .enumerate()
-            .map(|(column, name)| {
-                rows.iter()
-                    .filter_map(|row| row.get(column))
-                    .map(|cell| cell.chars().count())
-                    .chain([name.chars().count()])
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect()
-    }
-
-    fn line(&self, cells: &[String], widths: &[usize]) -> String {
-        cells
-            .iter()
-            .zip(widths)
-            .map(|(cell, width)| format!("{cell:<width$}"))
-            .collect::<Vec<_>>()
-            .join(" | ")
-            .trim_end()
-            .to_owned()
-    }
-}
-
-#[cfg(feature = "sql")]
-fn output_error(source: std::io::Error) -> AppError {
-    AppError::Write {
-        path: "standard output".into(),
-        source,
-    }
 }

@@ -57,6 +57,11 @@ pub(crate) struct SqlArgs {
     /// Keep reading new records and print results as they come, until interrupted.
     #[arg(long)]
     pub(crate) follow: bool,
+    /// Print the changes of a query whose results update (an aggregate without a window,
+    /// say), each with its kind (+I, -U, +U, -D) in a first column, `op`, rather than the
+    /// rows they leave; `--follow` always prints the changes.
+    #[arg(long)]
+    pub(crate) changelog: bool,
     /// How results are printed.
     #[arg(long, value_enum, default_value = "table")]
     pub(crate) format: ResultFormat,

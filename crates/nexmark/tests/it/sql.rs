@@ -334,9 +334,22 @@ fn an_ad_hoc_query_reads_the_topics_as_tables() {
     assert!(sessions > 50, "{table}");
     assert_eq!(lines[3], "(1 row)");
 
-    // An aggregate without a window: its changes, each with its kind, fold into the table.
+    // An aggregate without a window: with --changelog, its changes, each with its kind,
+    // fold into the table.
+    let highest_by_remainder =
+        "SELECT auction % 3 AS remainder, MAX(price) AS highest FROM bids GROUP BY auction % 3";
     let output = nexmark(
-        &[&["sql", "SELECT auction % 3 AS remainder, MAX(price) AS highest FROM bids GROUP BY auction % 3", "--format", "json"][..], &source].concat(),
+        &[
+            &[
+                "sql",
+                highest_by_remainder,
+                "--format",
+                "json",
+                "--changelog",
+            ][..],
+            &source,
+        ]
+        .concat(),
     );
     assert!(output.status.success(), "{}", stderr_of(&output));
     let mut folded: BTreeMap<i64, i64> = BTreeMap::new();
@@ -359,6 +372,22 @@ fn an_ad_hoc_query_reads_the_topics_as_tables() {
         *highest = (*highest).max(bid.price);
     }
     assert_eq!(folded, expected);
+
+    // Without it, the rows those changes leave: one per group, no kind.
+    let output = nexmark(&[&["sql", highest_by_remainder][..], &source].concat());
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    let table = stdout_of(&output);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines[0], "remainder | highest", "{table}");
+    let rows: BTreeMap<i64, i64> = lines[2..lines.len() - 1]
+        .iter()
+        .map(|line| {
+            let (remainder, highest) = line.split_once(" | ").unwrap();
+            (remainder.trim().parse().unwrap(), highest.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(rows, expected, "{table}");
+    assert_eq!(lines.last(), Some(&"(3 rows)"), "{table}");
 
     // A mistake, shown where it is.
     let output = nexmark(&[&["sql", "SELECT bidder, pricee FROM bids"][..], &source].concat());
