@@ -128,6 +128,13 @@ pub struct SqlQuery {
         serialize_with = "crate::units::serialize_optional_duration"
     )]
     pub idle_after: Option<std::time::Duration>,
+    /// How far in event time one inlet may read ahead of another that is still delivering,
+    /// over a backlog (`max-drift`); 10 seconds when `None`.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::units::serialize_optional_duration"
+    )]
+    pub max_drift: Option<std::time::Duration>,
 }
 
 /// A topic and the ports bound to it.

@@ -116,6 +116,8 @@ pub(crate) struct SqlEntry {
     pub(crate) out_of_orderness: Option<Located<std::time::Duration>>,
     /// `idle-after`: how long a partition may be quiet before it stops holding the watermark.
     pub(crate) idle_after: Option<Located<std::time::Duration>>,
+    /// `max-drift`: how far in event time one inlet may read ahead of another.
+    pub(crate) max_drift: Option<Located<std::time::Duration>>,
 }
 
 /// A `[topics.<id>]` table.

@@ -192,6 +192,7 @@ const SQL_STREAMLET_KEYS: &[&str] = &[
     "allowed-lateness",
     "out-of-orderness",
     "idle-after",
+    "max-drift",
 ];
 
 /// The guarantees a SQL or Python streamlet can ask for, as `delivery` spells them.
@@ -227,6 +228,7 @@ fn parse_sql_streamlet(
     let mut allowed_lateness = None;
     let mut out_of_orderness = None;
     let mut idle_after = None;
+    let mut max_drift = None;
     for (key, value) in in_file_order(declaration) {
         if is_recovery_artefact(value) {
             continue;
@@ -243,12 +245,13 @@ fn parse_sql_streamlet(
                     }
                 });
             }
-            "allowed-lateness" | "out-of-orderness" | "idle-after" => {
+            "allowed-lateness" | "out-of-orderness" | "idle-after" | "max-drift" => {
                 let parsed = parse_duration_key(instance, key_name, value, report);
                 let slot = match key_name {
                     "allowed-lateness" => &mut allowed_lateness,
                     "out-of-orderness" => &mut out_of_orderness,
-                    _ => &mut idle_after,
+                    "idle-after" => &mut idle_after,
+                    _ => &mut max_drift,
                 };
                 *slot = parsed.or(slot.take());
             }
@@ -297,6 +300,7 @@ fn parse_sql_streamlet(
             allowed_lateness,
             out_of_orderness,
             idle_after,
+            max_drift,
         }),
         python: None,
     })
@@ -938,7 +942,7 @@ mod tests {
         let (file, diagnostics) = parse(
             "name = \"app\"\n[streamlets.q]\nsql = \"SELECT a FROM t\"\nrecord-name = \"R\"\n\
              delivery = \"exactly-once\"\nallowed-lateness = \"10 minutes\"\n\
-             out-of-orderness = \"1s\"\nidle-after = \"30s\"\n",
+             out-of-orderness = \"1s\"\nidle-after = \"30s\"\nmax-drift = \"1 minute\"\n",
         );
         assert!(diagnostics.is_empty(), "{diagnostics:?}");
         let entry = &file.streamlets.unwrap().entries[0];
@@ -962,6 +966,10 @@ mod tests {
             sql.idle_after.as_ref().unwrap().value,
             std::time::Duration::from_secs(30)
         );
+        assert_eq!(
+            sql.max_drift.as_ref().unwrap().value,
+            std::time::Duration::from_secs(60)
+        );
 
         let (_, diagnostics) = parse(
             "name = \"app\"\n[streamlets.q]\nsql = \"SELECT a FROM t\"\ndelivery = \"twice\"\nrecordname = \"R\"\nallowed-lateness = \"ten\"\nidle-after = 5\n",
@@ -971,7 +979,7 @@ mod tests {
             messages,
             [
                 "'delivery' of streamlet 'q' is 'twice', which is not a guarantee; expected one of at-least-once, exactly-once, at-most-once",
-                "unknown key 'recordname' in streamlet 'q' (a SQL streamlet has sql, sql-file, record-name, delivery, allowed-lateness, out-of-orderness and idle-after); did you mean 'record-name'?",
+                "unknown key 'recordname' in streamlet 'q' (a SQL streamlet has sql, sql-file, record-name, delivery, allowed-lateness, out-of-orderness, idle-after and max-drift); did you mean 'record-name'?",
                 "'allowed-lateness' of streamlet 'q': 'ten' is not a duration (write it like 250ms, 5s or 1m 30s)",
                 "'idle-after' of streamlet 'q' must be a string, found integer",
             ]

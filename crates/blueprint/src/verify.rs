@@ -275,6 +275,7 @@ fn build(cx: &Context<'_>) -> Blueprint {
                     allowed_lateness: sql.allowed_lateness.as_ref().map(|lateness| lateness.value),
                     out_of_orderness: sql.out_of_orderness.as_ref().map(|bound| bound.value),
                     idle_after: sql.idle_after.as_ref().map(|timeout| timeout.value),
+                    max_drift: sql.max_drift.as_ref().map(|drift| drift.value),
                 }),
             python: instance
                 .entry

@@ -222,7 +222,7 @@ impl<J: Join> Streamlet for TwoInputs<J> {
             watermarks.add_partition(right_partition(partition), start);
         }
         let (mut left_open, mut right_open) = (true, true);
-        let mut alignment = Alignment::with_defaults(2, start);
+        let mut alignment = Alignment::following(2, &self.watermarks, start);
         let mut next_checkpoint: Option<Instant> = None;
         let mut outputs = Vec::new();
         while left_open || right_open {
@@ -406,26 +406,36 @@ mod tests {
         }
     }
 
+    /// How far ahead of the right input, in event time, the left was read at most, over a
+    /// backlog of 100 s: a left value a second, a right value every 10 ms.
+    async fn widest_drift(watermarks: Watermarks) -> anyhow::Result<i64> {
+        let run = TestRun::new(TwoInputs::new(Drift, LEFT_IN, RIGHT_IN, OUT, watermarks))
+            .input(LEFT_IN, (0..100).map(|second| second * 1_000))
+            .input(RIGHT_IN, (0..10_000).map(|step| step * 10))
+            .run()
+            .await?;
+        Ok(run.output(OUT)[0])
+    }
+
     #[tokio::test]
     async fn over_a_backlog_the_sparse_input_is_read_in_step_with_the_dense_one()
     -> anyhow::Result<()> {
-        // 100 s of event time: a left value a second, a right value every 10 ms.
-        let run = TestRun::new(TwoInputs::new(
-            Drift,
-            LEFT_IN,
-            RIGHT_IN,
-            OUT,
-            Watermarks::bounded(Duration::from_secs(1)),
-        ))
-        .input(LEFT_IN, (0..100).map(|second| second * 1_000))
-        .input(RIGHT_IN, (0..10_000).map(|step| step * 10))
-        .run()
-        .await?;
+        let watermarks = Watermarks::bounded(Duration::from_secs(1));
+        let widest = widest_drift(watermarks).await?;
         let drift = Alignment::DEFAULT_MAX_DRIFT_MILLIS;
-        let widest = run.output(OUT)[0];
         assert!(
             (0..=drift + 1_000).contains(&widest),
             "the left input was read {widest} ms ahead"
+        );
+        let widest = widest_drift(watermarks.max_drift(Duration::from_secs(2))).await?;
+        assert!(
+            (0..=3_000).contains(&widest),
+            "with a drift of 2 s, the left input was read {widest} ms ahead"
+        );
+        let widest = widest_drift(watermarks.unaligned()).await?;
+        assert!(
+            widest > 3 * drift,
+            "unaligned, the left input was read only {widest} ms ahead"
         );
         Ok(())
     }

@@ -333,16 +333,21 @@ fn plan_sql(
     Ok((output, register))
 }
 
-/// The watermarks a SQL streamlet's declaration asks for: its `out-of-orderness` and
-/// `idle-after`, each the SQL streamlets' default (5 seconds, a minute) when not set.
+/// The watermarks a SQL streamlet's declaration asks for: its `out-of-orderness`,
+/// `idle-after` and `max-drift`, each the SQL streamlets' default (5 seconds, a minute, 10
+/// seconds) when not set.
 #[cfg(feature = "sql")]
 fn sql_watermarks(sql: &runnel_blueprint::SqlQuery) -> runnel_streamlet::watermark::Watermarks {
     use runnel_streamlet::watermark::Watermarks;
     let watermarks = sql
         .out_of_orderness
         .map_or_else(Watermarks::default, Watermarks::bounded);
-    match sql.idle_after {
+    let watermarks = match sql.idle_after {
         Some(timeout) => watermarks.idle_after(timeout),
+        None => watermarks,
+    };
+    match sql.max_drift {
+        Some(drift) => watermarks.max_drift(drift),
         None => watermarks,
     }
 }
@@ -448,6 +453,10 @@ mod tests {
         assert_eq!(
             declared(&format!("{query}idle-after = \"2 minutes\"\n")),
             Watermarks::default().idle_after(Duration::from_secs(120))
+        );
+        assert_eq!(
+            declared(&format!("{query}max-drift = \"1 minute\"\n")),
+            Watermarks::default().max_drift(Duration::from_secs(60))
         );
     }
 }

@@ -60,7 +60,8 @@ impl SqlStreamlet {
 
     /// How the watermarks of a query's group windows follow event time (default: up to 5 s out of
     /// order, a partition idle after a minute without records); a window fires once the
-    /// watermark passes its end.
+    /// watermark passes its end. A query of several inlets reads them within the strategy's
+    /// [drift](Watermarks::max_drift) of each other (default 10 s of event time).
     ///
     /// ```
     /// # use std::sync::Arc;

@@ -13,6 +13,7 @@ use runnel_sql::datafusion::arrow::array::{Array, BooleanArray, Int64Array};
 use runnel_sql::datafusion::arrow::datatypes::DataType;
 use runnel_sql::datafusion::expr::{ColumnarValue, ScalarUDF, Volatility, create_udf};
 use runnel_sql::{Functions, Query, RowKind, SqlStreamlet, Table};
+use runnel_streamlet::watermark::Watermarks;
 use runnel_streamlet::{Inlet, Outlet};
 use serde::{Deserialize, Serialize};
 
@@ -698,9 +699,9 @@ fn noting(name: &str, read: Arc<Mutex<ReadAhead>>, persons: bool) -> ScalarUDF {
     )
 }
 
-#[tokio::test]
-async fn a_time_bounded_join_reads_its_inputs_in_step_over_a_backlog() -> anyhow::Result<()> {
-    // A person a second for 4,000 s, and four auctions a second: all there at the start.
+/// How far ahead in event time a join read its persons of its auctions, with `watermarks`,
+/// over a backlog of a person a second for 4,000 s and four auctions a second.
+async fn persons_read_ahead(watermarks: Watermarks) -> anyhow::Result<i64> {
     let persons: Vec<Person> = (0..4_000)
         .map(|id| Person {
             id,
@@ -734,7 +735,7 @@ async fn a_time_bounded_join_reads_its_inputs_in_step_over_a_backlog() -> anyhow
         "Early",
         &functions,
     )?;
-    let run = TestRun::new(SqlStreamlet::new(Arc::new(query)))
+    let run = TestRun::new(SqlStreamlet::new(Arc::new(query)).watermarks(watermarks))
         .input(PERSONS, persons)
         .input(AUCTIONS, auctions)
         .run()
@@ -748,11 +749,24 @@ async fn a_time_bounded_join_reads_its_inputs_in_step_over_a_backlog() -> anyhow
     let read = read.lock().unwrap();
     // Each filter ran on its own input, before the join.
     assert_eq!((read.persons.0, read.auctions.0), (4_000, 16_000));
+    Ok(read.widest)
+}
+
+#[tokio::test]
+async fn a_time_bounded_join_reads_its_inputs_in_step_over_a_backlog() -> anyhow::Result<()> {
+    let widest = persons_read_ahead(Watermarks::default()).await?;
     // Within the drift (10 s) and one batch of persons (at most 1,024, one a second).
     assert!(
-        read.widest <= 10_000 + 1_024_000,
+        widest <= 10_000 + 1_024_000,
         "the persons were read {} s ahead of the auctions",
-        read.widest / 1_000
+        widest / 1_000
+    );
+    // Unaligned, each input is read as it comes: the persons, four times sparser, run ahead.
+    let widest = persons_read_ahead(Watermarks::default().unaligned()).await?;
+    assert!(
+        widest > 2_000_000,
+        "unaligned, the persons were read only {} s ahead of the auctions",
+        widest / 1_000
     );
     Ok(())
 }

@@ -35,6 +35,7 @@ fn the_json_schema_knows_every_key() {
             "allowed-lateness",
             "delivery",
             "idle-after",
+            "max-drift",
             "out-of-orderness",
             "record-name",
             "sql",

@@ -1,6 +1,8 @@
 //! [`Alignment`]: keeps a streamlet's inputs near each other in event time while one of
 //! them catches up.
 
+use crate::watermark::Watermarks;
+
 /// How far in event time one input of a streamlet may read ahead of another that is still
 /// delivering: Flink's watermark alignment, for the inlets of one streamlet.
 ///
@@ -53,23 +55,48 @@ struct Input {
 }
 
 impl Alignment {
-    /// The drift Runnel's joins allow: 10 s of event time, well beyond the out-of-orderness
-    /// their watermarks allow, so inputs in step are never held.
+    /// The drift inputs are read within unless [`Watermarks::max_drift`] says otherwise:
+    /// 10 s of event time, well beyond the out-of-orderness watermarks usually allow, so
+    /// inputs in step are never held.
     pub const DEFAULT_MAX_DRIFT_MILLIS: i64 = 10_000;
     /// How long an input that delivered a record holds the others in Runnel's joins: 1 s,
     /// long enough to ride out a fetch that takes a while (once released, an input held
     /// back reads as fast as it can).
     pub const DEFAULT_BUSY_WITHIN_MILLIS: i64 = 1_000;
 
-    /// An alignment of `inputs` inputs started at processing time `now`, with the default
-    /// drift and busy window.
-    pub fn with_defaults(inputs: usize, now: i64) -> Self {
-        Alignment::new(
+    /// An alignment of `inputs` inputs started at processing time `now`, within the drift
+    /// `watermarks` allows ([`Watermarks::max_drift`]), an input counted busy for the
+    /// default second; where they are [`unaligned`](Watermarks::unaligned), no input is
+    /// ever held.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use runnel_event_time::watermark::{Alignment, Watermarks};
+    ///
+    /// let watermarks = Watermarks::bounded(Duration::from_secs(1));
+    /// let mut aligned = Alignment::following(2, &watermarks.max_drift(Duration::from_secs(30)), 0);
+    /// let mut unaligned = Alignment::following(2, &watermarks.unaligned(), 0);
+    /// for alignment in [&mut aligned, &mut unaligned] {
+    ///     alignment.observe(0, 60_000, 0);
+    ///     alignment.observe(1, 20_000, 0);
+    /// }
+    /// assert!(!aligned.may_read(0, 10), "40 s ahead of a busy input");
+    /// assert!(unaligned.may_read(0, 10));
+    /// ```
+    pub fn following(inputs: usize, watermarks: &Watermarks, now: i64) -> Self {
+        let drift = watermarks.max_drift_millis();
+        let mut alignment = Alignment::new(
             inputs,
-            Self::DEFAULT_MAX_DRIFT_MILLIS,
+            drift.unwrap_or(Self::DEFAULT_MAX_DRIFT_MILLIS),
             Self::DEFAULT_BUSY_WITHIN_MILLIS,
             now,
-        )
+        );
+        if drift.is_none() {
+            for input in 0..inputs {
+                alignment.end(input);
+            }
+        }
+        alignment
     }
 
     /// An alignment of `inputs` inputs, numbered from 0, started at processing time `now`:

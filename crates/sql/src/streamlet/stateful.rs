@@ -89,7 +89,7 @@ pub(super) async fn run(query: &Query, strategy: Watermarks, mut ctx: Context) -
     // Over a backlog, inputs are read in step: one far ahead in event time waits for the
     // others, so a join does not hold the read-ahead of its sparser input. Inputs without
     // event time take no part.
-    let mut alignment = Alignment::with_defaults(inputs.len(), start);
+    let mut alignment = Alignment::following(inputs.len(), &strategy, start);
     for index in 0..inputs.len() {
         if !flow.has_event_time(index) {
             alignment.end(index);
