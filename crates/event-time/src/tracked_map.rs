@@ -140,10 +140,26 @@ pub enum Kept {
     Gone,
 }
 
+/// Reads a state as [`TrackedMap::take_changes`] writes it (postcard after a format byte),
+/// or as JSON, as states were written before: what [`TrackedMap::apply`] reads, for a
+/// `read` of [`TrackedMap::apply_read`] that reads the same and keeps it otherwise.
+///
+/// ```
+/// use runnel_event_time::tracked_map::read_state;
+///
+/// assert_eq!(read_state::<(u16, String)>(&[1, 0xac, 0x02, 1, b'a']), Some((300, "a".into())));
+/// assert_eq!(read_state::<Vec<u8>>(b"[4,5]"), Some(vec![4, 5]));
+/// ```
+pub fn read_state<V: DeserializeOwned>(value: &[u8]) -> Option<V> {
+    match value.split_first() {
+        Some((&POSTCARD, state)) => postcard::from_bytes(state).ok(),
+        _ => serde_json::from_slice(value).ok(),
+    }
+}
+
 impl<K, V> TrackedMap<K, V>
 where
     K: Hash + Eq + Clone + Serialize + DeserializeOwned,
-    V: Serialize + DeserializeOwned,
 {
     /// The slot of `key`, if it has a state.
     fn slot<Q>(&self, key: &Q) -> Option<&Slot<K, V>>
@@ -290,6 +306,12 @@ where
         self.entries.iter().map(|slot| (&slot.key, &slot.state))
     }
 
+    /// Every key's state, to change without noting the keys changed: only for changes a
+    /// checkpoint does not see (where a state keeps its bytes elsewhere and they move).
+    pub fn states_mut(&mut self) -> impl Iterator<Item = &mut V> {
+        self.entries.iter_mut().map(|slot| &mut slot.state)
+    }
+
     /// Appends an entry per key changed since the last call (per key, for a `snapshot`),
     /// each key after `prefix`; returns how many.
     pub fn take_changes(
@@ -297,7 +319,10 @@ where
         prefix: &[u8],
         snapshot: bool,
         entries: &mut ChangelogEntriesBuilder,
-    ) -> u64 {
+    ) -> u64
+    where
+        V: Serialize,
+    {
         self.take_changes_with(prefix, snapshot, entries, append_postcard)
     }
 
@@ -413,7 +438,10 @@ where
 
     /// Applies an entry read back (its key without the prefix): `None` deletes. Returns
     /// whether the entry is one of this map's; nothing changes if not.
-    pub fn apply(&mut self, key: &[u8], value: Option<&[u8]>) -> bool {
+    pub fn apply(&mut self, key: &[u8], value: Option<&[u8]>) -> bool
+    where
+        V: DeserializeOwned,
+    {
         self.apply_with(key, value, |_, _, _| {})
     }
 
@@ -424,6 +452,39 @@ where
         key: &[u8],
         value: Option<&[u8]>,
         applied: impl FnOnce(&K, Option<&V>, Option<&V>),
+    ) -> bool
+    where
+        V: DeserializeOwned,
+    {
+        self.apply_read(key, value, read_state, |key, old, new| {
+            applied(key, old.as_ref(), new);
+        })
+    }
+
+    /// As [`apply_with`](Self::apply_with), with `read` making the state from the entry's
+    /// value (with its format byte, see [`read_state`]) and `applied` given the state the
+    /// key had to keep: for a state that keeps its bytes outside the map, which `read`
+    /// puts there and `applied` releases.
+    ///
+    /// ```
+    /// use runnel_event_time::tracked_map::{TrackedMap, read_state};
+    ///
+    /// // Each state an index into rows kept beside the map.
+    /// let mut rows: Vec<String> = Vec::new();
+    /// let mut map: TrackedMap<String, usize> = TrackedMap::default();
+    /// let read = |value: &[u8]| {
+    ///     rows.push(read_state::<String>(value)?);
+    ///     Some(rows.len() - 1)
+    /// };
+    /// assert!(map.apply_read(br#""k""#, Some(br#""row""#), read, |_, old, _| assert!(old.is_none())));
+    /// assert_eq!(rows[*map.get("k").unwrap()], "row");
+    /// ```
+    pub fn apply_read(
+        &mut self,
+        key: &[u8],
+        value: Option<&[u8]>,
+        read: impl FnOnce(&[u8]) -> Option<V>,
+        applied: impl FnOnce(&K, Option<V>, Option<&V>),
     ) -> bool {
         let Ok(key) = serde_json::from_slice::<K>(key) else {
             return false;
@@ -434,22 +495,18 @@ where
             .find_entry(hash, |slot| slot.hash == hash && slot.key == key);
         match value {
             None => {
-                let old = found.ok().map(|found| found.remove().0);
-                applied(&key, old.as_ref().map(|slot| &slot.state), None);
+                let old = found.ok().map(|found| found.remove().0.state);
+                applied(&key, old, None);
             }
             Some(value) => {
-                let state = match value.split_first() {
-                    Some((&POSTCARD, state)) => postcard::from_bytes::<V>(state).ok(),
-                    _ => serde_json::from_slice::<V>(value).ok(),
-                };
-                let Some(state) = state else {
+                let Some(state) = read(value) else {
                     return false;
                 };
                 match found {
                     Ok(mut found) => {
                         let slot = found.get_mut();
                         let old = std::mem::replace(&mut slot.state, state);
-                        applied(&key, Some(&old), Some(&slot.state));
+                        applied(&key, Some(old), Some(&slot.state));
                     }
                     Err(absent) => {
                         let slot = Slot {

@@ -22,18 +22,17 @@ use datafusion_common::arrow::datatypes::SchemaRef;
 use datafusion_common::{JoinType, NullEquality};
 use datafusion_expr::logical_plan::Join as JoinNode;
 use datafusion_physical_expr::PhysicalExpr;
-use runnel_streamlet::checkpoint::TrackedMap;
 use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
 
-use crate::postcard_rows::{
-    read_row, read_row_into, skip_row, write_cell, write_row, write_value, write_values,
-    write_varint,
-};
+use crate::postcard_rows::{read_row_into, write_cell, write_row, write_value, write_varint};
 use crate::query::physical;
-use crate::tracked::Kept;
 use crate::value::{Cells, Value, array_of, is_supported};
 use crate::{Error, RowKind};
+
+mod side_rows;
+
+pub(crate) use side_rows::{KeyRows, SideRows};
 
 /// Which input of a join a row comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -212,189 +211,6 @@ impl JoinPlan {
 
 /// A row of one side, as joined.
 pub(crate) type Row = Vec<Value>;
-
-/// The rows of one key of one side, in postcard one after the other (a key's rows are one
-/// allocation, and a checkpoint writes them with one copy), and the earliest time among
-/// them in the column of the join's time bound: an expiry skips a key whose earliest row
-/// is still needed without reading its rows. Checkpointed as a list of its rows.
-///
-/// A row of an outer side ends with one more value, whether it has matched (a boolean, so
-/// its last byte), which a match sets in place and the changelog keeps with the row.
-#[derive(Debug, Default)]
-pub(crate) struct KeyRows {
-    /// Each row's count of values, then its values (see `postcard_rows.rs`).
-    encoded: Vec<u8>,
-    /// Where each row ends in `encoded`, and its time; most keys hold one row, whose mark
-    /// takes no allocation of its own.
-    marks: SmallVec<[RowMark; 1]>,
-    /// `None` where not known: rows were read back from a checkpoint and no expiry has
-    /// scanned them since, or a row has no time.
-    earliest: Option<i64>,
-}
-
-/// Where a row ends in its key's bytes, and its time in the column of the join's time
-/// bound (`None` where not known), so an expiry reads neither.
-#[derive(Clone, Copy, Debug)]
-struct RowMark {
-    end: usize,
-    time: Option<i64>,
-}
-
-impl KeyRows {
-    /// The rows, in the order they were added.
-    fn rows(&self) -> impl Iterator<Item = Row> + '_ {
-        self.row_bytes()
-            .map(|mut bytes| read_row(&mut bytes).expect("a kept row reads back"))
-    }
-
-    /// Each row's bytes, in the order they were added.
-    fn row_bytes(&self) -> impl Iterator<Item = &[u8]> {
-        let starts = std::iter::once(0).chain(self.marks.iter().map(|mark| mark.end));
-        starts
-            .zip(&self.marks)
-            .map(|(start, mark)| &self.encoded[start..mark.end])
-    }
-
-    /// The row at `index`.
-    fn row(&self, index: usize) -> Row {
-        let mut bytes = self.row_bytes().nth(index).expect("a kept row's index");
-        read_row(&mut bytes).expect("a kept row reads back")
-    }
-
-    /// How many rows there are.
-    fn len(&self) -> usize {
-        self.marks.len()
-    }
-
-    /// Adds a row written by `write_row`, with its time in the column of the join's time
-    /// bound (`None` where there is no bound or the row has no time there).
-    fn push(&mut self, row: &[u8], time: Option<i64>) {
-        // Extended from empty, the vector takes the row's length, not a power of two.
-        self.encoded.extend_from_slice(row);
-        self.earliest = match (time, self.marks.len()) {
-            (Some(time), 0) => Some(time),
-            (Some(time), _) => self.earliest.map(|earliest| earliest.min(time)),
-            (None, _) => None,
-        };
-        self.marks.push(RowMark {
-            end: self.encoded.len(),
-            time,
-        });
-    }
-
-    /// Adds a row of values, its time not known.
-    fn push_values(&mut self, row: &[Value]) {
-        let mut bytes = Vec::new();
-        write_values(row, &mut bytes);
-        self.push(&bytes, None);
-    }
-
-    /// Notes that the row at `index` (of an outer side) matched.
-    fn set_matched(&mut self, index: usize) {
-        self.encoded[self.marks[index].end - 1] = 1;
-    }
-
-    /// Notes that the row at `index` (of an outer side) matches nothing any more.
-    fn clear_matched(&mut self, index: usize) {
-        self.encoded[self.marks[index].end - 1] = 0;
-    }
-
-    /// Removes one row whose bytes are `row`'s (`flagged`: but for the last byte, the
-    /// matched flag); returns whether there was one.
-    fn remove_equal(&mut self, row: &[u8], flagged: bool) -> bool {
-        let compared = |bytes: &[u8]| match flagged {
-            true => bytes.len() == row.len() && bytes[..bytes.len() - 1] == row[..row.len() - 1],
-            false => bytes == row,
-        };
-        let Some(index) = self.row_bytes().position(compared) else {
-            return false;
-        };
-        let start = index
-            .checked_sub(1)
-            .map_or(0, |before| self.marks[before].end);
-        let end = self.marks[index].end;
-        self.encoded.drain(start..end);
-        self.marks.remove(index);
-        for mark in &mut self.marks[index..] {
-            mark.end -= end - start;
-        }
-        self.earliest = None;
-        true
-    }
-
-    /// Whether the row at `index` (of an outer side) has matched.
-    fn matched(&self, index: usize) -> bool {
-        self.encoded[self.marks[index].end - 1] == 1
-    }
-
-    /// Keeps the rows whose time in `column` is `live`, noting the earliest kept (a row
-    /// without a time there goes), and hands each row that goes to `gone`.
-    fn retain_live(
-        &mut self,
-        column: usize,
-        live: impl Fn(i64) -> bool,
-        mut gone: impl FnMut(&[u8]),
-    ) {
-        let mut earliest: Option<i64> = None;
-        let (mut start, mut written, mut kept) = (0, 0, 0);
-        for at in 0..self.marks.len() {
-            let RowMark { end, time } = self.marks[at];
-            let row = start..end;
-            start = end;
-            let time = time.or_else(|| {
-                let mut bytes = &self.encoded[row.clone()];
-                skip_row(&mut bytes, column).expect("a kept row reads back")
-            });
-            let Some(time) = time.filter(|time| live(*time)) else {
-                gone(&self.encoded[row]);
-                continue;
-            };
-            earliest = Some(earliest.map_or(time, |least| least.min(time)));
-            if written != row.start {
-                self.encoded.copy_within(row.clone(), written);
-            }
-            written += row.len();
-            self.marks[kept] = RowMark {
-                end: written,
-                time: Some(time),
-            };
-            kept += 1;
-        }
-        self.encoded.truncate(written);
-        self.marks.truncate(kept);
-        self.earliest = earliest;
-    }
-
-    /// Appends the rows' postcard bytes, as serde writes them: the count of rows, then the
-    /// rows as kept.
-    pub(crate) fn write_postcard(&self, out: &mut Vec<u8>) {
-        write_varint(out, self.marks.len() as u64);
-        out.extend_from_slice(&self.encoded);
-    }
-}
-
-impl Serialize for KeyRows {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.rows())
-    }
-}
-
-impl<'de> Deserialize<'de> for KeyRows {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let rows = Vec::<Row>::deserialize(deserializer)?;
-        let width = rows.first().map_or(0, Vec::len);
-        if rows.iter().any(|row| row.len() != width) {
-            return Err(serde::de::Error::custom(
-                "a join key's rows have different numbers of columns",
-            ));
-        }
-        let mut kept = KeyRows::default();
-        for row in &rows {
-            kept.push_values(row);
-        }
-        Ok(kept)
-    }
-}
 
 /// A join type as SQL says it, in lowercase: `LeftSemi` is "left semi".
 fn spoken(join_type: JoinType) -> String {
@@ -617,14 +433,12 @@ fn evaluate_keys(plan: &JoinPlan, side: Side, batch: &RecordBatch) -> Result<Vec
         .collect()
 }
 
-/// One side's rows by join key, noting the keys changed.
-pub(crate) type Rows = TrackedMap<JoinKey, KeyRows>;
-
-/// Each side's rows by join key.
+/// Each side's rows by join key. Serialized whole as checkpoints written before the
+/// changelog held it.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub(crate) struct JoinState {
-    left: Rows,
-    right: Rows,
+    left: SideRows,
+    right: SideRows,
 }
 
 impl JoinState {
@@ -696,7 +510,8 @@ impl JoinState {
                 continue;
             }
             let start = candidates.len();
-            for their_row in theirs.get(&key).into_iter().flat_map(KeyRows::rows) {
+            let their_rows = theirs.keys.get(&key).into_iter();
+            for their_row in their_rows.flat_map(|kept| kept.rows(&theirs.arena)) {
                 let mine = column_cells.iter().map(|cells| cells.get(row));
                 candidates.push(plan.pair(side, mine, their_row, theirs_outer));
             }
@@ -736,41 +551,32 @@ impl JoinState {
             if !retract {
                 for at in &matched {
                     let index = at - span.start;
-                    if theirs_outer {
-                        let theirs = self.side_mut(other(side));
-                        let kept = theirs.change(&key, KeyRows::default);
-                        if !kept.matched(index) {
-                            kept.set_matched(index);
-                            out.push(plan.padded_row(other(side), &kept.row(index)));
-                            out_kinds.push(RowKind::Delete);
-                        }
+                    let theirs = self.side_mut(other(side));
+                    if theirs_outer && theirs.set_matched(&key, index, true) {
+                        out.push(plan.padded_row(other(side), &theirs.row(&key, index)));
+                        out_kinds.push(RowKind::Delete);
                     }
                     out.push(std::mem::take(&mut candidates[*at]));
                     out_kinds.push(RowKind::Insert);
                 }
-                let kept = self.side_mut(side).change(&key, KeyRows::default);
-                kept.push(&row_bytes, None);
                 if mine_outer && !matched.is_empty() {
-                    kept.set_matched(kept.len() - 1);
+                    *row_bytes.last_mut().expect("a flag") = 1; // it matched
                 } else if mine_outer {
                     out.push(plan.padded_row(side, &values));
                     out_kinds.push(RowKind::Insert);
                 }
+                self.side_mut(side).push(&key, &row_bytes, None);
                 continue;
             }
-            let mine = self.side_mut(side);
-            let removed = mine
-                .change_existing(&key)
-                .is_some_and(|kept| kept.remove_equal(&row_bytes, mine_outer));
-            if !removed {
+            if !self
+                .side_mut(side)
+                .remove_equal(&key, &row_bytes, mine_outer)
+            {
                 tracing::warn!(
                     ?key,
                     "a row taken back from a join that does not hold it is ignored"
                 );
                 continue;
-            }
-            if mine.get(&key).is_some_and(|kept| kept.len() == 0) {
-                mine.remove(&key);
             }
             for at in &matched {
                 out.push(candidates[*at].clone());
@@ -785,9 +591,8 @@ impl JoinState {
                     let index = at - span.start;
                     if !self.still_matched(plan, other(side), &key, index)? {
                         let theirs = self.side_mut(other(side));
-                        let kept = theirs.change(&key, KeyRows::default);
-                        kept.clear_matched(index);
-                        out.push(plan.padded_row(other(side), &kept.row(index)));
+                        theirs.set_matched(&key, index, false);
+                        out.push(plan.padded_row(other(side), &theirs.row(&key, index)));
                         out_kinds.push(RowKind::Insert);
                     }
                 }
@@ -805,22 +610,23 @@ impl JoinState {
         key: &JoinKey,
         index: usize,
     ) -> Result<bool, Error> {
-        let Some(others) = self.side(other(side)).get(key) else {
+        let theirs = self.side(other(side));
+        let Some(others) = theirs.keys.get(key) else {
             return Ok(false);
         };
-        let Some(kept) = self.side(side).get(key) else {
+        if !self.side(side).keys.contains_key(key) {
             return Ok(false);
-        };
+        }
         if plan.filter().is_none() {
             return Ok(others.len() > 0);
         }
-        let mut row = kept.row(index);
+        let mut row = self.side(side).row(key, index);
         if plan.is_outer(side) {
             row.pop(); // whether it matched
         }
         let others_outer = plan.is_outer(other(side));
         let pairs: Vec<Row> = others
-            .rows()
+            .rows(&theirs.arena)
             .map(|mut their_row| {
                 if others_outer {
                     their_row.pop(); // whether it matched
@@ -833,7 +639,7 @@ impl JoinState {
     }
 
     /// `side`'s rows.
-    fn side(&self, side: Side) -> &Rows {
+    fn side(&self, side: Side) -> &SideRows {
         match side {
             Side::Left => &self.left,
             Side::Right => &self.right,
@@ -841,7 +647,7 @@ impl JoinState {
     }
 
     /// `side`'s rows, to change.
-    fn side_mut(&mut self, side: Side) -> &mut Rows {
+    fn side_mut(&mut self, side: Side) -> &mut SideRows {
         match side {
             Side::Left => &mut self.left,
             Side::Right => &mut self.right,
@@ -887,12 +693,12 @@ impl JoinState {
             // inner join looks nothing up for it).
             let outer = mine_outer || theirs_outer;
             let kept_index = if outer {
-                mine.get(&key).map_or(0, KeyRows::len)
+                mine.keys.get(&key).map_or(0, KeyRows::len)
             } else {
                 0
             };
-            if let Some(others) = theirs.get(&key) {
-                for (their_index, mut other) in others.row_bytes().enumerate() {
+            if let Some(others) = theirs.keys.get(&key) {
+                for (their_index, mut other) in others.row_bytes(&theirs.arena).enumerate() {
                     // The other row's values are read straight into the joined row.
                     let mut pair = Vec::with_capacity(plan.schema.fields().len());
                     let values = column_cells.iter().map(|cells| cells.get(row));
@@ -935,8 +741,7 @@ impl JoinState {
                 Value::Integer(time) => Some(time),
                 _ => None,
             });
-            let kept = mine.change(&key, KeyRows::default);
-            kept.push(&row_bytes, time);
+            mine.push(&key, &row_bytes, time);
         }
         Ok(Joined {
             batch: batch_of(&plan.schema, &joined)?,
@@ -968,9 +773,9 @@ impl JoinState {
                 (&mut *mine, mine_outer, pair.mine),
                 (&mut *theirs, theirs_outer, pair.theirs),
             ] {
-                // A key whose row matched before need not be written again.
-                if outer && rows.get(&pair.key).is_some_and(|kept| !kept.matched(index)) {
-                    rows.change(&pair.key, KeyRows::default).set_matched(index);
+                // A key whose row matched before is not written again.
+                if outer {
+                    rows.set_matched(&pair.key, index, true);
                 }
             }
         }
@@ -980,8 +785,9 @@ impl JoinState {
     #[cfg(test)]
     pub(crate) fn rows(&self) -> usize {
         self.left
+            .keys
             .iter()
-            .chain(self.right.iter())
+            .chain(self.right.keys.iter())
             .map(|(_, kept)| kept.len())
             .sum()
     }
@@ -990,18 +796,18 @@ impl JoinState {
     #[cfg(test)]
     pub(crate) fn widths(&self) -> [Option<usize>; 2] {
         [&self.left, &self.right].map(|side| {
-            let (_, kept) = side.iter().next()?;
-            kept.rows().next().map(|row| row.len())
+            let (_, kept) = side.keys.iter().next()?;
+            kept.rows(&side.arena).next().map(|row| row.len())
         })
     }
 
     /// How many keys have rows, both sides together: the state's changelog entries.
     pub(crate) fn held_entries(&self) -> u64 {
-        (self.left.len() + self.right.len()) as u64
+        (self.left.keys.len() + self.right.keys.len()) as u64
     }
 
     /// Each side's rows, left then right.
-    pub(crate) fn sides_mut(&mut self) -> [&mut Rows; 2] {
+    pub(crate) fn sides_mut(&mut self) -> [&mut SideRows; 2] {
         [&mut self.left, &mut self.right]
     }
 
@@ -1017,135 +823,21 @@ impl JoinState {
         left_from: Option<i64>,
         right_from: Option<i64>,
     ) -> [Vec<Row>; 2] {
-        fn forget(
-            side: &mut Rows,
-            column: usize,
-            live: impl Fn(i64) -> bool,
-            outer: bool,
-        ) -> Vec<Row> {
-            let mut unmatched = Vec::new();
-            side.retain(|_, kept| {
-                // Times only grow more live: a key whose earliest row is needed keeps all.
-                if kept.earliest.is_some_and(&live) {
-                    return Kept::Unchanged;
-                }
-                let before = kept.len();
-                kept.retain_live(column, &live, |mut row| {
-                    if outer && row.last() == Some(&0) {
-                        let mut values = read_row(&mut row).expect("a kept row reads back");
-                        values.pop(); // whether it matched
-                        unmatched.push(values);
-                    }
-                });
-                match kept.len() {
-                    0 => Kept::Gone,
-                    after if after == before => Kept::Unchanged,
-                    _ => Kept::Changed,
-                }
-            });
-            unmatched
-        }
         let mut unmatched = [Vec::new(), Vec::new()];
         if let Some(right_from) = right_from {
-            unmatched[0] = forget(
-                &mut self.left,
+            unmatched[0] = self.left.forget(
                 bound.left,
                 |time| time.saturating_sub(bound.lower) >= right_from,
                 plan.is_outer(Side::Left),
             );
         }
         if let Some(left_from) = left_from {
-            unmatched[1] = forget(
-                &mut self.right,
+            unmatched[1] = self.right.forget(
                 bound.right,
                 |time| time.saturating_add(bound.upper) >= left_from,
                 plan.is_outer(Side::Right),
             );
         }
         unmatched
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn encoded(row: &[Value]) -> Vec<u8> {
-        let mut bytes = Vec::new();
-        write_values(row, &mut bytes);
-        bytes
-    }
-
-    fn row(time: i64, name: &str) -> [Value; 2] {
-        [Value::Integer(time), Value::Text(name.to_owned())]
-    }
-
-    #[test]
-    fn a_key_keeps_its_live_rows_in_order_and_notes_the_earliest() {
-        let mut kept = KeyRows::default();
-        for (time, name) in [(5, "a"), (30, "b"), (1, "c"), (20, "d"), (40, "e")] {
-            kept.push_values(&row(time, name));
-        }
-        kept.retain_live(0, |time| time >= 10, |_| {});
-        let rows: Vec<Row> = kept.rows().collect();
-        assert_eq!(rows, [row(30, "b"), row(20, "d"), row(40, "e")]);
-        assert_eq!((kept.len(), kept.earliest), (3, Some(20)));
-        kept.retain_live(0, |time| time > 40, |_| {});
-        assert_eq!((kept.len(), kept.rows().count()), (0, 0));
-    }
-
-    #[test]
-    fn a_key_knows_its_earliest_time_as_rows_are_added() {
-        let mut kept = KeyRows::default();
-        kept.push(&encoded(&row(30, "a")), Some(30));
-        kept.push(&encoded(&row(20, "b")), Some(20));
-        kept.push(&encoded(&row(25, "c")), Some(25));
-        assert_eq!(kept.earliest, Some(20));
-        // A row without a time makes it unknown, until an expiry scans the rows.
-        kept.push(&encoded(&[Value::Null, Value::Text("d".into())]), None);
-        assert_eq!(kept.earliest, None);
-        kept.retain_live(0, |time| time >= 21, |_| {});
-        assert_eq!((kept.len(), kept.earliest), (2, Some(25)));
-    }
-
-    #[test]
-    fn a_key_is_checkpointed_as_its_list_of_rows() {
-        let mut kept = KeyRows::default();
-        kept.push_values(&row(1, "a"));
-        kept.push_values(&row(2, "b"));
-        let json = serde_json::to_string(&kept).unwrap();
-        assert_eq!(
-            json,
-            r#"[[{"Integer":1},{"Text":"a"}],[{"Integer":2},{"Text":"b"}]]"#
-        );
-        let back: KeyRows = serde_json::from_str(&json).unwrap();
-        assert_eq!(
-            back.rows().collect::<Vec<_>>(),
-            kept.rows().collect::<Vec<_>>()
-        );
-        let uneven = r#"[[{"Integer":1}],[{"Integer":2},{"Text":"b"}]]"#;
-        assert!(serde_json::from_str::<KeyRows>(uneven).is_err());
-    }
-
-    #[test]
-    fn a_key_writes_the_postcard_serde_would_and_reads_it_back() {
-        let mut kept = KeyRows::default();
-        kept.push_values(&[
-            Value::Integer(-3),
-            Value::Text("x".repeat(200)),
-            Value::Null,
-        ]);
-        kept.push_values(&[
-            Value::Float(0.5),
-            Value::Bytes(vec![7]),
-            Value::Boolean(true),
-        ]);
-        let rows: Vec<Row> = kept.rows().collect();
-        let mut by_hand = Vec::new();
-        kept.write_postcard(&mut by_hand);
-        assert_eq!(by_hand, postcard::to_allocvec(&rows).unwrap());
-        assert_eq!(by_hand, postcard::to_allocvec(&kept).unwrap());
-        let back: KeyRows = postcard::from_bytes(&by_hand).unwrap();
-        assert_eq!(back.rows().collect::<Vec<_>>(), rows);
     }
 }

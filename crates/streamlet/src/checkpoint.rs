@@ -39,7 +39,7 @@ use crate::acknowledgement::Acknowledgements;
 pub use runnel_event_time::changelog_entries::{
     ChangelogEntries, ChangelogEntriesBuilder, ReplayTarget, Snapshots,
 };
-pub use runnel_event_time::tracked_map::{Kept, TrackedMap, append_postcard};
+pub use runnel_event_time::tracked_map::{Kept, TrackedMap, append_postcard, read_state};
 pub use runnel_state::changelog::Replayed;
 use runnel_state::changelog::{self, MAX_RANGES, Reading};
 use runnel_state::checkpoint::unique_id;

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use super::{Flow, Running};
 use crate::accumulators::Accumulator;
 use crate::grouping::GroupKey;
-use crate::join::{JoinState, KeyRows};
+use crate::join::JoinState;
 use crate::updating::Updating;
 use crate::value::{self, Value};
 
@@ -121,13 +121,7 @@ impl<'q> Flow<'q> {
                 Running::Join { state, .. } => {
                     for (side, rows) in state.sides_mut().into_iter().enumerate() {
                         let prefix = prefix(at, Some(side as u8));
-                        written += rows.take_changes_written(
-                            &prefix,
-                            snapshot,
-                            &mut entries,
-                            |key, out| value::write_json(key, out),
-                            KeyRows::write_postcard,
-                        );
+                        written += rows.take_changes(&prefix, snapshot, &mut entries);
                     }
                 }
                 Running::Aggregate { state, .. } => {
