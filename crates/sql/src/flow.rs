@@ -158,7 +158,7 @@ enum Running<'q> {
     /// A join.
     Join {
         plan: &'q JoinPlan,
-        state: JoinState,
+        state: Box<JoinState>,
         /// Where the least time still to come is known on the left and the right side.
         clocks: [Option<Clock>; 2],
         /// The times (on its grid) it last forgot rows at.
@@ -285,7 +285,7 @@ impl<'q> Flow<'q> {
             Node::Join { plan, left, right } => {
                 let running = Running::Join {
                     plan,
-                    state: JoinState::default(),
+                    state: Box::default(),
                     clocks: [None, None],
                     expired_at: (None, None),
                 };

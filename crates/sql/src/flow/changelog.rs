@@ -209,7 +209,7 @@ impl<'q> Flow<'q> {
                 },
                 Running::Join { state, .. } => {
                     if let Some(saved) = joins.next() {
-                        *state = saved;
+                        **state = saved;
                         whole = true;
                     }
                 }
