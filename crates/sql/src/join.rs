@@ -32,7 +32,8 @@ use crate::{Error, RowKind};
 
 mod side_rows;
 
-pub(crate) use side_rows::{KeyRows, SideRows};
+use side_rows::KeyRows;
+pub(crate) use side_rows::SideRows;
 
 /// Which input of a join a row comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

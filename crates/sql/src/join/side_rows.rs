@@ -84,29 +84,27 @@ impl RowArena {
         }
     }
 
-    /// The chunk `mark` is in.
-    fn chunk(&self, mark: RowMark) -> &Chunk {
-        &self.chunks[mark.chunk.wrapping_sub(self.first) as usize]
+    /// Where the chunk holding `mark` is among the chunks held.
+    fn index(&self, mark: RowMark) -> usize {
+        mark.chunk.wrapping_sub(self.first) as usize
     }
 
     /// The bytes of the row at `mark`.
     fn bytes(&self, mark: RowMark) -> &[u8] {
         let start = mark.start as usize;
-        &self.chunk(mark).bytes[start..start + mark.length as usize]
+        &self.chunks[self.index(mark)].bytes[start..start + mark.length as usize]
     }
 
     /// The bytes of the row at `mark`, to change in place.
     fn bytes_mut(&mut self, mark: RowMark) -> &mut [u8] {
-        let start = mark.start as usize;
-        let index = mark.chunk.wrapping_sub(self.first) as usize;
+        let (start, index) = (mark.start as usize, self.index(mark));
         &mut self.chunks[index].bytes[start..start + mark.length as usize]
     }
 
     /// Notes the row at `mark` gone: a chunk left without live rows frees its bytes, and
     /// the oldest chunks go once empty.
     fn release(&mut self, mark: RowMark) {
-        let length = mark.length as usize;
-        let index = mark.chunk.wrapping_sub(self.first) as usize;
+        let (length, index) = (mark.length as usize, self.index(mark));
         let newest = index + 1 == self.chunks.len();
         let chunk = &mut self.chunks[index];
         chunk.live -= length;
@@ -204,24 +202,16 @@ impl KeyRows {
         self.marks.push(mark);
     }
 
-    /// Notes that the row at `index` (of an outer side) matched.
-    pub(crate) fn set_matched(&self, arena: &mut RowArena, index: usize) {
+    /// Notes whether the row at `index` (of an outer side) matched, in its last byte.
+    fn set_matched(&self, arena: &mut RowArena, index: usize, matched: bool) {
         *arena
             .bytes_mut(self.marks[index])
             .last_mut()
-            .expect("a flag") = 1;
-    }
-
-    /// Notes that the row at `index` (of an outer side) matches nothing any more.
-    pub(crate) fn clear_matched(&self, arena: &mut RowArena, index: usize) {
-        *arena
-            .bytes_mut(self.marks[index])
-            .last_mut()
-            .expect("a flag") = 0;
+            .expect("a flag") = u8::from(matched);
     }
 
     /// Whether the row at `index` (of an outer side) has matched.
-    pub(crate) fn matched(&self, arena: &RowArena, index: usize) -> bool {
+    fn matched(&self, arena: &RowArena, index: usize) -> bool {
         arena.bytes(self.marks[index]).last() == Some(&1)
     }
 
@@ -318,12 +308,10 @@ pub(crate) struct SideRows {
 }
 
 impl SideRows {
-    /// Adds a row written by `write_row` to `key`'s, with its time (see [`KeyRows::push`]);
-    /// returns how many rows the key had before.
-    pub(crate) fn push(&mut self, key: &JoinKey, row: &[u8], time: Option<i64>) -> usize {
+    /// Adds a row written by `write_row` to `key`'s, with its time (see [`KeyRows::push`]).
+    pub(crate) fn push(&mut self, key: &JoinKey, row: &[u8], time: Option<i64>) {
         let kept = self.keys.change(key, KeyRows::default);
         kept.push(&mut self.arena, row, time);
-        kept.len() - 1
     }
 
     /// `key`'s row at `index`.
@@ -343,10 +331,7 @@ impl SideRows {
             return false;
         }
         let kept = self.keys.change(key, KeyRows::default);
-        match matched {
-            true => kept.set_matched(&mut self.arena, index),
-            false => kept.clear_matched(&mut self.arena, index),
-        }
+        kept.set_matched(&mut self.arena, index, matched);
         true
     }
 
