@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
+use std::time::Instant;
 
 use runnel_backend::{Backend, ConsumedRecord, Consumer, TopicPartition};
 use runnel_blueprint::descriptor::BadDataPolicy;
@@ -14,6 +15,7 @@ use crate::dead_letter::DeadLetters;
 use crate::message::{CommitToken, InletHandle, PROCESSING_LATENCY_SAMPLE};
 use crate::metrics::PortMetrics;
 use crate::rejection::FailedAttempts;
+use crate::turns::Turns;
 use crate::{Data, Error, InstanceMetrics, Message, Result};
 
 /// How long [`InletStream::assigned_partitions`] waits for the group to assign this member
@@ -87,6 +89,8 @@ pub struct InletStream<T> {
     /// The consumer's [`revocations`](runnel_backend::Consumer::revocations) when last
     /// looked at.
     revocations: u64,
+    /// When to yield while handing out buffered messages.
+    turns: Turns,
 }
 
 impl<T: Data> InletStream<T> {
@@ -131,6 +135,7 @@ impl<T: Data> InletStream<T> {
             known_ends: Vec::new(),
             handed_out: 0,
             revocations: 0,
+            turns: Turns::new(Instant::now()),
         }
     }
 
@@ -183,9 +188,11 @@ impl<T: Data> InletStream<T> {
                 // A streamlet handed buffered records never waits, so without this it would
                 // not yield to the runtime until the buffer ran dry: a task it woke (its
                 // committer, in the worker's LIFO slot, which other workers cannot steal)
-                // would wait that long, and with it the commits. Tokio's cooperative budget
-                // makes the task yield once every 128 messages.
-                tokio::task::coop::consume_budget().await;
+                // would wait that long, and with it the commits. See `Turns`.
+                if self.turns.due(Instant::now) {
+                    tokio::task::yield_now().await;
+                    self.turns.yielded(Instant::now());
+                }
                 if let Some(message) = self.deliver_front(None).await? {
                     return Ok(Some(Next::Message(message)));
                 }

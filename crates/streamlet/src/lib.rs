@@ -71,6 +71,7 @@ mod shape;
 pub mod state;
 mod streamlet;
 mod throttled_warning;
+mod turns;
 pub use runnel_event_time::watermark;
 pub use runnel_event_time::window;
 
