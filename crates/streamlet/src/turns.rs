@@ -27,8 +27,9 @@ pub(crate) struct Turns {
     started: Instant,
     /// When the clock was last looked at.
     looked: Instant,
-    /// Messages between looks at the clock: halved when a look comes late, doubled when
-    /// early, so that looks come every [`TURN`] / 16 to [`TURN`] / 4.
+    /// Messages between looks at the clock: halved when a look comes more than [`TURN`] / 4
+    /// after the one before, doubled (up to [`MOST_BETWEEN_LOOKS`]) when less than
+    /// [`TURN`] / 16.
     look_every: u32,
     /// Messages left until the next look.
     until_look: u32,
