@@ -15,8 +15,9 @@ earliest offset under a consumer group of its own and writes its results to a fr
 - kafka-streams: scripts/nexmark/kafka-streams (Kafka Streams 4.x topologies);
 - flink: scripts/nexmark/flink-kafka (Flink's Nexmark SQL in Java, the Kafka SQL connector).
 
-Every engine commits what it consumed every second (Runnel's `--commit-interval`, Kafka
-Streams' `commit.interval.ms`, Flink's checkpoint interval). The harness samples, every
+Every engine commits what it consumed every second, or every `--commit-interval-ms`
+(Runnel's `--commit-interval`, Kafka Streams' `commit.interval.ms`, Flink's checkpoint
+interval; under exactly-once, each also commits its transaction then). The harness samples, every
 250 ms, the CPU time of every process of the engine's session and the offsets its groups
 committed on the input topics. A run ends when they reach the topics' ends; "steady" figures
 cover the part of the run between the engine committing 20 % and 90 % of the input (the
@@ -30,9 +31,11 @@ The harness creates every topic it reads or writes with `retention.ms=-1`: the e
 times are from 2024, and the broker's default retention would delete them.
 The broker's CPU is reported apart: it is shared and the same for every engine.
 
-With `--latency-loads 0.5,0.8` (and `--queries q0`), the throughput runs are followed by
-latency runs: each engine under a paced load at those fractions of its saturated rate,
-timed from outside by the broker's append times (kafka_latency.py says how).
+With `--latency-loads 0.5,0.8` (and `--queries` among q0, q1 and q2), the throughput runs
+are followed by latency runs: each engine under a paced load at those fractions of its
+saturated rate, timed from outside by the broker's append times, under exactly-once by when
+its results became visible to `read_committed` consumers (kafka_latency.py says how);
+`--latency-csv` writes their quantiles for scripts/latency-plot.
 
     python kafka_harness.py --events 20000000 --runs 3 --queries q0,q1,q2 \
         --streams-classpath CP --flink-classpath CP --output results.md
@@ -227,13 +230,15 @@ class Run:
                                 self.output, "--guarantee", guarantee, "--threads",
                                 str(1 if base in WINDOWED else arguments.parallelism),
                                 "--state-dir", str(work / self.name),
+                                "--commit-interval-ms", str(arguments.commit_interval_ms),
                                 "--input-prefix", f"{prefix}-"]
             elif engine == "flink":
                 self.command = ["java", *arguments.java_options, "-cp", arguments.flink_classpath,
                                 "runnel.nexmark.flink.Main", "--bootstrap", arguments.bootstrap,
                                 "--query", base, "--group", self.name, "--output", self.output,
                                 "--guarantee", guarantee, "--parallelism",
-                                str(arguments.parallelism), "--input-prefix", f"{prefix}-"]
+                                str(arguments.parallelism), "--input-prefix", f"{prefix}-",
+                                "--checkpoint-interval-ms", str(arguments.commit_interval_ms)]
             else:
                 raise SystemExit(f"unknown engine {engine}")
         self.inputs = {f"{prefix}-{stream}" for stream in streams}
@@ -282,7 +287,7 @@ class Run:
         blueprint.write_text("\n".join(lines) + "\n")
         command = [str(binary), "run", str(blueprint), "--kafka", arguments.bootstrap,
                    "--data-dir", str(work / self.name), "--view", "off", "--admin", "off",
-                   "--commit-interval", "1s"]
+                   "--commit-interval", f"{arguments.commit_interval_ms}ms"]
         for setting in arguments.runnel_kafka_settings:
             command += ["--kafka-setting", setting]
         return command, groups, streams
@@ -449,6 +454,9 @@ def main():
     parser.add_argument("--parallelism", type=int, default=2,
                         help="Flink's parallelism and Kafka Streams' threads")
     parser.add_argument("--guarantee", default="at-least-once", choices=("at-least-once", "exactly-once"))
+    parser.add_argument("--commit-interval-ms", type=int, default=1000,
+                        help="how often every engine commits (and under exactly-once, "
+                             "commits its transaction)")
     parser.add_argument("--warm-up", type=float, default=0.2,
                         help="fraction of the input committed before the steady part begins")
     parser.add_argument("--done", type=float, default=0.9,
@@ -478,7 +486,7 @@ def main():
     parser.add_argument("--work", type=Path, required=True, help="scratch directory, kept")
     parser.add_argument("--output", type=Path, required=True, help="the markdown table goes here")
     parser.add_argument("--latency-loads", default=None,
-                        help="after the throughput runs of q0: its end-to-end latency at these "
+                        help="after the throughput runs: each query's end-to-end latency at these "
                              "fractions of each engine's saturated rate, e.g. 0.5,0.8 "
                              "(kafka_latency.py)")
     parser.add_argument("--latency-saturation-events", type=int, default=8_000_000,
@@ -491,10 +499,19 @@ def main():
                         help="seconds of paced load per latency run")
     parser.add_argument("--latency-warm-up", type=float, default=10,
                         help="seconds at the start of a latency run left out")
+    parser.add_argument("--latency-only", action="store_true",
+                        help="with --latency-loads: skip the throughput runs (and the fill)")
+    parser.add_argument("--latency-csv", type=Path, default=None,
+                        help="write the latency quantiles of each engine and load here, for "
+                             "scripts/latency-plot (with several queries, PATH-QUERY.SUFFIX)")
     arguments = parser.parse_args()
     arguments.queries = arguments.queries.split(",")
-    if arguments.latency_loads is not None and arguments.queries != ["q0"]:
-        raise SystemExit("--latency-loads measures q0 only (--queries q0)")
+    if arguments.latency_only and arguments.latency_loads is None:
+        raise SystemExit("--latency-only needs --latency-loads")
+    unmatched = [q for q in arguments.queries if q not in kafka_latency.MATCHES]
+    if arguments.latency_loads is not None and unmatched:
+        raise SystemExit(f"--latency-loads measures {', '.join(kafka_latency.MATCHES)}, "
+                         f"not {', '.join(unmatched)}")
     arguments.nexmark = Path(arguments.target) / "release" / "nexmark"
     if arguments.baseline is not None:
         arguments.baseline = Path(arguments.baseline) / "release" / "nexmark"
@@ -511,6 +528,16 @@ def main():
     if arguments.bootstrap is None:
         arguments.bootstrap, broker_pid = start_cluster(arguments, work)
     cluster = Cluster(arguments.bootstrap, broker_pid)
+    report = "" if arguments.latency_only else throughput_runs(arguments, cluster, work, engines)
+    if arguments.latency_loads is not None:
+        report += "\n" + latency_runs(arguments, cluster, work, engines) + "\n"
+    arguments.output.write_text(report)
+    print(report)
+
+
+def throughput_runs(arguments, cluster, work, engines):
+    """Each query on each engine over the filled topics, interleaved over `--runs` rounds;
+    returns the table."""
     fill(arguments, cluster, work)
     results, load = {}, [os.getloadavg()[0]]
     for number in range(arguments.runs):
@@ -541,57 +568,68 @@ def main():
               f"{arguments.warm_up:.0%} and {arguments.done:.0%} of the input committed; "
               f"{machine()}; load average during the run "
               f"{min(load):.1f} to {max(load):.1f}.")
-    report = header + "\n\n" + table(arguments, results, engines) + "\n"
-    if arguments.latency_loads is not None:
-        report += "\n" + latency_runs(arguments, cluster, work, engines) + "\n"
-    arguments.output.write_text(report)
-    print(report)
+    return header + "\n\n" + table(arguments, results, engines) + "\n"
 
 
 def latency_runs(arguments, cluster, work, engines):
-    """q0's latency at each of `--latency-loads` times each engine's saturated rate (the
-    rate it writes results at while the generator writes as fast as it can beside it),
-    the engines and loads interleaved over `--runs` rounds; returns its section."""
+    """The latency of each query at each of `--latency-loads` times each engine's saturated
+    rate (the rate it keeps up with while the generator writes as fast as it can beside
+    it), the engines and loads interleaved over `--runs` rounds; returns their sections."""
     loads = [float(load) for load in arguments.latency_loads.split(",")]
-    results, rates, load_average = {}, {}, [os.getloadavg()[0]]
+    sections = []
+    for query in arguments.queries:
+        results, rates, load_average = {}, {}, [os.getloadavg()[0]]
 
-    def once(engine, number, rate, count):
-        prefix = f"nxl-{uuid.uuid4().hex[:8]}"
-        run = Run(arguments, work, engine, "q0", number, kind="nxl", prefix=prefix)
-        try:
-            return kafka_latency.measure(arguments, cluster, work, run, rate, count, stop)
-        except (RuntimeError, subprocess.CalledProcessError) as error:
-            return {"failure": str(error)[:120]}
-        finally:
-            cluster.delete_topics([prefix, run.name])
-            load_average.append(os.getloadavg()[0])
+        def once(engine, number, rate, count):
+            prefix = f"nxl-{uuid.uuid4().hex[:8]}"
+            run = Run(arguments, work, engine, query, number, kind="nxl", prefix=prefix)
+            try:
+                return kafka_latency.measure(arguments, cluster, work, run, rate, count, stop)
+            except (RuntimeError, subprocess.CalledProcessError) as error:
+                return {"failure": str(error)[:120]}
+            finally:
+                cluster.delete_topics([prefix, run.name])
+                load_average.append(os.getloadavg()[0])
 
-    for engine in engines:
-        if arguments.latency_saturated:
-            rates[engine] = arguments.latency_saturated
-            continue
-        result = once(engine, 0, 0, arguments.latency_saturation_events)
-        if "failure" in result:
-            kafka_latency.report(f"saturation {engine}: {result['failure']}")
-            continue
-        rates[engine] = result["output_rate"]
-        kafka_latency.report(f"saturation {engine}: {rates[engine]:,.0f} events/s "
-                             f"(generator at {result['rate']:,.0f} bids/s)")
-    for number in range(arguments.runs):
-        order = engines[number % len(engines):] + engines[:number % len(engines)]
-        for load in loads:
-            for engine in (e for e in order if e in rates):
-                rate = rates[engine] * load
-                result = once(engine, number + 1, rate, int(rate * arguments.latency_seconds))
-                kafka_latency.report(f"latency run {number + 1} {engine} at {load:.0%}: "
-                                     + (result.get("failure") or kafka_latency.summary(result)))
-                results.setdefault((engine, load), []).append(result)
-    return (f"q0's end-to-end latency on Kafka (kafka_latency.py): saturated rates with the "
-            f"generator writing {arguments.latency_saturation_events:,} events unpaced beside "
-            f"each engine; then {arguments.latency_seconds:g} s of paced load per run, the "
+        for engine in engines:
+            if arguments.latency_saturated:
+                rates[engine] = arguments.latency_saturated
+                continue
+            result = once(engine, 0, 0, arguments.latency_saturation_events)
+            if "failure" in result:
+                kafka_latency.report(f"saturation {query} {engine}: {result['failure']}")
+                continue
+            rates[engine] = result["output_rate"]
+            kafka_latency.report(f"saturation {query} {engine}: {rates[engine]:,.0f} events/s "
+                                 f"(generator at {result['rate']:,.0f} bids/s)")
+        for number in range(arguments.runs):
+            order = engines[number % len(engines):] + engines[:number % len(engines)]
+            for load in loads:
+                for engine in (e for e in order if e in rates):
+                    rate = rates[engine] * load
+                    result = once(engine, number + 1, rate, int(rate * arguments.latency_seconds))
+                    kafka_latency.report(f"latency run {number + 1} {query} {engine} at {load:.0%}: "
+                                         + (result.get("failure") or kafka_latency.summary(result)))
+                    results.setdefault((engine, load), []).append(result)
+        if arguments.latency_csv is not None:
+            path = arguments.latency_csv
+            if len(arguments.queries) > 1:
+                path = path.with_name(f"{path.stem}-{query}{path.suffix}")
+            kafka_latency.write_quantiles(path, results, rates, loads, engines)
+        saturated = (f"every engine's saturated rate taken as {arguments.latency_saturated:,.0f} "
+                     "events/s" if arguments.latency_saturated else
+                     f"saturated rates with the generator writing "
+                     f"{arguments.latency_saturation_events:,} events unpaced beside each engine")
+        timed = ("each result timed from when a read_committed consumer could see it"
+                 if arguments.guarantee == "exactly-once" else "each result timed by its append")
+        sections.append(
+            f"{query}'s end-to-end latency on Kafka, {arguments.guarantee}, commits every "
+            f"{arguments.commit_interval_ms} ms, {timed} (kafka_latency.py): " + saturated
+            + f"; then {arguments.latency_seconds:g} s of paced load per run, the "
             f"first {arguments.latency_warm_up:g} s left out, {arguments.runs} interleaved runs "
-            f"per engine and load (medians); load average {min(load_average):.1f} to "
+            f"per engine and load (medians); {machine()}; load average {min(load_average):.1f} to "
             f"{max(load_average):.1f}.\n\n" + kafka_latency.table(results, rates, loads, engines))
+    return "\n\n".join(sections)
 
 
 if __name__ == "__main__":

@@ -42,9 +42,6 @@ public final class Main {
     /** Partitions of the output topic, as the harness's event topics by default. */
     private static final int OUTPUT_PARTITIONS = 2;
 
-    /** Every engine in the harness commits what it consumed every second. */
-    private static final int COMMIT_INTERVAL_MS = 1_000;
-
     private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(30);
 
     private Main() {}
@@ -84,8 +81,9 @@ public final class Main {
         config.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, options.describe() ? "unused:9092" : options.bootstrap());
         config.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG,
                 options.exactlyOnce() ? StreamsConfig.EXACTLY_ONCE_V2 : StreamsConfig.AT_LEAST_ONCE);
-        // Also for exactly-once, whose default is 100 ms: the same interval for every run.
-        config.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, COMMIT_INTERVAL_MS);
+        // Also for exactly-once, whose default is 100 ms: the harness gives every engine the
+        // same interval (a second unless it says otherwise).
+        config.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, options.commitInterval().toMillis());
         config.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, options.threads());
         config.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
         config.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");

@@ -14,12 +14,14 @@ record Options(
         Path stateDir,
         String inputPrefix,
         Duration grace,
+        Duration commitInterval,
         boolean describe) {
 
     static final String USAGE = """
             usage: runnel.nexmark.streams.Main --bootstrap HOST:PORT --query QUERY --application-id ID
                        --output TOPIC --guarantee at-least-once|exactly-once
                        [--threads N] [--state-dir DIR] [--input-prefix PREFIX] [--grace-ms MS]
+                       [--commit-interval-ms MS]
                    runnel.nexmark.streams.Main --query QUERY --describe
 
             Runs a Nexmark query (%s) as a Kafka Streams application until SIGTERM or SIGINT:
@@ -27,6 +29,9 @@ record Options(
               --threads N      stream threads (default 2)
               --state-dir DIR  state directory (default a new temporary directory, removed at exit)
               --grace-ms MS    grace of the windows, in event time (default %d; see the README)
+              --commit-interval-ms MS
+                               commit.interval.ms, also under exactly-once (default 1000, as
+                               the harness's other engines)
               --describe       print the topology and the output schema, and exit
             """.formatted(Query.names(), Nexmark.GRACE.toMillis());
 
@@ -41,6 +46,7 @@ record Options(
         Path stateDir = null;
         String inputPrefix = "";
         Duration grace = Nexmark.GRACE;
+        Duration commitInterval = Duration.ofSeconds(1);
         boolean describe = false;
         for (int i = 0; i < args.length; i++) {
             String flag = args[i];
@@ -62,6 +68,7 @@ record Options(
                 case "--state-dir" -> stateDir = Path.of(value);
                 case "--input-prefix" -> inputPrefix = value;
                 case "--grace-ms" -> grace = Duration.ofMillis(number(flag, value, 0));
+                case "--commit-interval-ms" -> commitInterval = Duration.ofMillis(number(flag, value, 1));
                 default -> throw new IllegalArgumentException("unknown option " + flag);
             }
         }
@@ -82,7 +89,7 @@ record Options(
                     "--guarantee is at-least-once or exactly-once, not " + guarantee);
         };
         return new Options(bootstrap, named, applicationId, output, exactlyOnce, threads,
-                stateDir, inputPrefix, grace, describe);
+                stateDir, inputPrefix, grace, commitInterval, describe);
     }
 
     private static void require(String flag, String value) {
