@@ -7,10 +7,10 @@
 //! handles that push into it). The [`Committer`] takes events in that order: it waits for
 //! each send's receipt, and stages each commit, which is then safe because everything sent
 //! before it is durable. Staged offsets are written to the consumer groups in batches
-//! (every commit interval, counted from when the last write began: [`cadence`], and at the
-//! end), monotonically per partition. Two semaphores bound the queue: one counts
-//! unacknowledged sends, the other messages handed to the streamlet and not yet committed,
-//! so a slow log slows the streamlet instead of growing memory. The committer gives the permits of the events it has taken back together, once
+//! (every commit interval, and at the end), monotonically per partition. Two semaphores
+//! bound the queue: one counts unacknowledged sends, the other messages handed to the
+//! streamlet and not yet committed, so a slow log slows the streamlet instead of growing
+//! memory. The committer gives the permits of the events it has taken back together, once
 //! per batch and before it waits for a receipt, rather than one semaphore release per
 //! event.
 //!
@@ -51,10 +51,8 @@ use runnel_streamlet::runtime::{
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
-mod cadence;
 mod checkpoint_writing;
 
-use cadence::Cadence;
 pub(crate) use checkpoint_writing::ChangelogWriter;
 use checkpoint_writing::{InFlight, PendingRecord, Written, write_records};
 
@@ -206,8 +204,6 @@ pub(crate) struct Committer {
     /// Whether anything was sent or committed since the last write.
     pending: bool,
     interval: Duration,
-    /// When the next write is due.
-    cadence: Cadence,
     /// Per inlet: partition -> next offset to read, staged but not yet written.
     staged: Vec<BTreeMap<u32, u64>>,
     /// Per inlet: partition -> the last offset written, to keep commits monotonic.
@@ -239,7 +235,6 @@ impl Committer {
             mode,
             pending: false,
             interval,
-            cadence: Cadence::new(interval),
             staged: vec![BTreeMap::new(); inlets],
             written,
             metrics,
@@ -290,16 +285,14 @@ impl Committer {
             // of events the queue is ready first every time, and the timer would never win.
             let due = timed_out || deadline.is_some_and(|deadline| deadline <= Instant::now());
             if due && deadline.is_some() {
-                let began = Instant::now();
                 if let Some(succeeded) = self.write(&mut events).await? {
                     return self.finish(succeeded, &mut events).await;
                 }
-                self.cadence.wrote(began, Instant::now());
                 deadline = None;
                 continue;
             }
             if self.pending && self.checkpoints.is_none() {
-                deadline.get_or_insert_with(|| self.cadence.due(Instant::now()));
+                deadline.get_or_insert_with(|| Instant::now() + self.interval);
             }
             self.stage();
         }
