@@ -147,9 +147,10 @@ def appended(bootstrap, topic, identify, keep, window=None):
     """Every record of `topic` whose bytes to match (`identify` of its value, None for none)
     hash to a key `keep` accepts: {key: (append time in ms, partition, offset)}, with keys
     seen twice left out (they cannot be told apart); how many records there were; and how
-    many were appended within `window` (a pair of append times, the second excluded). Reads what a `read_committed`
-    consumer sees, up to the last stable offsets (a transaction's marker takes an offset
-    but is no record, so the end is where every partition's position reached)."""
+    many were appended within `window` (a pair of append times, the second excluded).
+    Reads what a `read_committed` consumer sees, up to the last stable offsets (a
+    transaction's marker takes an offset but is no record, so the end is where every
+    partition's position reached)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"latency-{topic}",
                          "enable.auto.commit": False, "auto.offset.reset": "earliest",
                          "isolation.level": "read_committed", "fetch.max.bytes": 64 << 20})
@@ -253,8 +254,9 @@ def measure(arguments, cluster, work, run, rate, count, stop):
     writes `count` events, paced at `rate` events/s (0: as fast as it can); returns the
     latencies of the sampled bids after the warm-up, and the rate at which the engine wrote
     its results between the warm-up and the generator's last bid, in the events (bids and
-    the persons and auctions between them) read to write them, per second. Under exactly-once a result counts from when it
-    became visible to `read_committed` consumers (`Visibility`), not from its append."""
+    the persons and auctions between them) read to write them, per second. Under
+    exactly-once a result counts from when it became visible to `read_committed` consumers
+    (`Visibility`), not from its append."""
     bids = next(topic for topic in run.inputs if topic.endswith("-bids"))
     prefix = bids.removesuffix("bids")
     for stream in ("persons", "auctions", "bids"):
@@ -329,6 +331,8 @@ def summary(result):
     figures = ", ".join(f"p{q * 100:g} {quantile(ordered, q)} ms" for q in QUANTILES)
     visible = ("" if result.get("visible_every") is None else
                f"; results became visible every {result['visible_every']:.0f} ms (median)")
+    if result.get("poll_failures"):
+        visible += f", {result['poll_failures']} polls of the stable offsets failed"
     return (f"{figures}, max {ordered[-1]} ms over {len(ordered):,} sampled bids "
             f"({result['missing']:,} unmatched); {result['sent']:,} bids in at "
             f"{result['rate']:,.0f}/s, {result['received']:,} out{visible}")
