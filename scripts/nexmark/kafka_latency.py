@@ -25,16 +25,16 @@ q2) is left out: its results cannot be told apart.
 The load is a fraction of the engine's saturated rate, measured the same way with the
 generator writing as fast as it can: the rate at which the engine wrote its results
 between the warm-up and the generator's last bid, counted in the events it had read to
-write them. The generator, the
-engine and the broker share the machine's cores, so that rate is what the engine keeps up
-with beside a generator, not what it does alone over a backlog (the throughput runs).
+write them. The generator, the engine and the broker share the machine's cores, so that
+rate is what the engine keeps up with beside a generator, not what it does alone over a
+backlog (the throughput runs).
 
 Append times are in milliseconds, so figures are whole milliseconds. The generator and the
 broker run on the same cores as the engine, as in the throughput runs.
 
 Under `--guarantee exactly-once` a result's append time is not when a reader sees it: the
 engine writes its results inside a transaction, and a `read_committed` consumer sees them
-only once the transaction commits (every second here, with each engine's commit interval).
+only once the transaction commits (every `--commit-interval-ms`, the same for each engine).
 So a thread polls, every `POLL_SECONDS`, the last stable offset of each partition of the
 output topic (`ListOffsets` with `isolation.level=read_committed`: the offset below which
 every transaction is decided), and a result's time is that of the first poll whose stable
