@@ -259,6 +259,9 @@ impl TransactionalProducer for KafkaTransactionalProducer {
                         transaction_error("sending offsets to the transaction", &id, &e, &redactor)
                     })?;
             }
+            // Deliveries first, without rust-rdkafka's 100 ms steps (`drain`); whatever is
+            // left when it gives up, commit_transaction still waits for.
+            crate::producer::drain(&client, timeout);
             client
                 .commit_transaction(timeout)
                 .map_err(|e| transaction_error("committing the transaction", &id, &e, &redactor))?;
