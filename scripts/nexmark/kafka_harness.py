@@ -232,6 +232,8 @@ class Run:
                                 "--state-dir", str(work / self.name),
                                 "--commit-interval-ms", str(arguments.commit_interval_ms),
                                 "--input-prefix", f"{prefix}-"]
+                for setting in arguments.streams_settings:
+                    self.command += ["--setting", setting]
             elif engine == "flink":
                 self.command = ["java", *arguments.java_options, "-cp", arguments.flink_classpath,
                                 "runnel.nexmark.flink.Main", "--bootstrap", arguments.bootstrap,
@@ -478,6 +480,10 @@ def main():
     parser.add_argument("--runnel-kafka-setting", action="append", default=[],
                         dest="runnel_kafka_settings", metavar="KEY=VALUE",
                         help="a librdkafka setting for Runnel's engines (`--kafka-setting`)")
+    parser.add_argument("--streams-setting", action="append", default=[],
+                        dest="streams_settings", metavar="KEY=VALUE",
+                        help="a Kafka Streams setting for its engine, e.g. producer.linger.ms=5 "
+                             "(its default is 100)")
     parser.add_argument("--java-option", action="append", default=[], dest="java_options")
     parser.add_argument("--bootstrap", default=None,
                         help="an existing cluster (default: start one in WORK/kafka)")
@@ -586,7 +592,7 @@ def latency_runs(arguments, cluster, work, engines):
             try:
                 return kafka_latency.measure(arguments, cluster, work, run, rate, count, stop)
             except (RuntimeError, subprocess.CalledProcessError) as error:
-                return {"failure": str(error)[:120]}
+                return {"failure": str(error)[:300]}
             finally:
                 cluster.delete_topics([prefix, run.name])
                 load_average.append(os.getloadavg()[0])

@@ -299,6 +299,12 @@ def measure(arguments, cluster, work, run, rate, count, stop):
     sent = {key: stamp for key, (stamp, _, _) in sent.items()}
     first, last = min(sent.values()), max(sent.values())
     start = first + arguments.latency_warm_up * 1000
+    if last - start < 5000 and not rate:
+        # The generator ran unpaced and the engine kept pace with it throughout.
+        raise RuntimeError(f"the generator's {sent_count / max((last - first) / 1000, 1e-3):,.0f} "
+                           f"bids/s lasted {(last - first) / 1000:.1f} s, too short to measure "
+                           "after the warm-up (more --latency-saturation-events, or one rate for "
+                           "every engine with --latency-saturated)")
     if last - start < 5000:
         raise RuntimeError(f"the load lasted {(last - first) / 1000:.1f} s, too short to measure "
                            "after the warm-up (more events, or a longer --latency-seconds)")

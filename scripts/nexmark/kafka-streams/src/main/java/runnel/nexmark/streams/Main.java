@@ -87,6 +87,7 @@ public final class Main {
         config.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, options.threads());
         config.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
         config.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
+        config.putAll(options.settings());
         return config;
     }
 

@@ -2,6 +2,8 @@ package runnel.nexmark.streams;
 
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
 
 /** The command line. */
 record Options(
@@ -15,13 +17,14 @@ record Options(
         String inputPrefix,
         Duration grace,
         Duration commitInterval,
+        Map<String, String> settings,
         boolean describe) {
 
     static final String USAGE = """
             usage: runnel.nexmark.streams.Main --bootstrap HOST:PORT --query QUERY --application-id ID
                        --output TOPIC --guarantee at-least-once|exactly-once
                        [--threads N] [--state-dir DIR] [--input-prefix PREFIX] [--grace-ms MS]
-                       [--commit-interval-ms MS]
+                       [--commit-interval-ms MS] [--setting KEY=VALUE]...
                    runnel.nexmark.streams.Main --query QUERY --describe
 
             Runs a Nexmark query (%s) as a Kafka Streams application until SIGTERM or SIGINT:
@@ -32,6 +35,9 @@ record Options(
               --commit-interval-ms MS
                                commit.interval.ms, also under exactly-once (default 1000, as
                                the harness's other engines)
+              --setting KEY=VALUE
+                               any Kafka Streams setting, applied after the ones above (for
+                               example producer.linger.ms=5); may be repeated
               --describe       print the topology and the output schema, and exit
             """.formatted(Query.names(), Nexmark.GRACE.toMillis());
 
@@ -47,6 +53,7 @@ record Options(
         String inputPrefix = "";
         Duration grace = Nexmark.GRACE;
         Duration commitInterval = Duration.ofSeconds(1);
+        Map<String, String> settings = new LinkedHashMap<>();
         boolean describe = false;
         for (int i = 0; i < args.length; i++) {
             String flag = args[i];
@@ -69,6 +76,13 @@ record Options(
                 case "--input-prefix" -> inputPrefix = value;
                 case "--grace-ms" -> grace = Duration.ofMillis(number(flag, value, 0));
                 case "--commit-interval-ms" -> commitInterval = Duration.ofMillis(number(flag, value, 1));
+                case "--setting" -> {
+                    int equals = value.indexOf('=');
+                    if (equals < 1) {
+                        throw new IllegalArgumentException("--setting takes KEY=VALUE, not " + value);
+                    }
+                    settings.put(value.substring(0, equals), value.substring(equals + 1));
+                }
                 default -> throw new IllegalArgumentException("unknown option " + flag);
             }
         }
@@ -89,7 +103,7 @@ record Options(
                     "--guarantee is at-least-once or exactly-once, not " + guarantee);
         };
         return new Options(bootstrap, named, applicationId, output, exactlyOnce, threads,
-                stateDir, inputPrefix, grace, commitInterval, describe);
+                stateDir, inputPrefix, grace, commitInterval, settings, describe);
     }
 
     private static void require(String flag, String value) {
