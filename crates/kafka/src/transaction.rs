@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -260,10 +260,12 @@ impl TransactionalProducer for KafkaTransactionalProducer {
                     })?;
             }
             // Deliveries first, without rust-rdkafka's 100 ms steps (`drain`); whatever is
-            // left when it gives up, commit_transaction still waits for.
+            // left when it gives up, commit_transaction still waits for. Both share one
+            // timeout, so a commit still fails within it rather than being given up as stuck.
+            let deadline = Instant::now() + timeout;
             crate::producer::drain(&client, timeout);
             client
-                .commit_transaction(timeout)
+                .commit_transaction(deadline.saturating_duration_since(Instant::now()))
                 .map_err(|e| transaction_error("committing the transaction", &id, &e, &redactor))?;
             client
                 .begin_transaction()
