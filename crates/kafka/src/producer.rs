@@ -304,8 +304,10 @@ mod tests {
     }
 
     #[test]
-    fn drain_returns_at_once_when_nothing_is_in_flight() {
-        assert!(drain(&unanswered(), Duration::ZERO));
+    fn drain_returns_true_once_nothing_is_in_flight() {
+        // Not at once: the refused connection's error is an event on the producer's queue
+        // until its thread serves it, and librdkafka counts that too.
+        assert!(drain(&unanswered(), Duration::from_secs(30)));
     }
 
     #[test]
