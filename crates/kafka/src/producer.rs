@@ -83,8 +83,9 @@ pub(crate) type Client = ThreadedProducer<DeliveryContext>;
 /// How often [`drain`] looks at librdkafka's count of undelivered records.
 const DRAIN_CHECK: Duration = Duration::from_millis(1);
 
-/// Waits until librdkafka holds no undelivered record of `client` (nor a delivery report not
-/// yet handled), for at most `timeout`; says whether it got there. Blocks the thread.
+/// Waits until librdkafka holds no undelivered record of `client` (nor any event not yet
+/// served: delivery reports, client errors), for at most `timeout`; says whether it got
+/// there. Blocks the thread.
 ///
 /// Call it before rust-rdkafka's `flush`, and before its `commit_transaction`, which
 /// flushes first: that flush waits for delivery reports on the producer's queue in steps of
